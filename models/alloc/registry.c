@@ -1,0 +1,42 @@
+/*
+ * registry.c - the allocator names `alloc=` accepts, each a pair of a
+ * mapping model (how a file records its blocks) and a placement model
+ * (which free blocks it gets).  A new allocator is one file in
+ * models/alloc/ and one row here.
+ */
+#include <stddef.h>
+#include <string.h>
+
+#include "alloc.h"
+
+static const struct sfs_alloc_preset presets[] = {
+	{
+		.name = "blockmap",
+		.help = "ext2: indirect block maps, goal-directed bitmap "
+			"search (ext2_new_block)",
+		.map = &sfs_blockmap_map_ops,
+		.place = &sfs_bitmap_alloc_ops,
+	},
+};
+
+const struct sfs_alloc_preset *sfs_alloc_nth(unsigned i)
+{
+	return i < sizeof(presets) / sizeof(presets[0]) ? &presets[i] : NULL;
+}
+
+const struct sfs_alloc_preset *sfs_alloc_find(const char *name)
+{
+	const struct sfs_alloc_preset *p;
+
+	if (!name)
+		return NULL;
+	for (unsigned i = 0; (p = sfs_alloc_nth(i)); i++)
+		if (strcmp(p->name, name) == 0)
+			return p;
+	return NULL;
+}
+
+const char *sfs_alloc_names(void)
+{
+	return "blockmap";
+}

@@ -1,0 +1,101 @@
+/*
+ * alloc.h - the two allocator seams: placement and mapping.
+ *
+ * Placement decides which free blocks a request gets (ext2's goal search,
+ * later ext3 reservation windows and ext4's mballoc).  Mapping decides how a
+ * file records its blocks (ext2 indirect blocks, later ext4 extent trees).
+ * Each is an ops table chosen by name from a registry (models/alloc/
+ * registry.c); `alloc=NAME` picks a (mapping, placement) pair.
+ *
+ * One door per table: the engine calls placement only through
+ * sfs_alloc_blocks (fs.c), mapping only through sfs_bmap / sfs_truncate
+ * (inode.c).
+ */
+#ifndef SFS_ALLOC_H
+#define SFS_ALLOC_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "format.h"
+
+struct sfs_fs;
+struct sfs_inode;
+struct sfs_alloc;
+
+/* Placement model.  Members marked optional may be NULL. */
+struct sfs_alloc_ops {
+	const char *name;
+	/* optional: set a->priv up; 0 or -errno */
+	int (*init)(struct sfs_alloc *a);
+	/* optional: free a->priv and any per-inode state still held */
+	void (*fini)(struct sfs_alloc *a);
+	/*
+	 * Choose up to `want` (>= 1) contiguous free blocks near `goal` for
+	 * inode ip (NULL for filesystem metadata) and mark them used with
+	 * sfs_blocks_mark_used.  At least one block on success.
+	 * Returns 0, -ENOSPC when no block is free, -EIO.
+	 */
+	int (*new_blocks)(struct sfs_alloc *a, struct sfs_inode *ip,
+			  sfs_blk_t goal, uint32_t want, sfs_blk_t *start_out,
+			  uint32_t *got_out);
+	/* optional: ip was closed, truncated or freed: drop its state */
+	void (*release_inode)(struct sfs_alloc *a, struct sfs_inode *ip);
+};
+
+struct sfs_alloc {
+	const struct sfs_alloc_ops *ops;
+	struct sfs_fs *fs;
+	void *priv;
+	uint64_t words_scanned; /* bitmap words examined: allocator work */
+};
+
+/*
+ * Mapping model: the file's logical -> physical map.  All members required.
+ */
+struct sfs_map_ops {
+	const char *name;
+	/*
+	 * Map logical block lblk.  Sets *pblk_out (0 = hole).  With create a
+	 * hole is allocated (the new block is not zeroed here: the caller
+	 * writes it), metadata blocks (indirect) are allocated and zeroed as
+	 * needed, i_blocks and the allocation goal are updated.
+	 * Returns 0, -EFBIG (lblk beyond the map's reach), -ENOSPC, -EIO.
+	 */
+	int (*map)(struct sfs_fs *fs, struct sfs_inode *ip, uint32_t lblk,
+		   bool create, sfs_blk_t *pblk_out, bool *new_out);
+	/* Free every block mapped at lblk >= from, and metadata no longer
+	 * needed; update i_blocks.  0 or -EIO. */
+	int (*truncate)(struct sfs_fs *fs, struct sfs_inode *ip, uint32_t from);
+	/*
+	 * Walk the map for inspect: fn is called per run of consecutive
+	 * logical blocks at consecutive physical blocks (meta = indirect or
+	 * tree block, with lblk = the first logical block it maps).
+	 */
+	int (*walk)(struct sfs_fs *fs, struct sfs_inode *ip,
+		    int (*fn)(void *ctx, uint32_t lblk, sfs_blk_t pblk,
+			      uint32_t len, bool meta),
+		    void *ctx);
+	/* Largest file size (bytes) this map can address at block size bs. */
+	uint64_t (*max_bytes)(uint32_t bs);
+};
+
+/* A named allocator configuration: mapping + placement. */
+struct sfs_alloc_preset {
+	const char *name;
+	const char *help;
+	const struct sfs_map_ops *map;
+	const struct sfs_alloc_ops *place;
+};
+
+/* Look a name up; NULL if unknown. */
+const struct sfs_alloc_preset *sfs_alloc_find(const char *name);
+/* "blockmap, ..." for error messages (static string). */
+const char *sfs_alloc_names(void);
+/* Iterate: i = 0, 1, ... until NULL. */
+const struct sfs_alloc_preset *sfs_alloc_nth(unsigned i);
+
+extern const struct sfs_map_ops sfs_blockmap_map_ops;   /* models/alloc/blockmap.c */
+extern const struct sfs_alloc_ops sfs_bitmap_alloc_ops; /* models/alloc/bitmap.c */
+
+#endif /* SFS_ALLOC_H */

@@ -1,0 +1,57 @@
+/*
+ * config.h - the knobs of one simfs instance, parsed from mount-option
+ * strings ("alloc=blockmap,mem=256M,direct").
+ *
+ * A knob is a row of a table (config.c): name, type, default, range, help,
+ * where it lives in struct sfs_config.  Parsing, printing (--help, the stats
+ * report) and runtime changes all walk that one table, so a new knob is one
+ * field here plus one table row.  A bad value gets a one-line message and
+ * changes nothing.
+ */
+#ifndef SFS_CONFIG_H
+#define SFS_CONFIG_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#define SFS_NAME_LEN 32
+
+struct sfs_config {
+	char alloc[SFS_NAME_LEN];   /* placement + mapping model: "blockmap" */
+	char journal[SFS_NAME_LEN]; /* journal policy ("data="): "none" */
+	uint64_t mem_bytes;         /* buffer cache budget */
+	bool direct;                /* O_DIRECT on the backing device */
+	bool ro;                    /* read-only mount */
+};
+
+/* Defaults for every knob. */
+void sfs_config_defaults(struct sfs_config *cfg);
+
+/*
+ * Apply a comma-separated option string to cfg.  Unknown keys are left to
+ * the caller when `unknown` is non-NULL (they are appended to it, comma
+ * separated, e.g. FUSE's own options); otherwise they are an error.
+ * Returns 0, or -EINVAL with a one-line message in *err (g_free it).
+ * On error cfg is unchanged.
+ */
+int sfs_config_parse(struct sfs_config *cfg, const char *opts,
+		     char **unknown, char **err);
+
+/* Set one knob by name from text; same errors as sfs_config_parse. */
+int sfs_config_set(struct sfs_config *cfg, const char *key, const char *value,
+		   char **err);
+
+/* Print the knob table (name, default, help) for --help. */
+void sfs_config_print_help(FILE *out);
+
+/* Print "key=value" lines for every knob of cfg. */
+void sfs_config_print(const struct sfs_config *cfg, FILE *out);
+
+/*
+ * Parse a size with an optional K/M/G/T suffix (powers of 1024) into bytes.
+ * Returns 0 or -EINVAL.
+ */
+int sfs_parse_size(const char *text, uint64_t *out);
+
+#endif /* SFS_CONFIG_H */

@@ -1,0 +1,1087 @@
+/*
+ * fs.c - mounting and the filesystem-wide bookkeeping of the engine:
+ * superblock, group descriptors, block and inode bitmaps, the inode table
+ * and the in-memory inode cache.
+ *
+ *   sfs_fs_open   read + validate the superblock and descriptors, refuse
+ *                 foreign images and unsupported features (naming them),
+ *                 mark the image "not clean" while mounted read-write
+ *   sfs_fs_sync   write the superblock, descriptors and every dirty buffer
+ *   sfs_fs_close  free orphans, sync, mark the image clean, close
+ *
+ * Invariants kept for e2fsck (doc/internals.md, "What e2fsck checks"):
+ *  1. a group's bg_free_blocks_count / bg_free_inodes_count equal the zero
+ *     bits of its bitmaps; bg_used_dirs_count counts allocated directories;
+ *  2. the superblock's free counts are the sums of the groups' (recomputed
+ *     when the superblock is written);
+ *  3. an inode is "in use" iff its bitmap bit is set; a freed inode keeps
+ *     links 0 and a real dtime.
+ * Only the primary superblock and GDT are written while mounted, as the
+ * kernel does; mkfs writes the backups.
+ *
+ * In-memory inodes live in fs->icache.  Unreferenced, unopened inodes stay
+ * cached in LRU order (fs->ilru) up to SFS_ICACHE_MAX so that directories
+ * keep their name index between requests.
+ */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "fs_priv.h"
+#include "models/journal/jbd2.h"
+
+#define SFS_ICACHE_MAX 65536 /* unreferenced inodes kept in memory */
+
+/* ---- errors and small checks ---- */
+
+void sfs_fs_error(struct sfs_fs *fs, int err, const char *fmt, ...)
+{
+	va_list ap;
+	char *msg;
+
+	va_start(ap, fmt);
+	msg = g_strdup_vprintf(fmt, ap);
+	va_end(ap);
+	g_printerr("simfs: error %d (%s): %s\n", -err, g_strerror(-err), msg);
+	g_free(msg);
+	if (!fs->error) {
+		fs->error = true;
+		fs->sb.s_state |= sfs_cpu_to_le16(SFS_STATE_ERROR);
+		fs->sb_dirty = true;
+	}
+}
+
+int sfs_check_writable(struct sfs_fs *fs)
+{
+	if (fs->ro || fs->error)
+		return -EROFS;
+	return 0;
+}
+
+int sfs_check_name(const char *name, size_t *len_out)
+{
+	size_t len;
+
+	if (!name)
+		return -EINVAL;
+	len = strnlen(name, SFS_NAME_MAX + 1);
+	if (len > SFS_NAME_MAX)
+		return -ENAMETOOLONG;
+	if (len == 0 || memchr(name, '/', len))
+		return -EINVAL;
+	if (len_out)
+		*len_out = len;
+	return 0;
+}
+
+void sfs_now(struct sfs_fs *fs, struct timespec *out)
+{
+	(void)fs;
+	clock_gettime(CLOCK_REALTIME, out);
+}
+
+/* ---- feature names ---- */
+
+struct feat_name {
+	int word; /* 0 compat, 1 incompat, 2 ro_compat */
+	uint32_t mask;
+	const char *name;
+};
+
+static const struct feat_name feat_names[] = {
+	{0, 0x0001, "dir_prealloc"},   {0, 0x0002, "imagic_inodes"},
+	{0, 0x0004, "has_journal"},    {0, 0x0008, "ext_attr"},
+	{0, 0x0010, "resize_inode"},   {0, 0x0020, "dir_index"},
+	{0, 0x0040, "lazy_bg"},        {0, 0x0080, "snapshot_exclude"},
+	{0, 0x0100, "exclude_bitmap"}, {0, 0x0200, "sparse_super2"},
+	{0, 0x0400, "fast_commit"},    {0, 0x0800, "stable_inodes"},
+	{0, 0x1000, "orphan_file"},    {1, 0x0001, "compression"},
+	{1, 0x0002, "filetype"},       {1, 0x0004, "needs_recovery"},
+	{1, 0x0008, "journal_dev"},    {1, 0x0010, "meta_bg"},
+	{1, 0x0040, "extent"},         {1, 0x0080, "64bit"},
+	{1, 0x0100, "mmp"},            {1, 0x0200, "flex_bg"},
+	{1, 0x0400, "ea_inode"},       {1, 0x1000, "dirdata"},
+	{1, 0x2000, "metadata_csum_seed"}, {1, 0x4000, "large_dir"},
+	{1, 0x8000, "inline_data"},    {1, 0x10000, "encrypt"},
+	{1, 0x20000, "casefold"},      {2, 0x0001, "sparse_super"},
+	{2, 0x0002, "large_file"},     {2, 0x0004, "btree_dir"},
+	{2, 0x0008, "huge_file"},      {2, 0x0010, "uninit_bg"},
+	{2, 0x0020, "dir_nlink"},      {2, 0x0040, "extra_isize"},
+	{2, 0x0080, "snapshot"},       {2, 0x0100, "quota"},
+	{2, 0x0200, "bigalloc"},       {2, 0x0400, "metadata_csum"},
+	{2, 0x0800, "replica"},        {2, 0x1000, "read-only"},
+	{2, 0x2000, "project"},        {2, 0x4000, "shared_blocks"},
+	{2, 0x8000, "verity"},         {2, 0x10000, "orphan_present"},
+};
+
+static char *feature_name(int word, uint32_t bit)
+{
+	static const char *words[] = {"compat", "incompat", "ro_compat"};
+
+	for (size_t i = 0; i < G_N_ELEMENTS(feat_names); i++)
+		if (feat_names[i].word == word && feat_names[i].mask == bit)
+			return g_strdup(feat_names[i].name);
+	return g_strdup_printf("unknown %s feature 0x%x", words[word], bit);
+}
+
+/* Features the engine handles now.  resize_inode and the ro_compat extras
+ * mke2fs may set are tolerated: their blocks stay untouched. */
+#define ENGINE_COMPAT                                                          \
+	(SFS_FEATURE_COMPAT_EXT_ATTR | SFS_FEATURE_COMPAT_RESIZE_INODE |       \
+	 SFS_FEATURE_COMPAT_DIR_PREALLOC | SFS_FEATURE_COMPAT_HAS_JOURNAL)
+#define ENGINE_INCOMPAT (SFS_FEATURE_INCOMPAT_FILETYPE)
+#define ENGINE_RO_COMPAT SFS_RO_COMPAT_SUPP
+
+static int check_features(const struct sfs_dsuper *sb, char **err)
+{
+	uint32_t words[3] = {sfs_le32(sb->s_feature_compat),
+			     sfs_le32(sb->s_feature_incompat),
+			     sfs_le32(sb->s_feature_ro_compat)};
+	const uint32_t supp[3] = {ENGINE_COMPAT, ENGINE_INCOMPAT,
+				  ENGINE_RO_COMPAT};
+
+	for (int w = 0; w < 3; w++) {
+		uint32_t bad = words[w] & ~supp[w];
+		if (!bad)
+			continue;
+		uint32_t bit = bad & -bad;
+		char *name = feature_name(w, bit);
+		if (w == 1 && bit == SFS_FEATURE_INCOMPAT_RECOVER)
+			*err = g_strdup("the journal needs recovery "
+					"(needs_recovery is set); run e2fsck "
+					"or mount with a journal policy");
+		else
+			*err = g_strdup_printf(
+				"unsupported filesystem feature '%s'", name);
+		g_free(name);
+		return -EINVAL;
+	}
+	if (!(words[1] & SFS_FEATURE_INCOMPAT_FILETYPE)) {
+		*err = g_strdup("filesystem lacks the 'filetype' feature, "
+				"which simfs requires");
+		return -EINVAL;
+	}
+	return 0;
+}
+
+/* ---- superblock and descriptors ---- */
+
+/* Validate the superblock's geometry against the device size. */
+static int check_geometry(struct sfs_fs *fs, uint64_t dev_bytes, char **err)
+{
+	const struct sfs_dsuper *sb = &fs->sb;
+	uint32_t log = sfs_le32(sb->s_log_block_size);
+	uint64_t groups;
+
+	if (sfs_le16(sb->s_magic) != SFS_SUPER_MAGIC) {
+		*err = g_strdup_printf("not an ext2/3/4 filesystem (magic 0x%04x,"
+				       " expected 0xef53)",
+				       sfs_le16(sb->s_magic));
+		return -EINVAL;
+	}
+	if (sfs_le32(sb->s_rev_level) != 1) {
+		*err = g_strdup_printf("unsupported revision level %u "
+				       "(only revision 1 is supported)",
+				       sfs_le32(sb->s_rev_level));
+		return -EINVAL;
+	}
+	if (log > SFS_MAX_BLOCK_LOG) {
+		*err = g_strdup_printf("unsupported block size 2^%u KiB", log);
+		return -EINVAL;
+	}
+	fs->bs_log = 10 + log;
+	fs->bs = 1024u << log;
+	fs->addr_per_block = fs->bs / 4;
+	fs->first_data_block = sfs_le32(sb->s_first_data_block);
+	fs->blocks_count = sfs_le32(sb->s_blocks_count);
+	fs->bpg = sfs_le32(sb->s_blocks_per_group);
+	fs->ipg = sfs_le32(sb->s_inodes_per_group);
+	fs->inode_size = sfs_le16(sb->s_inode_size);
+	fs->reserved_gdt = sfs_le16(sb->s_reserved_gdt_blocks);
+
+	if (sfs_le32(sb->s_log_cluster_size) != log ||
+	    sfs_le32(sb->s_clusters_per_group) != fs->bpg) {
+		*err = g_strdup("cluster size differs from block size "
+				"(bigalloc is not supported)");
+		return -EINVAL;
+	}
+	if (fs->first_data_block != (fs->bs == 1024 ? 1u : 0u)) {
+		*err = g_strdup_printf("bad first data block %u for %u-byte "
+				       "blocks",
+				       fs->first_data_block, fs->bs);
+		return -EINVAL;
+	}
+	if (fs->bpg < 8 || fs->bpg > 8 * fs->bs || fs->bpg % 8) {
+		*err = g_strdup_printf("bad blocks per group %u", fs->bpg);
+		return -EINVAL;
+	}
+	if (fs->inode_size < SFS_GOOD_OLD_INODE_SIZE ||
+	    fs->inode_size > fs->bs ||
+	    (fs->inode_size & (fs->inode_size - 1))) {
+		*err = g_strdup_printf("bad inode size %u", fs->inode_size);
+		return -EINVAL;
+	}
+	if (fs->inode_size > sizeof(struct sfs_dinode)) {
+		*err = g_strdup_printf("unsupported inode size %u (128 or 256)",
+				       fs->inode_size);
+		return -EINVAL;
+	}
+	if (fs->ipg == 0 || fs->ipg > 8 * fs->bs || fs->ipg % 8 ||
+	    (fs->ipg * fs->inode_size) % fs->bs) {
+		*err = g_strdup_printf("bad inodes per group %u", fs->ipg);
+		return -EINVAL;
+	}
+	if (fs->blocks_count <= fs->first_data_block + 1) {
+		*err = g_strdup_printf("bad block count %u", fs->blocks_count);
+		return -EINVAL;
+	}
+	groups = (fs->blocks_count - fs->first_data_block + fs->bpg - 1) /
+		 fs->bpg;
+	fs->groups = (uint32_t)groups;
+	if ((uint64_t)fs->ipg * groups != sfs_le32(sb->s_inodes_count)) {
+		*err = g_strdup_printf("inode count %u is not %u groups x %u "
+				       "inodes",
+				       sfs_le32(sb->s_inodes_count),
+				       fs->groups, fs->ipg);
+		return -EINVAL;
+	}
+	if (sfs_le32(sb->s_first_ino) != SFS_FIRST_INO) {
+		*err = g_strdup_printf("unsupported first inode %u (expected "
+				       "11)",
+				       sfs_le32(sb->s_first_ino));
+		return -EINVAL;
+	}
+	if ((uint64_t)fs->blocks_count * fs->bs > dev_bytes) {
+		*err = g_strdup_printf("device too small: the filesystem has "
+				       "%u blocks of %u bytes (%llu bytes), "
+				       "the device %llu bytes (truncated "
+				       "image?)",
+				       fs->blocks_count, fs->bs,
+				       (unsigned long long)fs->blocks_count *
+					       fs->bs,
+				       (unsigned long long)dev_bytes);
+		return -EINVAL;
+	}
+	fs->itb = fs->ipg * fs->inode_size / fs->bs;
+	fs->desc_blocks =
+		(fs->groups * sizeof(struct sfs_dgroup) + fs->bs - 1) / fs->bs;
+	return 0;
+}
+
+uint32_t sfs_group_nblocks(const struct sfs_fs *fs, uint32_t g)
+{
+	if (g + 1 < fs->groups)
+		return fs->bpg;
+	return fs->blocks_count - fs->first_data_block - g * fs->bpg;
+}
+
+static int check_groups(struct sfs_fs *fs, char **err)
+{
+	for (uint32_t g = 0; g < fs->groups; g++) {
+		const struct sfs_dgroup *gd = &fs->gd[g];
+		sfs_blk_t first = sfs_group_first(fs, g);
+		sfs_blk_t end = first + sfs_group_nblocks(fs, g);
+		sfs_blk_t bb = sfs_le32(gd->bg_block_bitmap);
+		sfs_blk_t ib = sfs_le32(gd->bg_inode_bitmap);
+		sfs_blk_t it = sfs_le32(gd->bg_inode_table);
+
+		if (bb < first || bb >= end || ib < first || ib >= end ||
+		    it < first || it + fs->itb > end) {
+			*err = g_strdup_printf("group %u: bitmap or inode table"
+					       " outside the group (flex_bg "
+					       "layout is not supported)",
+					       g);
+			return -EINVAL;
+		}
+		if (sfs_le16(gd->bg_free_blocks_count) >
+			    sfs_group_nblocks(fs, g) ||
+		    sfs_le16(gd->bg_free_inodes_count) > fs->ipg) {
+			*err = g_strdup_printf("group %u: free counts exceed "
+					       "the group's size",
+					       g);
+			return -EINVAL;
+		}
+		if (sfs_le16(gd->bg_flags) || sfs_le16(gd->bg_itable_unused)) {
+			*err = g_strdup_printf("group %u: uninitialised-group "
+					       "flags set (uninit_bg is not "
+					       "supported)",
+					       g);
+			return -EINVAL;
+		}
+	}
+	return 0;
+}
+
+/* Read or write the primary superblock through the cache. */
+static int super_io(struct sfs_fs *fs, bool write)
+{
+	sfs_blk_t blk = SFS_SUPER_OFFSET / fs->bs;
+	uint32_t off = SFS_SUPER_OFFSET % fs->bs;
+	struct sfs_buf *b;
+	int rc;
+
+	rc = sfs_cache_get(fs->cache, blk, SFS_IO_SUPER, &b);
+	if (rc)
+		return rc;
+	if (write) {
+		memcpy(b->data + off, &fs->sb, SFS_SUPER_SIZE);
+		sfs_cache_dirty(fs->cache, b);
+	} else {
+		memcpy(&fs->sb, b->data + off, SFS_SUPER_SIZE);
+	}
+	sfs_cache_put(fs->cache, b);
+	return 0;
+}
+
+static int gdt_io(struct sfs_fs *fs, bool write)
+{
+	size_t total = (size_t)fs->groups * sizeof(struct sfs_dgroup);
+	sfs_blk_t start = fs->first_data_block + 1;
+
+	for (uint32_t i = 0; i < fs->desc_blocks; i++) {
+		struct sfs_buf *b;
+		size_t off = (size_t)i * fs->bs;
+		size_t n = MIN((size_t)fs->bs, total - off);
+		int rc = sfs_cache_get(fs->cache, start + i, SFS_IO_GDT, &b);
+
+		if (rc)
+			return rc;
+		if (write) {
+			memcpy(b->data, (uint8_t *)fs->gd + off, n);
+			sfs_cache_dirty(fs->cache, b);
+		} else {
+			memcpy((uint8_t *)fs->gd + off, b->data, n);
+		}
+		sfs_cache_put(fs->cache, b);
+	}
+	return 0;
+}
+
+/* Copy free counts into the superblock, then write it and the GDT. */
+static int write_super_and_gdt(struct sfs_fs *fs)
+{
+	uint64_t fb = 0, fi = 0;
+	struct timespec now;
+	int rc;
+
+	for (uint32_t g = 0; g < fs->groups; g++) {
+		fb += sfs_le16(fs->gd[g].bg_free_blocks_count);
+		fi += sfs_le16(fs->gd[g].bg_free_inodes_count);
+	}
+	fs->sb.s_free_blocks_count = sfs_cpu_to_le32((uint32_t)fb);
+	fs->sb.s_free_inodes_count = sfs_cpu_to_le32((uint32_t)fi);
+	sfs_now(fs, &now);
+	fs->sb.s_wtime = sfs_cpu_to_le32((uint32_t)now.tv_sec);
+	rc = gdt_io(fs, true);
+	if (rc)
+		return rc;
+	rc = super_io(fs, true);
+	if (rc)
+		return rc;
+	fs->gd_dirty = false;
+	fs->sb_dirty = false;
+	return 0;
+}
+
+uint64_t sfs_free_blocks(const struct sfs_fs *fs)
+{
+	uint64_t n = 0;
+
+	for (uint32_t g = 0; g < fs->groups; g++)
+		n += sfs_le16(fs->gd[g].bg_free_blocks_count);
+	return n;
+}
+
+/* ---- bitmaps ---- */
+
+int sfs_block_bitmap(struct sfs_fs *fs, uint32_t g, struct sfs_buf **out)
+{
+	return sfs_cache_get(fs->cache, sfs_le32(fs->gd[g].bg_block_bitmap),
+			     SFS_IO_BITMAP, out);
+}
+
+static int inode_bitmap(struct sfs_fs *fs, uint32_t g, struct sfs_buf **out)
+{
+	return sfs_cache_get(fs->cache, sfs_le32(fs->gd[g].bg_inode_bitmap),
+			     SFS_IO_BITMAP, out);
+}
+
+static inline bool bit_test(const uint8_t *map, uint32_t i)
+{
+	return map[i >> 3] & (1u << (i & 7));
+}
+
+static inline void bit_set(uint8_t *map, uint32_t i)
+{
+	map[i >> 3] |= (uint8_t)(1u << (i & 7));
+}
+
+static inline void bit_clear(uint8_t *map, uint32_t i)
+{
+	map[i >> 3] &= (uint8_t) ~(1u << (i & 7));
+}
+
+/*
+ * Set (used = true) or clear [start, start+n) in the block bitmaps, keeping
+ * group counts.  A bit found already in the wanted state means the caller's
+ * view and the bitmap disagree: a corrupt image or an engine bug.
+ */
+static int blocks_change(struct sfs_fs *fs, sfs_blk_t start, uint32_t n,
+			 bool used)
+{
+	if (start < fs->first_data_block || n == 0 ||
+	    (uint64_t)start + n > fs->blocks_count) {
+		sfs_fs_error(fs, -EIO, "block range %u+%u outside the "
+			     "filesystem", start, n);
+		return -EIO;
+	}
+	while (n) {
+		uint32_t g = sfs_blk_group(fs, start);
+		uint32_t bit = start - sfs_group_first(fs, g);
+		uint32_t cnt = MIN(n, sfs_group_nblocks(fs, g) - bit);
+		struct sfs_buf *b;
+		int rc = sfs_block_bitmap(fs, g, &b);
+		uint32_t changed = 0;
+
+		if (rc)
+			return rc;
+		for (uint32_t i = bit; i < bit + cnt; i++) {
+			if (bit_test(b->data, i) == used)
+				continue;
+			if (used)
+				bit_set(b->data, i);
+			else
+				bit_clear(b->data, i);
+			changed++;
+		}
+		sfs_cache_dirty(fs->cache, b);
+		sfs_cache_put(fs->cache, b);
+		uint16_t fb = sfs_le16(fs->gd[g].bg_free_blocks_count);
+		fb = used ? fb - changed : fb + changed;
+		fs->gd[g].bg_free_blocks_count = sfs_cpu_to_le16(fb);
+		fs->gd_dirty = true;
+		if (changed != cnt) {
+			sfs_fs_error(fs, -EIO, "group %u: %u of blocks %u+%u "
+				     "were already %s", g, cnt - changed,
+				     start, cnt, used ? "in use" : "free");
+			return -EIO;
+		}
+		start += cnt;
+		n -= cnt;
+	}
+	return 0;
+}
+
+int sfs_blocks_mark_used(struct sfs_fs *fs, sfs_blk_t start, uint32_t n)
+{
+	return blocks_change(fs, start, n, true);
+}
+
+int sfs_blocks_free(struct sfs_fs *fs, sfs_blk_t start, uint32_t n)
+{
+	sfs_cache_discard(fs->cache, start, n);
+	return blocks_change(fs, start, n, false);
+}
+
+int sfs_alloc_blocks(struct sfs_fs *fs, struct sfs_inode *ip, sfs_blk_t goal,
+		     uint32_t want, sfs_blk_t *start_out, uint32_t *got_out)
+{
+	struct sfs_alloc *a = fs->alloc;
+	int rc;
+
+	if (want == 0)
+		return -EINVAL;
+	if (goal < fs->first_data_block || goal >= fs->blocks_count)
+		goal = fs->first_data_block;
+	if (sfs_free_blocks(fs) == 0)
+		return -ENOSPC;
+	rc = a->ops->new_blocks(a, ip, goal, want, start_out, got_out);
+	if (rc)
+		return rc;
+	assert(*got_out >= 1 && *got_out <= want);
+	return 0;
+}
+
+/* ---- inode table ---- */
+
+/* Block and byte offset of inode ino's slot in the inode table. */
+static void inode_loc(struct sfs_fs *fs, sfs_ino_t ino, sfs_blk_t *blk,
+		      uint32_t *off)
+{
+	uint32_t g = (ino - 1) / fs->ipg;
+	uint32_t idx = (ino - 1) % fs->ipg;
+	uint64_t byte = (uint64_t)idx * fs->inode_size;
+
+	*blk = sfs_le32(fs->gd[g].bg_inode_table) + (sfs_blk_t)(byte / fs->bs);
+	*off = (uint32_t)(byte % fs->bs);
+}
+
+int sfs_inode_dirty(struct sfs_fs *fs, struct sfs_inode *ip)
+{
+	struct sfs_buf *b;
+	sfs_blk_t blk;
+	uint32_t off;
+	int rc;
+
+	inode_loc(fs, ip->ino, &blk, &off);
+	rc = sfs_cache_get(fs->cache, blk, SFS_IO_INODE, &b);
+	if (rc)
+		return rc;
+	memcpy(b->data + off, &ip->d, fs->inode_size);
+	sfs_cache_dirty(fs->cache, b);
+	sfs_cache_put(fs->cache, b);
+	return 0;
+}
+
+static void inode_evict(struct sfs_fs *fs, struct sfs_inode *ip)
+{
+	if (fs->alloc->ops->release_inode)
+		fs->alloc->ops->release_inode(fs->alloc, ip);
+	if (g_hash_table_lookup(fs->icache, GUINT_TO_POINTER(ip->ino)) == ip)
+		g_hash_table_steal(fs->icache, GUINT_TO_POINTER(ip->ino));
+	if (ip->lru_link.data)
+		g_queue_unlink(&fs->ilru, &ip->lru_link);
+	sfs_dir_index_free(ip->dindex);
+	g_free(ip);
+}
+
+/* Keep at most SFS_ICACHE_MAX unreferenced inodes. */
+static void icache_trim(struct sfs_fs *fs)
+{
+	while (fs->ilru.length > SFS_ICACHE_MAX) {
+		GList *l = g_queue_peek_head_link(&fs->ilru);
+		inode_evict(fs, l->data);
+	}
+}
+
+int sfs_iget(struct sfs_fs *fs, sfs_ino_t ino, struct sfs_inode **out)
+{
+	struct sfs_inode *ip;
+	struct sfs_buf *b;
+	sfs_blk_t blk;
+	uint32_t off;
+	int rc;
+
+	if (ino == 0 || ino > sfs_le32(fs->sb.s_inodes_count) ||
+	    (ino < SFS_FIRST_INO && ino != SFS_ROOT_INO))
+		return -ESTALE;
+	ip = g_hash_table_lookup(fs->icache, GUINT_TO_POINTER(ino));
+	if (ip) {
+		if (ip->deleted)
+			return -ESTALE;
+		if (ip->lru_link.data) {
+			g_queue_unlink(&fs->ilru, &ip->lru_link);
+			ip->lru_link.data = NULL;
+		}
+		ip->refs++;
+		*out = ip;
+		return 0;
+	}
+	inode_loc(fs, ino, &blk, &off);
+	rc = sfs_cache_get(fs->cache, blk, SFS_IO_INODE, &b);
+	if (rc)
+		return rc;
+	ip = g_new0(struct sfs_inode, 1);
+	ip->ino = ino;
+	memcpy(&ip->d, b->data + off, fs->inode_size);
+	sfs_cache_put(fs->cache, b);
+	if (sfs_le16(ip->d.i_links_count) == 0 || ip->d.i_mode == 0 ||
+	    ip->d.i_dtime != 0) {
+		g_free(ip);
+		return -ESTALE;
+	}
+	if (fs->inode_size > SFS_GOOD_OLD_INODE_SIZE &&
+	    sfs_le16(ip->d.i_extra_isize) > fs->inode_size - 128) {
+		g_free(ip);
+		sfs_fs_error(fs, -EIO, "inode %u: bad i_extra_isize %u", ino,
+			     sfs_le16(ip->d.i_extra_isize));
+		return -EIO;
+	}
+	ip->refs = 1;
+	g_hash_table_insert(fs->icache, GUINT_TO_POINTER(ino), ip);
+	*out = ip;
+	return 0;
+}
+
+/* Free inode ip on disk: blocks, xattrs, bitmap bit, counts. */
+static int inode_free(struct sfs_fs *fs, struct sfs_inode *ip)
+{
+	uint32_t g = (ip->ino - 1) / fs->ipg;
+	uint32_t idx = (ip->ino - 1) % fs->ipg;
+	bool dir = sfs_i_isdir(ip);
+	struct timespec now;
+	struct sfs_buf *b;
+	int rc;
+
+	/* Only files, directories and slow symlinks own blocks: a device's
+	 * i_block holds its number, a fast symlink's its target. */
+	uint32_t type = sfs_i_mode(ip) & SFS_S_IFMT;
+	if (type == SFS_S_IFREG || type == SFS_S_IFDIR ||
+	    (type == SFS_S_IFLNK && !sfs_i_fast_symlink(ip))) {
+		rc = fs->map->truncate(fs, ip, 0);
+		if (rc)
+			return rc;
+	}
+	rc = sfs_xattr_drop(fs, ip);
+	if (rc)
+		return rc;
+	sfs_now(fs, &now);
+	ip->d.i_dtime = sfs_cpu_to_le32((uint32_t)now.tv_sec);
+	ip->d.i_size = 0;
+	ip->d.i_size_high = 0;
+	sfs_i_set_nlink(ip, 0);
+	rc = sfs_inode_dirty(fs, ip);
+	if (rc)
+		return rc;
+	rc = inode_bitmap(fs, g, &b);
+	if (rc)
+		return rc;
+	if (!bit_test(b->data, idx)) {
+		sfs_cache_put(fs->cache, b);
+		sfs_fs_error(fs, -EIO, "freeing inode %u: already free",
+			     ip->ino);
+		return -EIO;
+	}
+	bit_clear(b->data, idx);
+	sfs_cache_dirty(fs->cache, b);
+	sfs_cache_put(fs->cache, b);
+	fs->gd[g].bg_free_inodes_count = sfs_cpu_to_le16(
+		sfs_le16(fs->gd[g].bg_free_inodes_count) + 1);
+	if (dir)
+		fs->gd[g].bg_used_dirs_count = sfs_cpu_to_le16(
+			sfs_le16(fs->gd[g].bg_used_dirs_count) - 1);
+	fs->gd_dirty = true;
+	ip->deleted = true;
+	return 0;
+}
+
+void sfs_iput(struct sfs_fs *fs, struct sfs_inode *ip)
+{
+	assert(ip->refs > 0);
+	if (--ip->refs > 0 || ip->opens > 0)
+		return;
+	if (ip->deleted || sfs_i_nlink(ip) == 0) {
+		if (!ip->deleted && !fs->ro) {
+			int rc = inode_free(fs, ip);
+			if (rc)
+				sfs_fs_error(fs, rc, "could not free inode %u",
+					     ip->ino);
+		}
+		inode_evict(fs, ip);
+		return;
+	}
+	ip->lru_link.data = ip;
+	g_queue_push_tail_link(&fs->ilru, &ip->lru_link);
+	icache_trim(fs);
+}
+
+/*
+ * ext2's group choice for a new inode.  Directories: among groups with at
+ * least the average number of free inodes, the one with the most free
+ * blocks (find_group_dir, "oldalloc").  Other inodes: the parent's group if
+ * it has a free inode and a free block, else a quadratic probe, else any
+ * group with a free inode (find_group_other).
+ */
+static int find_inode_group(struct sfs_fs *fs, struct sfs_inode *dir,
+			    bool is_dir, uint32_t *g_out)
+{
+	uint32_t ng = fs->groups;
+	uint32_t parent = dir ? (dir->ino - 1) / fs->ipg : 0;
+
+	if (is_dir) {
+		uint64_t free_i = 0;
+		int best = -1;
+		for (uint32_t g = 0; g < ng; g++)
+			free_i += sfs_le16(fs->gd[g].bg_free_inodes_count);
+		uint64_t avg = free_i / ng;
+		for (uint32_t g = 0; g < ng; g++) {
+			const struct sfs_dgroup *gd = &fs->gd[g];
+			if (!gd->bg_free_inodes_count ||
+			    sfs_le16(gd->bg_free_inodes_count) < avg)
+				continue;
+			if (best < 0 ||
+			    sfs_le16(gd->bg_free_blocks_count) >
+				    sfs_le16(fs->gd[best].bg_free_blocks_count))
+				best = (int)g;
+		}
+		if (best >= 0) {
+			*g_out = (uint32_t)best;
+			return 0;
+		}
+	} else {
+		const struct sfs_dgroup *gd = &fs->gd[parent];
+		if (gd->bg_free_inodes_count && gd->bg_free_blocks_count) {
+			*g_out = parent;
+			return 0;
+		}
+		uint32_t g = (parent + (dir ? dir->ino : 0)) % ng;
+		for (uint32_t step = 1; step < ng; step <<= 1) {
+			g = (g + step) % ng;
+			gd = &fs->gd[g];
+			if (gd->bg_free_inodes_count &&
+			    gd->bg_free_blocks_count) {
+				*g_out = g;
+				return 0;
+			}
+		}
+	}
+	for (uint32_t i = 0; i < ng; i++) {
+		uint32_t g = (parent + i) % ng;
+		if (fs->gd[g].bg_free_inodes_count) {
+			*g_out = g;
+			return 0;
+		}
+	}
+	return -ENOSPC;
+}
+
+static void set_id(uint16_t *lo, uint16_t *hi, uint32_t id)
+{
+	*lo = sfs_cpu_to_le16((uint16_t)id);
+	*hi = sfs_cpu_to_le16((uint16_t)(id >> 16));
+}
+
+int sfs_inode_alloc(struct sfs_fs *fs, struct sfs_inode *dir, uint32_t mode,
+		    uint32_t uid, uint32_t gid, struct sfs_inode **out)
+{
+	bool is_dir = (mode & SFS_S_IFMT) == SFS_S_IFDIR;
+	struct sfs_inode *ip;
+	struct sfs_buf *b;
+	uint32_t g, idx;
+	sfs_ino_t ino;
+	int rc;
+
+	rc = find_inode_group(fs, dir, is_dir, &g);
+	if (rc)
+		return rc;
+	rc = inode_bitmap(fs, g, &b);
+	if (rc)
+		return rc;
+	for (idx = 0; idx < fs->ipg; idx++)
+		if (!bit_test(b->data, idx))
+			break;
+	if (idx == fs->ipg) {
+		sfs_cache_put(fs->cache, b);
+		sfs_fs_error(fs, -EIO, "group %u: free inode count %u but "
+			     "the bitmap is full", g,
+			     sfs_le16(fs->gd[g].bg_free_inodes_count));
+		return -EIO;
+	}
+	ino = g * fs->ipg + idx + 1;
+	if (ino < SFS_FIRST_INO) {
+		sfs_cache_put(fs->cache, b);
+		sfs_fs_error(fs, -EIO, "reserved inode %u is free in the "
+			     "bitmap", ino);
+		return -EIO;
+	}
+	bit_set(b->data, idx);
+	sfs_cache_dirty(fs->cache, b);
+	sfs_cache_put(fs->cache, b);
+	fs->gd[g].bg_free_inodes_count =
+		sfs_cpu_to_le16(sfs_le16(fs->gd[g].bg_free_inodes_count) - 1);
+	if (is_dir)
+		fs->gd[g].bg_used_dirs_count = sfs_cpu_to_le16(
+			sfs_le16(fs->gd[g].bg_used_dirs_count) + 1);
+	fs->gd_dirty = true;
+
+	/* A stale in-memory copy (freed, still referenced) must not be
+	 * found again under the same number: its last sfs_iput frees it. */
+	if (g_hash_table_lookup(fs->icache, GUINT_TO_POINTER(ino)))
+		g_hash_table_steal(fs->icache, GUINT_TO_POINTER(ino));
+
+	ip = g_new0(struct sfs_inode, 1);
+	ip->ino = ino;
+	ip->refs = 1;
+	ip->d.i_mode = sfs_cpu_to_le16((uint16_t)mode);
+	set_id(&ip->d.i_uid, &ip->d.i_uid_high, uid);
+	set_id(&ip->d.i_gid, &ip->d.i_gid_high, gid);
+	ip->d.i_generation = sfs_cpu_to_le32(g_rand_int(fs->rand));
+	if (fs->inode_size > SFS_GOOD_OLD_INODE_SIZE)
+		ip->d.i_extra_isize = sfs_cpu_to_le16(SFS_EXTRA_ISIZE);
+	sfs_i_touch(fs, ip, SFS_SET_ATIME | SFS_SET_MTIME | SFS_SET_CTIME);
+	ip->d.i_crtime = ip->d.i_ctime;
+	ip->d.i_crtime_extra = ip->d.i_ctime_extra;
+	g_hash_table_insert(fs->icache, GUINT_TO_POINTER(ino), ip);
+	rc = sfs_inode_dirty(fs, ip);
+	if (rc) {
+		sfs_iput(fs, ip);
+		return rc;
+	}
+	*out = ip;
+	return 0;
+}
+
+/* ---- open, sync, close ---- */
+
+static void inode_free_cb(gpointer p)
+{
+	struct sfs_inode *ip = p;
+
+	sfs_dir_index_free(ip->dindex);
+	g_free(ip);
+}
+
+static void fs_free(struct sfs_fs *fs)
+{
+	if (fs->alloc) {
+		if (fs->alloc->ops->fini)
+			fs->alloc->ops->fini(fs->alloc);
+		g_free(fs->alloc);
+	}
+	/* the LRU links live inside the inodes the table frees */
+	g_queue_init(&fs->ilru);
+	if (fs->icache)
+		g_hash_table_destroy(fs->icache);
+	if (fs->cache)
+		sfs_cache_free(fs->cache);
+	if (fs->bd)
+		sfs_bdev_close(fs->bd);
+	if (fs->rand)
+		g_rand_free(fs->rand);
+	g_free(fs->gd);
+	g_free(fs->err_msg);
+	g_mutex_clear(&fs->lock);
+	g_free(fs);
+}
+
+/* Write superblock, descriptors and all dirty buffers; flush the device. */
+static int fs_sync_locked(struct sfs_fs *fs)
+{
+	int rc;
+
+	if (fs->ro)
+		return 0;
+	rc = write_super_and_gdt(fs);
+	if (rc)
+		return rc;
+	return sfs_cache_sync(fs->cache);
+}
+
+int sfs_fs_sync(struct sfs_fs *fs)
+{
+	int rc;
+
+	if (!fs)
+		return -EINVAL;
+	sfs_lock(fs);
+	rc = fs_sync_locked(fs);
+	sfs_unlock(fs);
+	return rc;
+}
+
+static int setup_alloc(struct sfs_fs *fs, char **err)
+{
+	const struct sfs_alloc_preset *p = sfs_alloc_find(fs->cfg.alloc);
+	int rc;
+
+	if (!p) {
+		*err = g_strdup_printf("unknown allocator '%s' (valid: %s)",
+				       fs->cfg.alloc, sfs_alloc_names());
+		return -EINVAL;
+	}
+	fs->map = p->map;
+	fs->alloc = g_new0(struct sfs_alloc, 1);
+	fs->alloc->ops = p->place;
+	fs->alloc->fs = fs;
+	if (p->place->init) {
+		rc = p->place->init(fs->alloc);
+		if (rc) {
+			*err = g_strdup_printf("allocator '%s' failed to "
+					       "start: %s",
+					       p->name, g_strerror(-rc));
+			return rc;
+		}
+	}
+	return 0;
+}
+
+int sfs_fs_open(struct sfs_bdev *bd, const struct sfs_config *cfg,
+		struct sfs_fs **out, char **err)
+{
+	struct sfs_fs *fs;
+	char *msg = NULL;
+	uint8_t raw[SFS_SUPER_SIZE];
+	int rc;
+
+	if (!bd || !cfg || !out) {
+		if (bd)
+			sfs_bdev_close(bd);
+		return -EINVAL;
+	}
+	fs = g_new0(struct sfs_fs, 1);
+	g_mutex_init(&fs->lock);
+	g_queue_init(&fs->ilru);
+	fs->cfg = *cfg;
+	fs->bd = bd;
+	fs->ro = cfg->ro;
+
+	if (sfs_bdev_size_bytes(bd) < SFS_SUPER_OFFSET + SFS_SUPER_SIZE) {
+		msg = g_strdup_printf("device too small (%llu bytes) to hold "
+				      "a superblock",
+				      (unsigned long long)sfs_bdev_size_bytes(
+					      bd));
+		rc = -EINVAL;
+		goto out_free;
+	}
+	rc = sfs_bdev_read(bd, SFS_IO_SUPER, SFS_SUPER_OFFSET, raw,
+			   sizeof(raw));
+	if (rc) {
+		msg = g_strdup_printf("cannot read the superblock: %s",
+				      g_strerror(-rc));
+		goto out_free;
+	}
+	memcpy(&fs->sb, raw, sizeof(raw));
+	if ((sfs_le32(fs->sb.s_feature_incompat) &
+	     SFS_FEATURE_INCOMPAT_RECOVER) &&
+	    (sfs_le32(fs->sb.s_feature_compat) &
+	     SFS_FEATURE_COMPAT_HAS_JOURNAL) &&
+	    sfs_le16(fs->sb.s_magic) == SFS_SUPER_MAGIC && !fs->ro) {
+		/* replay the journal before trusting any metadata */
+		rc = sfs_jlog_mount_recover(bd, NULL, NULL, &msg);
+		if (!rc)
+			rc = sfs_bdev_read(bd, SFS_IO_SUPER, SFS_SUPER_OFFSET,
+					   raw, sizeof(raw));
+		if (rc)
+			goto out_free;
+		memcpy(&fs->sb, raw, sizeof(raw));
+	}
+	rc = check_geometry(fs, sfs_bdev_size_bytes(bd), &msg);
+	if (rc)
+		goto out_free;
+	rc = check_features(&fs->sb, &msg);
+	if (rc)
+		goto out_free;
+
+	rc = sfs_cache_new(bd, fs->bs, cfg->mem_bytes, &fs->cache);
+	if (rc) {
+		msg = g_strdup_printf("cannot set up the buffer cache: %s",
+				      g_strerror(-rc));
+		goto out_free;
+	}
+	fs->gd = g_try_new0(struct sfs_dgroup, fs->groups);
+	if (!fs->gd) {
+		rc = -ENOMEM;
+		msg = g_strdup("out of memory for group descriptors");
+		goto out_free;
+	}
+	rc = gdt_io(fs, false);
+	if (rc) {
+		msg = g_strdup_printf("cannot read the group descriptors: %s",
+				      g_strerror(-rc));
+		goto out_free;
+	}
+	rc = check_groups(fs, &msg);
+	if (rc)
+		goto out_free;
+
+	fs->icache = g_hash_table_new_full(g_direct_hash, g_direct_equal, NULL,
+					   inode_free_cb);
+	fs->rand = g_rand_new_with_seed(sfs_le32(fs->sb.s_mkfs_time) ^
+					sfs_le32(fs->sb.s_wtime));
+	rc = setup_alloc(fs, &msg);
+	if (rc)
+		goto out_free;
+
+	/* The root must be a directory. */
+	struct sfs_inode *root;
+	rc = sfs_iget(fs, SFS_ROOT_INO, &root);
+	if (rc) {
+		msg = g_strdup("root inode (2) is not in use");
+		rc = -EINVAL;
+		goto out_free;
+	}
+	bool rootdir = sfs_i_isdir(root);
+	sfs_iput(fs, root);
+	if (!rootdir) {
+		msg = g_strdup("root inode (2) is not a directory");
+		rc = -EINVAL;
+		goto out_free;
+	}
+
+	if (!fs->ro) {
+		struct timespec now;
+		sfs_now(fs, &now);
+		fs->mount_state = sfs_le16(fs->sb.s_state);
+		fs->sb.s_state &= sfs_cpu_to_le16(~SFS_STATE_VALID);
+		fs->sb.s_mnt_count =
+			sfs_cpu_to_le16(sfs_le16(fs->sb.s_mnt_count) + 1);
+		fs->sb.s_mtime = sfs_cpu_to_le32((uint32_t)now.tv_sec);
+		rc = fs_sync_locked(fs);
+		if (rc) {
+			msg = g_strdup_printf("cannot write the superblock: "
+					      "%s",
+					      g_strerror(-rc));
+			goto out_free;
+		}
+	}
+	*out = fs;
+	return 0;
+
+out_free:
+	if (err)
+		*err = msg;
+	else
+		g_free(msg);
+	fs_free(fs);
+	return rc;
+}
+
+/* Free inodes that were unlinked while open and are still cached. */
+static void free_orphans(struct sfs_fs *fs)
+{
+	GHashTableIter it;
+	gpointer v;
+	GPtrArray *orphans = g_ptr_array_new();
+
+	g_hash_table_iter_init(&it, fs->icache);
+	while (g_hash_table_iter_next(&it, NULL, &v)) {
+		struct sfs_inode *ip = v;
+		if (!ip->deleted && sfs_i_nlink(ip) == 0)
+			g_ptr_array_add(orphans, ip);
+	}
+	for (guint i = 0; i < orphans->len; i++) {
+		struct sfs_inode *ip = orphans->pdata[i];
+		ip->opens = 0;
+		ip->refs = 1;
+		sfs_iput(fs, ip);
+	}
+	g_ptr_array_free(orphans, TRUE);
+}
+
+int sfs_fs_close(struct sfs_fs *fs)
+{
+	int rc = 0;
+
+	if (!fs)
+		return -EINVAL;
+	sfs_lock(fs);
+	if (!fs->ro) {
+		free_orphans(fs);
+		/* Restore the state found at mount (as ext2 does): an image
+		 * that was not clean stays so until e2fsck has checked it. */
+		uint16_t st = fs->mount_state;
+		if (fs->error)
+			st = (uint16_t)((st & ~SFS_STATE_VALID) | SFS_STATE_ERROR);
+		fs->sb.s_state = sfs_cpu_to_le16(st);
+		rc = fs_sync_locked(fs);
+	}
+	sfs_unlock(fs);
+	fs_free(fs);
+	return rc;
+}
+
+uint32_t sfs_fs_block_size(const struct sfs_fs *fs)
+{
+	return fs->bs;
+}
+
+struct sfs_bdev *sfs_fs_bdev(struct sfs_fs *fs)
+{
+	return fs->bd;
+}
+
+const struct sfs_config *sfs_fs_config(const struct sfs_fs *fs)
+{
+	return &fs->cfg;
+}

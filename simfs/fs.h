@@ -1,0 +1,169 @@
+/*
+ * fs.h - libsimfs, the engine: an ext2/3/4-format filesystem driven by inode
+ * number, in the style of the FUSE lowlevel API but with no FUSE in it.
+ *
+ * The FUSE daemon (simfs/fuse.c), the tests and later the trace replayer all
+ * drive this one API.  Conventions:
+ *  - every verb returns 0 or -errno, results through out parameters;
+ *  - inode numbers are ext2's: the root is SFS_ROOT_INO (2);
+ *  - names are byte strings of 1..255 bytes without '/'; longer names get
+ *    -ENAMETOOLONG, empty or "."/".." where a new name is needed -EINVAL or
+ *    -EEXIST as POSIX says;
+ *  - an inode number that is not in use gets -ESTALE (never a crash);
+ *  - calls are serialised by the engine's own lock, so any thread may call.
+ *
+ * Life cycle: sfs_fs_open (check the image, load the superblock and group
+ * descriptors) ... verbs ... sfs_fs_close (write everything back, mark the
+ * image clean, close the device).
+ */
+#ifndef SFS_FS_H
+#define SFS_FS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+#include <time.h>
+
+#include "blockdev.h"
+#include "config.h"
+#include "format.h"
+
+struct sfs_fs;
+
+/* What getattr reports (struct stat, in ext2 units). */
+struct sfs_attr {
+	sfs_ino_t ino;
+	uint32_t mode;     /* type | permissions */
+	uint32_t nlink;
+	uint32_t uid;
+	uint32_t gid;
+	uint64_t size;     /* bytes */
+	uint64_t blocks;   /* 512-byte sectors, as i_blocks */
+	uint32_t rdev;     /* device number (makedev form) for CHR/BLK */
+	uint32_t blksize;  /* preferred I/O size: the block size */
+	uint32_t generation;
+	struct timespec atime;
+	struct timespec mtime;
+	struct timespec ctime;
+};
+
+/* Which fields of sfs_setattr's `in` to apply. */
+#define SFS_SET_MODE 0x01
+#define SFS_SET_UID 0x02
+#define SFS_SET_GID 0x04
+#define SFS_SET_SIZE 0x08
+#define SFS_SET_ATIME 0x10
+#define SFS_SET_MTIME 0x20
+#define SFS_SET_ATIME_NOW 0x40
+#define SFS_SET_MTIME_NOW 0x80
+#define SFS_SET_CTIME 0x100
+
+/* rename flags (values of the Linux renameat2 flags) */
+#define SFS_RENAME_NOREPLACE 0x1
+#define SFS_RENAME_EXCHANGE 0x2
+
+/* setxattr flags (values of XATTR_CREATE / XATTR_REPLACE) */
+#define SFS_XATTR_CREATE 0x1
+#define SFS_XATTR_REPLACE 0x2
+
+struct sfs_statfs {
+	uint32_t block_size;
+	uint64_t blocks;       /* total */
+	uint64_t blocks_free;  /* free, including the reserved ones */
+	uint64_t blocks_avail; /* free for non-root users */
+	uint64_t inodes;
+	uint64_t inodes_free;
+	uint32_t name_max;
+};
+
+/*
+ * Open the filesystem on bd (the engine owns bd from here on, closing it in
+ * sfs_fs_close, or on failure).  Refuses, with a one-line reason in *err
+ * (g_free it), a device that is not ext2/3/4, a revision or feature outside
+ * the subset (naming the feature), or geometry that does not add up.
+ * -EINVAL for a bad image, -EIO for a device error.
+ */
+int sfs_fs_open(struct sfs_bdev *bd, const struct sfs_config *cfg,
+		struct sfs_fs **out, char **err);
+/* Write everything back, mark the image clean, close the device. */
+int sfs_fs_close(struct sfs_fs *fs);
+
+/* Write all dirty state to the device and flush it (sync(2)). */
+int sfs_fs_sync(struct sfs_fs *fs);
+
+uint32_t sfs_fs_block_size(const struct sfs_fs *fs);
+struct sfs_bdev *sfs_fs_bdev(struct sfs_fs *fs);
+const struct sfs_config *sfs_fs_config(const struct sfs_fs *fs);
+
+/* ---- namespace ---- */
+int sfs_lookup(struct sfs_fs *fs, sfs_ino_t parent, const char *name,
+	       struct sfs_attr *out);
+int sfs_getattr(struct sfs_fs *fs, sfs_ino_t ino, struct sfs_attr *out);
+int sfs_setattr(struct sfs_fs *fs, sfs_ino_t ino, const struct sfs_attr *in,
+		unsigned valid, struct sfs_attr *out);
+/* Create a regular file, device, FIFO or socket (mode carries the type). */
+int sfs_mknod(struct sfs_fs *fs, sfs_ino_t parent, const char *name,
+	      uint32_t mode, uint32_t rdev, uint32_t uid, uint32_t gid,
+	      struct sfs_attr *out);
+int sfs_mkdir(struct sfs_fs *fs, sfs_ino_t parent, const char *name,
+	      uint32_t mode, uint32_t uid, uint32_t gid, struct sfs_attr *out);
+int sfs_symlink(struct sfs_fs *fs, sfs_ino_t parent, const char *name,
+		const char *target, uint32_t uid, uint32_t gid,
+		struct sfs_attr *out);
+int sfs_link(struct sfs_fs *fs, sfs_ino_t ino, sfs_ino_t newparent,
+	     const char *newname, struct sfs_attr *out);
+/* -ENOENT, -EISDIR (unlink of a directory), -ENOTDIR, -ENOTEMPTY (rmdir) */
+int sfs_unlink(struct sfs_fs *fs, sfs_ino_t parent, const char *name);
+int sfs_rmdir(struct sfs_fs *fs, sfs_ino_t parent, const char *name);
+/* flags: 0, SFS_RENAME_NOREPLACE or SFS_RENAME_EXCHANGE. -EINVAL when a
+ * directory would move under itself. */
+int sfs_rename(struct sfs_fs *fs, sfs_ino_t parent, const char *name,
+	       sfs_ino_t newparent, const char *newname, unsigned flags);
+/* Copy the link target (not NUL-terminated) into buf; *len_out = its length. */
+int sfs_readlink(struct sfs_fs *fs, sfs_ino_t ino, char *buf, size_t size,
+		 size_t *len_out);
+
+/* ---- open files ---- */
+/*
+ * An open reference keeps an unlinked inode alive until the last
+ * sfs_release.  flags are open(2) flags; O_TRUNC truncates.
+ */
+int sfs_open(struct sfs_fs *fs, sfs_ino_t ino, int flags);
+int sfs_release(struct sfs_fs *fs, sfs_ino_t ino);
+/* Short read only at end of file; holes read as zeros. */
+int sfs_read(struct sfs_fs *fs, sfs_ino_t ino, uint64_t off, size_t len,
+	     void *buf, size_t *got_out);
+/* Writes all of len or fails (-ENOSPC, -EFBIG, -EIO) having written none
+ * past what *written_out reports. */
+int sfs_write(struct sfs_fs *fs, sfs_ino_t ino, uint64_t off, const void *buf,
+	      size_t len, size_t *written_out);
+int sfs_fsync(struct sfs_fs *fs, sfs_ino_t ino, bool datasync);
+
+/*
+ * Directory listing.  Entries are reported from cookie `off` on (0 = start,
+ * including "." and ".."), each with the cookie of the entry after it.  The
+ * callback returns non-zero to stop (buffer full); the entry it stopped on
+ * is reported again at the next call.  Cookies stay valid across calls while
+ * the directory changes: an entry present throughout is reported exactly
+ * once.
+ */
+typedef int (*sfs_filldir_fn)(void *ctx, const char *name, size_t name_len,
+			      sfs_ino_t ino, uint8_t ftype, uint64_t next_off);
+int sfs_readdir(struct sfs_fs *fs, sfs_ino_t ino, uint64_t off,
+		sfs_filldir_fn fn, void *ctx);
+
+int sfs_statfs(struct sfs_fs *fs, struct sfs_statfs *out);
+
+/* ---- extended attributes (user.* only; others -EOPNOTSUPP) ---- */
+/* size 0: *len_out = the value's size, nothing copied; -ERANGE if too small */
+int sfs_getxattr(struct sfs_fs *fs, sfs_ino_t ino, const char *name,
+		 void *buf, size_t size, size_t *len_out);
+int sfs_setxattr(struct sfs_fs *fs, sfs_ino_t ino, const char *name,
+		 const void *value, size_t size, int flags);
+/* NUL-separated full names ("user.x\0user.y\0"); size 0 = just the length */
+int sfs_listxattr(struct sfs_fs *fs, sfs_ino_t ino, char *buf, size_t size,
+		  size_t *len_out);
+int sfs_removexattr(struct sfs_fs *fs, sfs_ino_t ino, const char *name);
+
+#endif /* SFS_FS_H */

@@ -1,0 +1,240 @@
+/*
+ * fs_priv.h - the engine's inside: the filesystem and inode structures and
+ * the verbs its modules use on each other.  Not for front ends (they use
+ * fs.h).
+ *
+ * Modules and what they own:
+ *   fs.c     mount/unmount, superblock, group descriptors, bitmaps, inode
+ *            table, inode cache, block and inode allocation bookkeeping
+ *   inode.c  getattr/setattr, open/release, read/write/truncate, fsync,
+ *            statfs (file data through the mapping model)
+ *   dir.c    linear ext2 directories + in-memory hashed name index
+ *   namei.c  the namespace verbs of fs.h (lookup, create, rename, ...)
+ *   xattr.c  user.* attributes in xattr blocks (reads in-inode ones too)
+ *   models/alloc/  placement (where new blocks go) and mapping (how a file
+ *            finds its blocks) models, chosen by name.
+ *
+ * Locking: one mutex per filesystem, fs->lock, taken by every public verb
+ * of fs.h on entry and released on return.  Every function declared here
+ * expects it held.  Nothing here is file-static: several filesystems may be
+ * open in one process.
+ *
+ * Inode references: sfs_iget returns a referenced in-memory inode; each
+ * reference is dropped with sfs_iput.  An inode whose link count reached 0
+ * is freed on disk when its last reference and last open are gone.
+ */
+#ifndef SFS_FS_PRIV_H
+#define SFS_FS_PRIV_H
+
+#include <glib.h>
+
+#include "alloc.h"
+#include "cache.h"
+#include "fs.h"
+
+struct sfs_dir_index; /* dir.c */
+
+/* One in-memory inode.  Protected by fs->lock. */
+struct sfs_inode {
+	sfs_ino_t ino;
+	struct sfs_dinode d;   /* on-disk image (little-endian fields) */
+	int refs;              /* sfs_iget references */
+	int opens;             /* sfs_open without sfs_release */
+	bool deleted;          /* freed on disk; only stale references remain */
+	struct sfs_dir_index *dindex; /* directories: name index, or NULL */
+	/* ext2 allocation goal state (ext2_find_goal's i_next_alloc_*): */
+	uint32_t next_lblk;    /* logical block after the last one allocated */
+	sfs_blk_t next_pblk;   /* physical block after the last one allocated */
+	void *alloc_state;     /* placement model's per-inode state, or NULL */
+	GList lru_link;        /* in fs->ilru while unreferenced (data = self) */
+};
+
+struct sfs_fs {
+	GMutex lock;
+	struct sfs_config cfg;
+	struct sfs_bdev *bd;
+	struct sfs_cache *cache;
+	char *err_msg;          /* last mount error (sfs_fs_open) */
+
+	/* geometry, from the superblock */
+	struct sfs_dsuper sb;   /* in-memory copy of the primary superblock */
+	uint16_t mount_state;   /* s_state found at mount, restored at close */
+	bool sb_dirty;
+	uint32_t bs;            /* block size, bytes */
+	uint32_t bs_log;        /* log2(bs) */
+	uint32_t first_data_block;
+	uint32_t blocks_count;
+	uint32_t bpg;           /* blocks per group */
+	uint32_t ipg;           /* inodes per group */
+	uint32_t groups;
+	uint32_t inode_size;    /* 128 or 256 */
+	uint32_t itb;           /* inode table blocks per group */
+	uint32_t desc_blocks;   /* GDT blocks */
+	uint32_t reserved_gdt;  /* s_reserved_gdt_blocks (resize_inode images) */
+	uint32_t addr_per_block; /* bs / 4 */
+
+	struct sfs_dgroup *gd;  /* groups descriptors, on-disk form */
+	bool gd_dirty;
+
+	GHashTable *icache;     /* sfs_ino_t -> struct sfs_inode * */
+	GQueue ilru;            /* cached inodes with no refs/opens, LRU first */
+	GRand *rand;            /* seeded: generation numbers */
+
+	struct sfs_alloc *alloc;          /* placement model */
+	const struct sfs_map_ops *map;    /* mapping model */
+	bool ro;
+	bool error;             /* sticky error: cache and disk may disagree */
+};
+
+/* ---- locking ---- */
+static inline void sfs_lock(struct sfs_fs *fs) { g_mutex_lock(&fs->lock); }
+static inline void sfs_unlock(struct sfs_fs *fs) { g_mutex_unlock(&fs->lock); }
+
+/* ---- time ---- */
+/* Current time for inode stamps (wall clock; a clock layer replaces it). */
+void sfs_now(struct sfs_fs *fs, struct timespec *out);
+
+/* ---- inode accessors (host-endian views of struct sfs_dinode) ---- */
+static inline uint32_t sfs_i_mode(const struct sfs_inode *ip)
+{
+	return sfs_le16(ip->d.i_mode);
+}
+static inline bool sfs_i_isdir(const struct sfs_inode *ip)
+{
+	return (sfs_i_mode(ip) & SFS_S_IFMT) == SFS_S_IFDIR;
+}
+static inline bool sfs_i_isreg(const struct sfs_inode *ip)
+{
+	return (sfs_i_mode(ip) & SFS_S_IFMT) == SFS_S_IFREG;
+}
+static inline bool sfs_i_islnk(const struct sfs_inode *ip)
+{
+	return (sfs_i_mode(ip) & SFS_S_IFMT) == SFS_S_IFLNK;
+}
+static inline uint32_t sfs_i_nlink(const struct sfs_inode *ip)
+{
+	return sfs_le16(ip->d.i_links_count);
+}
+static inline void sfs_i_set_nlink(struct sfs_inode *ip, uint32_t n)
+{
+	ip->d.i_links_count = sfs_cpu_to_le16((uint16_t)n);
+}
+uint64_t sfs_i_size(const struct sfs_inode *ip);
+void sfs_i_set_size(struct sfs_inode *ip, uint64_t size);
+/* Add delta fs blocks to i_blocks (kept in 512-byte sectors). */
+void sfs_i_add_blocks(struct sfs_fs *fs, struct sfs_inode *ip, int64_t delta);
+/* Stamp times: any of SFS_SET_ATIME/MTIME/CTIME ORed in `which`. */
+void sfs_i_touch(struct sfs_fs *fs, struct sfs_inode *ip, unsigned which);
+/* Fill a struct sfs_attr from an inode. */
+void sfs_i_to_attr(struct sfs_fs *fs, const struct sfs_inode *ip,
+		   struct sfs_attr *out);
+/* Is this a fast symlink (target in i_block)? */
+bool sfs_i_fast_symlink(const struct sfs_inode *ip);
+
+/* ---- inode cache and table (fs.c) ---- */
+/* Referenced inode ino; -ESTALE if ino is out of range or not in use. */
+int sfs_iget(struct sfs_fs *fs, sfs_ino_t ino, struct sfs_inode **out);
+/* Drop a reference; frees the inode on disk if it has no links and no
+ * other references or opens. */
+void sfs_iput(struct sfs_fs *fs, struct sfs_inode *ip);
+/* Copy ip->d into its inode-table block and mark that block dirty. */
+int sfs_inode_dirty(struct sfs_fs *fs, struct sfs_inode *ip);
+/*
+ * Allocate a new inode near dir (ext2 policy: directories spread over
+ * groups, files in their parent's group), zero it, set mode/uid/gid, times,
+ * links 0 (the caller links it), and mark it in the bitmap and counts.
+ * -ENOSPC when no inode is free.
+ */
+int sfs_inode_alloc(struct sfs_fs *fs, struct sfs_inode *dir, uint32_t mode,
+		    uint32_t uid, uint32_t gid, struct sfs_inode **out);
+
+/* ---- blocks (fs.c) ---- */
+/* Mark [start, start+n) used/free in bitmaps and group/super counts.
+ * Freeing also discards the blocks from the cache. -EIO on bitmap read. */
+int sfs_blocks_mark_used(struct sfs_fs *fs, sfs_blk_t start, uint32_t n);
+int sfs_blocks_free(struct sfs_fs *fs, sfs_blk_t start, uint32_t n);
+/* Block bitmap buffer of group g (caller puts it). */
+int sfs_block_bitmap(struct sfs_fs *fs, uint32_t g, struct sfs_buf **out);
+/* Group of a block, and the first block of a group. */
+static inline uint32_t sfs_blk_group(const struct sfs_fs *fs, sfs_blk_t b)
+{
+	return (b - fs->first_data_block) / fs->bpg;
+}
+static inline sfs_blk_t sfs_group_first(const struct sfs_fs *fs, uint32_t g)
+{
+	return fs->first_data_block + g * fs->bpg;
+}
+/* Number of blocks in group g (the last may be short). */
+uint32_t sfs_group_nblocks(const struct sfs_fs *fs, uint32_t g);
+/* Free blocks in the whole filesystem / available to this caller. */
+uint64_t sfs_free_blocks(const struct sfs_fs *fs);
+/*
+ * Allocate up to want contiguous blocks near goal for inode ip (ip may be
+ * NULL for filesystem metadata) through the placement model, and mark them
+ * used.  -ENOSPC when nothing is free.
+ */
+int sfs_alloc_blocks(struct sfs_fs *fs, struct sfs_inode *ip, sfs_blk_t goal,
+		     uint32_t want, sfs_blk_t *start_out, uint32_t *got_out);
+
+/* ---- file mapping (inode.c, through fs->map) ---- */
+/*
+ * Physical block for logical block lblk of ip.  With create, a hole is
+ * filled (allocated and zeroed on disk view, i_blocks updated); without,
+ * *pblk_out = 0 for a hole.  -ENOSPC, -EFBIG (beyond the mapping's reach),
+ * -EIO.
+ */
+int sfs_bmap(struct sfs_fs *fs, struct sfs_inode *ip, uint32_t lblk,
+	     bool create, sfs_blk_t *pblk_out);
+/* Free every block of ip at or after the one holding byte new_size, then
+ * set i_size = new_size; zero the tail of the last partial block. */
+int sfs_truncate(struct sfs_fs *fs, struct sfs_inode *ip, uint64_t new_size);
+
+/* ---- directories (dir.c) ---- */
+/* Look name up in directory dp: -ENOENT if absent. */
+int sfs_dir_lookup(struct sfs_fs *fs, struct sfs_inode *dp, const char *name,
+		   size_t len, sfs_ino_t *ino_out, uint8_t *ftype_out);
+/* Add an entry (the caller checked it is absent); grows the directory. */
+int sfs_dir_add(struct sfs_fs *fs, struct sfs_inode *dp, const char *name,
+		size_t len, sfs_ino_t ino, uint8_t ftype);
+/* Remove an entry: -ENOENT if absent. */
+int sfs_dir_remove(struct sfs_fs *fs, struct sfs_inode *dp, const char *name,
+		   size_t len);
+/* Point an existing entry at another inode (rename over). */
+int sfs_dir_retarget(struct sfs_fs *fs, struct sfs_inode *dp,
+		     const char *name, size_t len, sfs_ino_t ino,
+		     uint8_t ftype);
+/* Write the first block of a new directory: "." -> dp, ".." -> parent. */
+int sfs_dir_init(struct sfs_fs *fs, struct sfs_inode *dp, sfs_ino_t parent);
+/* Repoint ".." (a directory moved to another parent). */
+int sfs_dir_set_dotdot(struct sfs_fs *fs, struct sfs_inode *dp,
+		       sfs_ino_t parent);
+/* Does dp hold anything but "." and ".."? */
+int sfs_dir_is_empty(struct sfs_fs *fs, struct sfs_inode *dp, bool *empty);
+/* readdir walk, cookies as in fs.h sfs_readdir. */
+int sfs_dir_iterate(struct sfs_fs *fs, struct sfs_inode *dp, uint64_t off,
+		    sfs_filldir_fn fn, void *ctx);
+/* Free the in-memory name index (inode leaving the cache). */
+void sfs_dir_index_free(struct sfs_dir_index *idx);
+
+/* ---- xattrs (xattr.c) ---- */
+int sfs_xattr_get(struct sfs_fs *fs, struct sfs_inode *ip, const char *name,
+		  void *buf, size_t size, size_t *len_out);
+int sfs_xattr_set(struct sfs_fs *fs, struct sfs_inode *ip, const char *name,
+		  const void *value, size_t size, int flags);
+int sfs_xattr_list(struct sfs_fs *fs, struct sfs_inode *ip, char *buf,
+		   size_t size, size_t *len_out);
+int sfs_xattr_remove(struct sfs_fs *fs, struct sfs_inode *ip,
+		     const char *name);
+/* The inode is being freed: drop its reference to its xattr block. */
+int sfs_xattr_drop(struct sfs_fs *fs, struct sfs_inode *ip);
+
+/* ---- checks shared by the verbs ---- */
+/* 0, -ENAMETOOLONG (> 255 bytes) or -EINVAL (empty, contains '/'). */
+int sfs_check_name(const char *name, size_t *len_out);
+/* -EROFS if the filesystem is read-only or in the sticky error state. */
+int sfs_check_writable(struct sfs_fs *fs);
+/* Enter the sticky error state (read-only from here), with a message. */
+void sfs_fs_error(struct sfs_fs *fs, int err, const char *fmt, ...)
+	G_GNUC_PRINTF(3, 4);
+
+#endif /* SFS_FS_PRIV_H */

@@ -1,0 +1,632 @@
+/*
+ * inode.c - one file's attributes and data: getattr/setattr, open/release,
+ * read/write/truncate, fsync and statfs.
+ *
+ * File data goes through the mapping model (fs->map: which physical block
+ * holds logical block n) and the buffer cache.  A write fills holes first
+ * (sfs_bmap with create), then copies whole blocks as runs of physically
+ * contiguous blocks (sfs_cache_write_run) and partial blocks through a
+ * buffer.  A block allocated for a partial write is zeroed around the
+ * bytes written, so holes and the space past EOF always read as zeros.
+ *
+ * Sizes: regular files keep i_size_high; a file reaching 2 GiB sets the
+ * large_file feature.  i_blocks counts 512-byte sectors of every block the
+ * inode owns (data, indirect, xattr).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <string.h>
+#include <sys/sysmacros.h>
+
+#include "fs_priv.h"
+
+/* ---- accessors ---- */
+
+uint64_t sfs_i_size(const struct sfs_inode *ip)
+{
+	uint64_t size = sfs_le32(ip->d.i_size);
+
+	if (sfs_i_isreg(ip))
+		size |= (uint64_t)sfs_le32(ip->d.i_size_high) << 32;
+	return size;
+}
+
+void sfs_i_set_size(struct sfs_inode *ip, uint64_t size)
+{
+	ip->d.i_size = sfs_cpu_to_le32((uint32_t)size);
+	ip->d.i_size_high = sfs_cpu_to_le32((uint32_t)(size >> 32));
+}
+
+/* Set size, raising the large_file feature for files of 2 GiB and more. */
+static void set_size(struct sfs_fs *fs, struct sfs_inode *ip, uint64_t size)
+{
+	sfs_i_set_size(ip, size);
+	if (size >= (1ULL << 31) &&
+	    !(sfs_le32(fs->sb.s_feature_ro_compat) &
+	      SFS_FEATURE_RO_COMPAT_LARGE_FILE)) {
+		fs->sb.s_feature_ro_compat =
+			sfs_cpu_to_le32(sfs_le32(fs->sb.s_feature_ro_compat) |
+					SFS_FEATURE_RO_COMPAT_LARGE_FILE);
+		fs->sb_dirty = true;
+	}
+}
+
+void sfs_i_add_blocks(struct sfs_fs *fs, struct sfs_inode *ip, int64_t delta)
+{
+	uint64_t sectors = sfs_le32(ip->d.i_blocks);
+	int64_t d = delta * (int64_t)(fs->bs / 512);
+
+	assert(d >= 0 || (uint64_t)-d <= sectors);
+	ip->d.i_blocks = sfs_cpu_to_le32((uint32_t)(sectors + d));
+}
+
+/* Pack nanoseconds into an *_extra word (epoch bits 0). */
+static uint32_t nsec_extra(long nsec)
+{
+	return sfs_cpu_to_le32((uint32_t)nsec << 2);
+}
+
+static bool has_extra(const struct sfs_inode *ip, size_t field_end)
+{
+	return 128 + (size_t)sfs_le16(ip->d.i_extra_isize) >= field_end;
+}
+
+void sfs_i_touch(struct sfs_fs *fs, struct sfs_inode *ip, unsigned which)
+{
+	struct timespec now;
+	bool extra = fs->inode_size > SFS_GOOD_OLD_INODE_SIZE;
+
+	sfs_now(fs, &now);
+	if (which & SFS_SET_ATIME) {
+		ip->d.i_atime = sfs_cpu_to_le32((uint32_t)now.tv_sec);
+		if (extra && has_extra(ip, 0x90))
+			ip->d.i_atime_extra = nsec_extra(now.tv_nsec);
+	}
+	if (which & SFS_SET_MTIME) {
+		ip->d.i_mtime = sfs_cpu_to_le32((uint32_t)now.tv_sec);
+		if (extra && has_extra(ip, 0x8C))
+			ip->d.i_mtime_extra = nsec_extra(now.tv_nsec);
+	}
+	if (which & SFS_SET_CTIME) {
+		ip->d.i_ctime = sfs_cpu_to_le32((uint32_t)now.tv_sec);
+		if (extra && has_extra(ip, 0x88))
+			ip->d.i_ctime_extra = nsec_extra(now.tv_nsec);
+	}
+}
+
+static struct timespec get_time(const struct sfs_fs *fs,
+				const struct sfs_inode *ip, uint32_t sec,
+				uint32_t extra, size_t extra_end)
+{
+	struct timespec ts = {.tv_sec = (int32_t)sfs_le32(sec), .tv_nsec = 0};
+
+	if (fs->inode_size > SFS_GOOD_OLD_INODE_SIZE &&
+	    has_extra(ip, extra_end)) {
+		uint32_t e = sfs_le32(extra);
+		/* epoch bits extend the signed 32-bit seconds (inodes.rst) */
+		ts.tv_sec += (int64_t)(e & 3) << 32;
+		ts.tv_nsec = (long)(e >> 2);
+		if (ts.tv_nsec >= 1000000000L)
+			ts.tv_nsec = 0;
+	}
+	return ts;
+}
+
+static void set_time(struct sfs_fs *fs, struct sfs_inode *ip, uint32_t *sec,
+		     uint32_t *extra, size_t extra_end,
+		     const struct timespec *ts)
+{
+	*sec = sfs_cpu_to_le32((uint32_t)ts->tv_sec);
+	if (fs->inode_size > SFS_GOOD_OLD_INODE_SIZE &&
+	    has_extra(ip, extra_end)) {
+		uint32_t epoch = (uint32_t)((ts->tv_sec - (int32_t)ts->tv_sec) >>
+					    32) & 3;
+		*extra = sfs_cpu_to_le32(((uint32_t)ts->tv_nsec << 2) | epoch);
+	}
+}
+
+bool sfs_i_fast_symlink(const struct sfs_inode *ip)
+{
+	if (!sfs_i_islnk(ip) || sfs_i_size(ip) > SFS_FAST_SYMLINK_MAX)
+		return false;
+	/* Without an xattr block a fast symlink owns no block at all; with
+	 * one, simfs and the kernel only make targets < 60 bytes fast. */
+	return ip->d.i_file_acl != 0 || sfs_le32(ip->d.i_blocks) == 0;
+}
+
+static uint32_t decode_rdev(const struct sfs_inode *ip)
+{
+	uint32_t b0 = sfs_le32(ip->d.i_block[0]);
+	uint32_t b1 = sfs_le32(ip->d.i_block[1]);
+
+	if (b0)
+		return makedev((b0 >> 8) & 0xff, b0 & 0xff);
+	return makedev((b1 & 0xfff00) >> 8, (b1 & 0xff) | ((b1 >> 12) & 0xfff00));
+}
+
+void sfs_i_to_attr(struct sfs_fs *fs, const struct sfs_inode *ip,
+		   struct sfs_attr *out)
+{
+	uint32_t type = sfs_i_mode(ip) & SFS_S_IFMT;
+
+	memset(out, 0, sizeof(*out));
+	out->ino = ip->ino;
+	out->mode = sfs_i_mode(ip);
+	out->nlink = sfs_i_nlink(ip);
+	out->uid = sfs_le16(ip->d.i_uid) |
+		   ((uint32_t)sfs_le16(ip->d.i_uid_high) << 16);
+	out->gid = sfs_le16(ip->d.i_gid) |
+		   ((uint32_t)sfs_le16(ip->d.i_gid_high) << 16);
+	out->size = sfs_i_size(ip);
+	out->blocks = sfs_le32(ip->d.i_blocks);
+	if (sfs_le32(fs->sb.s_feature_ro_compat) &
+	    SFS_FEATURE_RO_COMPAT_HUGE_FILE)
+		out->blocks |= (uint64_t)sfs_le16(ip->d.i_blocks_hi) << 32;
+	if (type == SFS_S_IFCHR || type == SFS_S_IFBLK)
+		out->rdev = decode_rdev(ip);
+	out->blksize = fs->bs;
+	out->generation = sfs_le32(ip->d.i_generation);
+	out->atime = get_time(fs, ip, ip->d.i_atime, ip->d.i_atime_extra, 0x90);
+	out->mtime = get_time(fs, ip, ip->d.i_mtime, ip->d.i_mtime_extra, 0x8C);
+	out->ctime = get_time(fs, ip, ip->d.i_ctime, ip->d.i_ctime_extra, 0x88);
+}
+
+/* ---- mapping ---- */
+
+int sfs_bmap(struct sfs_fs *fs, struct sfs_inode *ip, uint32_t lblk,
+	     bool create, sfs_blk_t *pblk_out)
+{
+	bool isnew = false;
+
+	if (create && sfs_check_writable(fs))
+		return -EROFS;
+	return fs->map->map(fs, ip, lblk, create, pblk_out, &isnew);
+}
+
+/* Zero bytes [from, bs) of the block holding byte `size` if mapped. */
+static int zero_tail(struct sfs_fs *fs, struct sfs_inode *ip, uint64_t size)
+{
+	uint32_t off = (uint32_t)(size & (fs->bs - 1));
+	struct sfs_buf *b;
+	sfs_blk_t pblk;
+	bool isnew;
+	int rc;
+
+	if (off == 0)
+		return 0;
+	rc = fs->map->map(fs, ip, (uint32_t)(size >> fs->bs_log), false, &pblk,
+			  &isnew);
+	if (rc || pblk == 0)
+		return rc;
+	rc = sfs_cache_get(fs->cache, pblk, SFS_IO_DATA, &b);
+	if (rc)
+		return rc;
+	memset(b->data + off, 0, fs->bs - off);
+	sfs_cache_dirty(fs->cache, b);
+	sfs_cache_put(fs->cache, b);
+	return 0;
+}
+
+int sfs_truncate(struct sfs_fs *fs, struct sfs_inode *ip, uint64_t new_size)
+{
+	uint64_t old = sfs_i_size(ip);
+	int rc;
+
+	if (new_size > fs->map->max_bytes(fs->bs))
+		return -EFBIG;
+	if (new_size < old) {
+		uint64_t first = (new_size + fs->bs - 1) >> fs->bs_log;
+		rc = zero_tail(fs, ip, new_size);
+		if (rc)
+			return rc;
+		rc = fs->map->truncate(fs, ip, (uint32_t)first);
+		if (rc)
+			return rc;
+		if (fs->alloc->ops->release_inode)
+			fs->alloc->ops->release_inode(fs->alloc, ip);
+	}
+	set_size(fs, ip, new_size);
+	sfs_i_touch(fs, ip, SFS_SET_MTIME | SFS_SET_CTIME);
+	return sfs_inode_dirty(fs, ip);
+}
+
+/* ---- public verbs ---- */
+
+static void set_id_pair(uint16_t *lo, uint16_t *hi, uint32_t id)
+{
+	*lo = sfs_cpu_to_le16((uint16_t)id);
+	*hi = sfs_cpu_to_le16((uint16_t)(id >> 16));
+}
+
+int sfs_getattr(struct sfs_fs *fs, sfs_ino_t ino, struct sfs_attr *out)
+{
+	struct sfs_inode *ip;
+	int rc;
+
+	if (!fs || !out)
+		return -EINVAL;
+	sfs_lock(fs);
+	rc = sfs_iget(fs, ino, &ip);
+	if (rc == 0) {
+		sfs_i_to_attr(fs, ip, out);
+		sfs_iput(fs, ip);
+	}
+	sfs_unlock(fs);
+	return rc;
+}
+
+int sfs_setattr(struct sfs_fs *fs, sfs_ino_t ino, const struct sfs_attr *in,
+		unsigned valid, struct sfs_attr *out)
+{
+	struct sfs_inode *ip;
+	struct timespec now;
+	int rc;
+
+	if (!fs || (valid && !in))
+		return -EINVAL;
+	sfs_lock(fs);
+	rc = sfs_iget(fs, ino, &ip);
+	if (rc)
+		goto out_unlock;
+	if (valid) {
+		rc = sfs_check_writable(fs);
+		if (rc)
+			goto out_put;
+	}
+	if (valid & SFS_SET_SIZE) {
+		if (sfs_i_isdir(ip)) {
+			rc = -EISDIR;
+			goto out_put;
+		}
+		if (!sfs_i_isreg(ip)) {
+			rc = -EINVAL;
+			goto out_put;
+		}
+		rc = sfs_truncate(fs, ip, in->size);
+		if (rc)
+			goto out_put;
+	}
+	if (valid & SFS_SET_MODE)
+		ip->d.i_mode = sfs_cpu_to_le16(
+			(uint16_t)((sfs_i_mode(ip) & SFS_S_IFMT) |
+				   (in->mode & 07777)));
+	if (valid & SFS_SET_UID)
+		set_id_pair(&ip->d.i_uid, &ip->d.i_uid_high, in->uid);
+	if (valid & SFS_SET_GID)
+		set_id_pair(&ip->d.i_gid, &ip->d.i_gid_high, in->gid);
+	sfs_now(fs, &now);
+	if (valid & (SFS_SET_ATIME | SFS_SET_ATIME_NOW))
+		set_time(fs, ip, &ip->d.i_atime, &ip->d.i_atime_extra, 0x90,
+			 (valid & SFS_SET_ATIME_NOW) ? &now : &in->atime);
+	if (valid & (SFS_SET_MTIME | SFS_SET_MTIME_NOW))
+		set_time(fs, ip, &ip->d.i_mtime, &ip->d.i_mtime_extra, 0x8C,
+			 (valid & SFS_SET_MTIME_NOW) ? &now : &in->mtime);
+	if (valid & SFS_SET_CTIME)
+		set_time(fs, ip, &ip->d.i_ctime, &ip->d.i_ctime_extra, 0x88,
+			 &in->ctime);
+	else if (valid)
+		set_time(fs, ip, &ip->d.i_ctime, &ip->d.i_ctime_extra, 0x88,
+			 &now);
+	if (valid)
+		rc = sfs_inode_dirty(fs, ip);
+	if (rc == 0 && out)
+		sfs_i_to_attr(fs, ip, out);
+out_put:
+	sfs_iput(fs, ip);
+out_unlock:
+	sfs_unlock(fs);
+	return rc;
+}
+
+int sfs_open(struct sfs_fs *fs, sfs_ino_t ino, int flags)
+{
+	struct sfs_inode *ip;
+	int rc;
+
+	if (!fs)
+		return -EINVAL;
+	sfs_lock(fs);
+	rc = sfs_iget(fs, ino, &ip);
+	if (rc)
+		goto out_unlock;
+	if ((flags & O_ACCMODE) != O_RDONLY || (flags & O_TRUNC)) {
+		if (sfs_i_isdir(ip)) {
+			rc = -EISDIR;
+			goto out_put;
+		}
+		rc = sfs_check_writable(fs);
+		if (rc)
+			goto out_put;
+	}
+	if ((flags & O_TRUNC) && sfs_i_isreg(ip) && sfs_i_size(ip) > 0) {
+		rc = sfs_truncate(fs, ip, 0);
+		if (rc)
+			goto out_put;
+	}
+	ip->opens++;
+out_put:
+	sfs_iput(fs, ip);
+out_unlock:
+	sfs_unlock(fs);
+	return rc;
+}
+
+int sfs_release(struct sfs_fs *fs, sfs_ino_t ino)
+{
+	struct sfs_inode *ip;
+
+	if (!fs)
+		return -EINVAL;
+	sfs_lock(fs);
+	ip = g_hash_table_lookup(fs->icache, GUINT_TO_POINTER(ino));
+	if (!ip || ip->opens == 0) {
+		sfs_unlock(fs);
+		return -EBADF;
+	}
+	ip->refs++;
+	ip->opens--;
+	if (ip->opens == 0 && fs->alloc->ops->release_inode)
+		fs->alloc->ops->release_inode(fs->alloc, ip);
+	sfs_iput(fs, ip);
+	sfs_unlock(fs);
+	return 0;
+}
+
+int sfs_read(struct sfs_fs *fs, sfs_ino_t ino, uint64_t off, size_t len,
+	     void *buf, size_t *got_out)
+{
+	struct sfs_inode *ip;
+	uint8_t *dst = buf;
+	uint64_t size, end;
+	size_t done = 0;
+	int rc;
+
+	if (!fs || (!buf && len) || !got_out)
+		return -EINVAL;
+	*got_out = 0;
+	sfs_lock(fs);
+	rc = sfs_iget(fs, ino, &ip);
+	if (rc)
+		goto out_unlock;
+	if (sfs_i_isdir(ip)) {
+		rc = -EISDIR;
+		goto out_put;
+	}
+	size = sfs_i_size(ip);
+	if (off >= size || len == 0)
+		goto out_put;
+	end = MIN(size, off + len);
+	while (off < end) {
+		uint32_t lblk = (uint32_t)(off >> fs->bs_log);
+		uint32_t boff = (uint32_t)(off & (fs->bs - 1));
+		sfs_blk_t pblk;
+		bool isnew;
+
+		rc = fs->map->map(fs, ip, lblk, false, &pblk, &isnew);
+		if (rc)
+			goto out_put;
+		if (boff == 0 && end - off >= fs->bs && pblk) {
+			/* A run of whole, physically contiguous blocks. */
+			uint32_t n = 1;
+			uint64_t max = (end - off) >> fs->bs_log;
+			while (n < max && n < 256) {
+				sfs_blk_t next;
+				rc = fs->map->map(fs, ip, lblk + n, false,
+						  &next, &isnew);
+				if (rc)
+					goto out_put;
+				if (next != pblk + n)
+					break;
+				n++;
+			}
+			rc = sfs_cache_read_run(fs->cache, pblk, n, SFS_IO_DATA,
+						dst + done);
+			if (rc)
+				goto out_put;
+			off += (uint64_t)n << fs->bs_log;
+			done += (size_t)n << fs->bs_log;
+			continue;
+		}
+		size_t chunk = (size_t)MIN((uint64_t)(fs->bs - boff), end - off);
+		if (pblk == 0) {
+			memset(dst + done, 0, chunk);
+		} else {
+			struct sfs_buf *b;
+			rc = sfs_cache_get(fs->cache, pblk, SFS_IO_DATA, &b);
+			if (rc)
+				goto out_put;
+			memcpy(dst + done, b->data + boff, chunk);
+			sfs_cache_put(fs->cache, b);
+		}
+		off += chunk;
+		done += chunk;
+	}
+	if (!fs->ro && !fs->error &&
+	    !(sfs_le32(ip->d.i_flags) & SFS_NOATIME_FL)) {
+		/* relatime: only when atime is older than mtime or ctime */
+		if (sfs_le32(ip->d.i_atime) <= sfs_le32(ip->d.i_mtime) ||
+		    sfs_le32(ip->d.i_atime) <= sfs_le32(ip->d.i_ctime)) {
+			sfs_i_touch(fs, ip, SFS_SET_ATIME);
+			sfs_inode_dirty(fs, ip);
+		}
+	}
+out_put:
+	*got_out = done;
+	if (done > 0)
+		rc = 0; /* a short read reports what it got */
+	sfs_iput(fs, ip);
+out_unlock:
+	sfs_unlock(fs);
+	return rc;
+}
+
+/* Write one partial block [boff, boff+n) of logical block lblk. */
+static int write_partial(struct sfs_fs *fs, struct sfs_inode *ip,
+			 uint32_t lblk, uint32_t boff, const uint8_t *src,
+			 size_t n)
+{
+	struct sfs_buf *b;
+	sfs_blk_t pblk;
+	bool isnew = false;
+	int rc;
+
+	rc = fs->map->map(fs, ip, lblk, true, &pblk, &isnew);
+	if (rc)
+		return rc;
+	if (isnew)
+		rc = sfs_cache_get_new(fs->cache, pblk, SFS_IO_DATA, &b);
+	else
+		rc = sfs_cache_get(fs->cache, pblk, SFS_IO_DATA, &b);
+	if (rc)
+		return rc;
+	if (isnew)
+		memset(b->data, 0, fs->bs);
+	memcpy(b->data + boff, src, n);
+	sfs_cache_dirty(fs->cache, b);
+	sfs_cache_put(fs->cache, b);
+	return 0;
+}
+
+int sfs_write(struct sfs_fs *fs, sfs_ino_t ino, uint64_t off, const void *buf,
+	      size_t len, size_t *written_out)
+{
+	const uint8_t *src = buf;
+	struct sfs_inode *ip;
+	size_t done = 0;
+	uint64_t end;
+	int rc;
+
+	if (!fs || (!buf && len) || !written_out)
+		return -EINVAL;
+	*written_out = 0;
+	sfs_lock(fs);
+	rc = sfs_iget(fs, ino, &ip);
+	if (rc)
+		goto out_unlock;
+	rc = sfs_check_writable(fs);
+	if (rc)
+		goto out_put;
+	if (!sfs_i_isreg(ip)) {
+		rc = sfs_i_isdir(ip) ? -EISDIR : -EINVAL;
+		goto out_put;
+	}
+	if (len == 0)
+		goto out_put;
+	end = off + len;
+	if (end < off || end > fs->map->max_bytes(fs->bs)) {
+		rc = -EFBIG;
+		goto out_put;
+	}
+	while (off < end) {
+		uint32_t lblk = (uint32_t)(off >> fs->bs_log);
+		uint32_t boff = (uint32_t)(off & (fs->bs - 1));
+
+		if (boff == 0 && end - off >= fs->bs) {
+			/* Map whole blocks, then copy them as one run. */
+			uint64_t max = MIN((end - off) >> fs->bs_log, 256);
+			sfs_blk_t first = 0;
+			uint32_t n = 0;
+			while (n < max) {
+				sfs_blk_t pblk;
+				bool isnew;
+				rc = fs->map->map(fs, ip, lblk + n, true, &pblk,
+						  &isnew);
+				if (rc)
+					break;
+				if (n == 0)
+					first = pblk;
+				else if (pblk != first + n) {
+					/* not contiguous: write what we have */
+					break;
+				}
+				n++;
+			}
+			if (n == 0)
+				goto out_size;
+			int wrc = sfs_cache_write_run(fs->cache, first, n,
+						      SFS_IO_DATA, src + done);
+			if (wrc) {
+				rc = wrc;
+				goto out_size;
+			}
+			off += (uint64_t)n << fs->bs_log;
+			done += (size_t)n << fs->bs_log;
+			if (rc)
+				goto out_size;
+			/* A block mapped past the run (not contiguous) is
+			 * rewritten by the next iteration: map is idempotent. */
+			continue;
+		}
+		size_t chunk = (size_t)MIN((uint64_t)(fs->bs - boff), end - off);
+		rc = write_partial(fs, ip, lblk, boff, src + done, chunk);
+		if (rc)
+			goto out_size;
+		off += chunk;
+		done += chunk;
+	}
+out_size:
+	if (done > 0) {
+		uint64_t new_end = off;
+		if (new_end > sfs_i_size(ip))
+			set_size(fs, ip, new_end);
+		sfs_i_touch(fs, ip, SFS_SET_MTIME | SFS_SET_CTIME);
+	}
+	{
+		int drc = sfs_inode_dirty(fs, ip);
+		if (rc == 0)
+			rc = drc;
+	}
+out_put:
+	*written_out = done;
+	sfs_iput(fs, ip);
+out_unlock:
+	sfs_unlock(fs);
+	return rc;
+}
+
+int sfs_fsync(struct sfs_fs *fs, sfs_ino_t ino, bool datasync)
+{
+	struct sfs_attr attr;
+	int rc;
+
+	(void)datasync;
+	if (!fs)
+		return -EINVAL;
+	rc = sfs_getattr(fs, ino, &attr);
+	if (rc)
+		return rc;
+	/* No per-file writeback yet: fsync writes everything, like sync. */
+	return sfs_fs_sync(fs);
+}
+
+int sfs_statfs(struct sfs_fs *fs, struct sfs_statfs *out)
+{
+	uint64_t overhead, free_b, free_i = 0, reserved;
+
+	if (!fs || !out)
+		return -EINVAL;
+	sfs_lock(fs);
+	/* Overhead as ext2's statfs counts it: block 0 (1 KiB blocks),
+	 * superblock and GDT copies, bitmaps and inode tables. */
+	overhead = fs->first_data_block;
+	int sparse = !!(sfs_le32(fs->sb.s_feature_ro_compat) &
+			SFS_FEATURE_RO_COMPAT_SPARSE_SUPER);
+	for (uint32_t g = 0; g < fs->groups; g++) {
+		if (sfs_group_has_super(g, sparse))
+			overhead += 1 + fs->desc_blocks + fs->reserved_gdt;
+		overhead += 2 + fs->itb;
+		free_i += sfs_le16(fs->gd[g].bg_free_inodes_count);
+	}
+	free_b = sfs_free_blocks(fs);
+	reserved = sfs_le32(fs->sb.s_r_blocks_count);
+	memset(out, 0, sizeof(*out));
+	out->block_size = fs->bs;
+	out->blocks = fs->blocks_count - overhead;
+	out->blocks_free = free_b;
+	out->blocks_avail = free_b > reserved ? free_b - reserved : 0;
+	out->inodes = sfs_le32(fs->sb.s_inodes_count);
+	out->inodes_free = free_i;
+	out->name_max = SFS_NAME_MAX;
+	sfs_unlock(fs);
+	return 0;
+}

@@ -1,0 +1,58 @@
+/*
+ * testsupport.h - what the unit tests share: a RAM device that records
+ * every request, a fault-injecting device that wraps any other, temporary
+ * images, and the e2fsck oracle.
+ */
+#ifndef SFS_TESTSUPPORT_H
+#define SFS_TESTSUPPORT_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "blockdev.h"
+#include "fs.h"
+
+/* ---- RAM device (ramdev.c) ---- */
+/* A zero-filled device of size_bytes held in memory, logging requests. */
+struct sfs_bdev *sfs_ramdev_new(uint64_t size_bytes);
+/* The request log: n entries in order (reads, writes, flushes). */
+const struct sfs_io_req *sfs_ramdev_log(struct sfs_bdev *bd, size_t *n_out);
+void sfs_ramdev_clear_log(struct sfs_bdev *bd);
+/* Direct access to the bytes (for corrupting images in tests). */
+uint8_t *sfs_ramdev_data(struct sfs_bdev *bd);
+
+/* ---- fault device (faultdev.c) ---- */
+#define SFS_FAULT_READ 0x1
+#define SFS_FAULT_WRITE 0x2
+#define SFS_FAULT_FLUSH 0x4
+/*
+ * Wrap `lower` (the fault device owns and closes it).  Once armed, the
+ * nth (1-based) request matching `mask` fails with -EIO; with `sticky` every
+ * matching request after it fails too.  Unarmed it forwards everything.
+ */
+struct sfs_bdev *sfs_faultdev_new(struct sfs_bdev *lower);
+void sfs_faultdev_arm(struct sfs_bdev *fd, unsigned mask, uint64_t nth,
+		      bool sticky);
+void sfs_faultdev_disarm(struct sfs_bdev *fd);
+/* How many requests it failed so far. */
+uint64_t sfs_faultdev_fired(struct sfs_bdev *fd);
+
+/* ---- temporary images and the oracle (testfs.c) ---- */
+/* A fresh private directory under $TMPDIR (g_free; remove with
+ * sfs_test_rmtree). */
+char *sfs_test_tmpdir(void);
+void sfs_test_rmtree(const char *dir);
+/* Create a sparse image file of size_bytes and format it with simfs mkfs
+ * (block size bs, default other parameters).  0 or -errno. */
+int sfs_test_mkimage(const char *path, uint64_t size_bytes, uint32_t bs);
+/* Open an image file as a filesystem with option string opts ("" ok);
+ * fails the test on error. */
+struct sfs_fs *sfs_test_open(const char *path, const char *opts);
+/*
+ * Run `e2fsck -fn path`.  Returns true only if it exits 0 and its output
+ * reports no problem at all (the -n mode prints fixable problems and still
+ * exits 0: the output is read).  *output (may be NULL) gets the full text.
+ */
+bool sfs_test_fsck_clean(const char *path, char **output);
+
+#endif /* SFS_TESTSUPPORT_H */

@@ -1,0 +1,352 @@
+/*
+ * test_fs.c - mounting, superblock state, inode allocation and the sticky
+ * error state (simfs/fs.c), driven through the engine API on temp images.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "fs_priv.h"
+#include "testsupport.h"
+
+struct ctx {
+	char *dir;
+	char *img;
+};
+
+static int setup(void **state)
+{
+	struct ctx *c = g_new0(struct ctx, 1);
+
+	c->dir = sfs_test_tmpdir();
+	c->img = g_build_filename(c->dir, "fs.img", NULL);
+	*state = c;
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	struct ctx *c = *state;
+
+	sfs_test_rmtree(c->dir);
+	g_free(c->img);
+	g_free(c->dir);
+	g_free(c);
+	return 0;
+}
+
+static void read_super(const char *img, struct sfs_dsuper *sb)
+{
+	int fd = open(img, O_RDONLY);
+
+	assert_true(fd >= 0);
+	assert_int_equal(pread(fd, sb, sizeof(*sb), SFS_SUPER_OFFSET),
+			 sizeof(*sb));
+	close(fd);
+}
+
+/* Open marks the image not clean and counts the mount; close restores. */
+static void test_fs_state_clean_after_close(void **state)
+{
+	struct ctx *c = *state;
+	struct sfs_dsuper sb;
+
+	assert_int_equal(sfs_test_mkimage(c->img, 32 << 20, 4096), 0);
+	read_super(c->img, &sb);
+	uint16_t mnt = sfs_le16(sb.s_mnt_count);
+	assert_true(sfs_le16(sb.s_state) & SFS_STATE_VALID);
+
+	struct sfs_fs *fs = sfs_test_open(c->img, "");
+	read_super(c->img, &sb);
+	assert_false(sfs_le16(sb.s_state) & SFS_STATE_VALID);
+	assert_int_equal(sfs_le16(sb.s_mnt_count), mnt + 1);
+	assert_int_equal(sfs_fs_close(fs), 0);
+
+	read_super(c->img, &sb);
+	assert_true(sfs_le16(sb.s_state) & SFS_STATE_VALID);
+	assert_true(sfs_test_fsck_clean(c->img, NULL));
+}
+
+/* A read-only open writes nothing at all. */
+static void test_fs_readonly_writes_nothing(void **state)
+{
+	struct ctx *c = *state;
+	struct sfs_attr a;
+
+	assert_int_equal(sfs_test_mkimage(c->img, 32 << 20, 1024), 0);
+	struct sfs_fs *fs = sfs_test_open(c->img, "ro");
+	struct sfs_bdev_counters cnt;
+	assert_int_equal(sfs_mknod(fs, SFS_ROOT_INO, "f", SFS_S_IFREG | 0644,
+				   0, 0, 0, &a),
+			 -EROFS);
+	assert_int_equal(sfs_getattr(fs, SFS_ROOT_INO, &a), 0);
+	sfs_bdev_counters(sfs_fs_bdev(fs), &cnt);
+	assert_int_equal(cnt.reqs[SFS_IO_WRITE], 0);
+	assert_int_equal(sfs_fs_close(fs), 0);
+}
+
+/* Unused, reserved and out-of-range inode numbers are -ESTALE. */
+static void test_fs_iget_stale(void **state)
+{
+	struct ctx *c = *state;
+	struct sfs_attr a;
+
+	assert_int_equal(sfs_test_mkimage(c->img, 32 << 20, 4096), 0);
+	struct sfs_fs *fs = sfs_test_open(c->img, "");
+	assert_int_equal(sfs_getattr(fs, SFS_ROOT_INO, &a), 0);
+	assert_true((a.mode & SFS_S_IFMT) == SFS_S_IFDIR);
+	assert_int_equal(a.nlink, 3);
+	assert_int_equal(sfs_getattr(fs, SFS_FIRST_INO, &a), 0); /* l+f */
+	assert_int_equal(sfs_getattr(fs, 0, &a), -ESTALE);
+	assert_int_equal(sfs_getattr(fs, 1, &a), -ESTALE);
+	assert_int_equal(sfs_getattr(fs, 8, &a), -ESTALE);
+	assert_int_equal(sfs_getattr(fs, 12, &a), -ESTALE);
+	assert_int_equal(sfs_getattr(fs, 0x7fffffff, &a), -ESTALE);
+	assert_int_equal(sfs_fs_close(fs), 0);
+}
+
+/* Inodes allocated and freed keep every count exact (e2fsck pass 5). */
+static void test_fs_inode_alloc_free_counts(void **state)
+{
+	struct ctx *c = *state;
+	struct sfs_statfs st0, st1;
+	struct sfs_attr a;
+	char name[32];
+
+	assert_int_equal(sfs_test_mkimage(c->img, 64 << 20, 1024), 0);
+	struct sfs_fs *fs = sfs_test_open(c->img, "");
+	assert_int_equal(sfs_statfs(fs, &st0), 0);
+	for (int i = 0; i < 300; i++) {
+		snprintf(name, sizeof(name), "d%d", i);
+		assert_int_equal(sfs_mkdir(fs, SFS_ROOT_INO, name, 0755, 0, 0,
+					   &a),
+				 0);
+		snprintf(name, sizeof(name), "f%d", i);
+		assert_int_equal(sfs_mknod(fs, SFS_ROOT_INO, name,
+					   SFS_S_IFREG | 0644, 0, 0, 0, &a),
+				 0);
+	}
+	assert_int_equal(sfs_statfs(fs, &st1), 0);
+	assert_int_equal(st0.inodes_free - st1.inodes_free, 600);
+	/* directories spread over groups (ext2's find_group_dir) */
+	uint32_t groups_with_dirs = 0;
+	for (uint32_t g = 0; g < fs->groups; g++)
+		groups_with_dirs += fs->gd[g].bg_used_dirs_count != 0;
+	assert_true(groups_with_dirs > 1);
+	for (int i = 0; i < 300; i += 2) {
+		snprintf(name, sizeof(name), "d%d", i);
+		assert_int_equal(sfs_rmdir(fs, SFS_ROOT_INO, name), 0);
+		snprintf(name, sizeof(name), "f%d", i);
+		assert_int_equal(sfs_unlink(fs, SFS_ROOT_INO, name), 0);
+	}
+	assert_int_equal(sfs_statfs(fs, &st1), 0);
+	assert_int_equal(st0.inodes_free - st1.inodes_free, 300);
+	assert_int_equal(sfs_fs_close(fs), 0);
+	assert_true(sfs_test_fsck_clean(c->img, NULL));
+
+	/* and the state survives a remount */
+	fs = sfs_test_open(c->img, "");
+	assert_int_equal(sfs_statfs(fs, &st1), 0);
+	assert_int_equal(st0.inodes_free - st1.inodes_free, 300);
+	assert_int_equal(sfs_lookup(fs, SFS_ROOT_INO, "d1", &a), 0);
+	assert_int_equal(sfs_lookup(fs, SFS_ROOT_INO, "d0", &a), -ENOENT);
+	assert_int_equal(sfs_fs_close(fs), 0);
+}
+
+/* Running out of inodes is -ENOSPC, and the filesystem stays usable. */
+static void test_fs_inode_enospc(void **state)
+{
+	struct ctx *c = *state;
+	struct sfs_statfs st;
+	struct sfs_attr a;
+	char name[32];
+	int i, rc = 0;
+
+	assert_int_equal(sfs_test_mkimage(c->img, 16 << 20, 4096), 0);
+	struct sfs_fs *fs = sfs_test_open(c->img, "");
+	assert_int_equal(sfs_statfs(fs, &st), 0);
+	for (i = 0; i < 100000; i++) {
+		snprintf(name, sizeof(name), "f%d", i);
+		rc = sfs_mknod(fs, SFS_ROOT_INO, name, SFS_S_IFREG | 0644, 0,
+			       0, 0, &a);
+		if (rc)
+			break;
+	}
+	assert_int_equal(rc, -ENOSPC);
+	assert_int_equal(i, (int)st.inodes_free);
+	assert_int_equal(sfs_unlink(fs, SFS_ROOT_INO, "f7"), 0);
+	assert_int_equal(sfs_mknod(fs, SFS_ROOT_INO, "again",
+				   SFS_S_IFREG | 0644, 0, 0, 0, &a),
+			 0);
+	assert_int_equal(sfs_fs_close(fs), 0);
+	assert_true(sfs_test_fsck_clean(c->img, NULL));
+}
+
+/* A device write error is -EIO for that call; the fs keeps serving. */
+static void test_fs_io_error_is_eio(void **state)
+{
+	struct ctx *c = *state;
+	struct sfs_config cfg;
+	struct sfs_bdev *bd, *fd;
+	struct sfs_fs *fs;
+	struct sfs_attr a;
+	char *err = NULL;
+	char buf[4096];
+	size_t n;
+
+	assert_int_equal(sfs_test_mkimage(c->img, 32 << 20, 4096), 0);
+	assert_int_equal(sfs_bdev_open_file(c->img, 0, 0, &bd), 0);
+	fd = sfs_faultdev_new(bd);
+	sfs_config_defaults(&cfg);
+	cfg.mem_bytes = 1 << 20; /* small: reads go to the device */
+	assert_int_equal(sfs_fs_open(fd, &cfg, &fs, &err), 0);
+	assert_int_equal(sfs_mknod(fs, SFS_ROOT_INO, "f", SFS_S_IFREG | 0644,
+				   0, 0, 0, &a),
+			 0);
+	memset(buf, 'x', sizeof(buf));
+	assert_int_equal(sfs_write(fs, a.ino, 0, buf, sizeof(buf), &n), 0);
+	/* every flush fails: sync reports it */
+	sfs_faultdev_arm(fd, SFS_FAULT_FLUSH | SFS_FAULT_WRITE, 1, true);
+	assert_int_equal(sfs_fs_sync(fs), -EIO);
+	assert_true(sfs_faultdev_fired(fd) >= 1);
+	/* reads still served */
+	assert_int_equal(sfs_read(fs, a.ino, 0, sizeof(buf), buf, &n), 0);
+	assert_int_equal(n, sizeof(buf));
+	assert_int_equal(buf[100], 'x');
+	sfs_faultdev_disarm(fd);
+	assert_int_equal(sfs_fs_sync(fs), 0);
+	assert_int_equal(sfs_fs_close(fs), 0);
+	assert_true(sfs_test_fsck_clean(c->img, NULL));
+}
+
+/* Read errors: each failing read is -EIO, none crashes, and after the
+ * device recovers the same calls succeed. */
+static void test_fs_read_error_loop(void **state)
+{
+	struct ctx *c = *state;
+	struct sfs_config cfg;
+	struct sfs_bdev *bd, *fd;
+	struct sfs_fs *fs;
+	struct sfs_attr a;
+	char *err = NULL;
+	char buf[8192];
+	size_t n;
+	int eio = 0;
+
+	assert_int_equal(sfs_test_mkimage(c->img, 32 << 20, 1024), 0);
+	fs = sfs_test_open(c->img, "");
+	assert_int_equal(sfs_mkdir(fs, SFS_ROOT_INO, "d", 0755, 0, 0, &a), 0);
+	sfs_ino_t d = a.ino;
+	assert_int_equal(sfs_mknod(fs, d, "f", SFS_S_IFREG | 0644, 0, 0, 0,
+				   &a),
+			 0);
+	memset(buf, 'y', sizeof(buf));
+	assert_int_equal(sfs_write(fs, a.ino, 0, buf, sizeof(buf), &n), 0);
+	assert_int_equal(sfs_fs_close(fs), 0);
+
+	for (uint64_t nth = 1; nth < 40; nth++) {
+		assert_int_equal(sfs_bdev_open_file(c->img, 0, 0, &bd), 0);
+		fd = sfs_faultdev_new(bd);
+		sfs_config_defaults(&cfg);
+		cfg.ro = true;
+		int rc = sfs_fs_open(fd, &cfg, &fs, &err);
+		if (rc) {
+			/* the fault hit the mount itself: a clean error */
+			assert_true(rc == -EIO || rc == -EINVAL);
+			assert_non_null(err);
+			g_free(err);
+			err = NULL;
+			continue;
+		}
+		sfs_faultdev_arm(fd, SFS_FAULT_READ, nth, false);
+		rc = sfs_lookup(fs, SFS_ROOT_INO, "d", &a);
+		if (rc == 0)
+			rc = sfs_lookup(fs, a.ino, "f", &a);
+		if (rc == 0)
+			rc = sfs_read(fs, a.ino, 0, sizeof(buf), buf, &n);
+		if (rc) {
+			assert_int_equal(rc, -EIO);
+			eio++;
+		} else {
+			assert_int_equal(n, sizeof(buf));
+			assert_int_equal(buf[0], 'y');
+		}
+		sfs_fs_close(fs);
+	}
+	assert_true(eio > 0);
+	assert_true(sfs_test_fsck_clean(c->img, NULL));
+}
+
+/* Geometry variety: every block size formats, mounts and checks clean. */
+static void test_fs_block_sizes(void **state)
+{
+	struct ctx *c = *state;
+	const uint32_t sizes[] = {1024, 2048, 4096};
+
+	for (size_t i = 0; i < 3; i++) {
+		struct sfs_statfs st;
+		unlink(c->img);
+		assert_int_equal(sfs_test_mkimage(c->img, 48 << 20, sizes[i]),
+				 0);
+		struct sfs_fs *fs = sfs_test_open(c->img, "");
+		assert_int_equal(sfs_statfs(fs, &st), 0);
+		assert_int_equal(st.block_size, sizes[i]);
+		assert_true(st.blocks_free > 0 && st.blocks_free < st.blocks);
+		assert_true(st.blocks_avail < st.blocks_free);
+		assert_int_equal(st.name_max, 255);
+		assert_int_equal(sfs_fs_close(fs), 0);
+		assert_true(sfs_test_fsck_clean(c->img, NULL));
+	}
+}
+
+/* Bad options never reach the image. */
+static void test_fs_bad_alloc_name(void **state)
+{
+	struct ctx *c = *state;
+	struct sfs_config cfg;
+	struct sfs_bdev *bd;
+	struct sfs_fs *fs;
+	char *err = NULL;
+
+	assert_int_equal(sfs_test_mkimage(c->img, 16 << 20, 4096), 0);
+	assert_int_equal(sfs_bdev_open_file(c->img, 0, 0, &bd), 0);
+	sfs_config_defaults(&cfg);
+	g_strlcpy(cfg.alloc, "nosuch", sizeof(cfg.alloc));
+	assert_int_equal(sfs_fs_open(bd, &cfg, &fs, &err), -EINVAL);
+	assert_non_null(err);
+	assert_non_null(strstr(err, "blockmap"));
+	g_free(err);
+	assert_true(sfs_test_fsck_clean(c->img, NULL));
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(test_fs_state_clean_after_close,
+						setup, teardown),
+		cmocka_unit_test_setup_teardown(test_fs_readonly_writes_nothing,
+						setup, teardown),
+		cmocka_unit_test_setup_teardown(test_fs_iget_stale, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_fs_inode_alloc_free_counts,
+						setup, teardown),
+		cmocka_unit_test_setup_teardown(test_fs_inode_enospc, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_fs_io_error_is_eio, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_fs_read_error_loop, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_fs_block_sizes, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_fs_bad_alloc_name, setup,
+						teardown),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
