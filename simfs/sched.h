@@ -1,0 +1,92 @@
+/*
+ * sched.h - the I/O scheduler: a queue between whoever submits requests and
+ * the device model (models/device/).
+ *
+ * A scheduler is an ops table (sched.c) chosen by name, like a device
+ * model:
+ *   noop      first come, first served; a request is merged with the ones
+ *             queued right after it when they continue it (same op,
+ *             contiguous), up to max_req.
+ *   elevator  C-LOOK: the queued request at or after the head's position
+ *             with the lowest offset goes next (wrapping to the lowest
+ *             offset); contiguous requests of the same op around it are
+ *             merged up to max_req (default 512 KiB: ext-internals 7.4).
+ *             Every request has a deadline (read_expire_ms, write_expire_ms
+ *             after arrival); once the oldest one is past it, it goes
+ *             next, so nothing starves.
+ *
+ *   sfs_sched_new("elevator,max_req=256K", &s, &err)
+ *   sfs_sched_add(s, &req, arrival_ns, cookie)       reads and writes only
+ *   while (sfs_sched_dispatch_next(s, head_off, now, &d) == 0)
+ *           ... d.req is the merged request, d.orig[0..d.n_orig) it covers
+ *   sfs_sched_free(s)
+ *
+ * The scheduler only orders and merges: it moves no data and reads no clock.
+ * Not thread-safe: the caller serialises (timedev holds its lock).
+ */
+#ifndef SFS_SCHED_H
+#define SFS_SCHED_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "blockdev.h"
+#include "format.h"
+
+/* A queued request as submitted. */
+struct sfs_sched_req {
+	struct sfs_io_req io;
+	sfs_ns_t arrival_ns;
+	sfs_ns_t deadline_ns; /* arrival + the op's expiry */
+	uint64_t seq;	      /* submission order */
+	void *cookie;	      /* the submitter's, untouched */
+};
+
+/* What dispatch_next hands out: one device request covering n_orig. */
+struct sfs_sched_dispatch {
+	struct sfs_io_req req;		  /* merged: cat of the first */
+	const struct sfs_sched_req *orig; /* in offset order; valid until
+					     the next dispatch or free */
+	size_t n_orig;
+	bool expired; /* chosen for its deadline */
+};
+
+struct sfs_sched_counters {
+	uint64_t added;	     /* requests queued */
+	uint64_t dispatched; /* device requests handed out */
+	uint64_t merges;     /* requests merged into another's dispatch */
+	uint64_t expired;    /* dispatches chosen because of a deadline */
+};
+
+struct sfs_sched;
+
+/*
+ * Make a scheduler from "NAME[,key=value...]".  -EINVAL with a one-line
+ * message (valid names or keys) on a bad spec.  Free with sfs_sched_free,
+ * which drops any request still queued.
+ */
+int sfs_sched_new(const char *spec, struct sfs_sched **out, char **err);
+void sfs_sched_free(struct sfs_sched *s);
+
+/* Queue a read or write (-EINVAL for a flush or an empty request). */
+int sfs_sched_add(struct sfs_sched *s, const struct sfs_io_req *req,
+		  sfs_ns_t arrival_ns, void *cookie);
+bool sfs_sched_empty(const struct sfs_sched *s);
+size_t sfs_sched_queued(const struct sfs_sched *s);
+
+/*
+ * Hand out the next device request for a head at head_off at time now.
+ * 0, or -ENOENT when the queue is empty.
+ */
+int sfs_sched_dispatch_next(struct sfs_sched *s, uint64_t head_off,
+			    sfs_ns_t now, struct sfs_sched_dispatch *out);
+
+void sfs_sched_counters(const struct sfs_sched *s,
+			struct sfs_sched_counters *out);
+const char *sfs_sched_name(const struct sfs_sched *s);
+/* Print the schedulers and their knobs. */
+void sfs_sched_list(FILE *out);
+
+#endif /* SFS_SCHED_H */
