@@ -1,0 +1,641 @@
+/*
+ * config.c - the knob table and the mount-option parser.
+ *
+ * Every knob is one row of cfg_knobs[]: name, type, default (as text, parsed
+ * by the same code as user input), range, help, and the offset of its field
+ * in struct sfs_config.  sfs_config_defaults, sfs_config_parse/set,
+ * sfs_config_print and sfs_config_print_help all walk that table, so a new
+ * knob is one field in config.h plus one row here.
+ *
+ * Option strings use the mount(8) style: comma-separated "key" or
+ * "key=value" tokens.  Booleans accept "key", "nokey" and key=1/0, yes/no,
+ * on/off, true/false.  A row may be an alias of another ("journal" is
+ * "data") or its inverse ("rw" is "ro" negated).  Parsing works on a copy:
+ * on any error the caller's config is left as it was and *err gets one line.
+ *
+ * Choices are checked against the registry that owns them: alloc= against
+ * models/alloc/registry.c, data= against cfg_journal_names[] below (the one
+ * place a new journal policy is listed until its registry exists).
+ */
+#include <errno.h>
+#include <stddef.h>
+#include <string.h>
+
+#include <glib.h>
+
+#include "alloc.h"
+#include "config.h"
+
+enum cfg_type {
+	CFG_BOOL,   /* bool field */
+	CFG_SIZE,   /* uint64_t bytes, K/M/G/T suffixes */
+	CFG_UINT,   /* uint32_t, decimal */
+	CFG_CHOICE, /* char[SFS_NAME_LEN], one of a list of names */
+};
+
+/* Flags of a knob row. */
+#define CFG_INVERT 0x1 /* bool stored negated ("rw" sets ro = false) */
+#define CFG_ALIAS 0x2  /* another name of a row: not printed */
+
+struct cfg_knob {
+	const char *name;
+	enum cfg_type type;
+	size_t offset;	 /* of the field in struct sfs_config */
+	const char *def; /* default, as option text; NULL for aliases */
+	uint64_t min;	 /* SIZE/UINT: smallest accepted value */
+	uint64_t max;	 /* SIZE/UINT: largest accepted value */
+	/* CHOICE: is name valid?  names() appends the valid ones. */
+	bool (*valid)(const char *name);
+	void (*names)(GString *out);
+	unsigned flags;	     /* CFG_* */
+	const char *metavar; /* for --help: "NAME", "SIZE", ... */
+	const char *help;
+};
+
+/*
+ * Journal policies.  Only "none" exists so far: a new policy adds its name
+ * here (and later this list moves into models/journal/'s registry).
+ */
+static const char *const cfg_journal_names[] = {
+    "none",
+    NULL,
+};
+
+static bool cfg_journal_valid(const char *name)
+{
+	for (size_t i = 0; cfg_journal_names[i]; i++)
+		if (strcmp(cfg_journal_names[i], name) == 0)
+			return true;
+	return false;
+}
+
+static void cfg_journal_list(GString *out)
+{
+	for (size_t i = 0; cfg_journal_names[i]; i++)
+		g_string_append_printf(out, "%s%s", i ? ", " : "",
+				       cfg_journal_names[i]);
+}
+
+static bool cfg_alloc_valid(const char *name)
+{
+	return sfs_alloc_find(name) != NULL;
+}
+
+static void cfg_alloc_list(GString *out)
+{
+	g_string_append(out, sfs_alloc_names());
+}
+
+/* The valid values of a CHOICE knob, "a, b, c" (g_free it). */
+static char *cfg_knob_choices(const struct cfg_knob *k)
+{
+	GString *s = g_string_new(NULL);
+
+	k->names(s);
+	return g_string_free(s, FALSE);
+}
+
+#define KNOB_OFF(field) offsetof(struct sfs_config, field)
+
+static const struct cfg_knob cfg_knobs[] = {
+    {
+	.name = "alloc",
+	.type = CFG_CHOICE,
+	.offset = KNOB_OFF(alloc),
+	.def = "blockmap",
+	.valid = cfg_alloc_valid,
+	.names = cfg_alloc_list,
+	.metavar = "NAME",
+	.help = "block placement and file mapping model",
+    },
+    {
+	.name = "data",
+	.type = CFG_CHOICE,
+	.offset = KNOB_OFF(journal),
+	.def = "none",
+	.valid = cfg_journal_valid,
+	.names = cfg_journal_list,
+	.metavar = "MODE",
+	.help = "journal policy (also journal=MODE)",
+    },
+    {
+	.name = "journal",
+	.type = CFG_CHOICE,
+	.offset = KNOB_OFF(journal),
+	.valid = cfg_journal_valid,
+	.names = cfg_journal_list,
+	.flags = CFG_ALIAS,
+	.metavar = "MODE",
+	.help = "alias of data=",
+    },
+    {
+	.name = "mem",
+	.type = CFG_SIZE,
+	.offset = KNOB_OFF(mem_bytes),
+	.def = "256M",
+	.min = 1ull << 20,
+	.max = UINT64_MAX,
+	.metavar = "SIZE",
+	.help = "buffer cache budget (K/M/G/T suffix)",
+    },
+    {
+	.name = "direct",
+	.type = CFG_BOOL,
+	.offset = KNOB_OFF(direct),
+	.def = "off",
+	.help = "open the backing device with O_DIRECT",
+    },
+    {
+	.name = "ro",
+	.type = CFG_BOOL,
+	.offset = KNOB_OFF(ro),
+	.def = "off",
+	.help = "read-only: nothing is written (rw: the opposite)",
+    },
+    {
+	.name = "rw",
+	.type = CFG_BOOL,
+	.offset = KNOB_OFF(ro),
+	.flags = CFG_INVERT | CFG_ALIAS,
+	.help = "read-write (the opposite of ro)",
+    },
+};
+
+#define CFG_NKNOBS (sizeof(cfg_knobs) / sizeof(cfg_knobs[0]))
+
+static const struct cfg_knob *cfg_knob_find(const char *name)
+{
+	for (size_t i = 0; i < CFG_NKNOBS; i++)
+		if (strcmp(cfg_knobs[i].name, name) == 0)
+			return &cfg_knobs[i];
+	return NULL;
+}
+
+/* "alloc, data, journal, mem, direct, ro, rw" (g_free it). */
+static char *cfg_knob_names(void)
+{
+	GString *s = g_string_new(NULL);
+
+	for (size_t i = 0; i < CFG_NKNOBS; i++)
+		g_string_append_printf(s, "%s%s", i ? ", " : "",
+				       cfg_knobs[i].name);
+	return g_string_free(s, FALSE);
+}
+
+int sfs_parse_size(const char *text, uint64_t *out)
+{
+	uint64_t v = 0, mult = 1;
+	const char *p = text;
+
+	if (!text || !g_ascii_isdigit(*p))
+		return -EINVAL; /* empty, sign, space or junk first */
+	for (; g_ascii_isdigit(*p); p++) {
+		unsigned d = (unsigned)(*p - '0');
+
+		if (v > (UINT64_MAX - d) / 10)
+			return -EINVAL; /* overflow */
+		v = v * 10 + d;
+	}
+	switch (*p) {
+	case '\0':
+		break;
+	case 'k':
+	case 'K':
+		mult = 1ull << 10;
+		break;
+	case 'm':
+	case 'M':
+		mult = 1ull << 20;
+		break;
+	case 'g':
+	case 'G':
+		mult = 1ull << 30;
+		break;
+	case 't':
+	case 'T':
+		mult = 1ull << 40;
+		break;
+	default:
+		return -EINVAL;
+	}
+	if (*p && p[1] != '\0')
+		return -EINVAL; /* "12KB", "1M2" */
+	if (v > UINT64_MAX / mult)
+		return -EINVAL;
+	*out = v * mult;
+	return 0;
+}
+
+/* Format a byte count with the largest unit that divides it exactly. */
+static void cfg_format_size(uint64_t v, char *buf, size_t len)
+{
+	static const char units[] = "KMGT";
+	int u = -1;
+
+	while (u < 3 && v != 0 && v % 1024 == 0) {
+		v /= 1024;
+		u++;
+	}
+	if (u < 0)
+		g_snprintf(buf, len, "%" G_GUINT64_FORMAT, v);
+	else
+		g_snprintf(buf, len, "%" G_GUINT64_FORMAT "%c", v, units[u]);
+}
+
+static int cfg_parse_bool(const char *text, bool *out)
+{
+	static const char *const yes[] = {"1", "yes", "on", "true"};
+	static const char *const no[] = {"0", "no", "off", "false"};
+
+	for (size_t i = 0; i < G_N_ELEMENTS(yes); i++) {
+		if (g_ascii_strcasecmp(text, yes[i]) == 0) {
+			*out = true;
+			return 0;
+		}
+		if (g_ascii_strcasecmp(text, no[i]) == 0) {
+			*out = false;
+			return 0;
+		}
+	}
+	return -EINVAL;
+}
+
+static int cfg_parse_uint(const char *text, uint64_t *out)
+{
+	uint64_t v = 0;
+	const char *p = text;
+
+	if (!g_ascii_isdigit(*p))
+		return -EINVAL;
+	for (; g_ascii_isdigit(*p); p++) {
+		unsigned d = (unsigned)(*p - '0');
+
+		if (v > (UINT64_MAX - d) / 10)
+			return -EINVAL;
+		v = v * 10 + d;
+	}
+	if (*p)
+		return -EINVAL;
+	*out = v;
+	return 0;
+}
+
+/*
+ * Apply one knob to cfg.  value is NULL for a bare "key"; negate is set for
+ * "nokey" (booleans only, see cfg_knob_resolve).  Returns 0 or -EINVAL with
+ * *err set; cfg may be partly changed on error (callers work on a copy).
+ */
+static int cfg_knob_apply(struct sfs_config *cfg, const struct cfg_knob *k,
+			  const char *value, bool negate, char **err)
+{
+	char *field = (char *)cfg + k->offset;
+	char lo[32], hi[32];
+	uint64_t v;
+	bool b;
+
+	if (k->type != CFG_BOOL && value == NULL) {
+		*err = g_strdup_printf("option '%s' needs a value (%s=%s)",
+				       k->name, k->name,
+				       k->metavar ? k->metavar : "VALUE");
+		return -EINVAL;
+	}
+	if (value && *value == '\0') {
+		*err =
+		    g_strdup_printf("option '%s=' has an empty value", k->name);
+		return -EINVAL;
+	}
+
+	switch (k->type) {
+	case CFG_BOOL:
+		if (value && negate) {
+			*err = g_strdup_printf(
+			    "option 'no%s' takes no value (got 'no%s=%s')",
+			    k->name, k->name, value);
+			return -EINVAL;
+		}
+		b = true;
+		if (value && cfg_parse_bool(value, &b) < 0) {
+			*err = g_strdup_printf(
+			    "bad value '%s' for %s (valid: 1, 0, yes, no, "
+			    "on, off, true, false)",
+			    value, k->name);
+			return -EINVAL;
+		}
+		if (negate)
+			b = !b;
+		if (k->flags & CFG_INVERT)
+			b = !b;
+		*(bool *)field = b;
+		return 0;
+
+	case CFG_SIZE:
+		if (sfs_parse_size(value, &v) < 0) {
+			*err = g_strdup_printf(
+			    "bad size '%s' for %s (a number with an "
+			    "optional K, M, G or T suffix)",
+			    value, k->name);
+			return -EINVAL;
+		}
+		goto check_range;
+
+	case CFG_UINT:
+		if (cfg_parse_uint(value, &v) < 0) {
+			*err = g_strdup_printf(
+			    "bad number '%s' for %s (a decimal integer)", value,
+			    k->name);
+			return -EINVAL;
+		}
+		goto check_range;
+
+	case CFG_CHOICE:
+		if (strlen(value) >= SFS_NAME_LEN || !k->valid(value)) {
+			char *names = cfg_knob_choices(k);
+
+			*err = g_strdup_printf("bad value '%s' for %s "
+					       "(valid: %s)",
+					       value, k->name, names);
+			g_free(names);
+			return -EINVAL;
+		}
+		g_strlcpy(field, value, SFS_NAME_LEN);
+		return 0;
+	}
+	*err =
+	    g_strdup_printf("option '%s': internal error (knob type)", k->name);
+	return -EINVAL;
+
+check_range:
+	if (v < k->min || v > k->max) {
+		if (k->type == CFG_SIZE) {
+			cfg_format_size(k->min, lo, sizeof(lo));
+			cfg_format_size(k->max, hi, sizeof(hi));
+		} else {
+			g_snprintf(lo, sizeof(lo), "%" G_GUINT64_FORMAT,
+				   k->min);
+			g_snprintf(hi, sizeof(hi), "%" G_GUINT64_FORMAT,
+				   k->max);
+		}
+		if (k->max == UINT64_MAX)
+			*err = g_strdup_printf("%s=%s is below the minimum %s",
+					       k->name, value, lo);
+		else
+			*err = g_strdup_printf("%s=%s is out of range (%s to "
+					       "%s)",
+					       k->name, value, lo, hi);
+		return -EINVAL;
+	}
+	if (k->type == CFG_SIZE)
+		*(uint64_t *)field = v;
+	else
+		*(uint32_t *)field = (uint32_t)v;
+	return 0;
+}
+
+/*
+ * Resolve key to a knob: the knob itself, or "noKEY" for a boolean KEY
+ * (*negate set).  NULL if key names no knob.
+ */
+static const struct cfg_knob *cfg_knob_resolve(const char *key, bool *negate)
+{
+	const struct cfg_knob *k = cfg_knob_find(key);
+
+	*negate = false;
+	if (k)
+		return k;
+	if (strncmp(key, "no", 2) == 0) {
+		k = cfg_knob_find(key + 2);
+		if (k && k->type == CFG_BOOL) {
+			*negate = true;
+			return k;
+		}
+	}
+	return NULL;
+}
+
+static int cfg_unknown_error(const char *key, char **err)
+{
+	char *names = cfg_knob_names();
+
+	*err = g_strdup_printf("unknown option '%s' (valid: %s)", key, names);
+	g_free(names);
+	return -EINVAL;
+}
+
+void sfs_config_defaults(struct sfs_config *cfg)
+{
+	memset(cfg, 0, sizeof(*cfg));
+	for (size_t i = 0; i < CFG_NKNOBS; i++) {
+		const struct cfg_knob *k = &cfg_knobs[i];
+		char *err = NULL;
+
+		if (!k->def)
+			continue;
+		/* Defaults are checked like user input; an alloc default
+		 * missing from the registry is kept verbatim. */
+		if (cfg_knob_apply(cfg, k, k->def, false, &err) < 0) {
+			g_free(err);
+			if (k->type == CFG_CHOICE)
+				g_strlcpy((char *)cfg + k->offset, k->def,
+					  SFS_NAME_LEN);
+		}
+	}
+}
+
+int sfs_config_set(struct sfs_config *cfg, const char *key, const char *value,
+		   char **err)
+{
+	struct sfs_config tmp;
+	const struct cfg_knob *k;
+	bool negate;
+	int rc;
+
+	if (!cfg || !key || !err)
+		return -EINVAL;
+	*err = NULL;
+	if (*key == '\0') {
+		*err = g_strdup_printf("option '=%s' has no name",
+				       value ? value : "");
+		return -EINVAL;
+	}
+	k = cfg_knob_resolve(key, &negate);
+	if (!k)
+		return cfg_unknown_error(key, err);
+	tmp = *cfg;
+	rc = cfg_knob_apply(&tmp, k, value, negate, err);
+	if (rc == 0)
+		*cfg = tmp;
+	return rc;
+}
+
+/*
+ * Split opts at commas not escaped by a backslash (libfuse's escaping, so
+ * FUSE options such as fsname=a\,b pass through whole).  Empty tokens are
+ * kept so the caller can refuse them.
+ */
+static GPtrArray *cfg_split_opts(const char *opts)
+{
+	GPtrArray *toks = g_ptr_array_new_with_free_func(g_free);
+	GString *cur = g_string_new(NULL);
+
+	for (const char *p = opts;; p++) {
+		if (*p == '\\' && p[1] != '\0') {
+			g_string_append_c(cur, *p++);
+			g_string_append_c(cur, *p);
+		} else if (*p == ',' || *p == '\0') {
+			g_ptr_array_add(toks, g_strdup(cur->str));
+			g_string_truncate(cur, 0);
+			if (*p == '\0')
+				break;
+		} else {
+			g_string_append_c(cur, *p);
+		}
+	}
+	g_string_free(cur, TRUE);
+	return toks;
+}
+
+int sfs_config_parse(struct sfs_config *cfg, const char *opts, char **unknown,
+		     char **err)
+{
+	struct sfs_config tmp;
+	GString *unk = NULL;
+	GPtrArray *toks;
+	int rc = 0;
+
+	if (!cfg || !opts || !err)
+		return -EINVAL;
+	*err = NULL;
+	if (*opts == '\0')
+		return 0;
+
+	tmp = *cfg;
+	toks = cfg_split_opts(opts);
+	for (guint i = 0; i < toks->len; i++) {
+		char *tok = g_ptr_array_index(toks, i);
+		char *eq = strchr(tok, '=');
+		const char *value = NULL;
+		const struct cfg_knob *k;
+		bool negate;
+
+		if (*tok == '\0') {
+			*err = g_strdup_printf("empty option in '%s'", opts);
+			rc = -EINVAL;
+			goto out_free;
+		}
+		if (eq == tok) {
+			*err = g_strdup_printf("option '%s' has no name", tok);
+			rc = -EINVAL;
+			goto out_free;
+		}
+		if (eq) {
+			*eq = '\0';
+			value = eq + 1;
+		}
+		k = cfg_knob_resolve(tok, &negate);
+		if (!k) {
+			if (!unknown) {
+				rc = cfg_unknown_error(tok, err);
+				goto out_free;
+			}
+			if (eq)
+				*eq = '=';
+			if (!unk)
+				unk = g_string_new(NULL);
+			g_string_append_printf(unk, "%s%s", unk->len ? "," : "",
+					       tok);
+			continue;
+		}
+		rc = cfg_knob_apply(&tmp, k, value, negate, err);
+		if (rc < 0)
+			goto out_free;
+	}
+
+	*cfg = tmp;
+	if (unk) {
+		if (*unknown && **unknown) {
+			char *joined =
+			    g_strconcat(*unknown, ",", unk->str, NULL);
+
+			g_free(*unknown);
+			*unknown = joined;
+		} else {
+			g_free(*unknown);
+			*unknown = g_strdup(unk->str);
+		}
+	}
+out_free:
+	if (unk)
+		g_string_free(unk, TRUE);
+	g_ptr_array_unref(toks);
+	return rc;
+}
+
+/* The value of knob k in cfg as option text. */
+static void cfg_knob_value(const struct sfs_config *cfg,
+			   const struct cfg_knob *k, char *buf, size_t len)
+{
+	const char *field = (const char *)cfg + k->offset;
+	bool b;
+
+	switch (k->type) {
+	case CFG_BOOL:
+		b = *(const bool *)field;
+		if (k->flags & CFG_INVERT)
+			b = !b;
+		g_strlcpy(buf, b ? "on" : "off", len);
+		break;
+	case CFG_SIZE:
+		cfg_format_size(*(const uint64_t *)field, buf, len);
+		break;
+	case CFG_UINT:
+		g_snprintf(buf, len, "%u", *(const uint32_t *)field);
+		break;
+	case CFG_CHOICE:
+		g_strlcpy(buf, field, len);
+		break;
+	}
+}
+
+void sfs_config_print_help(FILE *out)
+{
+	for (size_t i = 0; i < CFG_NKNOBS; i++) {
+		const struct cfg_knob *k = &cfg_knobs[i];
+		char form[64], lo[32];
+		char *names = NULL;
+		GString *extra = g_string_new(NULL);
+
+		if (k->flags & CFG_ALIAS)
+			goto next; /* named in its main row's help */
+		if (k->type == CFG_BOOL)
+			g_snprintf(form, sizeof(form), "[no]%s", k->name);
+		else
+			g_snprintf(form, sizeof(form), "%s=%s", k->name,
+				   k->metavar ? k->metavar : "VALUE");
+		if (k->type == CFG_CHOICE) {
+			names = cfg_knob_choices(k);
+			g_string_append_printf(extra, "; one of: %s", names);
+		}
+		if (k->type == CFG_SIZE && k->min) {
+			cfg_format_size(k->min, lo, sizeof(lo));
+			g_string_append_printf(extra, "; at least %s", lo);
+		}
+		fprintf(out, "  %-14s %s (default %s%s)\n", form, k->help,
+			k->def, extra->str);
+	next:
+		g_free(names);
+		g_string_free(extra, TRUE);
+	}
+}
+
+void sfs_config_print(const struct sfs_config *cfg, FILE *out)
+{
+	for (size_t i = 0; i < CFG_NKNOBS; i++) {
+		const struct cfg_knob *k = &cfg_knobs[i];
+		char val[64];
+
+		if (k->flags & CFG_ALIAS)
+			continue;
+		cfg_knob_value(cfg, k, val, sizeof(val));
+		fprintf(out, "%s=%s\n", k->name, val);
+	}
+}

@@ -1,0 +1,935 @@
+/*
+ * fuse.c - the FUSE lowlevel adapter: each libfuse operation is one engine
+ * verb (fs.h) plus the translation of arguments and the one reply.
+ *
+ * Rules every operation follows:
+ *  1. Exactly one reply per request; engine errors (-errno) become
+ *     fuse_reply_err(req, errno).  Nothing a request carries can crash the
+ *     daemon: unknown inodes come back from the engine as -ESTALE.
+ *  2. Inode numbers: FUSE's root (FUSE_ROOT_ID, 1) is ext2's root
+ *     (SFS_ROOT_INO, 2) in both directions; every other number is the ext2
+ *     inode number.  ext2 inode 1 (bad blocks) is never exposed, and the
+ *     FUSE number 2 is never handed out, so neither is accepted.
+ *  3. The kernel page cache is kept out of the data path: open and create
+ *     set direct_io and clear keep_cache, init turns off the writeback
+ *     cache and splice, so every read(2)/write(2) becomes a READ/WRITE
+ *     request that reaches the engine, whose own (modelled) cache decides
+ *     what costs device time.
+ *  4. Permissions are the kernel's job (the mount always carries
+ *     default_permissions); access() is not implemented.
+ *  5. Lookup counts are not tracked: the engine reads inodes on demand and
+ *     keeps unlinked-but-open inodes alive itself, so forget is a no-op.
+ *  6. The engine serialises calls with its own lock, so the multi-threaded
+ *     loop needs no locking here.  struct sfs_fuse is written only before
+ *     the loop starts.
+ */
+#define FUSE_USE_VERSION 312
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <syslog.h>
+
+#include <fuse_lowlevel.h>
+#include <glib.h>
+
+#include "fuse_adapter.h"
+
+#define SFS_FUSE_TIMEOUT 1.0		/* entry and attr validity, s */
+#define SFS_FUSE_MAX_WRITE (1u << 20)	/* bytes per WRITE request */
+#define SFS_FUSE_MAX_THREADS 16		/* loop workers, at most */
+#define SFS_FUSE_IDLE_THREADS 8		/* loop workers kept idle */
+#define SFS_FUSE_PREFIX "simfs mount: " /* of libfuse's messages */
+
+static_assert(SFS_RENAME_NOREPLACE == RENAME_NOREPLACE, "rename flag");
+static_assert(SFS_RENAME_EXCHANGE == RENAME_EXCHANGE, "rename flag");
+
+struct sfs_fuse {
+	struct fuse_session *se;
+	struct sfs_fs *fs; /* not owned; set before mounting */
+	bool mounted;
+	bool signals;		  /* fuse_set_signal_handlers done */
+	void (*ready)(void *arg); /* called once, from init */
+	void *ready_arg;
+};
+
+/* ---- translation helpers ---- */
+
+/* FUSE inode -> engine inode, or 0 for a number never handed out. */
+static sfs_ino_t sfs_fuse_ino_in(fuse_ino_t ino)
+{
+	if (ino == FUSE_ROOT_ID)
+		return SFS_ROOT_INO;
+	if (ino == SFS_ROOT_INO || ino > UINT32_MAX)
+		return 0;
+	return (sfs_ino_t)ino;
+}
+
+static fuse_ino_t sfs_fuse_ino_out(sfs_ino_t ino)
+{
+	return ino == SFS_ROOT_INO ? FUSE_ROOT_ID : ino;
+}
+
+static struct sfs_fs *sfs_fuse_fs(fuse_req_t req)
+{
+	struct sfs_fuse *f = fuse_req_userdata(req);
+
+	return f->fs;
+}
+
+/* Reply with an engine result: 0 or -errno (anything else is -EIO). */
+static void sfs_fuse_reply_rc(fuse_req_t req, int rc)
+{
+	if (rc > 0 || rc < -4095)
+		rc = -EIO;
+	fuse_reply_err(req, -rc);
+}
+
+static void sfs_fuse_attr_to_stat(const struct sfs_attr *a, struct stat *st)
+{
+	memset(st, 0, sizeof(*st));
+	st->st_ino = sfs_fuse_ino_out(a->ino);
+	st->st_mode = a->mode;
+	st->st_nlink = a->nlink;
+	st->st_uid = a->uid;
+	st->st_gid = a->gid;
+	st->st_size = (off_t)a->size;
+	st->st_blocks = (blkcnt_t)a->blocks;
+	st->st_rdev = a->rdev;
+	st->st_blksize = a->blksize;
+	st->st_atim = a->atime;
+	st->st_mtim = a->mtime;
+	st->st_ctim = a->ctime;
+}
+
+/* An engine inode that may be handed to the kernel (rule 2). */
+static bool sfs_fuse_ino_ok(sfs_ino_t ino)
+{
+	return ino >= SFS_ROOT_INO;
+}
+
+static void sfs_fuse_fill_entry(const struct sfs_attr *a,
+				struct fuse_entry_param *e)
+{
+	memset(e, 0, sizeof(*e));
+	e->ino = sfs_fuse_ino_out(a->ino);
+	e->generation = a->generation;
+	sfs_fuse_attr_to_stat(a, &e->attr);
+	e->attr_timeout = SFS_FUSE_TIMEOUT;
+	e->entry_timeout = SFS_FUSE_TIMEOUT;
+}
+
+/* Reply to lookup/mknod/mkdir/symlink/link with rc and the new entry. */
+static void sfs_fuse_reply_entry(fuse_req_t req, int rc,
+				 const struct sfs_attr *a)
+{
+	struct fuse_entry_param e;
+
+	if (rc == 0 && !sfs_fuse_ino_ok(a->ino))
+		rc = -EIO; /* a directory entry naming inode 0 or 1 */
+	if (rc < 0) {
+		sfs_fuse_reply_rc(req, rc);
+		return;
+	}
+	sfs_fuse_fill_entry(a, &e);
+	fuse_reply_entry(req, &e);
+}
+
+static void sfs_fuse_reply_attr(fuse_req_t req, int rc,
+				const struct sfs_attr *a)
+{
+	struct stat st;
+
+	if (rc < 0) {
+		sfs_fuse_reply_rc(req, rc);
+		return;
+	}
+	sfs_fuse_attr_to_stat(a, &st);
+	fuse_reply_attr(req, &st, SFS_FUSE_TIMEOUT);
+}
+
+/* Owner of a new inode: the caller.  (A set-group-ID parent's group is
+ * handed down by the engine, as ext2's inode_init_owner does.) */
+static void sfs_fuse_owner(fuse_req_t req, uint32_t *uid, uint32_t *gid)
+{
+	const struct fuse_ctx *ctx = fuse_req_ctx(req);
+
+	*uid = ctx->uid;
+	*gid = ctx->gid;
+}
+
+/* ---- session life ---- */
+
+static void sfs_fuse_init(void *userdata, struct fuse_conn_info *conn)
+{
+	struct sfs_fuse *f = userdata;
+
+	if (conn->capable & FUSE_CAP_ATOMIC_O_TRUNC)
+		conn->want |= FUSE_CAP_ATOMIC_O_TRUNC;
+	/* rule 3: no kernel-side caching or page moving of file data */
+	conn->want &= ~(FUSE_CAP_WRITEBACK_CACHE | FUSE_CAP_SPLICE_READ |
+			FUSE_CAP_SPLICE_WRITE | FUSE_CAP_SPLICE_MOVE);
+	/* libfuse derives max_pages from max_write (and caps it at its
+	 * buffer size: 256 pages in 3.14) */
+	conn->max_write = SFS_FUSE_MAX_WRITE;
+	if (f->ready) {
+		f->ready(f->ready_arg);
+		f->ready = NULL;
+	}
+}
+
+/* The session ends (fuse_session_destroy).  sfs_fs_close is the caller's:
+ * it needs the result of the write-back. */
+static void sfs_fuse_destroy(void *userdata)
+{
+}
+
+/* ---- namespace ---- */
+
+static void sfs_fuse_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
+{
+	sfs_ino_t p = sfs_fuse_ino_in(parent);
+	struct sfs_attr a;
+	int rc = -ESTALE;
+
+	if (p)
+		rc = sfs_lookup(sfs_fuse_fs(req), p, name, &a);
+	sfs_fuse_reply_entry(req, rc, &a);
+}
+
+static void sfs_fuse_forget(fuse_req_t req, fuse_ino_t ino, uint64_t nlookup)
+{
+	fuse_reply_none(req); /* rule 5 */
+}
+
+static void sfs_fuse_forget_multi(fuse_req_t req, size_t count,
+				  struct fuse_forget_data *forgets)
+{
+	fuse_reply_none(req);
+}
+
+static void sfs_fuse_getattr(fuse_req_t req, fuse_ino_t ino,
+			     struct fuse_file_info *fi)
+{
+	sfs_ino_t i = sfs_fuse_ino_in(ino);
+	struct sfs_attr a;
+	int rc = -ESTALE;
+
+	if (i)
+		rc = sfs_getattr(sfs_fuse_fs(req), i, &a);
+	sfs_fuse_reply_attr(req, rc, &a);
+}
+
+/*
+ * chmod/chown/truncate/utimes.  ftruncate arrives with fi set and is the
+ * same size change: the engine keeps an open (even unlinked) inode alive.
+ */
+static void sfs_fuse_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *st,
+			     int to_set, struct fuse_file_info *fi)
+{
+	sfs_ino_t i = sfs_fuse_ino_in(ino);
+	struct sfs_attr in, out;
+	unsigned valid = 0;
+	int rc;
+
+	if (!i) {
+		fuse_reply_err(req, ESTALE);
+		return;
+	}
+	memset(&in, 0, sizeof(in));
+	in.ino = i;
+	if (to_set & FUSE_SET_ATTR_MODE) {
+		valid |= SFS_SET_MODE;
+		in.mode = st->st_mode;
+	}
+	if (to_set & FUSE_SET_ATTR_UID) {
+		valid |= SFS_SET_UID;
+		in.uid = st->st_uid;
+	}
+	if (to_set & FUSE_SET_ATTR_GID) {
+		valid |= SFS_SET_GID;
+		in.gid = st->st_gid;
+	}
+	if (to_set & FUSE_SET_ATTR_SIZE) {
+		if (st->st_size < 0) {
+			fuse_reply_err(req, EINVAL);
+			return;
+		}
+		valid |= SFS_SET_SIZE;
+		in.size = (uint64_t)st->st_size;
+	}
+	if (to_set & FUSE_SET_ATTR_ATIME_NOW) {
+		valid |= SFS_SET_ATIME | SFS_SET_ATIME_NOW;
+	} else if (to_set & FUSE_SET_ATTR_ATIME) {
+		valid |= SFS_SET_ATIME;
+		in.atime = st->st_atim;
+	}
+	if (to_set & FUSE_SET_ATTR_MTIME_NOW) {
+		valid |= SFS_SET_MTIME | SFS_SET_MTIME_NOW;
+	} else if (to_set & FUSE_SET_ATTR_MTIME) {
+		valid |= SFS_SET_MTIME;
+		in.mtime = st->st_mtim;
+	}
+	if (to_set & FUSE_SET_ATTR_CTIME) {
+		valid |= SFS_SET_CTIME;
+		in.ctime = st->st_ctim;
+	}
+	if (valid == 0)
+		rc = sfs_getattr(sfs_fuse_fs(req), i, &out);
+	else
+		rc = sfs_setattr(sfs_fuse_fs(req), i, &in, valid, &out);
+	sfs_fuse_reply_attr(req, rc, &out);
+}
+
+static void sfs_fuse_mknod(fuse_req_t req, fuse_ino_t parent, const char *name,
+			   mode_t mode, dev_t rdev)
+{
+	sfs_ino_t p = sfs_fuse_ino_in(parent);
+	uint32_t uid, gid;
+	struct sfs_attr a;
+	int rc = -ESTALE;
+
+	sfs_fuse_owner(req, &uid, &gid);
+	if (p)
+		rc = sfs_mknod(sfs_fuse_fs(req), p, name, mode, (uint32_t)rdev,
+			       uid, gid, &a);
+	sfs_fuse_reply_entry(req, rc, &a);
+}
+
+static void sfs_fuse_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name,
+			   mode_t mode)
+{
+	sfs_ino_t p = sfs_fuse_ino_in(parent);
+	uint32_t uid, gid;
+	struct sfs_attr a;
+	int rc = -ESTALE;
+
+	sfs_fuse_owner(req, &uid, &gid);
+	if (p)
+		rc = sfs_mkdir(sfs_fuse_fs(req), p, name,
+			       S_IFDIR | (mode & 07777), uid, gid, &a);
+	sfs_fuse_reply_entry(req, rc, &a);
+}
+
+static void sfs_fuse_symlink(fuse_req_t req, const char *link,
+			     fuse_ino_t parent, const char *name)
+{
+	sfs_ino_t p = sfs_fuse_ino_in(parent);
+	uint32_t uid, gid;
+	struct sfs_attr a;
+	int rc = -ESTALE;
+
+	sfs_fuse_owner(req, &uid, &gid);
+	if (p)
+		rc = sfs_symlink(sfs_fuse_fs(req), p, name, link, uid, gid, &a);
+	sfs_fuse_reply_entry(req, rc, &a);
+}
+
+static void sfs_fuse_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent,
+			  const char *newname)
+{
+	sfs_ino_t i = sfs_fuse_ino_in(ino), p = sfs_fuse_ino_in(newparent);
+	struct sfs_attr a;
+	int rc = -ESTALE;
+
+	if (i && p)
+		rc = sfs_link(sfs_fuse_fs(req), i, p, newname, &a);
+	sfs_fuse_reply_entry(req, rc, &a);
+}
+
+static void sfs_fuse_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
+{
+	sfs_ino_t p = sfs_fuse_ino_in(parent);
+
+	sfs_fuse_reply_rc(req,
+			  p ? sfs_unlink(sfs_fuse_fs(req), p, name) : -ESTALE);
+}
+
+static void sfs_fuse_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
+{
+	sfs_ino_t p = sfs_fuse_ino_in(parent);
+
+	sfs_fuse_reply_rc(req,
+			  p ? sfs_rmdir(sfs_fuse_fs(req), p, name) : -ESTALE);
+}
+
+static void sfs_fuse_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
+			    fuse_ino_t newparent, const char *newname,
+			    unsigned int flags)
+{
+	sfs_ino_t p = sfs_fuse_ino_in(parent), np = sfs_fuse_ino_in(newparent);
+	int rc;
+
+	if (flags & ~(unsigned)(RENAME_NOREPLACE | RENAME_EXCHANGE) ||
+	    flags == (RENAME_NOREPLACE | RENAME_EXCHANGE))
+		rc = -EINVAL; /* RENAME_WHITEOUT and the unknown */
+	else if (!p || !np)
+		rc = -ESTALE;
+	else
+		rc = sfs_rename(sfs_fuse_fs(req), p, name, np, newname, flags);
+	sfs_fuse_reply_rc(req, rc);
+}
+
+static void sfs_fuse_readlink(fuse_req_t req, fuse_ino_t ino)
+{
+	struct sfs_fs *fs = sfs_fuse_fs(req);
+	sfs_ino_t i = sfs_fuse_ino_in(ino);
+	size_t size = sfs_fs_block_size(fs), len = 0;
+	char *buf;
+	int rc;
+
+	if (!i) {
+		fuse_reply_err(req, ESTALE);
+		return;
+	}
+	buf = g_try_malloc(size + 1);
+	if (!buf) {
+		fuse_reply_err(req, ENOMEM);
+		return;
+	}
+	rc = sfs_readlink(fs, i, buf, size, &len);
+	if (rc == 0 && len > size)
+		rc = -ENAMETOOLONG;
+	if (rc < 0) {
+		sfs_fuse_reply_rc(req, rc);
+	} else {
+		buf[len] = '\0';
+		fuse_reply_readlink(req, buf);
+	}
+	g_free(buf);
+}
+
+/* ---- files ---- */
+
+/* Rule 3: every open file bypasses the kernel page cache. */
+static void sfs_fuse_set_direct(struct fuse_file_info *fi)
+{
+	fi->direct_io = 1;
+	fi->keep_cache = 0;
+	fi->fh = 0;
+}
+
+static void sfs_fuse_open(fuse_req_t req, fuse_ino_t ino,
+			  struct fuse_file_info *fi)
+{
+	struct sfs_fs *fs = sfs_fuse_fs(req);
+	sfs_ino_t i = sfs_fuse_ino_in(ino);
+	int rc;
+
+	rc = i ? sfs_open(fs, i, fi->flags) : -ESTALE;
+	if (rc < 0) {
+		sfs_fuse_reply_rc(req, rc);
+		return;
+	}
+	sfs_fuse_set_direct(fi);
+	/* the request was interrupted: no release will come for this open */
+	if (fuse_reply_open(req, fi) != 0)
+		sfs_release(fs, i);
+}
+
+/* open(O_CREAT) of a missing name: mknod(S_IFREG) + open. */
+static void sfs_fuse_create(fuse_req_t req, fuse_ino_t parent, const char *name,
+			    mode_t mode, struct fuse_file_info *fi)
+{
+	struct sfs_fs *fs = sfs_fuse_fs(req);
+	sfs_ino_t p = sfs_fuse_ino_in(parent);
+	uint32_t uid, gid;
+	struct fuse_entry_param e;
+	struct sfs_attr a;
+	int rc = -ESTALE;
+
+	sfs_fuse_owner(req, &uid, &gid);
+	if (p)
+		rc = sfs_mknod(fs, p, name, S_IFREG | (mode & 07777), 0, uid,
+			       gid, &a);
+	if (rc == 0 && !sfs_fuse_ino_ok(a.ino))
+		rc = -EIO;
+	if (rc == 0)
+		rc = sfs_open(fs, a.ino, fi->flags);
+	if (rc < 0) {
+		sfs_fuse_reply_rc(req, rc);
+		return;
+	}
+	sfs_fuse_set_direct(fi);
+	sfs_fuse_fill_entry(&a, &e);
+	if (fuse_reply_create(req, &e, fi) != 0)
+		sfs_release(fs, a.ino);
+}
+
+static void sfs_fuse_read(fuse_req_t req, fuse_ino_t ino, size_t size,
+			  off_t off, struct fuse_file_info *fi)
+{
+	sfs_ino_t i = sfs_fuse_ino_in(ino);
+	size_t got = 0;
+	void *buf;
+	int rc;
+
+	if (!i || off < 0) {
+		fuse_reply_err(req, i ? EINVAL : ESTALE);
+		return;
+	}
+	buf = g_try_malloc(size ? size : 1);
+	if (!buf) {
+		fuse_reply_err(req, ENOMEM);
+		return;
+	}
+	rc = sfs_read(sfs_fuse_fs(req), i, (uint64_t)off, size, buf, &got);
+	if (rc < 0)
+		sfs_fuse_reply_rc(req, rc);
+	else
+		fuse_reply_buf(req, buf, got < size ? got : size);
+	g_free(buf);
+}
+
+/*
+ * A write that failed part way reports what it wrote (a short write, as
+ * write(2) does); the error comes back on the next write.
+ */
+static void sfs_fuse_write(fuse_req_t req, fuse_ino_t ino, const char *buf,
+			   size_t size, off_t off, struct fuse_file_info *fi)
+{
+	sfs_ino_t i = sfs_fuse_ino_in(ino);
+	size_t written = 0;
+	int rc;
+
+	if (!i || off < 0) {
+		fuse_reply_err(req, i ? EINVAL : ESTALE);
+		return;
+	}
+	rc = sfs_write(sfs_fuse_fs(req), i, (uint64_t)off, buf, size, &written);
+	if (written > size)
+		written = size;
+	if (rc < 0 && written == 0)
+		sfs_fuse_reply_rc(req, rc);
+	else
+		fuse_reply_write(req, written);
+}
+
+/* close(2) of one descriptor: nothing to do (fsync and release do it). */
+static void sfs_fuse_flush(fuse_req_t req, fuse_ino_t ino,
+			   struct fuse_file_info *fi)
+{
+	fuse_reply_err(req, 0);
+}
+
+static void sfs_fuse_release(fuse_req_t req, fuse_ino_t ino,
+			     struct fuse_file_info *fi)
+{
+	sfs_ino_t i = sfs_fuse_ino_in(ino);
+
+	sfs_fuse_reply_rc(req, i ? sfs_release(sfs_fuse_fs(req), i) : -ESTALE);
+}
+
+static void sfs_fuse_fsync(fuse_req_t req, fuse_ino_t ino, int datasync,
+			   struct fuse_file_info *fi)
+{
+	sfs_ino_t i = sfs_fuse_ino_in(ino);
+
+	sfs_fuse_reply_rc(req, i ? sfs_fsync(sfs_fuse_fs(req), i, datasync != 0)
+				 : -ESTALE);
+}
+
+/* ---- directories ---- */
+
+static void sfs_fuse_opendir(fuse_req_t req, fuse_ino_t ino,
+			     struct fuse_file_info *fi)
+{
+	sfs_ino_t i = sfs_fuse_ino_in(ino);
+	struct sfs_attr a;
+	int rc = -ESTALE;
+
+	if (i)
+		rc = sfs_getattr(sfs_fuse_fs(req), i, &a);
+	if (rc == 0 && !S_ISDIR(a.mode))
+		rc = -ENOTDIR;
+	if (rc < 0) {
+		sfs_fuse_reply_rc(req, rc);
+		return;
+	}
+	fi->fh = 0;
+	fi->cache_readdir = 0;
+	fuse_reply_open(req, fi);
+}
+
+struct sfs_fuse_dirbuf {
+	fuse_req_t req;
+	char *buf;
+	size_t size; /* bytes the kernel asked for */
+	size_t pos;  /* bytes filled */
+};
+
+/* sfs_filldir_fn: add one entry, or stop (return 1) when it does not fit;
+ * the engine reports that entry again at the next call. */
+static int sfs_fuse_filldir(void *ctx, const char *name, size_t name_len,
+			    sfs_ino_t ino, uint8_t ftype, uint64_t next_off)
+{
+	static const uint16_t ftype_mode[] = {
+	    [SFS_FT_UNKNOWN] = 0,      [SFS_FT_REG] = S_IFREG,
+	    [SFS_FT_DIR] = S_IFDIR,    [SFS_FT_CHRDEV] = S_IFCHR,
+	    [SFS_FT_BLKDEV] = S_IFBLK, [SFS_FT_FIFO] = S_IFIFO,
+	    [SFS_FT_SOCK] = S_IFSOCK,  [SFS_FT_SYMLINK] = S_IFLNK,
+	};
+	struct sfs_fuse_dirbuf *d = ctx;
+	char cname[SFS_NAME_MAX + 1];
+	struct stat st;
+	size_t need;
+
+	if (name_len > SFS_NAME_MAX)
+		name_len = SFS_NAME_MAX;
+	memcpy(cname, name, name_len);
+	cname[name_len] = '\0';
+	need = fuse_add_direntry(d->req, NULL, 0, cname, NULL, 0);
+	if (d->pos + need > d->size)
+		return 1;
+	memset(&st, 0, sizeof(st));
+	st.st_ino = sfs_fuse_ino_out(ino);
+	st.st_mode = ftype < G_N_ELEMENTS(ftype_mode) ? ftype_mode[ftype] : 0;
+	fuse_add_direntry(d->req, d->buf + d->pos, d->size - d->pos, cname, &st,
+			  (off_t)next_off);
+	d->pos += need;
+	return 0;
+}
+
+/* Offsets are the engine's cookies (fs.h sfs_readdir). */
+static void sfs_fuse_readdir(fuse_req_t req, fuse_ino_t ino, size_t size,
+			     off_t off, struct fuse_file_info *fi)
+{
+	struct sfs_fuse_dirbuf d = {.req = req, .size = size};
+	sfs_ino_t i = sfs_fuse_ino_in(ino);
+	int rc;
+
+	if (!i) {
+		fuse_reply_err(req, ESTALE);
+		return;
+	}
+	d.buf = g_try_malloc(size ? size : 1);
+	if (!d.buf) {
+		fuse_reply_err(req, ENOMEM);
+		return;
+	}
+	rc = sfs_readdir(sfs_fuse_fs(req), i, (uint64_t)off, sfs_fuse_filldir,
+			 &d);
+	/* entries already gathered go out; the error returns next time */
+	if (rc < 0 && d.pos == 0)
+		sfs_fuse_reply_rc(req, rc);
+	else
+		fuse_reply_buf(req, d.buf, d.pos);
+	g_free(d.buf);
+}
+
+static void sfs_fuse_releasedir(fuse_req_t req, fuse_ino_t ino,
+				struct fuse_file_info *fi)
+{
+	fuse_reply_err(req, 0);
+}
+
+static void sfs_fuse_fsyncdir(fuse_req_t req, fuse_ino_t ino, int datasync,
+			      struct fuse_file_info *fi)
+{
+	sfs_fuse_fsync(req, ino, datasync, fi);
+}
+
+static void sfs_fuse_statfs(fuse_req_t req, fuse_ino_t ino)
+{
+	struct sfs_statfs s;
+	struct statvfs sv;
+	int rc;
+
+	rc = sfs_statfs(sfs_fuse_fs(req), &s);
+	if (rc < 0) {
+		sfs_fuse_reply_rc(req, rc);
+		return;
+	}
+	memset(&sv, 0, sizeof(sv));
+	sv.f_bsize = s.block_size;
+	sv.f_frsize = s.block_size;
+	sv.f_blocks = s.blocks;
+	sv.f_bfree = s.blocks_free;
+	sv.f_bavail = s.blocks_avail;
+	sv.f_files = s.inodes;
+	sv.f_ffree = s.inodes_free;
+	sv.f_favail = s.inodes_free;
+	sv.f_namemax = s.name_max;
+	fuse_reply_statfs(req, &sv);
+}
+
+/* ---- extended attributes ---- */
+
+static void sfs_fuse_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name,
+			      const char *value, size_t size, int flags)
+{
+	sfs_ino_t i = sfs_fuse_ino_in(ino);
+
+	sfs_fuse_reply_rc(
+	    req, i ? sfs_setxattr(sfs_fuse_fs(req), i, name, value, size, flags)
+		   : -ESTALE);
+}
+
+/* size 0 is a probe for the value's length (fuse_reply_xattr). */
+static void sfs_fuse_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name,
+			      size_t size)
+{
+	sfs_ino_t i = sfs_fuse_ino_in(ino);
+	size_t len = 0;
+	char *buf = NULL;
+	int rc;
+
+	if (!i) {
+		fuse_reply_err(req, ESTALE);
+		return;
+	}
+	if (size && !(buf = g_try_malloc(size))) {
+		fuse_reply_err(req, ENOMEM);
+		return;
+	}
+	rc = sfs_getxattr(sfs_fuse_fs(req), i, name, buf, size, &len);
+	if (rc < 0)
+		sfs_fuse_reply_rc(req, rc);
+	else if (size == 0)
+		fuse_reply_xattr(req, len);
+	else if (len > size)
+		fuse_reply_err(req, ERANGE);
+	else
+		fuse_reply_buf(req, buf, len);
+	g_free(buf);
+}
+
+static void sfs_fuse_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size)
+{
+	sfs_ino_t i = sfs_fuse_ino_in(ino);
+	size_t len = 0;
+	char *buf = NULL;
+	int rc;
+
+	if (!i) {
+		fuse_reply_err(req, ESTALE);
+		return;
+	}
+	if (size && !(buf = g_try_malloc(size))) {
+		fuse_reply_err(req, ENOMEM);
+		return;
+	}
+	rc = sfs_listxattr(sfs_fuse_fs(req), i, buf, size, &len);
+	if (rc < 0)
+		sfs_fuse_reply_rc(req, rc);
+	else if (size == 0)
+		fuse_reply_xattr(req, len);
+	else if (len > size)
+		fuse_reply_err(req, ERANGE);
+	else
+		fuse_reply_buf(req, buf, len);
+	g_free(buf);
+}
+
+static void sfs_fuse_removexattr(fuse_req_t req, fuse_ino_t ino,
+				 const char *name)
+{
+	sfs_ino_t i = sfs_fuse_ino_in(ino);
+
+	sfs_fuse_reply_rc(req, i ? sfs_removexattr(sfs_fuse_fs(req), i, name)
+				 : -ESTALE);
+}
+
+static const struct fuse_lowlevel_ops sfs_fuse_ops = {
+    .init = sfs_fuse_init,
+    .destroy = sfs_fuse_destroy,
+    .lookup = sfs_fuse_lookup,
+    .forget = sfs_fuse_forget,
+    .forget_multi = sfs_fuse_forget_multi,
+    .getattr = sfs_fuse_getattr,
+    .setattr = sfs_fuse_setattr,
+    .readlink = sfs_fuse_readlink,
+    .mknod = sfs_fuse_mknod,
+    .mkdir = sfs_fuse_mkdir,
+    .unlink = sfs_fuse_unlink,
+    .rmdir = sfs_fuse_rmdir,
+    .symlink = sfs_fuse_symlink,
+    .rename = sfs_fuse_rename,
+    .link = sfs_fuse_link,
+    .open = sfs_fuse_open,
+    .read = sfs_fuse_read,
+    .write = sfs_fuse_write,
+    .flush = sfs_fuse_flush,
+    .release = sfs_fuse_release,
+    .fsync = sfs_fuse_fsync,
+    .opendir = sfs_fuse_opendir,
+    .readdir = sfs_fuse_readdir,
+    .releasedir = sfs_fuse_releasedir,
+    .fsyncdir = sfs_fuse_fsyncdir,
+    .statfs = sfs_fuse_statfs,
+    .setxattr = sfs_fuse_setxattr,
+    .getxattr = sfs_fuse_getxattr,
+    .listxattr = sfs_fuse_listxattr,
+    .removexattr = sfs_fuse_removexattr,
+    .create = sfs_fuse_create,
+};
+
+/* ---- libfuse's messages ---- */
+
+/*
+ * libfuse's log hook carries no context pointer and libfuse emits some
+ * messages in fragments ("unknown option(s): `", " -o x", "'\n").  So the
+ * destination is chosen by which function is installed (fuse_set_log_func)
+ * and a partial line waits in a per-thread buffer: the only file-static
+ * state here, forced by that interface.  Complete lines lose libfuse's
+ * "fuse: " and get simfs's prefix; debug traces (-d) pass unchanged.
+ */
+static void sfs_fuse_line_free(gpointer p)
+{
+	g_string_free(p, TRUE);
+}
+
+static GPrivate sfs_fuse_partial = G_PRIVATE_INIT(sfs_fuse_line_free);
+
+/* Add a fragment; returns a complete prefixed line (g_free) or NULL. */
+static char *sfs_fuse_log_line(enum fuse_log_level level, const char *fmt,
+			       va_list ap)
+{
+	GString *buf = g_private_get(&sfs_fuse_partial);
+	char *line, *msg;
+
+	if (level == FUSE_LOG_DEBUG)
+		return g_strdup_vprintf(fmt, ap);
+	if (!buf) {
+		buf = g_string_new(NULL);
+		g_private_set(&sfs_fuse_partial, buf);
+	}
+	g_string_append_vprintf(buf, fmt, ap);
+	if (buf->len == 0 || buf->str[buf->len - 1] != '\n')
+		return NULL;
+	msg = g_strchomp(buf->str);
+	line = g_strconcat(SFS_FUSE_PREFIX,
+			   g_str_has_prefix(msg, "fuse: ") ? msg + 6 : msg,
+			   "\n", NULL);
+	g_string_truncate(buf, 0);
+	return line;
+}
+
+static void sfs_fuse_log_stderr(enum fuse_log_level level, const char *fmt,
+				va_list ap)
+{
+	char *line = sfs_fuse_log_line(level, fmt, ap);
+
+	if (line)
+		fputs(line, stderr);
+	g_free(line);
+}
+
+static void sfs_fuse_log_syslog(enum fuse_log_level level, const char *fmt,
+				va_list ap)
+{
+	static const int prio[] = {
+	    [FUSE_LOG_EMERG] = LOG_EMERG,     [FUSE_LOG_ALERT] = LOG_ALERT,
+	    [FUSE_LOG_CRIT] = LOG_CRIT,	      [FUSE_LOG_ERR] = LOG_ERR,
+	    [FUSE_LOG_WARNING] = LOG_WARNING, [FUSE_LOG_NOTICE] = LOG_NOTICE,
+	    [FUSE_LOG_INFO] = LOG_INFO,	      [FUSE_LOG_DEBUG] = LOG_DEBUG,
+	};
+	char *line = sfs_fuse_log_line(level, fmt, ap);
+
+	if (line)
+		syslog((unsigned)level < G_N_ELEMENTS(prio) ? prio[level]
+							    : LOG_ERR,
+		       "%s", line);
+	g_free(line);
+}
+
+void sfs_fuse_log_to_syslog(void)
+{
+	fuse_set_log_func(sfs_fuse_log_syslog);
+}
+
+/* ---- session verbs (fuse_adapter.h) ---- */
+
+int sfs_fuse_new(const char *opts, bool debug, struct sfs_fuse **out)
+{
+	struct fuse_args args = FUSE_ARGS_INIT(0, NULL);
+	struct sfs_fuse *f;
+	int rc = -ENOMEM;
+
+	fuse_set_log_func(sfs_fuse_log_stderr);
+	f = g_new0(struct sfs_fuse, 1);
+	if (fuse_opt_add_arg(&args, "simfs") < 0)
+		goto out_free;
+	if (debug && fuse_opt_add_arg(&args, "-d") < 0)
+		goto out_free;
+	if (opts && *opts &&
+	    (fuse_opt_add_arg(&args, "-o") < 0 ||
+	     fuse_opt_add_arg(&args, opts) < 0))
+		goto out_free;
+	f->se = fuse_session_new(&args, &sfs_fuse_ops, sizeof(sfs_fuse_ops), f);
+	if (!f->se) {
+		rc = -EINVAL;
+		goto out_free;
+	}
+	fuse_opt_free_args(&args);
+	*out = f;
+	return 0;
+
+out_free:
+	fuse_opt_free_args(&args);
+	g_free(f);
+	return rc;
+}
+
+int sfs_fuse_mount(struct sfs_fuse *f, struct sfs_fs *fs,
+		   const char *mountpoint)
+{
+	f->fs = fs;
+	if (fuse_session_mount(f->se, mountpoint) != 0)
+		return -EIO;
+	f->mounted = true;
+	return 0;
+}
+
+int sfs_fuse_serve(struct sfs_fuse *f, void (*ready)(void *arg), void *arg)
+{
+	struct fuse_loop_config *cfg;
+	int rc;
+
+	if (!f->mounted)
+		return -EINVAL;
+	f->ready = ready;
+	f->ready_arg = arg;
+	if (fuse_set_signal_handlers(f->se) != 0) {
+		rc = -EIO;
+		goto out_unmount;
+	}
+	f->signals = true;
+	cfg = fuse_loop_cfg_create();
+	if (!cfg) {
+		rc = -ENOMEM;
+		goto out_unmount;
+	}
+	fuse_loop_cfg_set_clone_fd(cfg, 0);
+	fuse_loop_cfg_set_max_threads(cfg, SFS_FUSE_MAX_THREADS);
+	fuse_loop_cfg_set_idle_threads(cfg, SFS_FUSE_IDLE_THREADS);
+	rc = fuse_session_loop_mt(f->se, cfg);
+	fuse_loop_cfg_destroy(cfg);
+	/* > 0: the signal that ended the loop; that is a normal end */
+	if (rc > 0)
+		rc = 0;
+
+out_unmount:
+	/* The signal handlers stay until sfs_fuse_free: a second SIGTERM
+	 * during the caller's write-back must not kill the daemon. */
+	fuse_session_unmount(f->se);
+	f->mounted = false;
+	return rc;
+}
+
+void sfs_fuse_free(struct sfs_fuse *f)
+{
+	if (!f)
+		return;
+	if (f->signals)
+		fuse_remove_signal_handlers(f->se);
+	if (f->mounted)
+		fuse_session_unmount(f->se);
+	fuse_session_destroy(f->se);
+	g_free(f);
+}

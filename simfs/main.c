@@ -1,0 +1,1138 @@
+/*
+ * main.c - the `simfs` program: subcommands in the manner of git.
+ *
+ *   simfs mkfs [-b BS] [-i BYTES_PER_INODE] [-I INODE_SIZE] [-m PCT]
+ *              [-L LABEL] [--seed N] [-F] IMAGE [SIZE]
+ *   simfs mount [-f] [-d] [-o OPTS] IMAGE MOUNTPOINT
+ *   simfs umount MOUNTPOINT
+ *   simfs inspect IMAGE [summary|groups|inode INO|file PATH|free]
+ *   simfs help [COMMAND] | --help | --version
+ *
+ * Errors are one line, "simfs CMD: reason", on stderr; exit status 2 for a
+ * usage error, 1 for a failure.
+ *
+ * The life of a mount (cmd_mount):
+ *   parent: fork ------------------------ wait on the ready pipe -- exit 0
+ *   child:  setsid, parse FUSE options, open IMAGE (exclusive lock),
+ *           sfs_fs_open, mount, loop - INIT arrives: write the ready byte,
+ *           detach stdio - ... unmount/SIGTERM: loop ends, fuse unmount,
+ *           sfs_fs_close (write-back, image marked clean, lock released)
+ * A child that fails before INIT prints its reason itself and exits
+ * non-zero; the parent sees EOF on the pipe and exits with the child's
+ * status.  -f (and -d) run the child's part in the foreground.
+ *
+ * The image lock is the unmount handshake: `simfs umount` finds the image
+ * from /proc/mounts (the mount's fsname), unmounts, and waits until it can
+ * take the lock itself, i.e. until the daemon has closed the device.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <syslog.h>
+#include <unistd.h>
+
+#include <glib.h>
+
+#include "blockdev.h"
+#include "config.h"
+#include "format.h"
+#include "fs.h"
+#include "fuse_adapter.h"
+#include "inspect.h"
+#include "mkfs.h"
+#include "plot.h"
+
+#ifndef SFS_VERSION
+#define SFS_VERSION "0.1.0"
+#endif
+
+#define SFS_EXIT_FAIL 1
+#define SFS_EXIT_USAGE 2
+#define SFS_UMOUNT_TIMEOUT_S 120   /* wait for the daemon's write-back */
+#define SFS_UMOUNT_POLL_US 20000   /* between lock attempts */
+#define SFS_FUSE_TYPE "fuse.simfs" /* /proc/mounts type of our mounts */
+
+struct sfs_cmd {
+	const char *name;
+	int (*run)(int argc, char **argv);
+	const char *summary;
+};
+
+static void G_GNUC_PRINTF(2, 3) sfs_err(const char *cmd, const char *fmt, ...)
+{
+	va_list ap;
+
+	fprintf(stderr, "simfs %s: ", cmd);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+}
+
+/* Report getopt's complaint about argv (opterr is off); returns 2. */
+static int sfs_opt_error(const char *cmd, char **argv, int c)
+{
+	const char *arg = argv[optind - 1];
+
+	if (c == ':')
+		sfs_err(cmd, "option '%s' needs a value (see simfs %s --help)",
+			arg, cmd);
+	else if (optopt)
+		sfs_err(cmd, "unknown option '-%c' (see simfs %s --help)",
+			optopt, cmd);
+	else
+		sfs_err(cmd, "unknown option '%s' (see simfs %s --help)", arg,
+			cmd);
+	return SFS_EXIT_USAGE;
+}
+
+/* Strict decimal unsigned integer; -EINVAL on junk or overflow. */
+static int sfs_parse_u64(const char *text, uint64_t *out)
+{
+	uint64_t v = 0;
+
+	if (!text || !g_ascii_isdigit(*text))
+		return -EINVAL;
+	for (; *text; text++) {
+		if (!g_ascii_isdigit(*text))
+			return -EINVAL;
+		if (v > (UINT64_MAX - (uint64_t)(*text - '0')) / 10)
+			return -EINVAL;
+		v = v * 10 + (uint64_t)(*text - '0');
+	}
+	*out = v;
+	return 0;
+}
+
+/* "64 MiB", "1.5 GiB": a size for people. */
+static void sfs_human_size(uint64_t bytes, char *buf, size_t len)
+{
+	static const char *const units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+	double v = (double)bytes;
+	unsigned u = 0;
+
+	while (v >= 1024 && u + 1 < G_N_ELEMENTS(units)) {
+		v /= 1024;
+		u++;
+	}
+	if (u == 0 || v == (double)(uint64_t)v)
+		g_snprintf(buf, len, "%.0f %s", v, units[u]);
+	else
+		g_snprintf(buf, len, "%.1f %s", v, units[u]);
+}
+
+/* ================================================================ mkfs */
+
+static void sfs_mkfs_usage(FILE *out)
+{
+	fputs(
+	    "usage: simfs mkfs [options] IMAGE [SIZE]\n"
+	    "\n"
+	    "Write a fresh ext2 filesystem on IMAGE (an image file or a "
+	    "block device).\n"
+	    "A missing IMAGE is created as a sparse file of SIZE; an "
+	    "existing file is\n"
+	    "resized to SIZE if given; a block device is used whole (or "
+	    "its first SIZE).\n"
+	    "SIZE takes a K, M, G or T suffix (powers of 1024).\n"
+	    "\n"
+	    "options:\n"
+	    "  -b BLOCKSIZE        1024, 2048 or 4096 (default 4096)\n"
+	    "  -i BYTES_PER_INODE  one inode per this many bytes (default "
+	    "16384)\n"
+	    "  -I INODE_SIZE       128 or 256 bytes (default 256)\n"
+	    "  -m RESERVED_PCT     blocks reserved for root, % (default 5)\n"
+	    "  -L LABEL            volume label, at most 16 bytes\n"
+	    "      --seed N        derive UUID and hash seed from N (default: "
+	    "random)\n"
+	    "  -F                  overwrite an existing ext2/3/4 "
+	    "filesystem\n"
+	    "  -h, --help          this help\n",
+	    out);
+}
+
+/* Which ext filesystem a superblock describes, by its feature bits. */
+static const char *sfs_ext_kind(const struct sfs_dsuper *sb)
+{
+	uint32_t incompat = sfs_le32(sb->s_feature_incompat);
+	uint32_t ro = sfs_le32(sb->s_feature_ro_compat);
+	uint32_t compat = sfs_le32(sb->s_feature_compat);
+
+	if (incompat &
+		(SFS_FEATURE_INCOMPAT_EXTENTS | SFS_FEATURE_INCOMPAT_64BIT |
+		 SFS_FEATURE_INCOMPAT_FLEX_BG) ||
+	    ro & (SFS_FEATURE_RO_COMPAT_HUGE_FILE |
+		  SFS_FEATURE_RO_COMPAT_GDT_CSUM |
+		  SFS_FEATURE_RO_COMPAT_DIR_NLINK |
+		  SFS_FEATURE_RO_COMPAT_EXTRA_ISIZE |
+		  SFS_FEATURE_RO_COMPAT_METADATA_CSUM))
+		return "ext4";
+	if (compat & SFS_FEATURE_COMPAT_HAS_JOURNAL)
+		return "ext3";
+	return "ext2";
+}
+
+/* Read the primary superblock; false if the device holds none. */
+static bool sfs_read_super(struct sfs_bdev *bd, struct sfs_dsuper *sb)
+{
+	if (sfs_bdev_size_bytes(bd) < SFS_SUPER_OFFSET + SFS_SUPER_SIZE)
+		return false;
+	if (sfs_bdev_read(bd, SFS_IO_SUPER, SFS_SUPER_OFFSET, sb, sizeof(*sb)) <
+	    0)
+		return false;
+	return sfs_le16(sb->s_magic) == SFS_SUPER_MAGIC;
+}
+
+static void sfs_mkfs_summary(const char *image, struct sfs_bdev *bd)
+{
+	struct sfs_dsuper sb;
+	uint32_t blocks, bs, bpg, ipg, groups, reserved;
+	char size[32];
+	bool sparse;
+	int n = 0;
+
+	if (!sfs_read_super(bd, &sb)) {
+		printf("%s: formatted (superblock not readable back)\n", image);
+		return;
+	}
+	blocks = sfs_le32(sb.s_blocks_count);
+	bs = 1024u << sfs_le32(sb.s_log_block_size);
+	bpg = sfs_le32(sb.s_blocks_per_group);
+	ipg = sfs_le32(sb.s_inodes_per_group);
+	reserved = sfs_le32(sb.s_r_blocks_count);
+	groups =
+	    bpg ? (blocks - sfs_le32(sb.s_first_data_block) + bpg - 1) / bpg
+		: 0;
+	sparse = sfs_le32(sb.s_feature_ro_compat) &
+		 SFS_FEATURE_RO_COMPAT_SPARSE_SUPER;
+	sfs_human_size((uint64_t)blocks * bs, size, sizeof(size));
+
+	printf("Creating filesystem with %u %uk blocks and %u inodes (%s)\n",
+	       blocks, bs / 1024, sfs_le32(sb.s_inodes_count), size);
+	printf("Block size: %u, inode size: %u, %u blocks (%.1f%%) reserved "
+	       "for root\n",
+	       bs, sfs_le16(sb.s_inode_size), reserved,
+	       blocks ? 100.0 * reserved / blocks : 0.0);
+	printf("%u block group%s, %u blocks and %u inodes per group\n", groups,
+	       groups == 1 ? "" : "s", bpg, ipg);
+	printf("Filesystem UUID: ");
+	for (int i = 0; i < 16; i++)
+		printf("%s%02x",
+		       (i == 4 || i == 6 || i == 8 || i == 10) ? "-" : "",
+		       sb.s_uuid[i]);
+	printf("\n");
+	if (sb.s_volume_name[0])
+		printf("Filesystem label: %.16s\n", sb.s_volume_name);
+	for (uint32_t g = 1; g < groups; g++) {
+		if (!sfs_group_has_super(g, sparse))
+			continue;
+		printf("%s%u", n++ ? ", " : "Superblock backups on blocks: ",
+		       sfs_le32(sb.s_first_data_block) + g * bpg);
+	}
+	if (n)
+		printf("\n");
+}
+
+static int cmd_mkfs(int argc, char **argv)
+{
+	static const struct option longopts[] = {
+	    {"help", no_argument, NULL, 'h'},
+	    {"seed", required_argument, NULL, 'S'},
+	    {NULL, 0, NULL, 0},
+	};
+	struct sfs_mkfs_params p;
+	struct sfs_bdev *bd = NULL;
+	struct sfs_dsuper sb;
+	const char *image;
+	uint64_t size = 0, v;
+	bool have_size = false, force = false, created = false;
+	char *err = NULL;
+	struct stat st;
+	int c, rc;
+
+	sfs_mkfs_defaults(&p);
+	opterr = 0;
+	optind = 0;
+	while ((c = getopt_long(argc, argv, ":b:i:I:m:L:Fh", longopts, NULL)) !=
+	       -1) {
+		switch (c) {
+		case 'b':
+			if (sfs_parse_size(optarg, &v) < 0 ||
+			    (v != 1024 && v != 2048 && v != 4096)) {
+				sfs_err("mkfs",
+					"bad block size '%s' (1024, "
+					"2048 or 4096)",
+					optarg);
+				return SFS_EXIT_USAGE;
+			}
+			p.block_size = (uint32_t)v;
+			break;
+		case 'i':
+			if (sfs_parse_size(optarg, &v) < 0 || v < 1024 ||
+			    v > (64u << 20)) {
+				sfs_err("mkfs",
+					"bad bytes-per-inode '%s' "
+					"(1024 to 64M)",
+					optarg);
+				return SFS_EXIT_USAGE;
+			}
+			p.inode_ratio = (uint32_t)v;
+			break;
+		case 'I':
+			if (sfs_parse_u64(optarg, &v) < 0 ||
+			    (v != 128 && v != 256)) {
+				sfs_err("mkfs",
+					"bad inode size '%s' (128 or "
+					"256)",
+					optarg);
+				return SFS_EXIT_USAGE;
+			}
+			p.inode_size = (uint32_t)v;
+			break;
+		case 'm':
+			if (sfs_parse_u64(optarg, &v) < 0 || v > 50) {
+				sfs_err("mkfs",
+					"bad reserved percentage '%s' "
+					"(0 to 50)",
+					optarg);
+				return SFS_EXIT_USAGE;
+			}
+			p.reserved_pct = (uint32_t)v;
+			break;
+		case 'L':
+			if (strlen(optarg) > 16) {
+				sfs_err("mkfs",
+					"label '%s' is longer than 16 "
+					"bytes",
+					optarg);
+				return SFS_EXIT_USAGE;
+			}
+			g_strlcpy(p.label, optarg, sizeof(p.label));
+			break;
+		case 'S':
+			if (sfs_parse_u64(optarg, &v) < 0) {
+				sfs_err("mkfs",
+					"bad seed '%s' (a decimal "
+					"number)",
+					optarg);
+				return SFS_EXIT_USAGE;
+			}
+			p.seed = v;
+			break;
+		case 'F':
+			force = true;
+			break;
+		case 'h':
+			sfs_mkfs_usage(stdout);
+			return 0;
+		default:
+			return sfs_opt_error("mkfs", argv, c);
+		}
+	}
+	if (argc - optind < 1 || argc - optind > 2) {
+		sfs_err("mkfs", "%s (usage: simfs mkfs [options] IMAGE [SIZE])",
+			argc - optind < 1 ? "IMAGE missing"
+					  : "too many arguments");
+		return SFS_EXIT_USAGE;
+	}
+	image = argv[optind];
+	if (argc - optind == 2) {
+		if (sfs_parse_size(argv[optind + 1], &size) < 0 || size == 0) {
+			sfs_err("mkfs",
+				"bad size '%s' (a number with an "
+				"optional K, M, G or T suffix)",
+				argv[optind + 1]);
+			return SFS_EXIT_USAGE;
+		}
+		have_size = true;
+	}
+
+	if (stat(image, &st) < 0) {
+		if (errno != ENOENT) {
+			sfs_err("mkfs", "%s: %s", image, g_strerror(errno));
+			return SFS_EXIT_FAIL;
+		}
+		if (!have_size) {
+			sfs_err("mkfs",
+				"%s does not exist: give a SIZE to "
+				"create it",
+				image);
+			return SFS_EXIT_USAGE;
+		}
+		rc = sfs_bdev_open_file(image, SFS_BDEV_CREATE | SFS_BDEV_EXCL,
+					size, &bd);
+		created = rc == 0;
+	} else if (S_ISREG(st.st_mode) || S_ISBLK(st.st_mode)) {
+		rc = sfs_bdev_open_file(image, SFS_BDEV_EXCL, 0, &bd);
+	} else {
+		sfs_err("mkfs", "%s is not a regular file or block device",
+			image);
+		return SFS_EXIT_FAIL;
+	}
+	if (rc == -EBUSY) {
+		sfs_err("mkfs", "%s is in use (mounted?)", image);
+		return SFS_EXIT_FAIL;
+	}
+	if (rc < 0) {
+		sfs_err("mkfs", "cannot open %s: %s", image, g_strerror(-rc));
+		return SFS_EXIT_FAIL;
+	}
+
+	if (!created && !force && sfs_read_super(bd, &sb)) {
+		sfs_err("mkfs",
+			"%s contains an %s filesystem%s%.16s%s; use -F "
+			"to overwrite it",
+			image, sfs_ext_kind(&sb),
+			sb.s_volume_name[0] ? " labelled '" : "",
+			sb.s_volume_name, sb.s_volume_name[0] ? "'" : "");
+		rc = SFS_EXIT_FAIL;
+		goto out_close;
+	}
+
+	if (!created && have_size && S_ISREG(st.st_mode) &&
+	    (uint64_t)st.st_size != size) {
+		/* resize while holding the lock, then reopen at the new size */
+		if (truncate(image, (off_t)size) < 0) {
+			sfs_err("mkfs", "cannot resize %s: %s", image,
+				g_strerror(errno));
+			rc = SFS_EXIT_FAIL;
+			goto out_close;
+		}
+		sfs_bdev_close(bd);
+		bd = NULL;
+		rc = sfs_bdev_open_file(image, SFS_BDEV_EXCL, 0, &bd);
+		if (rc < 0) {
+			sfs_err("mkfs", "cannot reopen %s: %s", image,
+				g_strerror(-rc));
+			return SFS_EXIT_FAIL;
+		}
+	} else if (have_size && S_ISBLK(st.st_mode)) {
+		if (size > sfs_bdev_size_bytes(bd)) {
+			sfs_err("mkfs",
+				"SIZE %s is larger than the device "
+				"%s (%" G_GUINT64_FORMAT " bytes)",
+				argv[optind + 1], image,
+				sfs_bdev_size_bytes(bd));
+			rc = SFS_EXIT_FAIL;
+			goto out_close;
+		}
+		p.size_bytes = size;
+	}
+
+	rc = sfs_mkfs(bd, &p, &err);
+	if (rc < 0) {
+		const char *why = err ? err : g_strerror(-rc);
+
+		if (g_str_has_prefix(why, "mkfs: "))
+			why += 6; /* our own prefix says it */
+		sfs_err("mkfs", "%s", why);
+		g_free(err);
+		rc = SFS_EXIT_FAIL;
+		goto out_close;
+	}
+	rc = sfs_bdev_flush(bd);
+	if (rc < 0) {
+		sfs_err("mkfs", "flushing %s: %s", image, g_strerror(-rc));
+		rc = SFS_EXIT_FAIL;
+		goto out_close;
+	}
+	sfs_mkfs_summary(image, bd);
+	rc = 0;
+
+out_close:
+	sfs_bdev_close(bd);
+	if (rc != 0 && created)
+		unlink(image); /* leave nothing half-made behind */
+	return rc;
+}
+
+/* =============================================================== mount */
+
+static void sfs_mount_usage(FILE *out)
+{
+	fputs("usage: simfs mount [-f] [-d] [-o OPTS] IMAGE MOUNTPOINT\n"
+	      "\n"
+	      "Mount the ext2 image IMAGE at MOUNTPOINT through FUSE.  By "
+	      "default the\n"
+	      "daemon detaches once the mount is live; `simfs umount "
+	      "MOUNTPOINT` unmounts\n"
+	      "and waits until everything is written back.\n"
+	      "\n"
+	      "options:\n"
+	      "  -f          stay in the foreground\n"
+	      "  -d          FUSE debug output (implies -f)\n"
+	      "  -o OPTS     comma-separated options (may repeat): the simfs "
+	      "knobs below,\n"
+	      "              anything else goes to FUSE (allow_other, "
+	      "nodev, ...)\n"
+	      "  -h, --help  this help\n"
+	      "\n"
+	      "simfs options:\n",
+	      out);
+	sfs_config_print_help(out);
+	fputs("\nAlways added: fsname=<absolute IMAGE path>, subtype=simfs, "
+	      "default_permissions.\n",
+	      out);
+}
+
+struct sfs_mount_ctx {
+	int ready_fd;  /* write end of the handshake pipe, or -1 */
+	bool detached; /* stdio gone: messages go to syslog */
+};
+
+/*
+ * The mount is live (the kernel's INIT arrived): release the waiting
+ * parent and detach from its terminal and pipes, so a caller reading our
+ * output sees EOF.  Runs once, on a loop worker.
+ */
+static void sfs_mount_ready(void *arg)
+{
+	struct sfs_mount_ctx *m = arg;
+	int fd;
+
+	if (m->ready_fd < 0)
+		return;
+	openlog("simfs", LOG_PID, LOG_DAEMON);
+	sfs_fuse_log_to_syslog();
+	fd = open("/dev/null", O_RDWR | O_CLOEXEC);
+	if (fd >= 0) {
+		dup2(fd, STDIN_FILENO);
+		dup2(fd, STDOUT_FILENO);
+		dup2(fd, STDERR_FILENO);
+		if (fd > STDERR_FILENO)
+			close(fd);
+	}
+	m->detached = true;
+	while (write(m->ready_fd, "", 1) < 0 && errno == EINTR)
+		;
+	close(m->ready_fd);
+	m->ready_fd = -1;
+}
+
+static void G_GNUC_PRINTF(2, 3)
+    sfs_mount_msg(const struct sfs_mount_ctx *m, const char *fmt, ...)
+{
+	va_list ap;
+	char *msg;
+
+	va_start(ap, fmt);
+	msg = g_strdup_vprintf(fmt, ap);
+	va_end(ap);
+	if (m->detached)
+		syslog(LOG_ERR, "simfs mount: %s", msg);
+	else
+		sfs_err("mount", "%s", msg);
+	g_free(msg);
+}
+
+/*
+ * Fork the daemon.  The parent waits for the ready byte and exits 0, or
+ * with the child's status if the child ends first; only the child returns
+ * (with *ready_fd set).
+ */
+static int sfs_mount_fork(int *ready_fd)
+{
+	int pfd[2], status;
+	ssize_t n;
+	pid_t pid;
+	char c;
+
+	if (pipe2(pfd, O_CLOEXEC) < 0) {
+		sfs_err("mount", "pipe: %s", g_strerror(errno));
+		return -1;
+	}
+	fflush(stdout);
+	fflush(stderr);
+	pid = fork();
+	if (pid < 0) {
+		sfs_err("mount", "fork: %s", g_strerror(errno));
+		close(pfd[0]);
+		close(pfd[1]);
+		return -1;
+	}
+	if (pid == 0) {
+		/* a daemon keeps no inherited descriptors (a caller's pipes
+		 * would never see EOF): only stdio, until ready, and the
+		 * handshake pipe */
+		close(pfd[0]);
+		if (pfd[1] > 3)
+			close_range(3, (unsigned)pfd[1] - 1, 0);
+		close_range((unsigned)pfd[1] + 1, ~0u, 0);
+		setsid();
+		*ready_fd = pfd[1];
+		return 0;
+	}
+
+	close(pfd[1]);
+	do
+		n = read(pfd[0], &c, 1);
+	while (n < 0 && errno == EINTR);
+	if (n == 1)
+		_exit(0);
+	while (waitpid(pid, &status, 0) < 0) {
+		if (errno != EINTR)
+			_exit(SFS_EXIT_FAIL);
+	}
+	if (WIFEXITED(status))
+		_exit(WEXITSTATUS(status) ? WEXITSTATUS(status)
+					  : SFS_EXIT_FAIL);
+	sfs_err("mount",
+		"the daemon died (signal %d) before the mount was "
+		"ready",
+		WIFSIGNALED(status) ? WTERMSIG(status) : 0);
+	_exit(SFS_EXIT_FAIL);
+}
+
+/* Does the FUSE option list set an option we must own? */
+static const char *sfs_mount_reserved_opt(const char *fuse_opts)
+{
+	static const char *const reserved[] = {"fsname=", "subtype="};
+	char **toks;
+	const char *hit = NULL;
+
+	if (!fuse_opts)
+		return NULL;
+	toks = g_strsplit(fuse_opts, ",", -1);
+	for (int i = 0; toks[i] && !hit; i++)
+		for (size_t r = 0; r < G_N_ELEMENTS(reserved); r++)
+			if (g_str_has_prefix(toks[i], reserved[r]))
+				hit = reserved[r];
+	g_strfreev(toks);
+	return hit;
+}
+
+/* Append "key=value" to a FUSE option list, escaping ',' and '\'. */
+static void sfs_opt_append_escaped(GString *opts, const char *key,
+				   const char *value)
+{
+	if (opts->len)
+		g_string_append_c(opts, ',');
+	g_string_append(opts, key);
+	for (const char *p = value; *p; p++) {
+		if (*p == ',' || *p == '\\')
+			g_string_append_c(opts, '\\');
+		g_string_append_c(opts, *p);
+	}
+}
+
+static int cmd_mount(int argc, char **argv)
+{
+	static const struct option longopts[] = {
+	    {"help", no_argument, NULL, 'h'},
+	    {NULL, 0, NULL, 0},
+	};
+	struct sfs_mount_ctx m = {.ready_fd = -1};
+	GString *opts = g_string_new(NULL), *fuse_opts = g_string_new(NULL);
+	char *unknown = NULL, *err = NULL, *image = NULL, *mnt = NULL;
+	bool foreground = false, debug = false;
+	struct sfs_fuse *f = NULL;
+	struct sfs_bdev *bd = NULL;
+	struct sfs_fs *fs = NULL;
+	struct sfs_config cfg;
+	const char *reserved;
+	unsigned flags;
+	struct stat st;
+	int c, rc;
+
+	opterr = 0;
+	optind = 0;
+	while ((c = getopt_long(argc, argv, ":fdo:h", longopts, NULL)) != -1) {
+		switch (c) {
+		case 'f':
+			foreground = true;
+			break;
+		case 'd':
+			debug = foreground = true;
+			break;
+		case 'o':
+			if (opts->len)
+				g_string_append_c(opts, ',');
+			g_string_append(opts, optarg);
+			break;
+		case 'h':
+			sfs_mount_usage(stdout);
+			rc = 0;
+			goto out;
+		default:
+			rc = sfs_opt_error("mount", argv, c);
+			goto out;
+		}
+	}
+	if (argc - optind != 2) {
+		sfs_err("mount",
+			"%s (usage: simfs mount [-f] [-d] [-o OPTS] "
+			"IMAGE MOUNTPOINT)",
+			argc - optind < 2 ? "IMAGE and MOUNTPOINT needed"
+					  : "too many arguments");
+		rc = SFS_EXIT_USAGE;
+		goto out;
+	}
+
+	sfs_config_defaults(&cfg);
+	if (sfs_config_parse(&cfg, opts->str, &unknown, &err) < 0) {
+		sfs_err("mount", "%s", err);
+		rc = SFS_EXIT_USAGE;
+		goto out;
+	}
+	reserved = sfs_mount_reserved_opt(unknown);
+	if (reserved) {
+		sfs_err("mount",
+			"option %s is set by simfs itself (simfs "
+			"umount relies on it)",
+			reserved);
+		rc = SFS_EXIT_USAGE;
+		goto out;
+	}
+
+	image = realpath(argv[optind], NULL);
+	if (!image) {
+		sfs_err("mount", "%s: %s", argv[optind], g_strerror(errno));
+		rc = SFS_EXIT_FAIL;
+		goto out;
+	}
+	mnt = realpath(argv[optind + 1], NULL);
+	if (!mnt || stat(mnt, &st) < 0 || !S_ISDIR(st.st_mode)) {
+		sfs_err("mount", "%s: %s", argv[optind + 1],
+			mnt ? g_strerror(ENOTDIR) : g_strerror(errno));
+		rc = SFS_EXIT_FAIL;
+		goto out;
+	}
+
+	sfs_opt_append_escaped(fuse_opts, "fsname=", image);
+	g_string_append(fuse_opts, ",subtype=simfs,default_permissions");
+	if (cfg.ro)
+		g_string_append(fuse_opts, ",ro");
+	if (unknown)
+		g_string_append_printf(fuse_opts, ",%s", unknown);
+
+	if (!foreground) {
+		if (sfs_mount_fork(&m.ready_fd) < 0) {
+			rc = SFS_EXIT_FAIL;
+			goto out;
+		}
+	}
+	/* from here on: the daemon (or the foreground process) */
+	if (chdir("/") < 0) {
+		/* harmless: paths are absolute */
+	}
+
+	rc = sfs_fuse_new(fuse_opts->str, debug, &f);
+	if (rc < 0) {
+		/* libfuse said why, through the log hook */
+		rc = SFS_EXIT_USAGE;
+		goto out;
+	}
+
+	flags = SFS_BDEV_EXCL;
+	if (cfg.ro)
+		flags |= SFS_BDEV_RDONLY;
+	if (cfg.direct)
+		flags |= SFS_BDEV_DIRECT;
+	rc = sfs_bdev_open_file(image, flags, 0, &bd);
+	if (rc == -EBUSY) {
+		sfs_err("mount", "%s is in use (already mounted?)", image);
+		rc = SFS_EXIT_FAIL;
+		goto out;
+	}
+	if (rc < 0) {
+		sfs_err("mount", "cannot open %s: %s", image, g_strerror(-rc));
+		rc = SFS_EXIT_FAIL;
+		goto out;
+	}
+	rc = sfs_fs_open(bd, &cfg, &fs, &err);
+	bd = NULL; /* the engine owns it now, even on failure */
+	if (rc < 0) {
+		sfs_err("mount", "%s", err ? err : g_strerror(-rc));
+		rc = SFS_EXIT_FAIL;
+		goto out;
+	}
+
+	if (sfs_fuse_mount(f, fs, mnt) < 0) {
+		/* libfuse said why */
+		rc = SFS_EXIT_FAIL;
+		goto out_close;
+	}
+	rc = sfs_fuse_serve(f, sfs_mount_ready, &m);
+	if (rc < 0) {
+		sfs_mount_msg(&m, "serving %s failed: %s", mnt,
+			      g_strerror(-rc));
+		rc = SFS_EXIT_FAIL;
+	} else {
+		rc = 0;
+	}
+
+out_close:
+	c = sfs_fs_close(fs);
+	fs = NULL;
+	if (c < 0) {
+		sfs_mount_msg(&m, "writing back %s failed: %s", image,
+			      g_strerror(-c));
+		rc = SFS_EXIT_FAIL;
+	}
+out:
+	sfs_fuse_free(f);
+	if (m.ready_fd >= 0)
+		close(m.ready_fd); /* the parent reads EOF: failure */
+	g_free(unknown);
+	g_free(err);
+	free(image);
+	free(mnt);
+	g_string_free(opts, TRUE);
+	g_string_free(fuse_opts, TRUE);
+	return rc;
+}
+
+/* ============================================================== umount */
+
+static void sfs_umount_usage(FILE *out)
+{
+	fprintf(out,
+		"usage: simfs umount MOUNTPOINT\n"
+		"\n"
+		"Unmount a simfs mount (fusermount3 -u) and wait until the "
+		"daemon has written\n"
+		"everything back and released the image (at most %d s).  "
+		"When this returns 0\n"
+		"the image is complete and marked clean: e2fsck can run.\n"
+		"\n"
+		"options:\n"
+		"  -h, --help  this help\n",
+		SFS_UMOUNT_TIMEOUT_S);
+}
+
+/*
+ * Find the topmost mount at mnt in /proc/mounts: its source (g_free) and
+ * type (g_free).  -ENOENT if nothing is mounted there.
+ */
+static int sfs_find_mount(const char *mnt, char **source_out, char **type_out)
+{
+	char *text = NULL, **lines;
+	GError *gerr = NULL;
+	int rc = -ENOENT;
+
+	if (!g_file_get_contents("/proc/mounts", &text, NULL, &gerr)) {
+		g_error_free(gerr);
+		return -EIO;
+	}
+	lines = g_strsplit(text, "\n", -1);
+	for (int i = 0; lines[i]; i++) {
+		char **f = g_strsplit(lines[i], " ", 4);
+
+		if (g_strv_length(f) >= 3) {
+			/* octal escapes: \040 for a space, ... */
+			char *target = g_strcompress(f[1]);
+
+			if (strcmp(target, mnt) == 0) {
+				g_free(*source_out);
+				g_free(*type_out);
+				*source_out = g_strcompress(f[0]);
+				*type_out = g_strdup(f[2]);
+				rc = 0;
+			}
+			g_free(target);
+		}
+		g_strfreev(f);
+	}
+	g_strfreev(lines);
+	g_free(text);
+	return rc;
+}
+
+/*
+ * Absolute form of a mount point without touching the mount itself (a
+ * hung or dead daemon must not hang us): resolve the parent directory,
+ * keep the last component.
+ */
+static char *sfs_mountpoint_path(const char *arg)
+{
+	char *canon = g_canonicalize_filename(arg, NULL);
+	char *dir = g_path_get_dirname(canon);
+	char *base = g_path_get_basename(canon);
+	char *rdir = realpath(dir, NULL);
+	char *out;
+
+	if (rdir && strcmp(canon, "/") != 0)
+		out = g_build_filename(rdir, base, NULL);
+	else
+		out = g_strdup(canon);
+	free(rdir);
+	g_free(dir);
+	g_free(base);
+	g_free(canon);
+	return out;
+}
+
+/* Run fusermount3 -u mnt; 0 or -1 (it printed why). */
+static int sfs_run_fusermount(const char *mnt)
+{
+	int status;
+	pid_t pid;
+
+	fflush(stdout);
+	fflush(stderr);
+	pid = fork();
+	if (pid < 0)
+		return -1;
+	if (pid == 0) {
+		execlp("fusermount3", "fusermount3", "-u", "--", mnt,
+		       (char *)NULL);
+		fprintf(stderr, "simfs umount: cannot run fusermount3: %s\n",
+			g_strerror(errno));
+		_exit(127);
+	}
+	while (waitpid(pid, &status, 0) < 0)
+		if (errno != EINTR)
+			return -1;
+	return WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 0 : -1;
+}
+
+/*
+ * Wait until the daemon has released the image: it holds flock(LOCK_EX) on
+ * an image file and O_EXCL on a block device (blockdev.c, SFS_BDEV_EXCL)
+ * until sfs_fs_close has written everything back.  0 or -1 (said why).
+ */
+static int sfs_umount_wait(const char *source, int fd)
+{
+	gint64 deadline = g_get_monotonic_time() +
+			  (gint64)SFS_UMOUNT_TIMEOUT_S * G_USEC_PER_SEC;
+	struct stat st;
+	bool blkdev;
+	int xfd;
+
+	blkdev = fstat(fd, &st) == 0 && S_ISBLK(st.st_mode);
+	for (;;) {
+		if (blkdev) {
+			xfd = open(source, O_RDONLY | O_EXCL | O_CLOEXEC);
+			if (xfd >= 0) {
+				close(xfd);
+				return 0;
+			}
+		} else if (flock(fd, LOCK_EX | LOCK_NB) == 0) {
+			flock(fd, LOCK_UN);
+			return 0;
+		}
+		if (errno != EWOULDBLOCK && errno != EBUSY && errno != EINTR) {
+			sfs_err("umount", "waiting for %s: %s", source,
+				g_strerror(errno));
+			return -1;
+		}
+		if (g_get_monotonic_time() > deadline) {
+			sfs_err("umount",
+				"timed out after %d s waiting for "
+				"the simfs daemon to release %s",
+				SFS_UMOUNT_TIMEOUT_S, source);
+			return -1;
+		}
+		g_usleep(SFS_UMOUNT_POLL_US);
+	}
+}
+
+static int cmd_umount(int argc, char **argv)
+{
+	static const struct option longopts[] = {
+	    {"help", no_argument, NULL, 'h'},
+	    {NULL, 0, NULL, 0},
+	};
+	char *mnt = NULL, *source = NULL, *type = NULL;
+	struct sfs_dsuper sb;
+	int c, fd = -1, rc;
+
+	opterr = 0;
+	optind = 0;
+	while ((c = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
+		if (c == 'h') {
+			sfs_umount_usage(stdout);
+			return 0;
+		}
+		return sfs_opt_error("umount", argv, c);
+	}
+	if (argc - optind != 1) {
+		sfs_err("umount", "%s (usage: simfs umount MOUNTPOINT)",
+			argc - optind < 1 ? "MOUNTPOINT missing"
+					  : "too many arguments");
+		return SFS_EXIT_USAGE;
+	}
+
+	mnt = sfs_mountpoint_path(argv[optind]);
+	rc = sfs_find_mount(mnt, &source, &type);
+	if (rc < 0) {
+		sfs_err("umount", "%s is not mounted", mnt);
+		rc = SFS_EXIT_FAIL;
+		goto out;
+	}
+	if (strcmp(type, SFS_FUSE_TYPE) != 0) {
+		sfs_err("umount", "%s is not a simfs mount (type %s)", mnt,
+			type);
+		rc = SFS_EXIT_FAIL;
+		goto out;
+	}
+	/* opened before unmounting: the daemon may close it any moment */
+	fd = open(source, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		sfs_err("umount",
+			"cannot open the image %s (%s): unmounting "
+			"without waiting for the write-back",
+			source, g_strerror(errno));
+
+	if (sfs_run_fusermount(mnt) < 0) {
+		sfs_err("umount", "fusermount3 -u %s failed", mnt);
+		rc = SFS_EXIT_FAIL;
+		goto out;
+	}
+	if (fd < 0) {
+		rc = SFS_EXIT_FAIL;
+		goto out;
+	}
+	rc = sfs_umount_wait(source, fd);
+	if (rc < 0) {
+		rc = SFS_EXIT_FAIL;
+		goto out;
+	}
+
+	/* a daemon that died mid-way also releases the lock: check */
+	if (pread(fd, &sb, sizeof(sb), SFS_SUPER_OFFSET) == sizeof(sb) &&
+	    sfs_le16(sb.s_magic) == SFS_SUPER_MAGIC &&
+	    (!(sfs_le16(sb.s_state) & SFS_STATE_VALID) ||
+	     (sfs_le16(sb.s_state) & SFS_STATE_ERROR))) {
+		sfs_err("umount",
+			"%s is not marked clean after unmounting "
+			"(write-back failed? see the system log); "
+			"run e2fsck",
+			source);
+		rc = SFS_EXIT_FAIL;
+		goto out;
+	}
+	rc = 0;
+
+out:
+	if (fd >= 0)
+		close(fd);
+	g_free(mnt);
+	g_free(source);
+	g_free(type);
+	return rc;
+}
+
+/* ========================================================= dispatching */
+
+static int cmd_inspect(int argc, char **argv)
+{
+	return sfs_inspect_main(argc, argv);
+}
+
+static int cmd_plot(int argc, char **argv)
+{
+	return sfs_plot_main(argc, argv);
+}
+
+static int cmd_help(int argc, char **argv);
+
+static const struct sfs_cmd sfs_cmds[] = {
+    {"mkfs", cmd_mkfs, "write a fresh ext2 filesystem on an image"},
+    {"mount", cmd_mount, "mount an image through FUSE"},
+    {"umount", cmd_umount, "unmount and wait for the write-back"},
+    {"inspect", cmd_inspect,
+     "show an image's layout, an inode's map, "
+     "free space"},
+    {"plot", cmd_plot, "draw I/O-log timelines and block-layout maps"},
+    {"help", cmd_help, "show help for a command"},
+};
+
+static void sfs_usage(FILE *out)
+{
+	fputs("usage: simfs COMMAND [ARGS]\n"
+	      "       simfs --help | --version | help COMMAND\n"
+	      "\n"
+	      "simfs is a filesystem laboratory: an ext2 engine behind FUSE.\n"
+	      "\n"
+	      "commands:\n",
+	      out);
+	for (size_t i = 0; i < G_N_ELEMENTS(sfs_cmds); i++)
+		fprintf(out, "  %-8s  %s\n", sfs_cmds[i].name,
+			sfs_cmds[i].summary);
+	fputs("\nRun 'simfs COMMAND --help' for a command's options.\n", out);
+}
+
+static const struct sfs_cmd *sfs_cmd_find(const char *name)
+{
+	for (size_t i = 0; i < G_N_ELEMENTS(sfs_cmds); i++)
+		if (strcmp(sfs_cmds[i].name, name) == 0)
+			return &sfs_cmds[i];
+	return NULL;
+}
+
+static int sfs_unknown_cmd(const char *name)
+{
+	GString *names = g_string_new(NULL);
+
+	for (size_t i = 0; i < G_N_ELEMENTS(sfs_cmds); i++)
+		g_string_append_printf(names, "%s%s", i ? ", " : "",
+				       sfs_cmds[i].name);
+	fprintf(stderr, "simfs: unknown command '%s' (commands: %s)\n", name,
+		names->str);
+	g_string_free(names, TRUE);
+	return SFS_EXIT_USAGE;
+}
+
+static int cmd_help(int argc, char **argv)
+{
+	const struct sfs_cmd *cmd;
+	char *sub[] = {NULL, "--help", NULL};
+
+	if (argc < 2) {
+		sfs_usage(stdout);
+		return 0;
+	}
+	if (argc > 2) {
+		sfs_err("help", "too many arguments (usage: simfs help "
+				"[COMMAND])");
+		return SFS_EXIT_USAGE;
+	}
+	cmd = sfs_cmd_find(argv[1]);
+	if (!cmd)
+		return sfs_unknown_cmd(argv[1]);
+	if (cmd->run == cmd_help) {
+		sfs_usage(stdout);
+		return 0;
+	}
+	sub[0] = (char *)cmd->name;
+	return cmd->run(2, sub);
+}
+
+int main(int argc, char **argv)
+{
+	const struct sfs_cmd *cmd;
+
+	if (argc < 2) {
+		sfs_usage(stderr);
+		return SFS_EXIT_USAGE;
+	}
+	if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0) {
+		sfs_usage(stdout);
+		return 0;
+	}
+	if (strcmp(argv[1], "--version") == 0 || strcmp(argv[1], "-V") == 0) {
+		printf("simfs %s\n", SFS_VERSION);
+		return 0;
+	}
+	if (argv[1][0] == '-') {
+		fprintf(stderr,
+			"simfs: unknown option '%s' (see simfs "
+			"--help)\n",
+			argv[1]);
+		return SFS_EXIT_USAGE;
+	}
+	cmd = sfs_cmd_find(argv[1]);
+	if (!cmd)
+		return sfs_unknown_cmd(argv[1]);
+	return cmd->run(argc - 1, argv + 1);
+}

@@ -1,0 +1,464 @@
+/*
+ * test_config.c - the knob table and option parser (simfs/config.c).
+ *
+ * Every knob is parsed in each accepted form; bad values, unknown keys and
+ * malformed strings are refused with a message and leave the config as it
+ * was; unknown keys pass through to the caller's list when it asks for them
+ * (they are FUSE's options on a mount).
+ */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+#include <glib.h>
+
+#include "config.h"
+
+#define MiB (1ull << 20)
+
+/* Field by field: struct padding is not part of the config. */
+static void assert_cfg_equal(const struct sfs_config *a,
+			     const struct sfs_config *b)
+{
+	assert_string_equal(a->alloc, b->alloc);
+	assert_string_equal(a->journal, b->journal);
+	assert_int_equal(a->mem_bytes, b->mem_bytes);
+	assert_int_equal(a->direct, b->direct);
+	assert_int_equal(a->ro, b->ro);
+}
+
+/* Parse opts into a default config; returns rc, frees err. */
+static int parse(struct sfs_config *cfg, const char *opts)
+{
+	char *err = NULL;
+	int rc;
+
+	sfs_config_defaults(cfg);
+	rc = sfs_config_parse(cfg, opts, NULL, &err);
+	if (rc == 0)
+		assert_null(err);
+	g_free(err);
+	return rc;
+}
+
+/*
+ * opts must be refused: -EINVAL, a one-line message containing `needle`
+ * (if non-NULL), the config and the unknown list untouched.
+ */
+static void expect_refused(const char *opts, const char *needle)
+{
+	struct sfs_config cfg, before;
+	char *err = NULL;
+	char *unknown = g_strdup("keep");
+	int rc;
+
+	sfs_config_defaults(&cfg);
+	cfg.mem_bytes = 3 * MiB; /* not a default: must survive */
+	before = cfg;
+	rc = sfs_config_parse(&cfg, opts, &unknown, &err);
+	if (rc != -EINVAL)
+		fail_msg("'%s' accepted (rc %d)", opts, rc);
+	assert_non_null(err);
+	assert_true(strlen(err) > 0);
+	assert_null(strchr(err, '\n'));
+	if (needle && !strstr(err, needle))
+		fail_msg("'%s': message '%s' lacks '%s'", opts, err, needle);
+	assert_cfg_equal(&cfg, &before);
+	assert_string_equal(unknown, "keep");
+	g_free(err);
+	g_free(unknown);
+}
+
+static void test_config_defaults(void **state)
+{
+	struct sfs_config cfg;
+
+	memset(&cfg, 0xa5, sizeof(cfg));
+	sfs_config_defaults(&cfg);
+	assert_string_equal(cfg.alloc, "blockmap");
+	assert_string_equal(cfg.journal, "none");
+	assert_int_equal(cfg.mem_bytes, 256 * MiB);
+	assert_false(cfg.direct);
+	assert_false(cfg.ro);
+}
+
+static void test_config_empty_string(void **state)
+{
+	struct sfs_config cfg, def;
+
+	sfs_config_defaults(&def);
+	assert_int_equal(parse(&cfg, ""), 0);
+	assert_cfg_equal(&cfg, &def);
+}
+
+static void test_config_alloc(void **state)
+{
+	struct sfs_config cfg;
+
+	assert_int_equal(parse(&cfg, "alloc=blockmap"), 0);
+	assert_string_equal(cfg.alloc, "blockmap");
+	expect_refused("alloc=nosuch", "blockmap");
+	expect_refused("alloc=", "alloc");
+	expect_refused("alloc", "alloc");
+	/* longer than the field: refused, not truncated */
+	expect_refused("alloc=blockmapblockmapblockmapblockmapblockmap",
+		       "blockmap");
+}
+
+static void test_config_data_and_journal(void **state)
+{
+	struct sfs_config cfg;
+
+	assert_int_equal(parse(&cfg, "data=none"), 0);
+	assert_string_equal(cfg.journal, "none");
+	assert_int_equal(parse(&cfg, "journal=none"), 0);
+	assert_string_equal(cfg.journal, "none");
+	/* unknown policy: refused, naming the valid ones */
+	expect_refused("data=ordered", "valid: none");
+	expect_refused("journal=writeback", "valid: none");
+}
+
+static void test_config_mem(void **state)
+{
+	struct sfs_config cfg;
+
+	assert_int_equal(parse(&cfg, "mem=1M"), 0);
+	assert_int_equal(cfg.mem_bytes, MiB);
+	assert_int_equal(parse(&cfg, "mem=2G"), 0);
+	assert_int_equal(cfg.mem_bytes, 2048 * MiB);
+	assert_int_equal(parse(&cfg, "mem=1024k"), 0);
+	assert_int_equal(cfg.mem_bytes, MiB);
+	assert_int_equal(parse(&cfg, "mem=3t"), 0);
+	assert_int_equal(cfg.mem_bytes, 3ull << 40);
+	assert_int_equal(parse(&cfg, "mem=1048576"), 0);
+	assert_int_equal(cfg.mem_bytes, MiB);
+	/* below the 1M minimum */
+	expect_refused("mem=1048575", "minimum");
+	expect_refused("mem=512K", "minimum");
+	expect_refused("mem=0", "minimum");
+}
+
+static void test_config_direct_bool_forms(void **state)
+{
+	static const struct {
+		const char *opts;
+		bool want;
+	} cases[] = {
+	    {"direct", true},		{"nodirect", false},
+	    {"direct=1", true},		{"direct=0", false},
+	    {"direct=yes", true},	{"direct=no", false},
+	    {"direct=on", true},	{"direct=off", false},
+	    {"direct=true", true},	{"direct=false", false},
+	    {"direct,nodirect", false}, {"nodirect,direct", true},
+	};
+	struct sfs_config cfg;
+
+	for (size_t i = 0; i < G_N_ELEMENTS(cases); i++) {
+		if (parse(&cfg, cases[i].opts) != 0)
+			fail_msg("'%s' refused", cases[i].opts);
+		if (cfg.direct != cases[i].want)
+			fail_msg("'%s': direct = %d", cases[i].opts,
+				 cfg.direct);
+	}
+	expect_refused("direct=maybe", "direct");
+	expect_refused("direct=", "direct");
+	expect_refused("nodirect=1", "nodirect");
+}
+
+static void test_config_ro_rw(void **state)
+{
+	struct sfs_config cfg;
+
+	assert_int_equal(parse(&cfg, "ro"), 0);
+	assert_true(cfg.ro);
+	assert_int_equal(parse(&cfg, "rw"), 0);
+	assert_false(cfg.ro);
+	assert_int_equal(parse(&cfg, "ro,rw"), 0);
+	assert_false(cfg.ro);
+	assert_int_equal(parse(&cfg, "rw,ro"), 0);
+	assert_true(cfg.ro);
+	assert_int_equal(parse(&cfg, "ro=off"), 0);
+	assert_false(cfg.ro);
+	assert_int_equal(parse(&cfg, "rw=no"), 0);
+	assert_true(cfg.ro);
+	assert_int_equal(parse(&cfg, "noro"), 0);
+	assert_false(cfg.ro);
+	expect_refused("ro=2", "ro");
+}
+
+static void test_config_all_knobs_at_once(void **state)
+{
+	struct sfs_config cfg;
+
+	assert_int_equal(parse(&cfg, "alloc=blockmap,data=none,mem=64M,"
+				     "direct,ro"),
+			 0);
+	assert_string_equal(cfg.alloc, "blockmap");
+	assert_string_equal(cfg.journal, "none");
+	assert_int_equal(cfg.mem_bytes, 64 * MiB);
+	assert_true(cfg.direct);
+	assert_true(cfg.ro);
+}
+
+static void test_config_malformed_refused(void **state)
+{
+	expect_refused(",,", "empty");
+	expect_refused(",", "empty");
+	expect_refused("ro,", "empty");
+	expect_refused(",ro", "empty");
+	expect_refused("ro,,direct", "empty");
+	expect_refused("=x", "no name");
+	expect_refused("=", "no name");
+	expect_refused("mem=", "mem");
+	expect_refused("mem", "needs a value");
+	expect_refused("mem=12Q", "12Q");
+	expect_refused("mem=-1", "-1");
+	expect_refused("mem=+1M", "+1M");
+	expect_refused("mem= 1M", "mem");
+	expect_refused("mem=1M ", "mem");
+	expect_refused("mem=1MB", "1MB");
+	expect_refused("mem=M", "mem");
+	expect_refused("mem=1.5G", "1.5G");
+	expect_refused("mem=0x100000", "0x100000");
+	/* overflow: of the digits, and of the suffix multiplication */
+	expect_refused("mem=99999999999999999999", "mem");
+	expect_refused("mem=18446744073709551616", "mem");
+	expect_refused("mem=16777216T", "mem");
+}
+
+static void test_config_error_leaves_cfg_unchanged(void **state)
+{
+	/* good knobs before the bad one must not stick */
+	expect_refused("mem=64M,direct,ro,alloc=bad", "alloc");
+	expect_refused("mem=64M,nodirect=1", "nodirect");
+	expect_refused("direct,mem=1x", "mem");
+}
+
+static void test_config_unknown_refused(void **state)
+{
+	struct sfs_config cfg, before;
+	char *err = NULL;
+
+	sfs_config_defaults(&cfg);
+	before = cfg;
+	assert_int_equal(
+	    sfs_config_parse(&cfg, "mem=8M,allow_other", NULL, &err), -EINVAL);
+	assert_non_null(err);
+	assert_non_null(strstr(err, "unknown option 'allow_other'"));
+	/* the message lists the valid knobs */
+	assert_non_null(strstr(err, "alloc"));
+	assert_non_null(strstr(err, "mem"));
+	assert_non_null(strstr(err, "direct"));
+	assert_cfg_equal(&cfg, &before);
+	g_free(err);
+
+	/* "no" + a non-boolean knob is no knob */
+	err = NULL;
+	assert_int_equal(sfs_config_parse(&cfg, "nomem", NULL, &err), -EINVAL);
+	assert_non_null(strstr(err, "unknown option 'nomem'"));
+	g_free(err);
+}
+
+static void test_config_unknown_passthrough(void **state)
+{
+	struct sfs_config cfg;
+	char *err = NULL, *unknown = NULL;
+
+	sfs_config_defaults(&cfg);
+	assert_int_equal(sfs_config_parse(&cfg,
+					  "allow_other,mem=64M,fsname=a\\,b,"
+					  "default_permissions,nodev,direct",
+					  &unknown, &err),
+			 0);
+	assert_null(err);
+	assert_int_equal(cfg.mem_bytes, 64 * MiB);
+	assert_true(cfg.direct);
+	assert_non_null(unknown);
+	assert_string_equal(unknown, "allow_other,fsname=a\\,b,"
+				     "default_permissions,nodev");
+
+	/* appended to what the list already holds */
+	assert_int_equal(
+	    sfs_config_parse(&cfg, "max_read=4096,ro", &unknown, &err), 0);
+	assert_string_equal(unknown, "allow_other,fsname=a\\,b,"
+				     "default_permissions,nodev,max_read=4096");
+	assert_true(cfg.ro);
+	g_free(unknown);
+
+	/* nothing unknown: the list stays NULL */
+	unknown = NULL;
+	assert_int_equal(sfs_config_parse(&cfg, "rw", &unknown, &err), 0);
+	assert_null(unknown);
+}
+
+static void test_config_set(void **state)
+{
+	struct sfs_config cfg, before;
+	char *err = NULL;
+
+	sfs_config_defaults(&cfg);
+	assert_int_equal(sfs_config_set(&cfg, "mem", "8M", &err), 0);
+	assert_int_equal(cfg.mem_bytes, 8 * MiB);
+	assert_int_equal(sfs_config_set(&cfg, "direct", NULL, &err), 0);
+	assert_true(cfg.direct);
+	assert_int_equal(sfs_config_set(&cfg, "nodirect", NULL, &err), 0);
+	assert_false(cfg.direct);
+	assert_int_equal(sfs_config_set(&cfg, "journal", "none", &err), 0);
+	assert_null(err);
+
+	before = cfg;
+	assert_int_equal(sfs_config_set(&cfg, "mem", NULL, &err), -EINVAL);
+	assert_non_null(err);
+	g_free(err);
+	err = NULL;
+	assert_int_equal(sfs_config_set(&cfg, "mem", "lots", &err), -EINVAL);
+	assert_non_null(strstr(err, "lots"));
+	g_free(err);
+	err = NULL;
+	assert_int_equal(sfs_config_set(&cfg, "bogus", "1", &err), -EINVAL);
+	assert_non_null(strstr(err, "bogus"));
+	g_free(err);
+	err = NULL;
+	assert_int_equal(sfs_config_set(&cfg, "", "1", &err), -EINVAL);
+	g_free(err);
+	assert_cfg_equal(&cfg, &before);
+}
+
+static void test_config_parse_size(void **state)
+{
+	static const struct {
+		const char *text;
+		uint64_t bytes;
+	} good[] = {
+	    {"0", 0},
+	    {"1", 1},
+	    {"4096", 4096},
+	    {"1K", 1024},
+	    {"1k", 1024},
+	    {"64M", 64 * MiB},
+	    {"1G", 1ull << 30},
+	    {"2T", 2ull << 40},
+	    {"16777215T", 16777215ull << 40},
+	    {"18446744073709551615", UINT64_MAX},
+	};
+	static const char *const bad[] = {
+	    "",
+	    "K",
+	    "-1",
+	    "+1",
+	    " 1",
+	    "1 ",
+	    "1KK",
+	    "1KB",
+	    "1Q",
+	    "1.0",
+	    "0x10",
+	    "1e3",
+	    "18446744073709551616",
+	    "16777216T",
+	    "99999999999999999999999",
+	};
+	uint64_t v;
+
+	for (size_t i = 0; i < G_N_ELEMENTS(good); i++) {
+		v = 12345;
+		if (sfs_parse_size(good[i].text, &v) != 0)
+			fail_msg("'%s' refused", good[i].text);
+		assert_int_equal(v, good[i].bytes);
+	}
+	for (size_t i = 0; i < G_N_ELEMENTS(bad); i++) {
+		v = 12345;
+		if (sfs_parse_size(bad[i], &v) != -EINVAL)
+			fail_msg("'%s' accepted", bad[i]);
+		assert_int_equal(v, 12345); /* untouched */
+	}
+}
+
+/* Print cfg into a string (g_free it). */
+static char *print_cfg(const struct sfs_config *cfg)
+{
+	char *text = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&text, &len);
+
+	assert_non_null(f);
+	sfs_config_print(cfg, f);
+	fclose(f);
+	return text;
+}
+
+static void test_config_print_roundtrip(void **state)
+{
+	struct sfs_config cfg, back;
+	char *text, *opts, *err = NULL;
+
+	sfs_config_defaults(&cfg);
+	text = print_cfg(&cfg);
+	assert_string_equal(text, "alloc=blockmap\ndata=none\nmem=256M\n"
+				  "direct=off\nro=off\n");
+	free(text);
+
+	assert_int_equal(parse(&cfg, "mem=1536K,direct,ro"), 0);
+	text = print_cfg(&cfg);
+	assert_non_null(strstr(text, "mem=1536K\n"));
+	assert_non_null(strstr(text, "direct=on\n"));
+	assert_non_null(strstr(text, "ro=on\n"));
+
+	/* what print writes, parse reads back to the same config */
+	g_strstrip(text);
+	opts = g_strdelimit(g_strdup(text), "\n", ',');
+	sfs_config_defaults(&back);
+	assert_int_equal(sfs_config_parse(&back, opts, NULL, &err), 0);
+	assert_cfg_equal(&cfg, &back);
+	g_free(opts);
+	free(text);
+}
+
+static void test_config_print_help(void **state)
+{
+	char *text = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&text, &len);
+
+	assert_non_null(f);
+	sfs_config_print_help(f);
+	fclose(f);
+	assert_non_null(strstr(text, "alloc=NAME"));
+	assert_non_null(strstr(text, "data=MODE"));
+	assert_non_null(strstr(text, "journal="));
+	assert_non_null(strstr(text, "mem=SIZE"));
+	assert_non_null(strstr(text, "direct"));
+	assert_non_null(strstr(text, "ro"));
+	assert_non_null(strstr(text, "default 256M"));
+	free(text);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_config_defaults),
+	    cmocka_unit_test(test_config_empty_string),
+	    cmocka_unit_test(test_config_alloc),
+	    cmocka_unit_test(test_config_data_and_journal),
+	    cmocka_unit_test(test_config_mem),
+	    cmocka_unit_test(test_config_direct_bool_forms),
+	    cmocka_unit_test(test_config_ro_rw),
+	    cmocka_unit_test(test_config_all_knobs_at_once),
+	    cmocka_unit_test(test_config_malformed_refused),
+	    cmocka_unit_test(test_config_error_leaves_cfg_unchanged),
+	    cmocka_unit_test(test_config_unknown_refused),
+	    cmocka_unit_test(test_config_unknown_passthrough),
+	    cmocka_unit_test(test_config_set),
+	    cmocka_unit_test(test_config_parse_size),
+	    cmocka_unit_test(test_config_print_roundtrip),
+	    cmocka_unit_test(test_config_print_help),
+	};
+
+	return cmocka_run_group_tests_name("config", tests, NULL, NULL);
+}
