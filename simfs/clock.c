@@ -147,3 +147,16 @@ static const struct sfs_clock_ops clk_real_ops = {
     .now = real_now,
     .sleep_until = real_sleep_until,
 };
+
+/*
+ * Wall-clock time (CLOCK_REALTIME) in ns since the Unix epoch.  Only for
+ * anchoring inode time stamps at mount; intervals always come from a
+ * struct sfs_clock.
+ */
+sfs_ns_t sfs_clock_wall_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (sfs_ns_t)ts.tv_sec * SFS_NS_PER_S + (sfs_ns_t)ts.tv_nsec;
+}

@@ -16,6 +16,8 @@
 #include <stdio.h>
 
 #define SFS_NAME_LEN 32
+#define SFS_SPEC_LEN 256
+#define SFS_PATH_LEN 4096
 
 struct sfs_config {
 	char alloc[SFS_NAME_LEN];   /* placement + mapping model: "blockmap" */
@@ -23,6 +25,13 @@ struct sfs_config {
 	uint64_t mem_bytes;         /* buffer cache budget */
 	bool direct;                /* O_DIRECT on the backing device */
 	bool ro;                    /* read-only mount */
+	/* measurement (doc/device-models.md, doc/measurement.md) */
+	char device[SFS_SPEC_LEN];  /* timing model spec: "ideal", "hdd-2009",
+				       "hdd,rpm=5400" */
+	char sched[SFS_SPEC_LEN];   /* I/O scheduler spec: "elevator", "noop" */
+	char clock[SFS_NAME_LEN];   /* "virtual", "account" or "emulate" */
+	char stats_path[SFS_PATH_LEN]; /* JSON report at unmount, or "" */
+	char iolog_path[SFS_PATH_LEN]; /* device request log, or "" */
 };
 
 /* Defaults for every knob. */

@@ -28,8 +28,12 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "clock.h"
 #include "fs_priv.h"
+#include "iolog.h"
 #include "models/journal/jbd2.h"
+#include "stats.h"
+#include "timedev.h"
 
 #define SFS_ICACHE_MAX 65536 /* unreferenced inodes kept in memory */
 
@@ -77,8 +81,10 @@ int sfs_check_name(const char *name, size_t *len_out)
 
 void sfs_now(struct sfs_fs *fs, struct timespec *out)
 {
-	(void)fs;
-	clock_gettime(CLOCK_REALTIME, out);
+	sfs_ns_t t = fs->time_base_ns + sfs_clock_now_ns(fs->clock);
+
+	out->tv_sec = (time_t)(t / SFS_NS_PER_S);
+	out->tv_nsec = (long)(t % SFS_NS_PER_S);
 }
 
 /* ---- feature names ---- */
@@ -824,6 +830,12 @@ static void inode_free_cb(gpointer p)
 
 static void fs_free(struct sfs_fs *fs)
 {
+	if (fs->stats)
+		sfs_stats_free(fs->stats);
+	if (fs->bd && fs->iolog)
+		sfs_timedev_set_log(fs->bd, NULL, NULL);
+	if (fs->iolog)
+		sfs_iolog_close(fs->iolog);
 	if (fs->alloc) {
 		if (fs->alloc->ops->fini)
 			fs->alloc->ops->fini(fs->alloc);
@@ -839,6 +851,8 @@ static void fs_free(struct sfs_fs *fs)
 		sfs_bdev_close(fs->bd);
 	if (fs->rand)
 		g_rand_free(fs->rand);
+	if (fs->clock)
+		sfs_clock_free(fs->clock);
 	g_free(fs->gd);
 	g_free(fs->err_msg);
 	g_mutex_clear(&fs->lock);
@@ -865,9 +879,104 @@ int sfs_fs_sync(struct sfs_fs *fs)
 	if (!fs)
 		return -EINVAL;
 	sfs_lock(fs);
+	sfs_count_op(fs, SFS_OP_SYNC);
 	rc = fs_sync_locked(fs);
 	sfs_unlock(fs);
 	return rc;
+}
+
+static const char *const op_names[SFS_OP_COUNT] = {
+	[SFS_OP_LOOKUP] = "lookup",       [SFS_OP_GETATTR] = "getattr",
+	[SFS_OP_SETATTR] = "setattr",     [SFS_OP_MKNOD] = "mknod",
+	[SFS_OP_MKDIR] = "mkdir",         [SFS_OP_SYMLINK] = "symlink",
+	[SFS_OP_LINK] = "link",           [SFS_OP_UNLINK] = "unlink",
+	[SFS_OP_RMDIR] = "rmdir",         [SFS_OP_RENAME] = "rename",
+	[SFS_OP_READLINK] = "readlink",   [SFS_OP_OPEN] = "open",
+	[SFS_OP_RELEASE] = "release",     [SFS_OP_READ] = "read",
+	[SFS_OP_WRITE] = "write",         [SFS_OP_FSYNC] = "fsync",
+	[SFS_OP_READDIR] = "readdir",     [SFS_OP_STATFS] = "statfs",
+	[SFS_OP_GETXATTR] = "getxattr",   [SFS_OP_SETXATTR] = "setxattr",
+	[SFS_OP_LISTXATTR] = "listxattr", [SFS_OP_REMOVEXATTR] = "removexattr",
+	[SFS_OP_SYNC] = "sync",
+};
+
+/* Stats section "ops": the workload as the engine saw it. */
+static void ops_source(void *ctx, struct sfs_stats_writer *w)
+{
+	struct sfs_fs *fs = ctx;
+	struct sfs_bdev_counters dev;
+	uint64_t total = 0;
+
+	sfs_lock(fs);
+	sfs_stats_begin(w, "by_type");
+	for (int i = 0; i < SFS_OP_COUNT; i++) {
+		sfs_stats_put_u64(w, op_names[i], fs->ops[i]);
+		total += fs->ops[i];
+	}
+	sfs_stats_end(w);
+	sfs_stats_put_u64(w, "total", total);
+	sfs_stats_put_u64(w, "bytes_read", fs->bytes_read);
+	sfs_stats_put_u64(w, "bytes_written", fs->bytes_written);
+	sfs_bdev_counters(fs->bd, &dev);
+	/* device bytes written per byte the workload wrote */
+	sfs_stats_put_double(w, "write_amplification",
+			     fs->bytes_written
+				     ? (double)dev.bytes[SFS_IO_WRITE] /
+					       (double)fs->bytes_written
+				     : 0.0);
+	sfs_stats_put_u64(w, "allocator_bitmap_bytes_scanned",
+			  fs->alloc ? fs->alloc->words_scanned : 0);
+	sfs_stats_put_u64(w, "clock_ns", sfs_clock_now_ns(fs->clock));
+	sfs_unlock(fs);
+}
+
+/*
+ * The clock, the timing device over the backing device, the I/O log and
+ * the stats of one run, as cfg says.  On success fs->bd is the timing
+ * device (which owns the device below).
+ */
+static int setup_measurement(struct sfs_fs *fs, char **err)
+{
+	const struct sfs_config *cfg = &fs->cfg;
+	struct sfs_timedev_opts o = {0};
+	struct sfs_bdev *top;
+	int rc;
+
+	if (!cfg->clock[0] || strcmp(cfg->clock, "virtual") == 0) {
+		fs->clock = sfs_clock_new_virtual();
+		o.mode = SFS_TIMEDEV_EMULATE; /* service time moves the clock */
+	} else {
+		rc = sfs_timedev_mode_parse(cfg->clock, &o.mode);
+		if (rc) {
+			*err = g_strdup_printf("unknown clock '%s' (valid: "
+					       "virtual, account, emulate)",
+					       cfg->clock);
+			return rc;
+		}
+		fs->clock = sfs_clock_new_real();
+		fs->time_base_ns = sfs_clock_wall_ns();
+	}
+	o.model = cfg->device[0] ? cfg->device : "ideal";
+	o.sched = cfg->sched[0] ? cfg->sched : NULL;
+	rc = sfs_timedev_new(fs->bd, fs->clock, &o, &top, err);
+	if (rc)
+		return rc;
+	fs->bd = top;
+	if (cfg->iolog_path[0]) {
+		rc = sfs_iolog_open(cfg->iolog_path, &fs->iolog);
+		if (rc) {
+			*err = g_strdup_printf("cannot open the I/O log '%s': "
+					       "%s",
+					       cfg->iolog_path,
+					       g_strerror(-rc));
+			return rc;
+		}
+		sfs_timedev_set_log(fs->bd, sfs_iolog_timedev_log, fs->iolog);
+	}
+	fs->stats = sfs_stats_new();
+	sfs_stats_add_source(fs->stats, "ops", ops_source, fs);
+	sfs_stats_add_timedev(fs->stats, "device", fs->bd);
+	return 0;
 }
 
 static int setup_alloc(struct sfs_fs *fs, char **err)
@@ -916,6 +1025,10 @@ int sfs_fs_open(struct sfs_bdev *bd, const struct sfs_config *cfg,
 	fs->bd = bd;
 	fs->ro = cfg->ro;
 
+	rc = setup_measurement(fs, &msg);
+	if (rc)
+		goto out_free;
+	bd = fs->bd;
 	if (sfs_bdev_size_bytes(bd) < SFS_SUPER_OFFSET + SFS_SUPER_SIZE) {
 		msg = g_strdup_printf("device too small (%llu bytes) to hold "
 				      "a superblock",
@@ -952,6 +1065,11 @@ int sfs_fs_open(struct sfs_bdev *bd, const struct sfs_config *cfg,
 	rc = check_features(&fs->sb, &msg);
 	if (rc)
 		goto out_free;
+	if (sfs_clock_is_virtual(fs->clock))
+		fs->time_base_ns =
+			(sfs_ns_t)MAX(sfs_le32(fs->sb.s_wtime),
+				      sfs_le32(fs->sb.s_mkfs_time)) *
+			SFS_NS_PER_S;
 
 	rc = sfs_cache_new(bd, fs->bs, cfg->mem_bytes, &fs->cache);
 	if (rc) {
@@ -959,6 +1077,7 @@ int sfs_fs_open(struct sfs_bdev *bd, const struct sfs_config *cfg,
 				      g_strerror(-rc));
 		goto out_free;
 	}
+	sfs_stats_add_cache(fs->stats, "cache", fs->cache, &fs->lock);
 	fs->gd = g_try_new0(struct sfs_dgroup, fs->groups);
 	if (!fs->gd) {
 		rc = -ENOMEM;
@@ -1056,6 +1175,7 @@ int sfs_fs_close(struct sfs_fs *fs)
 	if (!fs)
 		return -EINVAL;
 	sfs_lock(fs);
+	sfs_count_op(fs, SFS_OP_SYNC);
 	if (!fs->ro) {
 		free_orphans(fs);
 		/* Restore the state found at mount (as ext2 does): an image
@@ -1067,8 +1187,35 @@ int sfs_fs_close(struct sfs_fs *fs)
 		rc = fs_sync_locked(fs);
 	}
 	sfs_unlock(fs);
+	/* the report covers the final write-back */
+	if (fs->cfg.stats_path[0]) {
+		int src = sfs_stats_write_json(fs->stats, fs->cfg.stats_path);
+		if (src) {
+			g_printerr("simfs: cannot write stats to '%s': %s\n",
+				   fs->cfg.stats_path, g_strerror(-src));
+			if (!rc)
+				rc = src;
+		}
+	}
+	if (fs->report)
+		sfs_stats_print_table(fs->stats, fs->report);
 	fs_free(fs);
 	return rc;
+}
+
+struct sfs_stats *sfs_fs_stats(struct sfs_fs *fs)
+{
+	return fs->stats;
+}
+
+struct sfs_clock *sfs_fs_clock(struct sfs_fs *fs)
+{
+	return fs->clock;
+}
+
+void sfs_fs_set_report(struct sfs_fs *fs, FILE *out)
+{
+	fs->report = out;
 }
 
 uint32_t sfs_fs_block_size(const struct sfs_fs *fs)

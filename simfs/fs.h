@@ -89,10 +89,19 @@ int sfs_fs_open(struct sfs_bdev *bd, const struct sfs_config *cfg,
 /* Write everything back, mark the image clean, close the device. */
 int sfs_fs_close(struct sfs_fs *fs);
 
-/* Write all dirty state to the device and flush it (sync(2)). */
+/*
+ * Write all dirty state to the device and flush it (sync(2)).
+ * The device stack the engine builds over bd, the clock and the stats come
+ * from cfg (device=, sched=, clock=, stats=, iolog=): see config.h.
+ */
 int sfs_fs_sync(struct sfs_fs *fs);
 
 uint32_t sfs_fs_block_size(const struct sfs_fs *fs);
+/* The run's statistics (stats.h) and clock (clock.h): owned by the fs. */
+struct sfs_stats *sfs_fs_stats(struct sfs_fs *fs);
+struct sfs_clock *sfs_fs_clock(struct sfs_fs *fs);
+/* Print the stats table to out (or nothing: NULL) at sfs_fs_close. */
+void sfs_fs_set_report(struct sfs_fs *fs, FILE *out);
 struct sfs_bdev *sfs_fs_bdev(struct sfs_fs *fs);
 const struct sfs_config *sfs_fs_config(const struct sfs_fs *fs);
 

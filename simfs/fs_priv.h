@@ -33,6 +33,37 @@
 #include "fs.h"
 
 struct sfs_dir_index; /* dir.c */
+struct sfs_clock;
+struct sfs_stats;
+struct sfs_iolog;
+
+/* Engine operations, counted by type in the "ops" stats section. */
+enum sfs_op {
+	SFS_OP_LOOKUP,
+	SFS_OP_GETATTR,
+	SFS_OP_SETATTR,
+	SFS_OP_MKNOD,
+	SFS_OP_MKDIR,
+	SFS_OP_SYMLINK,
+	SFS_OP_LINK,
+	SFS_OP_UNLINK,
+	SFS_OP_RMDIR,
+	SFS_OP_RENAME,
+	SFS_OP_READLINK,
+	SFS_OP_OPEN,
+	SFS_OP_RELEASE,
+	SFS_OP_READ,
+	SFS_OP_WRITE,
+	SFS_OP_FSYNC,
+	SFS_OP_READDIR,
+	SFS_OP_STATFS,
+	SFS_OP_GETXATTR,
+	SFS_OP_SETXATTR,
+	SFS_OP_LISTXATTR,
+	SFS_OP_REMOVEXATTR,
+	SFS_OP_SYNC,
+	SFS_OP_COUNT
+};
 
 /* One in-memory inode.  Protected by fs->lock. */
 struct sfs_inode {
@@ -80,6 +111,16 @@ struct sfs_fs {
 	GQueue ilru;            /* cached inodes with no refs/opens, LRU first */
 	GRand *rand;            /* seeded: generation numbers */
 
+	/* measurement (shared by all layers) */
+	struct sfs_clock *clock;  /* virtual or real; owned */
+	sfs_ns_t time_base_ns;    /* wall time of clock 0, for time stamps */
+	struct sfs_stats *stats;  /* the run's report; owned */
+	struct sfs_iolog *iolog;  /* device request log, or NULL */
+	uint64_t ops[SFS_OP_COUNT];    /* calls by type */
+	uint64_t bytes_read;      /* by the workload (sfs_read) */
+	uint64_t bytes_written;   /* by the workload (sfs_write) */
+	FILE *report;             /* table printed at close, or NULL */
+
 	struct sfs_alloc *alloc;          /* placement model */
 	const struct sfs_map_ops *map;    /* mapping model */
 	bool ro;
@@ -90,8 +131,15 @@ struct sfs_fs {
 static inline void sfs_lock(struct sfs_fs *fs) { g_mutex_lock(&fs->lock); }
 static inline void sfs_unlock(struct sfs_fs *fs) { g_mutex_unlock(&fs->lock); }
 
+/* ---- counting ---- */
+static inline void sfs_count_op(struct sfs_fs *fs, enum sfs_op op)
+{
+	fs->ops[op]++;
+}
+
 /* ---- time ---- */
-/* Current time for inode stamps (wall clock; a clock layer replaces it). */
+/* Current time for inode stamps: the clock's time since mount, anchored at
+ * mount to wall time (real clock) or the image's last write (virtual). */
 void sfs_now(struct sfs_fs *fs, struct timespec *out);
 
 /* ---- inode accessors (host-endian views of struct sfs_dinode) ---- */

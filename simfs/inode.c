@@ -246,6 +246,7 @@ int sfs_getattr(struct sfs_fs *fs, sfs_ino_t ino, struct sfs_attr *out)
 	if (!fs || !out)
 		return -EINVAL;
 	sfs_lock(fs);
+	sfs_count_op(fs, SFS_OP_GETATTR);
 	rc = sfs_iget(fs, ino, &ip);
 	if (rc == 0) {
 		sfs_i_to_attr(fs, ip, out);
@@ -265,6 +266,7 @@ int sfs_setattr(struct sfs_fs *fs, sfs_ino_t ino, const struct sfs_attr *in,
 	if (!fs || (valid && !in))
 		return -EINVAL;
 	sfs_lock(fs);
+	sfs_count_op(fs, SFS_OP_SETATTR);
 	rc = sfs_iget(fs, ino, &ip);
 	if (rc)
 		goto out_unlock;
@@ -326,6 +328,7 @@ int sfs_open(struct sfs_fs *fs, sfs_ino_t ino, int flags)
 	if (!fs)
 		return -EINVAL;
 	sfs_lock(fs);
+	sfs_count_op(fs, SFS_OP_OPEN);
 	rc = sfs_iget(fs, ino, &ip);
 	if (rc)
 		goto out_unlock;
@@ -358,6 +361,7 @@ int sfs_release(struct sfs_fs *fs, sfs_ino_t ino)
 	if (!fs)
 		return -EINVAL;
 	sfs_lock(fs);
+	sfs_count_op(fs, SFS_OP_RELEASE);
 	ip = g_hash_table_lookup(fs->icache, GUINT_TO_POINTER(ino));
 	if (!ip || ip->opens == 0) {
 		sfs_unlock(fs);
@@ -385,6 +389,7 @@ int sfs_read(struct sfs_fs *fs, sfs_ino_t ino, uint64_t off, size_t len,
 		return -EINVAL;
 	*got_out = 0;
 	sfs_lock(fs);
+	sfs_count_op(fs, SFS_OP_READ);
 	rc = sfs_iget(fs, ino, &ip);
 	if (rc)
 		goto out_unlock;
@@ -452,6 +457,7 @@ int sfs_read(struct sfs_fs *fs, sfs_ino_t ino, uint64_t off, size_t len,
 	}
 out_put:
 	*got_out = done;
+	fs->bytes_read += done;
 	if (done > 0)
 		rc = 0; /* a short read reports what it got */
 	sfs_iput(fs, ip);
@@ -500,6 +506,7 @@ int sfs_write(struct sfs_fs *fs, sfs_ino_t ino, uint64_t off, const void *buf,
 		return -EINVAL;
 	*written_out = 0;
 	sfs_lock(fs);
+	sfs_count_op(fs, SFS_OP_WRITE);
 	rc = sfs_iget(fs, ino, &ip);
 	if (rc)
 		goto out_unlock;
@@ -578,6 +585,7 @@ out_size:
 	}
 out_put:
 	*written_out = done;
+	fs->bytes_written += done;
 	sfs_iput(fs, ip);
 out_unlock:
 	sfs_unlock(fs);
@@ -586,13 +594,18 @@ out_unlock:
 
 int sfs_fsync(struct sfs_fs *fs, sfs_ino_t ino, bool datasync)
 {
-	struct sfs_attr attr;
+	struct sfs_inode *ip;
 	int rc;
 
 	(void)datasync;
 	if (!fs)
 		return -EINVAL;
-	rc = sfs_getattr(fs, ino, &attr);
+	sfs_lock(fs);
+	sfs_count_op(fs, SFS_OP_FSYNC);
+	rc = sfs_iget(fs, ino, &ip);
+	if (rc == 0)
+		sfs_iput(fs, ip);
+	sfs_unlock(fs);
 	if (rc)
 		return rc;
 	/* No per-file writeback yet: fsync writes everything, like sync. */
@@ -606,6 +619,7 @@ int sfs_statfs(struct sfs_fs *fs, struct sfs_statfs *out)
 	if (!fs || !out)
 		return -EINVAL;
 	sfs_lock(fs);
+	sfs_count_op(fs, SFS_OP_STATFS);
 	/* Overhead as ext2's statfs counts it: block 0 (1 KiB blocks),
 	 * superblock and GDT copies, bitmaps and inode tables. */
 	overhead = fs->first_data_block;
