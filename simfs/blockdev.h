@@ -139,7 +139,11 @@ enum sfs_io_cat sfs_bdev_req_cat(const struct sfs_bdev *bd);
 /* Install the hook point (one per device; NULL removes it). */
 void sfs_bdev_set_hook(struct sfs_bdev *bd, sfs_bdev_hook_fn fn, void *arg);
 
-/* Per-device counters, kept by the door whatever the hook does. */
+/*
+ * Per-device counters, kept by the door whatever the hook does: reqs and
+ * bytes count every in-range request, failed ones included (a zero request
+ * is a write); errors counts every failed request, out-of-range ones too.
+ */
 struct sfs_bdev_counters {
 	uint64_t reqs[3];                   /* by op */
 	uint64_t bytes[3];                  /* by op */

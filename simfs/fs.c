@@ -308,7 +308,10 @@ static int check_groups(struct sfs_fs *fs, char **err)
 					       g);
 			return -EINVAL;
 		}
-		if (sfs_le16(gd->bg_flags) || sfs_le16(gd->bg_itable_unused)) {
+		/* INODE_ZEROED (0x4) is harmless and mke2fs sets it; the
+		 * uninitialised-group flags need uninit_bg. */
+		if ((sfs_le16(gd->bg_flags) & 0x3) ||
+		    sfs_le16(gd->bg_itable_unused)) {
 			*err = g_strdup_printf("group %u: uninitialised-group "
 					       "flags set (uninit_bg is not "
 					       "supported)",

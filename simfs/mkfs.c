@@ -1,0 +1,738 @@
+/*
+ * mkfs.c - write a fresh ext2 filesystem: the image mke2fs 1.47 makes with
+ *   mke2fs -t ext2 -b BS -I ISIZE -i RATIO -m PCT \
+ *          -O none,sparse_super,filetype,large_file,ext_attr
+ * (same geometry, same block placement, same superblock fields), so the
+ * two can be compared field by field (doc: ext-format sections 1-5, 10).
+ *
+ * Geometry (mk_geometry) follows ext2fs_initialize: groups of 8 x bs
+ * blocks; inodes = size / ratio spread over the groups, rounded up to fill
+ * the inode-table blocks and down to a multiple of 8; a last group too
+ * small for its metadata + 50 blocks is cut off; too many inodes per group
+ * shrinks blocks_per_group by 8 and starts again.
+ *
+ * Layout of group g (sparse_super backups in groups 0, 1, 3^k, 5^k, 7^k):
+ *   [superblock][GDT]  (backup groups)  [block bitmap][inode bitmap]
+ *   [inode table][data ...]
+ * Group 0's data starts with the root directory block (inode 2) and the
+ * lost+found blocks (inode 11: 12/8/4 blocks at 1/2/4 KiB).  Reserved
+ * inodes 1..10 are marked used; inode 1 carries only its a/c/mtime.
+ *
+ * Write order: the old primary superblock is wiped first, the new one is
+ * written last, then the device is flushed, so a half-made image is never
+ * taken for a filesystem.  Inode tables are zeroed (cheaply, through
+ * sfs_bdev_zero) unless the device is known to read as zero.
+ */
+#include <errno.h>
+#include <stdarg.h>
+#include <string.h>
+
+#include <glib.h>
+
+#include "format.h"
+#include "mkfs.h"
+
+#define MK_MAX_BLOCKS 0xFFFFFFFFull  /* 32-bit block numbers (no 64bit) */
+#define MK_LPF_MIN_BYTES (16 * 1024) /* lost+found: >= 16 KiB, >= 2 blocks */
+#define MK_DEF_HASH_HALF_MD4 1
+#define MK_FLAGS_SIGNED_HASH 0x1
+#define MK_DEF_MOUNT_OPTS 0x000C /* user_xattr | acl */
+#define MK_ERRORS_CONTINUE 1
+#define MK_ROOT_MODE (SFS_S_IFDIR | 0755)
+#define MK_LPF_MODE (SFS_S_IFDIR | 0700)
+
+/* The geometry of the filesystem being made. */
+struct mk_geo {
+	uint32_t bs;	   /* block size, bytes */
+	uint32_t log_bs;   /* s_log_block_size */
+	uint32_t isize;	   /* inode size, bytes */
+	uint32_t first;	   /* s_first_data_block */
+	uint64_t blocks;   /* s_blocks_count */
+	uint64_t r_blocks; /* s_r_blocks_count */
+	uint32_t bpg;	   /* blocks per group */
+	uint32_t groups;
+	uint32_t desc_blocks; /* GDT blocks */
+	uint32_t ipg;	      /* inodes per group */
+	uint32_t itb;	      /* inode table blocks per group */
+	uint32_t lpf_blocks;  /* lost+found size, blocks */
+	uint32_t lpf_group;   /* group of inode 11, which holds its blocks */
+	uint64_t root_blk;    /* the root directory's block */
+	uint64_t lpf_blk;     /* lost+found's first block */
+};
+
+/* State of one sfs_mkfs run. */
+struct mk {
+	struct sfs_bdev *bd;
+	const struct sfs_mkfs_params *p;
+	struct mk_geo g;
+	bool zeroed;	      /* device known to read as zero */
+	uint32_t now;	      /* time stamp for everything */
+	struct sfs_dsuper sb; /* primary superblock, on-disk form */
+	uint8_t *gdt;	      /* desc_blocks * bs bytes */
+	uint8_t *blk;	      /* scratch, several blocks */
+	char **err;
+};
+
+static int mk_fail(struct mk *m, int rc, const char *fmt, ...)
+    G_GNUC_PRINTF(3, 4);
+
+/* Store a one-line message in *err and return rc. */
+static int mk_fail(struct mk *m, int rc, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (m->err && !*m->err) {
+		va_start(ap, fmt);
+		*m->err = g_strdup_vprintf(fmt, ap);
+		va_end(ap);
+	}
+	return rc;
+}
+
+void sfs_mkfs_defaults(struct sfs_mkfs_params *p)
+{
+	memset(p, 0, sizeof(*p));
+	p->block_size = 4096;
+	p->inode_ratio = 16384;
+	p->inode_size = 256;
+	p->reserved_pct = 5;
+}
+
+static uint64_t div_ceil(uint64_t a, uint64_t b)
+{
+	return (a + b - 1) / b;
+}
+
+/* Blocks in group g (the last one may be short). */
+static uint32_t mk_group_blocks(const struct mk_geo *g, uint32_t grp)
+{
+	if (grp + 1 < g->groups)
+		return g->bpg;
+	return (uint32_t)(g->blocks - g->first - (uint64_t)grp * g->bpg);
+}
+
+static uint64_t mk_group_first(const struct mk_geo *g, uint32_t grp)
+{
+	return g->first + (uint64_t)grp * g->bpg;
+}
+
+/* Metadata blocks at the start of group g. */
+static uint32_t mk_group_meta(const struct mk_geo *g, uint32_t grp)
+{
+	uint32_t n = 2 + g->itb;
+
+	if (sfs_group_has_super(grp, 1))
+		n += 1 + g->desc_blocks;
+	return n;
+}
+
+/*
+ * Blocks in use at the start of group g: metadata, then (group 0) the root
+ * directory, then (the group of inode 11, usually 0) lost+found, which is
+ * where mke2fs's goal (the inode's own group) puts them.
+ */
+static uint32_t mk_group_used(const struct mk_geo *g, uint32_t grp)
+{
+	return mk_group_meta(g, grp) + (grp == 0 ? 1 : 0) +
+	       (grp == g->lpf_group ? g->lpf_blocks : 0);
+}
+
+/* Inodes 1..SFS_FIRST_INO (reserved + lost+found) that live in group g. */
+static uint32_t mk_group_rsv_inodes(const struct mk_geo *g, uint32_t grp)
+{
+	uint64_t before = (uint64_t)grp * g->ipg;
+
+	if (before >= SFS_FIRST_INO)
+		return 0;
+	return (uint32_t)MIN((uint64_t)g->ipg, SFS_FIRST_INO - before);
+}
+
+/* Directories in group g: root (inode 2) and lost+found (inode 11). */
+static uint32_t mk_group_dirs(const struct mk_geo *g, uint32_t grp)
+{
+	return (grp == (SFS_ROOT_INO - 1) / g->ipg) +
+	       (grp == (SFS_FIRST_INO - 1) / g->ipg);
+}
+
+/*
+ * Compute the geometry as ext2fs_initialize does for the mke2fs command
+ * line above.  0, or -EINVAL with a message.
+ */
+static int mk_geometry(struct mk *m, uint64_t size_bytes, bool whole_device)
+{
+	const struct sfs_mkfs_params *p = m->p;
+	struct mk_geo *g = &m->g;
+	uint64_t blocks_param, r_param, inodes_req, inodes, ipg, rem;
+	uint32_t overhead, ipg_max;
+
+	g->bs = p->block_size;
+	g->log_bs = p->block_size == 1024 ? 0 : p->block_size == 2048 ? 1 : 2;
+	g->isize = p->inode_size;
+	g->first = g->bs == 1024 ? 1 : 0;
+
+	blocks_param = size_bytes / g->bs;
+	if (whole_device && g->bs < 4096) /* as mke2fs: whole pages */
+		blocks_param &= ~(uint64_t)(4096 / g->bs - 1);
+	if (blocks_param > MK_MAX_BLOCKS)
+		return mk_fail(
+		    m, -EINVAL,
+		    "mkfs: %" G_GUINT64_FORMAT " blocks of %u bytes "
+		    "do not fit 32-bit block numbers (at most "
+		    "%" G_GUINT64_FORMAT " bytes at this block size)",
+		    blocks_param, g->bs, (uint64_t)(MK_MAX_BLOCKS * g->bs));
+	if (blocks_param < 16)
+		return mk_fail(m, -EINVAL,
+			       "mkfs: device too small (%" G_GUINT64_FORMAT
+			       " bytes)",
+			       size_bytes);
+	inodes_req = blocks_param * g->bs / p->inode_ratio;
+	if (inodes_req > 0xFFFFFFFFull)
+		return mk_fail(m, -EINVAL,
+			       "mkfs: too many inodes (%" G_GUINT64_FORMAT
+			       "): raise the bytes-per-inode ratio",
+			       inodes_req);
+	if (inodes_req * g->isize >= blocks_param * g->bs)
+		return mk_fail(m, -EINVAL,
+			       "mkfs: inode size %u x %" G_GUINT64_FORMAT
+			       " inodes is too big for a %" G_GUINT64_FORMAT
+			       "-block filesystem",
+			       g->isize, inodes_req, blocks_param);
+	r_param =
+	    (uint64_t)((double)p->reserved_pct * (double)blocks_param / 100.0);
+	if (r_param >= blocks_param)
+		return mk_fail(m, -EINVAL, "mkfs: reserved blocks exceed size");
+
+	g->blocks = blocks_param;
+	g->r_blocks = r_param;
+	g->bpg = g->bs * 8;
+	ipg_max = 65536 - g->bs / g->isize;
+retry:
+	g->groups = (uint32_t)div_ceil(g->blocks - g->first, g->bpg);
+	if (g->groups == 0)
+		return mk_fail(m, -EINVAL, "mkfs: device too small");
+	g->desc_blocks = (uint32_t)div_ceil(g->groups, g->bs / 32);
+	inodes =
+	    inodes_req < SFS_FIRST_INO + 1 ? SFS_FIRST_INO + 1 : inodes_req;
+	ipg = div_ceil(inodes, g->groups);
+	if (ipg > g->bs * 8) {
+		if (g->bpg < 256)
+			return mk_fail(m, -EINVAL,
+				       "mkfs: too many inodes per group: "
+				       "raise the bytes-per-inode ratio");
+		/* Retry with slightly smaller groups, as mke2fs does. */
+		g->bpg -= 8;
+		g->blocks = blocks_param;
+		goto retry;
+	}
+	if (ipg > ipg_max)
+		ipg = ipg_max;
+ipg_retry:
+	g->itb = (uint32_t)div_ceil(ipg * g->isize, g->bs);
+	g->ipg = g->itb * g->bs / g->isize;
+	if (g->ipg < 8)
+		g->ipg = 8;
+	g->ipg &= ~7u;
+	g->itb = (uint32_t)div_ceil((uint64_t)g->ipg * g->isize, g->bs);
+	if ((uint64_t)g->ipg * g->groups > 0xFFFFFFFFull) {
+		ipg--;
+		goto ipg_retry;
+	}
+
+	if (g->desc_blocks > g->bpg * 3 / 4) /* mke2fs would use meta_bg */
+		return mk_fail(m, -EINVAL,
+			       "mkfs: %u groups need meta_bg, which simfs does "
+			       "not support: use a larger block size",
+			       g->groups);
+	overhead = 3 + g->itb + g->desc_blocks;
+	if (overhead > g->bpg)
+		return mk_fail(m, -EINVAL,
+			       "mkfs: inode tables do not fit in a group: "
+			       "raise the bytes-per-inode ratio");
+
+	/* Drop a last group too small for its metadata + 50 blocks. */
+	overhead = 2 + g->itb;
+	if (sfs_group_has_super(g->groups - 1, 1))
+		overhead += 1 + g->desc_blocks;
+	rem = (g->blocks - g->first) % g->bpg;
+	if (g->groups == 1 && rem && rem < overhead)
+		return mk_fail(m, -EINVAL,
+			       "mkfs: device too small (%" G_GUINT64_FORMAT
+			       " blocks) for the group metadata",
+			       g->blocks);
+	if (rem && rem < overhead + 50) {
+		double ratio = 100.0 * (double)r_param / (double)blocks_param;
+
+		g->blocks -= rem;
+		g->r_blocks = (uint64_t)(ratio * (double)g->blocks / 100.0);
+		goto retry;
+	}
+
+	if ((uint64_t)g->ipg * g->groups <= SFS_FIRST_INO)
+		return mk_fail(m, -EINVAL,
+			       "mkfs: only %u inodes: raise the size or lower "
+			       "the bytes-per-inode ratio",
+			       g->ipg * g->groups);
+	g->lpf_blocks = 1;
+	while (g->lpf_blocks < SFS_NDIR_BLOCKS &&
+	       ((uint64_t)g->lpf_blocks * g->bs < MK_LPF_MIN_BYTES ||
+		g->lpf_blocks < 2))
+		g->lpf_blocks++;
+	g->lpf_group = (SFS_FIRST_INO - 1) / g->ipg;
+	if (mk_group_used(g, 0) > mk_group_blocks(g, 0) ||
+	    mk_group_used(g, g->lpf_group) > mk_group_blocks(g, g->lpf_group))
+		return mk_fail(m, -EINVAL,
+			       "mkfs: device too small for the root directory "
+			       "and lost+found (%" G_GUINT64_FORMAT " blocks)",
+			       g->blocks);
+	g->root_blk = mk_group_first(g, 0) + mk_group_meta(g, 0);
+	g->lpf_blk = mk_group_first(g, g->lpf_group) +
+		     mk_group_used(g, g->lpf_group) - g->lpf_blocks;
+	return 0;
+}
+
+/* Check the parameters that do not depend on the size. */
+static int mk_check_params(struct mk *m)
+{
+	const struct sfs_mkfs_params *p = m->p;
+
+	if (p->block_size != 1024 && p->block_size != 2048 &&
+	    p->block_size != 4096)
+		return mk_fail(m, -EINVAL,
+			       "mkfs: bad block size %u (1024, 2048 or 4096)",
+			       p->block_size);
+	if (p->inode_size != 128 && p->inode_size != 256)
+		return mk_fail(m, -EINVAL,
+			       "mkfs: bad inode size %u (128 or 256)",
+			       p->inode_size);
+	if (p->inode_ratio < 1024 || p->inode_ratio > (64u << 20))
+		return mk_fail(m, -EINVAL,
+			       "mkfs: bad bytes-per-inode ratio %u (1024 to "
+			       "67108864)",
+			       p->inode_ratio);
+	if (p->reserved_pct > 50)
+		return mk_fail(m, -EINVAL,
+			       "mkfs: bad reserved percentage %u (0 to 50)",
+			       p->reserved_pct);
+	if (memchr(p->label, 0, sizeof(p->label)) == NULL)
+		return mk_fail(m, -EINVAL, "mkfs: label not NUL-terminated");
+	return 0;
+}
+
+/* 16 random bytes shaped as an RFC 4122 version-4 UUID. */
+static void mk_uuid(GRand *r, uint8_t out[16])
+{
+	for (int i = 0; i < 16; i += 4) {
+		guint32 v = g_rand_int(r);
+
+		memcpy(out + i, &v, 4);
+	}
+	out[6] = (uint8_t)((out[6] & 0x0F) | 0x40);
+	out[8] = (uint8_t)((out[8] & 0x3F) | 0x80);
+}
+
+static bool mk_all_zero(const uint8_t *p, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (p[i])
+			return false;
+	return true;
+}
+
+/* Fill in the primary superblock. */
+static void mk_super(struct mk *m, uint32_t free_blocks, uint32_t free_inodes)
+{
+	const struct sfs_mkfs_params *p = m->p;
+	const struct mk_geo *g = &m->g;
+	struct sfs_dsuper *sb = &m->sb;
+	uint64_t overhead = g->first;
+	GRand *r;
+
+	for (uint32_t grp = 0; grp < g->groups; grp++)
+		overhead += mk_group_meta(g, grp);
+
+	memset(sb, 0, sizeof(*sb));
+	sb->s_inodes_count = sfs_cpu_to_le32(g->ipg * g->groups);
+	sb->s_blocks_count = sfs_cpu_to_le32((uint32_t)g->blocks);
+	sb->s_r_blocks_count = sfs_cpu_to_le32((uint32_t)g->r_blocks);
+	sb->s_free_blocks_count = sfs_cpu_to_le32(free_blocks);
+	sb->s_free_inodes_count = sfs_cpu_to_le32(free_inodes);
+	sb->s_first_data_block = sfs_cpu_to_le32(g->first);
+	sb->s_log_block_size = sfs_cpu_to_le32(g->log_bs);
+	sb->s_log_cluster_size = sfs_cpu_to_le32(g->log_bs);
+	sb->s_blocks_per_group = sfs_cpu_to_le32(g->bpg);
+	sb->s_clusters_per_group = sfs_cpu_to_le32(g->bpg);
+	sb->s_inodes_per_group = sfs_cpu_to_le32(g->ipg);
+	sb->s_wtime = sfs_cpu_to_le32(m->now);
+	sb->s_max_mnt_count = sfs_cpu_to_le16(0xFFFF);
+	sb->s_magic = sfs_cpu_to_le16(SFS_SUPER_MAGIC);
+	sb->s_state = sfs_cpu_to_le16(SFS_STATE_VALID);
+	sb->s_errors = sfs_cpu_to_le16(MK_ERRORS_CONTINUE);
+	sb->s_lastcheck = sfs_cpu_to_le32(m->now);
+	sb->s_rev_level = sfs_cpu_to_le32(1);
+	sb->s_first_ino = sfs_cpu_to_le32(SFS_FIRST_INO);
+	sb->s_inode_size = sfs_cpu_to_le16((uint16_t)g->isize);
+	sb->s_feature_compat = sfs_cpu_to_le32(SFS_FEATURE_COMPAT_EXT_ATTR);
+	sb->s_feature_incompat = sfs_cpu_to_le32(SFS_FEATURE_INCOMPAT_FILETYPE);
+	sb->s_feature_ro_compat =
+	    sfs_cpu_to_le32(SFS_FEATURE_RO_COMPAT_SPARSE_SUPER |
+			    SFS_FEATURE_RO_COMPAT_LARGE_FILE);
+
+	r = p->seed ? g_rand_new_with_seed_array(
+			  (const guint32[]){(guint32)p->seed,
+					    (guint32)(p->seed >> 32)},
+			  2)
+		    : g_rand_new();
+	if (mk_all_zero(p->uuid, sizeof(p->uuid)))
+		mk_uuid(r, sb->s_uuid);
+	else
+		memcpy(sb->s_uuid, p->uuid, sizeof(sb->s_uuid));
+	mk_uuid(r, (uint8_t *)sb->s_hash_seed); /* raw bytes, as mke2fs */
+	g_rand_free(r);
+
+	memcpy(sb->s_volume_name, p->label,
+	       MIN(strlen(p->label), sizeof(sb->s_volume_name)));
+	sb->s_def_hash_version = MK_DEF_HASH_HALF_MD4;
+	sb->s_default_mount_opts = sfs_cpu_to_le32(MK_DEF_MOUNT_OPTS);
+	sb->s_mkfs_time = sfs_cpu_to_le32(m->now);
+	if (g->isize > SFS_GOOD_OLD_INODE_SIZE) {
+		sb->s_min_extra_isize = sfs_cpu_to_le16(SFS_EXTRA_ISIZE);
+		sb->s_want_extra_isize = sfs_cpu_to_le16(SFS_EXTRA_ISIZE);
+	}
+	sb->s_flags = sfs_cpu_to_le32(MK_FLAGS_SIGNED_HASH);
+	sb->s_overhead_clusters = sfs_cpu_to_le32((uint32_t)overhead);
+}
+
+/* Fill in every group descriptor; returns the free block/inode totals. */
+static void mk_gdt(struct mk *m, uint32_t *free_blocks, uint32_t *free_inodes)
+{
+	const struct mk_geo *g = &m->g;
+	struct sfs_dgroup *gd = (struct sfs_dgroup *)m->gdt;
+	uint64_t fb = 0, fi = 0;
+
+	for (uint32_t grp = 0; grp < g->groups; grp++) {
+		uint64_t start = mk_group_first(g, grp);
+		uint32_t meta = 0, nfree, ifree;
+
+		if (sfs_group_has_super(grp, 1))
+			meta = 1 + g->desc_blocks;
+		nfree = mk_group_blocks(g, grp) - mk_group_used(g, grp);
+		ifree = g->ipg - mk_group_rsv_inodes(g, grp);
+		gd[grp].bg_block_bitmap =
+		    sfs_cpu_to_le32((uint32_t)(start + meta));
+		gd[grp].bg_inode_bitmap =
+		    sfs_cpu_to_le32((uint32_t)(start + meta + 1));
+		gd[grp].bg_inode_table =
+		    sfs_cpu_to_le32((uint32_t)(start + meta + 2));
+		gd[grp].bg_free_blocks_count = sfs_cpu_to_le16((uint16_t)nfree);
+		gd[grp].bg_free_inodes_count = sfs_cpu_to_le16((uint16_t)ifree);
+		gd[grp].bg_used_dirs_count =
+		    sfs_cpu_to_le16((uint16_t)mk_group_dirs(g, grp));
+		fb += nfree;
+		fi += ifree;
+	}
+	*free_blocks = (uint32_t)fb;
+	*free_inodes = (uint32_t)fi;
+}
+
+static int mk_write(struct mk *m, enum sfs_io_cat cat, uint64_t blk,
+		    const void *buf, size_t nblocks, const char *what)
+{
+	int rc =
+	    sfs_bdev_write(m->bd, cat, blk * m->g.bs, buf, nblocks * m->g.bs);
+
+	if (rc)
+		return mk_fail(
+		    m, -EIO,
+		    "mkfs: cannot write %s at block %" G_GUINT64_FORMAT " (%s)",
+		    what, blk, g_strerror(-rc));
+	return 0;
+}
+
+static int mk_zero(struct mk *m, uint64_t off, uint64_t len, const char *what)
+{
+	int rc;
+
+	if (m->zeroed || len == 0)
+		return 0;
+	rc = sfs_bdev_zero(m->bd, SFS_IO_OTHER, off, len);
+	if (rc)
+		return mk_fail(m, -EIO,
+			       "mkfs: cannot zero %s at byte %" G_GUINT64_FORMAT
+			       " (%s)",
+			       what, off, g_strerror(-rc));
+	return 0;
+}
+
+/* Set bits [from, to) of a bitmap to val (LSB first). */
+static void mk_bits(uint8_t *map, uint32_t from, uint32_t to, bool val)
+{
+	while (from < to && (from & 7)) {
+		if (val)
+			map[from >> 3] |= (uint8_t)(1u << (from & 7));
+		else
+			map[from >> 3] &= (uint8_t) ~(1u << (from & 7));
+		from++;
+	}
+	if (to - from >= 8) {
+		memset(map + (from >> 3), val ? 0xFF : 0, (to - from) >> 3);
+		from += (to - from) & ~7u;
+	}
+	for (; from < to; from++) {
+		if (val)
+			map[from >> 3] |= (uint8_t)(1u << (from & 7));
+		else
+			map[from >> 3] &= (uint8_t) ~(1u << (from & 7));
+	}
+}
+
+/* Block and inode bitmaps of group grp, adjacent: one 2-block write. */
+static int mk_write_bitmaps(struct mk *m, uint32_t grp)
+{
+	const struct mk_geo *g = &m->g;
+	const struct sfs_dgroup *gd = (const struct sfs_dgroup *)m->gdt;
+	uint8_t *bb = m->blk, *ib = m->blk + g->bs;
+
+	/* Padding (bits past the group's blocks / inodes) stays 1. */
+	memset(bb, 0xFF, 2 * (size_t)g->bs);
+	mk_bits(bb, mk_group_used(g, grp), mk_group_blocks(g, grp), false);
+	mk_bits(ib, mk_group_rsv_inodes(g, grp), g->ipg, false);
+	return mk_write(m, SFS_IO_BITMAP, sfs_le32(gd[grp].bg_block_bitmap),
+			m->blk, 2, "bitmaps");
+}
+
+/* Superblock copy + GDT copy of backup group grp (> 0). */
+static int mk_write_backup(struct mk *m, uint32_t grp)
+{
+	const struct mk_geo *g = &m->g;
+	uint64_t start = mk_group_first(g, grp);
+	struct sfs_dsuper *copy = (struct sfs_dsuper *)m->blk;
+	int rc;
+
+	memset(m->blk, 0, g->bs);
+	*copy = m->sb;
+	copy->s_block_group_nr = sfs_cpu_to_le16((uint16_t)grp);
+	copy->s_state = 0; /* as closefs.c writes backups */
+	rc = mk_write(m, SFS_IO_SUPER, start, m->blk, 1, "backup superblock");
+	if (rc)
+		return rc;
+	return mk_write(m, SFS_IO_GDT, start + 1, m->gdt, g->desc_blocks,
+			"backup group descriptors");
+}
+
+/* Put a directory inode's fields into d. */
+static void mk_dir_inode(struct mk *m, struct sfs_dinode *d, uint16_t mode,
+			 uint16_t links, uint32_t uid, uint32_t gid,
+			 uint64_t first_blk, uint32_t nblocks)
+{
+	const struct mk_geo *g = &m->g;
+
+	d->i_mode = sfs_cpu_to_le16(mode);
+	d->i_uid = sfs_cpu_to_le16((uint16_t)uid);
+	d->i_uid_high = sfs_cpu_to_le16((uint16_t)(uid >> 16));
+	d->i_gid = sfs_cpu_to_le16((uint16_t)gid);
+	d->i_gid_high = sfs_cpu_to_le16((uint16_t)(gid >> 16));
+	d->i_size = sfs_cpu_to_le32(nblocks * g->bs);
+	d->i_atime = d->i_ctime = d->i_mtime = sfs_cpu_to_le32(m->now);
+	d->i_links_count = sfs_cpu_to_le16(links);
+	d->i_blocks = sfs_cpu_to_le32(nblocks * (g->bs / 512));
+	for (uint32_t i = 0; i < nblocks; i++)
+		d->i_block[i] = sfs_cpu_to_le32((uint32_t)(first_blk + i));
+	if (g->isize > SFS_GOOD_OLD_INODE_SIZE) {
+		d->i_extra_isize = sfs_cpu_to_le16(SFS_EXTRA_ISIZE);
+		d->i_crtime = sfs_cpu_to_le32(m->now);
+	}
+}
+
+/*
+ * Inode table of group grp: the blocks holding any of inodes 1..11 written
+ * (usually all in group 0; a tiny ipg spreads them), the rest zeroed.
+ */
+static int mk_write_itable(struct mk *m, uint32_t grp)
+{
+	const struct mk_geo *g = &m->g;
+	const struct sfs_dgroup *gd = (const struct sfs_dgroup *)m->gdt;
+	uint64_t itable = sfs_le32(gd[grp].bg_inode_table);
+	uint32_t nrsv = mk_group_rsv_inodes(g, grp);
+	uint32_t n = (uint32_t)div_ceil((uint64_t)nrsv * g->isize, g->bs);
+	uint32_t base = grp * g->ipg + 1; /* first inode of the group */
+	struct sfs_dinode *d;
+	int rc;
+
+	if (n) {
+		memset(m->blk, 0, (size_t)n * g->bs);
+		for (uint32_t ino = base; ino < base + nrsv; ino++) {
+			d = (struct sfs_dinode *)(m->blk +
+						  (size_t)(ino - base) *
+						      g->isize);
+			if (ino == 1) {
+				/* Bad-blocks inode: only times, as mke2fs. */
+				d->i_atime = d->i_ctime = d->i_mtime =
+				    sfs_cpu_to_le32(m->now);
+			} else if (ino == SFS_ROOT_INO) {
+				mk_dir_inode(m, d, MK_ROOT_MODE, 3,
+					     m->p->root_uid, m->p->root_gid,
+					     g->root_blk, 1);
+			} else if (ino == SFS_FIRST_INO) {
+				mk_dir_inode(m, d, MK_LPF_MODE, 2, 0, 0,
+					     g->lpf_blk, g->lpf_blocks);
+			}
+		}
+		rc =
+		    mk_write(m, SFS_IO_INODE, itable, m->blk, n, "inode table");
+		if (rc)
+			return rc;
+	}
+	return mk_zero(m, (itable + n) * g->bs, (uint64_t)(g->itb - n) * g->bs,
+		       "inode table");
+}
+
+/* Append a directory entry at *off; the last one of a block gets rec. */
+static void mk_dirent(uint8_t *blk, uint32_t *off, uint32_t ino, uint16_t rec,
+		      const char *name)
+{
+	struct sfs_ddirent *de = (struct sfs_ddirent *)(blk + *off);
+	size_t len = strlen(name);
+
+	de->inode = sfs_cpu_to_le32(ino);
+	de->rec_len = sfs_cpu_to_le16(rec);
+	de->name_len = (uint8_t)len;
+	de->file_type = ino ? SFS_FT_DIR : SFS_FT_UNKNOWN;
+	memcpy(de->name, name, len);
+	*off += rec;
+}
+
+/* The root directory block and lost+found's blocks (usually adjacent). */
+static int mk_write_dirs(struct mk *m)
+{
+	const struct mk_geo *g = &m->g;
+	uint16_t bs = (uint16_t)g->bs;
+	uint8_t *b = m->blk;
+	uint32_t off = 0;
+	int rc;
+
+	memset(b, 0, (size_t)(1 + g->lpf_blocks) * g->bs);
+	mk_dirent(b, &off, SFS_ROOT_INO, 12, ".");
+	mk_dirent(b, &off, SFS_ROOT_INO, 12, "..");
+	mk_dirent(b, &off, SFS_FIRST_INO, bs - 24, "lost+found");
+	b += g->bs;
+	off = 0;
+	mk_dirent(b, &off, SFS_FIRST_INO, 12, ".");
+	mk_dirent(b, &off, SFS_ROOT_INO, bs - 12, "..");
+	for (uint32_t i = 1; i < g->lpf_blocks; i++) {
+		off = 0;
+		mk_dirent(b + (size_t)i * g->bs, &off, 0, bs, "");
+	}
+	if (g->lpf_blk == g->root_blk + 1)
+		return mk_write(m, SFS_IO_DIR, g->root_blk, m->blk,
+				1 + g->lpf_blocks,
+				"root directory and lost+found");
+	rc = mk_write(m, SFS_IO_DIR, g->root_blk, m->blk, 1, "root directory");
+	if (rc)
+		return rc;
+	return mk_write(m, SFS_IO_DIR, g->lpf_blk, m->blk + g->bs,
+			g->lpf_blocks, "lost+found");
+}
+
+/* The primary superblock (and the zeroed boot area around it). */
+static int mk_write_primary_super(struct mk *m)
+{
+	const struct mk_geo *g = &m->g;
+	int rc;
+
+	memset(m->blk, 0, g->bs);
+	if (g->bs == 1024) {
+		memcpy(m->blk, &m->sb, sizeof(m->sb));
+		rc = mk_write(m, SFS_IO_SUPER, 1, m->blk, 1, "superblock");
+	} else {
+		memcpy(m->blk + SFS_SUPER_OFFSET, &m->sb, sizeof(m->sb));
+		rc = mk_write(m, SFS_IO_SUPER, 0, m->blk, 1, "superblock");
+	}
+	return rc;
+}
+
+/* Write every structure of the new filesystem. */
+static int mk_write_all(struct mk *m)
+{
+	const struct mk_geo *g = &m->g;
+	int rc;
+
+	/* Wipe the boot area and any old primary superblock first. */
+	rc = mk_zero(m, 0, SFS_SUPER_OFFSET + SFS_SUPER_SIZE, "superblock");
+	if (rc)
+		return rc;
+	for (uint32_t grp = 0; grp < g->groups; grp++) {
+		if (grp > 0 && sfs_group_has_super(grp, 1)) {
+			rc = mk_write_backup(m, grp);
+			if (rc)
+				return rc;
+		}
+		rc = mk_write_bitmaps(m, grp);
+		if (rc)
+			return rc;
+		rc = mk_write_itable(m, grp);
+		if (rc)
+			return rc;
+	}
+	rc = mk_write_dirs(m);
+	if (rc)
+		return rc;
+	rc = mk_write(m, SFS_IO_GDT, g->first + 1, m->gdt, g->desc_blocks,
+		      "group descriptors");
+	if (rc)
+		return rc;
+	rc = mk_write_primary_super(m);
+	if (rc)
+		return rc;
+	if (sfs_bdev_flush(m->bd))
+		return mk_fail(m, -EIO, "mkfs: device flush failed");
+	return 0;
+}
+
+/*
+ * Format bd (see mkfs.h).  0; -EINVAL with a message for parameters or a
+ * size out of range; -EIO with a message if the device fails.
+ */
+int sfs_mkfs(struct sfs_bdev *bd, const struct sfs_mkfs_params *p, char **err)
+{
+	struct mk m = {.bd = bd, .p = p, .err = err};
+	uint64_t dev_bytes, size;
+	uint32_t free_blocks, free_inodes;
+	size_t scratch;
+	int rc;
+
+	if (err)
+		*err = NULL;
+	if (!bd || !p)
+		return mk_fail(&m, -EINVAL, "mkfs: no device or parameters");
+	rc = mk_check_params(&m);
+	if (rc)
+		return rc;
+	dev_bytes = sfs_bdev_size_bytes(bd);
+	size = p->size_bytes ? p->size_bytes : dev_bytes;
+	if (size > dev_bytes)
+		return mk_fail(&m, -EINVAL,
+			       "mkfs: size %" G_GUINT64_FORMAT
+			       " bytes exceeds the device (%" G_GUINT64_FORMAT
+			       " bytes)",
+			       size, dev_bytes);
+	rc = mk_geometry(&m, size, p->size_bytes == 0);
+	if (rc)
+		return rc;
+
+	m.zeroed = sfs_bdev_known_zero(bd);
+	m.now =
+	    p->time ? p->time : (uint32_t)(g_get_real_time() / G_USEC_PER_SEC);
+	m.gdt = g_malloc0((size_t)m.g.desc_blocks * m.g.bs);
+	scratch = MAX(2, 1 + m.g.lpf_blocks);
+	scratch =
+	    MAX(scratch, div_ceil((uint64_t)SFS_FIRST_INO * m.g.isize, m.g.bs));
+	m.blk = g_malloc0(scratch * m.g.bs);
+
+	mk_gdt(&m, &free_blocks, &free_inodes);
+	mk_super(&m, free_blocks, free_inodes);
+	rc = mk_write_all(&m);
+
+	g_free(m.blk);
+	g_free(m.gdt);
+	return rc;
+}

@@ -1,0 +1,205 @@
+/*
+ * testfs.c - temporary images and the e2fsck oracle for the tests.
+ *
+ *   dir = sfs_test_tmpdir();                  private dir under $TMPDIR
+ *   sfs_test_mkimage(path, size, bs);         sparse file + simfs mkfs
+ *   fs = sfs_test_open(path, "mem=1M");       engine on it (fails the test
+ *                                             with the engine's message)
+ *   ... sfs_fs_close(fs);
+ *   assert_true(sfs_test_fsck_clean(path, NULL));
+ *   sfs_test_rmtree(dir);
+ *
+ * The oracle runs `e2fsck -fn` (C locale, no e2fsck.conf) and accepts only
+ * a clean run: exit 0 and nothing but the version line, the "Pass N" lines
+ * and the final "N/M files ..., X/Y blocks" summary.  Anything else ("Free
+ * blocks count wrong", "Fix? no", "differences", a journal warning) is a
+ * problem even though -n exits 0 for some of them.
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <errno.h>
+#include <ftw.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/wait.h>
+
+#include <glib.h>
+
+#include "config.h"
+#include "mkfs.h"
+#include "testsupport.h"
+
+#define SFS_TEST_SEED 0x5EEDu /* test images get reproducible UUIDs */
+
+/* A fresh private directory under $TMPDIR; fails the test if impossible. */
+char *sfs_test_tmpdir(void)
+{
+	GError *gerr = NULL;
+	char *dir = g_dir_make_tmp("simfs-test-XXXXXX", &gerr);
+
+	if (!dir) {
+		char msg[256];
+
+		g_strlcpy(msg, gerr->message, sizeof(msg));
+		g_error_free(gerr);
+		fail_msg("cannot make a temporary directory: %s", msg);
+	}
+	return dir;
+}
+
+static int rm_entry(const char *path, const struct stat *st, int flag,
+		    struct FTW *ftw)
+{
+	remove(path); /* best effort: keep going */
+	return 0;
+}
+
+/* Remove dir and everything under it (not following symlinks). */
+void sfs_test_rmtree(const char *dir)
+{
+	if (!dir || !dir[0] || !g_path_is_absolute(dir) ||
+	    strcmp(dir, "/") == 0)
+		return;
+	nftw(dir, rm_entry, 16, FTW_DEPTH | FTW_PHYS | FTW_MOUNT);
+}
+
+/* Sparse image of size_bytes formatted by simfs mkfs.  0 or -errno. */
+int sfs_test_mkimage(const char *path, uint64_t size_bytes, uint32_t bs)
+{
+	struct sfs_mkfs_params p;
+	struct sfs_bdev *bd;
+	char *err = NULL;
+	int rc;
+
+	rc = sfs_bdev_open_file(path, SFS_BDEV_CREATE | SFS_BDEV_EXCL,
+				size_bytes, &bd);
+	if (rc)
+		return rc;
+	sfs_mkfs_defaults(&p);
+	p.block_size = bs;
+	p.seed = SFS_TEST_SEED;
+	rc = sfs_mkfs(bd, &p, &err);
+	if (rc)
+		print_error("sfs_test_mkimage %s: %s\n", path,
+			    err ? err : "(no message)");
+	g_free(err);
+	sfs_bdev_close(bd);
+	return rc;
+}
+
+/* The engine on the image at path with options opts; fails the test. */
+struct sfs_fs *sfs_test_open(const char *path, const char *opts)
+{
+	struct sfs_config cfg;
+	struct sfs_bdev *bd;
+	struct sfs_fs *fs = NULL;
+	char *err = NULL;
+	char msg[512];
+	unsigned flags = SFS_BDEV_EXCL;
+	int rc;
+
+	sfs_config_defaults(&cfg);
+	rc = sfs_config_parse(&cfg, opts ? opts : "", NULL, &err);
+	if (rc) {
+		g_snprintf(msg, sizeof(msg), "%s", err ? err : "?");
+		g_free(err);
+		fail_msg("bad test options '%s': %s", opts, msg);
+	}
+	if (cfg.direct)
+		flags |= SFS_BDEV_DIRECT;
+	if (cfg.ro)
+		flags |= SFS_BDEV_RDONLY;
+	rc = sfs_bdev_open_file(path, flags, 0, &bd);
+	if (rc)
+		fail_msg("cannot open %s: %s", path, g_strerror(-rc));
+	rc = sfs_fs_open(bd, &cfg, &fs, &err);
+	if (rc) {
+		g_snprintf(msg, sizeof(msg), "%s", err ? err : "?");
+		g_free(err);
+		fail_msg("sfs_fs_open %s (%s): %s (%s)", path, opts, msg,
+			 g_strerror(-rc));
+	}
+	return fs;
+}
+
+/* The e2fsck binary: PATH first, then the usual sbin directories. */
+static char *find_e2fsck(void)
+{
+	static const char *const dirs[] = {"/usr/sbin/e2fsck", "/sbin/e2fsck",
+					   "/usr/local/sbin/e2fsck"};
+	char *p = g_find_program_in_path("e2fsck");
+
+	for (size_t i = 0; !p && i < G_N_ELEMENTS(dirs); i++)
+		if (g_file_test(dirs[i], G_FILE_TEST_IS_EXECUTABLE))
+			p = g_strdup(dirs[i]);
+	return p;
+}
+
+/* Is every line of e2fsck's output one a clean run prints? */
+static bool fsck_output_clean(const char *text)
+{
+	GRegex *ok = g_regex_new(
+	    "^(e2fsck [0-9][^ ]* \\(.*\\)"
+	    "|Pass [1-5]: [A-Za-z ,]+"
+	    "|.+: [0-9]+/[0-9]+ files \\([0-9.]+% non-contiguous\\), "
+	    "[0-9]+/[0-9]+ blocks"
+	    "|)$",
+	    0, 0, NULL);
+	char **lines = g_strsplit(text, "\n", -1);
+	bool clean = true;
+
+	for (char **l = lines; *l; l++) {
+		if (!g_regex_match(ok, *l, 0, NULL)) {
+			clean = false;
+			break;
+		}
+	}
+	g_strfreev(lines);
+	g_regex_unref(ok);
+	return clean;
+}
+
+/* e2fsck -fn path: true only for exit 0 and a clean output. */
+bool sfs_test_fsck_clean(const char *path, char **output)
+{
+	char *prog = find_e2fsck();
+	char *argv[] = {prog, "-fn", (char *)path, NULL};
+	char **envp = g_get_environ();
+	char *out = NULL, *errtext = NULL;
+	GError *gerr = NULL;
+	int status = -1;
+	bool clean = false;
+
+	if (output)
+		*output = NULL;
+	if (!prog) {
+		if (output)
+			*output = g_strdup("e2fsck not found");
+		g_strfreev(envp);
+		return false;
+	}
+	envp = g_environ_setenv(envp, "LC_ALL", "C", TRUE);
+	envp = g_environ_setenv(envp, "E2FSCK_CONFIG", "/dev/null", TRUE);
+	if (!g_spawn_sync(NULL, argv, envp, G_SPAWN_DEFAULT, NULL, NULL, &out,
+			  &errtext, &status, &gerr)) {
+		if (output)
+			*output = g_strdup_printf("cannot run %s: %s", prog,
+						  gerr->message);
+		g_error_free(gerr);
+		goto out;
+	}
+	clean = WIFEXITED(status) && WEXITSTATUS(status) == 0 &&
+		fsck_output_clean(out) && fsck_output_clean(errtext);
+	if (output)
+		*output = g_strconcat(errtext, out, NULL);
+out:
+	g_free(out);
+	g_free(errtext);
+	g_strfreev(envp);
+	g_free(prog);
+	return clean;
+}

@@ -1,0 +1,1004 @@
+/*
+ * test_mkfs.c - simfs mkfs against the real tools.
+ *
+ * For 1, 2 and 4 KiB blocks and 16 MiB, 64 MiB, 300 MiB (short last
+ * group), 128 MiB + 256 KiB (last group cut off) and 1 GiB: the image
+ * passes `e2fsck -fn` cleanly, and `mke2fs -t ext2 -b BS -I ISIZE -i RATIO
+ * -m PCT -O none,sparse_super,filetype,large_file,ext_attr` given the same
+ * UUID, hash seed and time (E2FSPROGS_FAKE_TIME) makes the same filesystem:
+ * every `dumpe2fs` header field and per-group field (layout, free counts,
+ * free ranges) is equal, `debugfs stat` of inodes 1, 2 and 11 is equal, and
+ * the two images are byte-identical except bg_flags, where mke2fs writes
+ * INODE_ZEROED (0x4) and simfs writes 0 (doc: ext-format 2.2).
+ * Also: a 1 TiB sparse image, rejected parameters (one-line message, device
+ * untouched), determinism from the seed, zeroing only when the device is
+ * not known to be zero, whole-device rounding, a used (garbage) device.
+ *
+ * mke2fs runs with a private mke2fs.conf (the stock defaults) so the host's
+ * configuration cannot change the comparison.  All files live in a private
+ * temp directory.
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <glib.h>
+
+#include "format.h"
+#include "mkfs.h"
+#include "testsupport.h"
+
+#define MK_TIME 1700000000u
+#define MiB (1ull << 20)
+
+static const char mke2fs_conf[] =
+    "[defaults]\n"
+    "\tbase_features = sparse_super,large_file,filetype,resize_inode,"
+    "dir_index,ext_attr\n"
+    "\tdefault_mntopts = acl,user_xattr\n"
+    "\tenable_periodic_fsck = 0\n"
+    "\tblocksize = 4096\n"
+    "\tinode_size = 256\n"
+    "\tinode_ratio = 16384\n"
+    "\n[fs_types]\n"
+    "\text3 = {\n\t\tfeatures = has_journal\n\t}\n";
+
+struct fixture {
+	char *dir;
+	char *conf; /* private mke2fs.conf */
+};
+
+static int setup(void **state)
+{
+	struct fixture *f = g_new0(struct fixture, 1);
+
+	f->dir = sfs_test_tmpdir();
+	f->conf = g_build_filename(f->dir, "mke2fs.conf", NULL);
+	if (!g_file_set_contents(f->conf, mke2fs_conf, -1, NULL))
+		return -1;
+	*state = f;
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	struct fixture *f = *state;
+
+	sfs_test_rmtree(f->dir);
+	g_free(f->conf);
+	g_free(f->dir);
+	g_free(f);
+	return 0;
+}
+
+/* ---- running the e2fsprogs tools ---- */
+
+static char *find_tool(const char *name)
+{
+	char *p = g_find_program_in_path(name);
+
+	if (!p) {
+		char *s = g_build_filename("/usr/sbin", name, NULL);
+
+		if (g_file_test(s, G_FILE_TEST_IS_EXECUTABLE))
+			return s;
+		g_free(s);
+		s = g_build_filename("/sbin", name, NULL);
+		if (g_file_test(s, G_FILE_TEST_IS_EXECUTABLE))
+			return s;
+		g_free(s);
+		fail_msg("%s not found", name);
+	}
+	return p;
+}
+
+/* Run argv (argv[0] a tool name); returns stdout, fails on non-zero exit. */
+static char *run(const char *const *args, const char *conf)
+{
+	GPtrArray *argv = g_ptr_array_new_with_free_func(g_free);
+	char **envp = g_get_environ();
+	char *out = NULL, *err = NULL;
+	GError *gerr = NULL;
+	int status;
+
+	g_ptr_array_add(argv, find_tool(args[0]));
+	for (int i = 1; args[i]; i++)
+		g_ptr_array_add(argv, g_strdup(args[i]));
+	g_ptr_array_add(argv, NULL);
+	envp = g_environ_setenv(envp, "LC_ALL", "C", TRUE);
+	envp = g_environ_setenv(envp, "E2FSPROGS_FAKE_TIME",
+				G_STRINGIFY(MK_TIME), TRUE);
+	if (conf)
+		envp = g_environ_setenv(envp, "MKE2FS_CONFIG", conf, TRUE);
+	if (!g_spawn_sync(NULL, (char **)argv->pdata, envp, G_SPAWN_DEFAULT,
+			  NULL, NULL, &out, &err, &status, &gerr))
+		fail_msg("cannot run %s: %s", args[0], gerr->message);
+	if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
+		fail_msg("%s failed (status %d): %s", args[0], status, err);
+	g_free(err);
+	g_strfreev(envp);
+	g_ptr_array_free(argv, TRUE);
+	return out;
+}
+
+/* ---- dumpe2fs, parsed ---- */
+
+struct dgroup {
+	uint64_t first, last;	   /* "Group N: (Blocks A-B)" */
+	uint64_t bb, ib, it0, it1; /* bitmaps, inode table range */
+	uint64_t free_b, free_i, dirs;
+	char *super;	   /* superblock/GDT line, or NULL */
+	char *free_blocks; /* "Free blocks:" ranges */
+	char *free_inodes;
+};
+
+struct dump {
+	GHashTable *hdr; /* key -> value */
+	GArray *groups;	 /* struct dgroup */
+};
+
+static void dump_free(struct dump *d)
+{
+	for (guint i = 0; i < d->groups->len; i++) {
+		struct dgroup *g = &g_array_index(d->groups, struct dgroup, i);
+
+		g_free(g->super);
+		g_free(g->free_blocks);
+		g_free(g->free_inodes);
+	}
+	g_array_free(d->groups, TRUE);
+	g_hash_table_destroy(d->hdr);
+}
+
+static void parse_dump(const char *text, struct dump *d)
+{
+	char **lines = g_strsplit(text, "\n", -1);
+	struct dgroup *g = NULL;
+	bool in_groups = false;
+
+	d->hdr = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
+	d->groups = g_array_new(FALSE, TRUE, sizeof(struct dgroup));
+	for (char **lp = lines; *lp; lp++) {
+		char *l = g_strstrip(*lp);
+		unsigned long long a, b, c;
+		unsigned n;
+
+		if (sscanf(l, "Group %u: (Blocks %llu-%llu)", &n, &a, &b) ==
+		    3) {
+			struct dgroup z = {.first = a, .last = b};
+
+			assert_int_equal(n, d->groups->len);
+			g_array_append_val(d->groups, z);
+			g = &g_array_index(d->groups, struct dgroup, n);
+			in_groups = true;
+			continue;
+		}
+		if (!in_groups) {
+			char *colon = strchr(l, ':');
+
+			if (colon && colon != l) {
+				char *key = g_strndup(l, colon - l);
+				char *val = g_strstrip(g_strdup(colon + 1));
+
+				g_hash_table_replace(d->hdr, key, val);
+			}
+			continue;
+		}
+		if (!g || !l[0])
+			continue;
+		if (g_str_has_prefix(l, "Primary superblock") ||
+		    g_str_has_prefix(l, "Backup superblock"))
+			g->super = g_strdup(l);
+		else if (sscanf(l, "Block bitmap at %llu", &a) == 1)
+			g->bb = a;
+		else if (sscanf(l, "Inode bitmap at %llu", &a) == 1)
+			g->ib = a;
+		else if (sscanf(l, "Inode table at %llu-%llu", &a, &b) == 2) {
+			g->it0 = a;
+			g->it1 = b;
+		} else if (sscanf(l,
+				  "%llu free blocks, %llu free inodes, "
+				  "%llu directories",
+				  &a, &b, &c) == 3) {
+			g->free_b = a;
+			g->free_i = b;
+			g->dirs = c;
+		} else if (g_str_has_prefix(l, "Free blocks:"))
+			g->free_blocks = g_strdup(g_strstrip(l + 12));
+		else if (g_str_has_prefix(l, "Free inodes:"))
+			g->free_inodes = g_strdup(g_strstrip(l + 12));
+	}
+	g_strfreev(lines);
+}
+
+static char *dumpe2fs(const char *img)
+{
+	const char *args[] = {"dumpe2fs", img, NULL};
+
+	return run(args, NULL);
+}
+
+static const char *hdr(struct dump *d, const char *key)
+{
+	const char *v = g_hash_table_lookup(d->hdr, key);
+
+	if (!v)
+		fail_msg("dumpe2fs header has no '%s'", key);
+	return v;
+}
+
+#define CHECK_EQ_U(ctx, what, a, b)                                            \
+	do {                                                                   \
+		if ((a) != (b))                                                \
+			fail_msg("%s: %s is %llu, mke2fs has %llu", ctx, what, \
+				 (unsigned long long)(a),                      \
+				 (unsigned long long)(b));                     \
+	} while (0)
+
+static void check_str(const char *ctx, const char *what, const char *a,
+		      const char *b)
+{
+	if (g_strcmp0(a, b) != 0)
+		fail_msg("%s: %s is '%s', mke2fs has '%s'", ctx, what,
+			 a ? a : "(none)", b ? b : "(none)");
+}
+
+/* Every header field and every group of ours equals mke2fs's. */
+static void compare_dumps(const char *ctx, struct dump *ours, struct dump *ref)
+{
+	GHashTableIter it;
+	gpointer k, v;
+
+	g_hash_table_iter_init(&it, ref->hdr);
+	while (g_hash_table_iter_next(&it, &k, &v)) {
+		if (strcmp(k, "Lifetime writes") == 0)
+			continue;
+		check_str(ctx, k, g_hash_table_lookup(ours->hdr, k), v);
+	}
+	g_hash_table_iter_init(&it, ours->hdr);
+	while (g_hash_table_iter_next(&it, &k, &v))
+		if (strcmp(k, "Lifetime writes") != 0 &&
+		    !g_hash_table_contains(ref->hdr, k))
+			fail_msg("%s: header field '%s' not in mke2fs's", ctx,
+				 (char *)k);
+
+	CHECK_EQ_U(ctx, "group count", ours->groups->len, ref->groups->len);
+	for (guint i = 0; i < ref->groups->len; i++) {
+		struct dgroup *a =
+		    &g_array_index(ours->groups, struct dgroup, i);
+		struct dgroup *b =
+		    &g_array_index(ref->groups, struct dgroup, i);
+		char *gctx = g_strdup_printf("%s group %u", ctx, i);
+
+		CHECK_EQ_U(gctx, "first block", a->first, b->first);
+		CHECK_EQ_U(gctx, "last block", a->last, b->last);
+		CHECK_EQ_U(gctx, "block bitmap", a->bb, b->bb);
+		CHECK_EQ_U(gctx, "inode bitmap", a->ib, b->ib);
+		CHECK_EQ_U(gctx, "inode table start", a->it0, b->it0);
+		CHECK_EQ_U(gctx, "inode table end", a->it1, b->it1);
+		CHECK_EQ_U(gctx, "free blocks", a->free_b, b->free_b);
+		CHECK_EQ_U(gctx, "free inodes", a->free_i, b->free_i);
+		CHECK_EQ_U(gctx, "directories", a->dirs, b->dirs);
+		check_str(gctx, "superblock copy", a->super, b->super);
+		check_str(gctx, "free block ranges", a->free_blocks,
+			  b->free_blocks);
+		check_str(gctx, "free inode ranges", a->free_inodes,
+			  b->free_inodes);
+		g_free(gctx);
+	}
+}
+
+/* ---- byte comparison over the data regions of two sparse files ---- */
+
+static bool has_super(uint32_t g)
+{
+	return sfs_group_has_super(g, 1);
+}
+
+/* Is off a bg_flags byte in any GDT copy? */
+static bool is_bg_flags(const struct sfs_dsuper *sb, uint64_t off)
+{
+	uint32_t bs = 1024u << sfs_le32(sb->s_log_block_size);
+	uint32_t first = sfs_le32(sb->s_first_data_block);
+	uint32_t bpg = sfs_le32(sb->s_blocks_per_group);
+	uint32_t groups =
+	    (sfs_le32(sb->s_blocks_count) - first + bpg - 1) / bpg;
+	uint64_t blk = off / bs, in = off % bs;
+
+	if (blk < first || (in % 32) != 0x12)
+		return false;
+	uint32_t g = (uint32_t)((blk - first) / bpg);
+	uint64_t gdt = (uint64_t)first + (uint64_t)g * bpg + 1;
+	uint64_t desc = ((uint64_t)groups * 32 + bs - 1) / bs;
+
+	return has_super(g) && blk >= gdt && blk < gdt + desc &&
+	       ((blk - gdt) * bs + in) / 32 < groups;
+}
+
+/* Compare [off, end) of both files; returns the number of bg_flags
+ * bytes that differ as expected (0 vs 4); fails on anything else. */
+static uint64_t cmp_range(const char *ctx, int fa, int fb,
+			  const struct sfs_dsuper *sb, uint64_t off,
+			  uint64_t end)
+{
+	const size_t chunk = 1 << 16;
+	uint8_t *a = g_malloc(chunk), *b = g_malloc(chunk);
+	uint64_t flags = 0;
+
+	while (off < end) {
+		size_t n = (size_t)MIN(end - off, chunk);
+
+		assert_int_equal(pread(fa, a, n, (off_t)off), (ssize_t)n);
+		assert_int_equal(pread(fb, b, n, (off_t)off), (ssize_t)n);
+		if (memcmp(a, b, n) != 0) {
+			for (size_t i = 0; i < n; i++) {
+				if (a[i] == b[i])
+					continue;
+				if (a[i] == 0 && b[i] == 0x4 &&
+				    is_bg_flags(sb, off + i)) {
+					flags++;
+					continue;
+				}
+				fail_msg("%s: images differ at byte %llu: "
+					 "simfs %#x, mke2fs %#x",
+					 ctx, (unsigned long long)(off + i),
+					 a[i], b[i]);
+			}
+		}
+		off += n;
+	}
+	g_free(a);
+	g_free(b);
+	return flags;
+}
+
+/* Byte-compare two same-size sparse images over the data of either. */
+static uint64_t compare_images(const char *ctx, const char *pa, const char *pb)
+{
+	int fa = open(pa, O_RDONLY), fb = open(pb, O_RDONLY);
+	off_t size = lseek(fa, 0, SEEK_END);
+	struct sfs_dsuper sb;
+	uint64_t flags = 0;
+
+	assert_true(fa >= 0 && fb >= 0);
+	assert_int_equal(lseek(fb, 0, SEEK_END), size);
+	assert_int_equal(pread(fb, &sb, sizeof(sb), SFS_SUPER_OFFSET),
+			 sizeof(sb));
+	for (int pass = 0; pass < 2; pass++) {
+		int fd = pass ? fb : fa;
+		off_t pos = 0;
+
+		while (pos < size) {
+			off_t d = lseek(fd, pos, SEEK_DATA);
+			off_t h;
+
+			if (d < 0)
+				break;
+			h = lseek(fd, d, SEEK_HOLE);
+			/* Only the pass over a counts the bg_flags bytes. */
+			if (pass == 0)
+				flags += cmp_range(ctx, fa, fb, &sb, d, h);
+			else
+				cmp_range(ctx, fa, fb, &sb, d, h);
+			pos = h;
+		}
+	}
+	close(fa);
+	close(fb);
+	return flags;
+}
+
+/* ---- one comparison case ---- */
+
+struct mkcase {
+	uint64_t size;
+	uint32_t bs, ratio, isize, pct;
+};
+
+static void make_simfs(const char *path, const struct mkcase *mc, uint64_t seed)
+{
+	struct sfs_mkfs_params p;
+	struct sfs_bdev *bd;
+	char *err = NULL;
+	int rc;
+
+	assert_int_equal(
+	    sfs_bdev_open_file(path, SFS_BDEV_CREATE, mc->size, &bd), 0);
+	sfs_mkfs_defaults(&p);
+	p.block_size = mc->bs;
+	p.inode_ratio = mc->ratio;
+	p.inode_size = mc->isize;
+	p.reserved_pct = mc->pct;
+	p.seed = seed;
+	p.time = MK_TIME;
+	rc = sfs_mkfs(bd, &p, &err);
+	if (rc)
+		fail_msg("sfs_mkfs: %d %s", rc, err);
+	sfs_bdev_close(bd);
+}
+
+static char *fmt_uuid(const uint8_t *u)
+{
+	return g_strdup_printf("%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-"
+			       "%02x%02x%02x%02x%02x%02x",
+			       u[0], u[1], u[2], u[3], u[4], u[5], u[6], u[7],
+			       u[8], u[9], u[10], u[11], u[12], u[13], u[14],
+			       u[15]);
+}
+
+static void run_case(struct fixture *f, const struct mkcase *mc)
+{
+	char *ctx = g_strdup_printf(
+	    "bs=%u size=%lluK ratio=%u isize=%u", mc->bs,
+	    (unsigned long long)(mc->size >> 10), mc->ratio, mc->isize);
+	char *ours = g_build_filename(f->dir, "simfs.img", NULL);
+	char *ref = g_build_filename(f->dir, "mke2fs.img", NULL);
+	char *fsck_out = NULL, *uuid, *hseed, *opt_e, *nblocks, *isz, *ratio,
+	     *bs, *pct, *d1, *d2;
+	struct sfs_dsuper sb;
+	struct sfs_bdev *bd;
+	struct dump da, db;
+
+	make_simfs(ours, mc, 77);
+	if (!sfs_test_fsck_clean(ours, &fsck_out))
+		fail_msg("%s: e2fsck -fn not clean:\n%s", ctx, fsck_out);
+	g_free(fsck_out);
+
+	/* mke2fs with our UUID, hash seed and time on a same-size file. */
+	assert_int_equal(sfs_bdev_open_file(ours, SFS_BDEV_RDONLY, 0, &bd), 0);
+	assert_int_equal(
+	    sfs_bdev_read(bd, SFS_IO_SUPER, SFS_SUPER_OFFSET, &sb, sizeof(sb)),
+	    0);
+	sfs_bdev_close(bd);
+	assert_int_equal(
+	    sfs_bdev_open_file(ref, SFS_BDEV_CREATE, mc->size, &bd), 0);
+	sfs_bdev_close(bd);
+	uuid = fmt_uuid(sb.s_uuid);
+	hseed = fmt_uuid((const uint8_t *)sb.s_hash_seed);
+	opt_e = g_strdup_printf("hash_seed=%s", hseed);
+	nblocks =
+	    g_strdup_printf("%llu", (unsigned long long)(mc->size / mc->bs));
+	isz = g_strdup_printf("%u", mc->isize);
+	ratio = g_strdup_printf("%u", mc->ratio);
+	bs = g_strdup_printf("%u", mc->bs);
+	pct = g_strdup_printf("%u", mc->pct);
+	const char *args[] = {
+	    "mke2fs", "-F",   "-q",
+	    "-t",     "ext2", "-b",
+	    bs,	      "-I",   isz,
+	    "-i",     ratio,  "-m",
+	    pct,      "-O",   "none,sparse_super,filetype,large_file,ext_attr",
+	    "-U",     uuid,   "-E",
+	    opt_e,    ref,    nblocks,
+	    NULL};
+	g_free(run(args, f->conf));
+
+	d1 = dumpe2fs(ours);
+	d2 = dumpe2fs(ref);
+	parse_dump(d1, &da);
+	parse_dump(d2, &db);
+	assert_true(da.groups->len > 0);
+	compare_dumps(ctx, &da, &db);
+	assert_string_equal(hdr(&da, "Filesystem features"),
+			    "ext_attr filetype sparse_super large_file");
+	assert_string_equal(hdr(&da, "Filesystem state"), "clean");
+	dump_free(&da);
+	dump_free(&db);
+	g_free(d1);
+	g_free(d2);
+
+	/* The root, lost+found and bad-blocks inodes. */
+	const char *stats[] = {"stat <1>", "stat <2>", "stat <11>", "ls -l /",
+			       "ls -l /lost+found"};
+	for (size_t i = 0; i < G_N_ELEMENTS(stats); i++) {
+		const char *a1[] = {"debugfs", "-R", stats[i], ours, NULL};
+		const char *a2[] = {"debugfs", "-R", stats[i], ref, NULL};
+		char *s1 = run(a1, NULL), *s2 = run(a2, NULL);
+
+		if (strcmp(s1, s2) != 0)
+			fail_msg(
+			    "%s: debugfs '%s' differs:\n%s\n--- mke2fs:\n%s",
+			    ctx, stats[i], s1, s2);
+		g_free(s1);
+		g_free(s2);
+	}
+
+	/* Byte for byte, but for mke2fs's INODE_ZEROED group flags. */
+	uint64_t flags = compare_images(ctx, ours, ref);
+	uint32_t groups =
+	    (sfs_le32(sb.s_blocks_count) - sfs_le32(sb.s_first_data_block) +
+	     sfs_le32(sb.s_blocks_per_group) - 1) /
+	    sfs_le32(sb.s_blocks_per_group);
+	uint32_t copies = 0;
+	for (uint32_t g = 0; g < groups; g++)
+		copies += has_super(g);
+	CHECK_EQ_U(ctx, "bg_flags differences", flags,
+		   (uint64_t)groups * copies);
+
+	unlink(ours);
+	unlink(ref);
+	g_free(uuid);
+	g_free(hseed);
+	g_free(opt_e);
+	g_free(nblocks);
+	g_free(isz);
+	g_free(ratio);
+	g_free(bs);
+	g_free(pct);
+	g_free(ours);
+	g_free(ref);
+	g_free(ctx);
+}
+
+/* The size matrix for one block size (the mke2fs "small" ratio below
+ * 512 MiB, the default above, as mke2fs would pick). */
+static void run_sizes(void **state, uint32_t bs)
+{
+	const uint64_t sizes[] = {16 * MiB, 64 * MiB, 300 * MiB,
+				  128 * MiB + 256 * 1024, 1024 * MiB};
+
+	for (size_t i = 0; i < G_N_ELEMENTS(sizes); i++) {
+		struct mkcase mc = {
+		    sizes[i], bs, sizes[i] < 512 * MiB ? 4096 : 16384, 256, 5};
+
+		run_case(*state, &mc);
+	}
+}
+
+static void test_mkfs_1k_matches_mke2fs(void **state)
+{
+	run_sizes(state, 1024);
+}
+
+static void test_mkfs_2k_matches_mke2fs(void **state)
+{
+	run_sizes(state, 2048);
+}
+
+static void test_mkfs_4k_matches_mke2fs(void **state)
+{
+	run_sizes(state, 4096);
+}
+
+/* Odd corners of the geometry rules, each against mke2fs. */
+static void test_mkfs_geometry_corners_match_mke2fs(void **state)
+{
+	const struct mkcase cases[] = {
+	    /* 128-byte inodes */
+	    {64 * MiB, 2048, 8192, 128, 5},
+	    /* too many inodes per group: blocks_per_group shrinks */
+	    {64 * MiB, 4096, 1024, 256, 5},
+	    /* 8 inodes per group: lost+found (inode 11) in group 1 */
+	    {64 * MiB, 1024, 4 * MiB, 256, 0},
+	    /* half reserved, a tiny 4 MiB filesystem */
+	    {4 * MiB, 1024, 4096, 256, 50},
+	};
+
+	for (size_t i = 0; i < G_N_ELEMENTS(cases); i++)
+		run_case(*state, &cases[i]);
+}
+
+static void test_mkfs_1tib_sparse_formats_and_checks(void **state)
+{
+	struct fixture *f = *state;
+	char *path = g_build_filename(f->dir, "tib.img", NULL);
+	const struct mkcase mc = {1ull << 40, 4096, 4 * MiB, 256, 5};
+	char *out = NULL;
+	gint64 t0, t1, t2;
+	struct stat st;
+
+	t0 = g_get_monotonic_time();
+	make_simfs(path, &mc, 3);
+	t1 = g_get_monotonic_time();
+	if (!sfs_test_fsck_clean(path, &out))
+		fail_msg("1 TiB image not clean:\n%s", out);
+	t2 = g_get_monotonic_time();
+	assert_int_equal(stat(path, &st), 0);
+	assert_int_equal(st.st_size, 1ll << 40);
+	assert_true((uint64_t)st.st_blocks * 512 < 256 * MiB);
+	print_message("# 1 TiB (4 KiB blocks, 4 MiB per inode): mkfs %.2f s, "
+		      "e2fsck %.2f s, %llu MiB allocated\n",
+		      (t1 - t0) / 1e6, (t2 - t1) / 1e6,
+		      (unsigned long long)st.st_blocks * 512 / MiB);
+	g_free(out);
+	unlink(path);
+	g_free(path);
+}
+
+/* The oracle itself: problems that -n lets through still count. */
+static void test_mkfs_fsck_oracle_sees_problems(void **state)
+{
+	struct fixture *f = *state;
+	char *path = g_build_filename(f->dir, "oracle.img", NULL);
+	struct sfs_dsuper sb;
+	struct sfs_bdev *bd;
+	char *out = NULL;
+	uint8_t byte;
+
+	assert_int_equal(sfs_test_mkimage(path, 16 * MiB, 1024), 0);
+	assert_true(sfs_test_fsck_clean(path, &out));
+	assert_non_null(strstr(out, "Pass 5"));
+	g_free(out);
+
+	/* A wrong superblock free count: e2fsck -n still exits 0. */
+	assert_int_equal(sfs_bdev_open_file(path, 0, 0, &bd), 0);
+	assert_int_equal(
+	    sfs_bdev_read(bd, SFS_IO_SUPER, SFS_SUPER_OFFSET, &sb, sizeof(sb)),
+	    0);
+	sb.s_free_blocks_count =
+	    sfs_cpu_to_le32(sfs_le32(sb.s_free_blocks_count) - 1);
+	assert_int_equal(
+	    sfs_bdev_write(bd, SFS_IO_SUPER, SFS_SUPER_OFFSET, &sb, sizeof(sb)),
+	    0);
+	sfs_bdev_close(bd);
+	assert_false(sfs_test_fsck_clean(path, &out));
+	assert_non_null(strstr(out, "Free blocks count wrong"));
+	g_free(out);
+
+	/* Bitmap padding cleared (last byte of group 1's inode bitmap). */
+	assert_int_equal(sfs_test_mkimage(path, 16 * MiB, 1024), 0);
+	assert_int_equal(sfs_bdev_open_file(path, 0, 0, &bd), 0);
+	byte = 0;
+	assert_int_equal(sfs_bdev_write(bd, SFS_IO_BITMAP,
+					(8193 + 3) * 1024ull + 1023, &byte, 1),
+			 0);
+	sfs_bdev_close(bd);
+	assert_false(sfs_test_fsck_clean(path, &out));
+	assert_non_null(strstr(out, "Padding at end of inode bitmap"));
+	g_free(out);
+
+	/* Not an image at all. */
+	assert_false(sfs_test_fsck_clean("/nonexistent/simfs.img", NULL));
+	unlink(path);
+	g_free(path);
+}
+
+/* ---- rejected parameters ---- */
+
+static int null_io(struct sfs_bdev *bd, uint64_t off, void *buf, size_t len)
+{
+	fail_msg("the device was touched");
+	return -EIO;
+}
+
+static int null_wr(struct sfs_bdev *bd, uint64_t off, const void *buf,
+		   size_t len)
+{
+	fail_msg("the device was touched");
+	return -EIO;
+}
+
+static const struct sfs_bdev_ops null_ops = {
+    .name = "null",
+    .read = null_io,
+    .write = null_wr,
+};
+
+static void expect_rejected(struct sfs_bdev *bd,
+			    const struct sfs_mkfs_params *p, const char *word)
+{
+	char *err = NULL;
+	int rc = sfs_mkfs(bd, p, &err);
+
+	if (rc != -EINVAL)
+		fail_msg("expected -EINVAL for '%s', got %d", word, rc);
+	assert_non_null(err);
+	assert_true(strlen(err) > 10);
+	assert_null(strchr(err, '\n'));
+	if (!strstr(err, word))
+		fail_msg("message '%s' does not mention '%s'", err, word);
+	g_free(err);
+}
+
+static void test_mkfs_bad_params_rejected(void **state)
+{
+	struct sfs_bdev *small = sfs_bdev_new(&null_ops, NULL, 64 * MiB);
+	struct sfs_bdev *huge = sfs_bdev_new(&null_ops, NULL, 20ull << 40);
+	struct sfs_bdev *tiny = sfs_bdev_new(&null_ops, NULL, 8192);
+	struct sfs_bdev_counters ctr;
+	struct sfs_mkfs_params p;
+
+	sfs_mkfs_defaults(&p);
+	p.block_size = 512;
+	expect_rejected(small, &p, "block size");
+	p.block_size = 8192;
+	expect_rejected(small, &p, "block size");
+	p.block_size = 3000;
+	expect_rejected(small, &p, "block size");
+	sfs_mkfs_defaults(&p);
+	p.inode_size = 512;
+	expect_rejected(small, &p, "inode size");
+	p.inode_size = 64;
+	expect_rejected(small, &p, "inode size");
+	sfs_mkfs_defaults(&p);
+	p.inode_ratio = 512;
+	expect_rejected(small, &p, "ratio");
+	p.inode_ratio = 128u << 20;
+	expect_rejected(small, &p, "ratio");
+	sfs_mkfs_defaults(&p);
+	p.reserved_pct = 51;
+	expect_rejected(small, &p, "reserved");
+	sfs_mkfs_defaults(&p);
+	p.size_bytes = 65 * MiB;
+	expect_rejected(small, &p, "exceeds the device");
+	sfs_mkfs_defaults(&p);
+	expect_rejected(tiny, &p, "small");
+	/* 20 TiB of 4 KiB blocks: more than 2^32 blocks. */
+	sfs_mkfs_defaults(&p);
+	p.inode_ratio = 64u << 20;
+	expect_rejected(huge, &p, "32-bit");
+	/* 2 TiB of 1 KiB blocks: the GDT would need meta_bg. */
+	p.block_size = 1024;
+	p.size_bytes = 2ull << 40;
+	expect_rejected(huge, &p, "meta_bg");
+	/* Fewer inodes than the reserved ones + lost+found. */
+	sfs_mkfs_defaults(&p);
+	p.block_size = 1024;
+	p.inode_ratio = 64u << 20;
+	p.size_bytes = MiB;
+	expect_rejected(small, &p, "inodes");
+	/* A label without its NUL. */
+	sfs_mkfs_defaults(&p);
+	memset(p.label, 'x', sizeof(p.label));
+	expect_rejected(small, &p, "label");
+
+	sfs_bdev_counters(small, &ctr);
+	assert_int_equal(ctr.reqs[SFS_IO_READ] + ctr.reqs[SFS_IO_WRITE] +
+			     ctr.reqs[SFS_IO_FLUSH],
+			 0);
+	sfs_bdev_close(small);
+	sfs_bdev_close(huge);
+	sfs_bdev_close(tiny);
+}
+
+/* ---- on RAM devices ---- */
+
+static void mkfs_ram(struct sfs_bdev *bd, uint32_t bs, uint64_t seed,
+		     const char *label)
+{
+	struct sfs_mkfs_params p;
+	char *err = NULL;
+
+	sfs_mkfs_defaults(&p);
+	p.block_size = bs;
+	p.seed = seed;
+	p.time = MK_TIME;
+	g_strlcpy(p.label, label, sizeof(p.label));
+	if (sfs_mkfs(bd, &p, &err))
+		fail_msg("sfs_mkfs: %s", err);
+}
+
+static void test_mkfs_superblock_fields_and_write_order(void **state)
+{
+	struct sfs_bdev *bd = sfs_ramdev_new(16 * MiB);
+	const struct sfs_io_req *log;
+	const struct sfs_dsuper *sb, *b1;
+	uint8_t *img;
+	size_t n;
+
+	mkfs_ram(bd, 1024, 9, "testvol");
+	img = sfs_ramdev_data(bd);
+	sb = (const struct sfs_dsuper *)(img + SFS_SUPER_OFFSET);
+	assert_int_equal(sfs_le16(sb->s_magic), SFS_SUPER_MAGIC);
+	assert_int_equal(sfs_le32(sb->s_rev_level), 1);
+	assert_int_equal(sfs_le16(sb->s_state), SFS_STATE_VALID);
+	assert_int_equal(sfs_le32(sb->s_blocks_count), 16384);
+	assert_int_equal(sfs_le32(sb->s_first_data_block), 1);
+	assert_int_equal(sfs_le32(sb->s_log_cluster_size), 0);
+	assert_int_equal(sfs_le32(sb->s_clusters_per_group), 8192);
+	assert_int_equal(sfs_le16(sb->s_max_mnt_count), 0xFFFF);
+	assert_int_equal(sfs_le16(sb->s_errors), 1);
+	assert_int_equal(sfs_le32(sb->s_first_ino), 11);
+	assert_int_equal(sfs_le16(sb->s_min_extra_isize), 32);
+	assert_int_equal(sfs_le16(sb->s_want_extra_isize), 32);
+	assert_int_equal(sfs_le32(sb->s_default_mount_opts), 0xC);
+	assert_int_equal(sfs_le32(sb->s_flags), 1);
+	assert_int_equal(sb->s_def_hash_version, 1);
+	assert_int_equal(sfs_le32(sb->s_mkfs_time), MK_TIME);
+	assert_int_equal(sfs_le32(sb->s_wtime), MK_TIME);
+	assert_int_equal(sfs_le32(sb->s_feature_compat), 0x08);
+	assert_int_equal(sfs_le32(sb->s_feature_incompat), 0x02);
+	assert_int_equal(sfs_le32(sb->s_feature_ro_compat), 0x03);
+	assert_string_equal(sb->s_volume_name, "testvol");
+	assert_int_equal(sfs_le32(sb->s_inodes_count),
+			 sfs_le32(sb->s_inodes_per_group) * 2);
+	static const uint8_t zero16[16];
+	assert_memory_not_equal(sb->s_uuid, zero16, 16);
+	assert_int_equal(sb->s_uuid[6] >> 4, 4); /* version 4 */
+
+	/* The group 1 backup: at offset 0 of block 8193, group nr 1, state
+	 * 0, otherwise equal. */
+	b1 = (const struct sfs_dsuper *)(img + 8193ull * 1024);
+	assert_int_equal(sfs_le16(b1->s_block_group_nr), 1);
+	assert_int_equal(b1->s_state, 0);
+	struct sfs_dsuper tmp = *b1;
+	tmp.s_block_group_nr = 0;
+	tmp.s_state = sb->s_state;
+	assert_memory_equal(&tmp, sb, sizeof(tmp));
+
+	/* Writes only, in range; the primary superblock last, then flush. */
+	log = sfs_ramdev_log(bd, &n);
+	assert_true(n >= 4);
+	for (size_t i = 0; i < n; i++)
+		assert_int_not_equal(log[i].op, SFS_IO_READ);
+	assert_int_equal(log[n - 1].op, SFS_IO_FLUSH);
+	assert_int_equal(log[n - 2].op, SFS_IO_WRITE);
+	assert_int_equal(log[n - 2].cat, SFS_IO_SUPER);
+	assert_int_equal(log[n - 2].off_bytes, 1024);
+	sfs_bdev_close(bd);
+}
+
+static void test_mkfs_seed_makes_identical_images(void **state)
+{
+	struct sfs_bdev *a = sfs_ramdev_new(16 * MiB);
+	struct sfs_bdev *b = sfs_ramdev_new(16 * MiB);
+	struct sfs_bdev *c = sfs_ramdev_new(16 * MiB);
+	const struct sfs_dsuper *sa, *sc;
+
+	mkfs_ram(a, 2048, 42, "");
+	mkfs_ram(b, 2048, 42, "");
+	mkfs_ram(c, 2048, 43, "");
+	assert_memory_equal(sfs_ramdev_data(a), sfs_ramdev_data(b), 16 * MiB);
+	sa = (const struct sfs_dsuper *)(sfs_ramdev_data(a) + 1024);
+	sc = (const struct sfs_dsuper *)(sfs_ramdev_data(c) + 1024);
+	assert_memory_not_equal(sa->s_uuid, sc->s_uuid, 16);
+	assert_memory_not_equal(sa->s_hash_seed, sc->s_hash_seed, 16);
+	sfs_bdev_close(a);
+	sfs_bdev_close(b);
+	sfs_bdev_close(c);
+}
+
+/* Sum of zeroing (SFS_IO_OTHER write) bytes in a RAM device's log. */
+static uint64_t zeroed_bytes(struct sfs_bdev *bd)
+{
+	size_t n;
+	const struct sfs_io_req *log = sfs_ramdev_log(bd, &n);
+	uint64_t sum = 0;
+
+	for (size_t i = 0; i < n; i++)
+		if (log[i].op == SFS_IO_WRITE && log[i].cat == SFS_IO_OTHER)
+			sum += log[i].len_bytes;
+	return sum;
+}
+
+static void test_mkfs_zeroes_tables_only_when_needed(void **state)
+{
+	struct sfs_bdev *fresh = sfs_ramdev_new(64 * MiB);
+	struct sfs_bdev *used = sfs_ramdev_new(64 * MiB);
+	const struct sfs_dsuper *sb;
+	uint64_t itable_bytes;
+
+	/* A device full of garbage: everything must be zeroed. */
+	memset(sfs_ramdev_data(used), 0xA5, 64 * MiB);
+	sfs_bdev_set_known_zero(used, false);
+	mkfs_ram(fresh, 4096, 1, "");
+	mkfs_ram(used, 4096, 1, "");
+	assert_int_equal(zeroed_bytes(fresh), 0);
+	sb = (const struct sfs_dsuper *)(sfs_ramdev_data(used) + 1024);
+	itable_bytes = (uint64_t)sfs_le32(sb->s_inodes_count) * 256;
+	/* Inode tables (less the block written with inodes 1..11) + the
+	 * boot area and old superblock. */
+	assert_int_equal(zeroed_bytes(used), itable_bytes - 4096 + 2048);
+	/* Metadata is identical; only free blocks keep their garbage:
+	 * sb, GDT, 2 bitmaps, inode table, root, 4 lost+found blocks. */
+	assert_memory_equal(sfs_ramdev_data(used), sfs_ramdev_data(fresh),
+			    (4 + itable_bytes / 4096 + 1 + 4) * 4096);
+	assert_int_equal(sfs_ramdev_data(used)[64 * MiB - 1], 0xA5);
+	sfs_bdev_close(fresh);
+	sfs_bdev_close(used);
+}
+
+static void test_mkfs_used_file_passes_fsck(void **state)
+{
+	struct fixture *f = *state;
+	char *path = g_build_filename(f->dir, "used.img", NULL);
+	uint8_t *junk = g_malloc(MiB);
+	struct sfs_mkfs_params p;
+	struct sfs_bdev *bd;
+	char *err = NULL, *out = NULL;
+	GRand *r = g_rand_new_with_seed(5);
+	FILE *fp = fopen(path, "wb");
+
+	/* A 32 MiB file of random bytes, then an ext2 magic at 1024+56. */
+	assert_non_null(fp);
+	for (int i = 0; i < 32; i++) {
+		for (size_t k = 0; k < MiB; k += 4) {
+			guint32 v = g_rand_int(r);
+
+			memcpy(junk + k, &v, 4);
+		}
+		assert_int_equal(fwrite(junk, 1, MiB, fp), MiB);
+	}
+	fclose(fp);
+	assert_int_equal(sfs_bdev_open_file(path, SFS_BDEV_EXCL, 0, &bd), 0);
+	assert_false(sfs_bdev_known_zero(bd));
+	sfs_mkfs_defaults(&p);
+	p.block_size = 1024;
+	assert_int_equal(sfs_mkfs(bd, &p, &err), 0);
+	sfs_bdev_close(bd);
+	if (!sfs_test_fsck_clean(path, &out))
+		fail_msg("mkfs over garbage not clean:\n%s", out);
+	g_free(out);
+	g_free(junk);
+	g_rand_free(r);
+	unlink(path);
+	g_free(path);
+}
+
+static void test_mkfs_whole_device_rounds_to_pages(void **state)
+{
+	/* 64 MiB + 3 KiB at 1 KiB blocks: mke2fs takes 65536 blocks. */
+	struct sfs_bdev *bd = sfs_ramdev_new(64 * MiB + 3072);
+	const struct sfs_dsuper *sb;
+
+	mkfs_ram(bd, 1024, 1, "");
+	sb = (const struct sfs_dsuper *)(sfs_ramdev_data(bd) + 1024);
+	assert_int_equal(sfs_le32(sb->s_blocks_count), 65536);
+	sfs_bdev_close(bd);
+
+	/* An explicit size is taken as given (then trimmed by the rules). */
+	struct sfs_mkfs_params p;
+	char *err = NULL;
+	bd = sfs_ramdev_new(64 * MiB + 3072);
+	sfs_mkfs_defaults(&p);
+	p.block_size = 1024;
+	p.size_bytes = 64 * MiB + 3072;
+	assert_int_equal(sfs_mkfs(bd, &p, &err), 0);
+	sb = (const struct sfs_dsuper *)(sfs_ramdev_data(bd) + 1024);
+	assert_int_equal(sfs_le32(sb->s_blocks_count), 65537);
+	sfs_bdev_close(bd);
+}
+
+static void test_mkfs_write_error_reported(void **state)
+{
+	struct sfs_bdev *fd = sfs_faultdev_new(sfs_ramdev_new(16 * MiB));
+	struct sfs_mkfs_params p;
+	char *err = NULL;
+
+	sfs_mkfs_defaults(&p);
+	sfs_faultdev_arm(fd, SFS_FAULT_WRITE, 3, false);
+	assert_int_equal(sfs_mkfs(fd, &p, &err), -EIO);
+	assert_non_null(err);
+	assert_non_null(strstr(err, "cannot write"));
+	g_free(err);
+	err = NULL;
+	sfs_faultdev_arm(fd, SFS_FAULT_FLUSH, 1, false);
+	assert_int_equal(sfs_mkfs(fd, &p, &err), -EIO);
+	assert_non_null(strstr(err, "flush"));
+	g_free(err);
+	sfs_faultdev_disarm(fd);
+	assert_int_equal(sfs_mkfs(fd, &p, NULL), 0);
+	sfs_bdev_close(fd);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_mkfs_1k_matches_mke2fs),
+	    cmocka_unit_test(test_mkfs_2k_matches_mke2fs),
+	    cmocka_unit_test(test_mkfs_4k_matches_mke2fs),
+	    cmocka_unit_test(test_mkfs_geometry_corners_match_mke2fs),
+	    cmocka_unit_test(test_mkfs_1tib_sparse_formats_and_checks),
+	    cmocka_unit_test(test_mkfs_fsck_oracle_sees_problems),
+	    cmocka_unit_test(test_mkfs_bad_params_rejected),
+	    cmocka_unit_test(test_mkfs_superblock_fields_and_write_order),
+	    cmocka_unit_test(test_mkfs_seed_makes_identical_images),
+	    cmocka_unit_test(test_mkfs_zeroes_tables_only_when_needed),
+	    cmocka_unit_test(test_mkfs_used_file_passes_fsck),
+	    cmocka_unit_test(test_mkfs_whole_device_rounds_to_pages),
+	    cmocka_unit_test(test_mkfs_write_error_reported),
+	};
+
+	return cmocka_run_group_tests_name("mkfs", tests, setup, teardown);
+}
