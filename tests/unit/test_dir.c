@@ -1,0 +1,818 @@
+/*
+ * test_dir.c - linear directories (simfs/dir.c) through the engine API:
+ * insert/lookup/remove across many blocks, a 20,000-entry directory looked
+ * up through the name index, readdir cookies stable under concurrent
+ * change, reuse of freed space, the byte layout of "." and "..", and a
+ * corrupt block answered with -EIO while other directories keep serving.
+ *
+ * Every case that leaves a sound image closes the filesystem and asks the
+ * e2fsck oracle (sfs_test_fsck_clean) to find it clean.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "fs_priv.h"
+#include "testsupport.h"
+
+#define MiB (1024 * 1024ull)
+
+/* ---- fixture ---- */
+
+struct tfs {
+	char *dir;
+	char *img;
+	struct sfs_fs *fs;
+};
+
+static struct tfs *tfs_new(uint32_t bs, uint64_t size)
+{
+	struct tfs *t = g_new0(struct tfs, 1);
+
+	t->dir = sfs_test_tmpdir();
+	t->img = g_build_filename(t->dir, "img", NULL);
+	assert_int_equal(sfs_test_mkimage(t->img, size, bs), 0);
+	t->fs = sfs_test_open(t->img, "");
+	assert_non_null(t->fs);
+	return t;
+}
+
+static void tfs_close(struct tfs *t)
+{
+	if (t->fs)
+		assert_int_equal(sfs_fs_close(t->fs), 0);
+	t->fs = NULL;
+}
+
+static void tfs_assert_clean(struct tfs *t)
+{
+	char *out = NULL;
+	bool ok;
+
+	tfs_close(t);
+	ok = sfs_test_fsck_clean(t->img, &out);
+	if (!ok)
+		print_message("e2fsck -fn %s:\n%s\n", t->img, out ? out : "");
+	g_free(out);
+	assert_true(ok);
+}
+
+static void tfs_reopen(struct tfs *t)
+{
+	tfs_close(t);
+	t->fs = sfs_test_open(t->img, "");
+	assert_non_null(t->fs);
+}
+
+static void tfs_free(struct tfs *t)
+{
+	if (t->fs)
+		sfs_fs_close(t->fs);
+	sfs_test_rmtree(t->dir);
+	g_free(t->img);
+	g_free(t->dir);
+	g_free(t);
+}
+
+static sfs_ino_t mkfile(struct sfs_fs *fs, sfs_ino_t dir, const char *name)
+{
+	struct sfs_attr a;
+
+	assert_int_equal(
+	    sfs_mknod(fs, dir, name, SFS_S_IFREG | 0644, 0, 0, 0, &a), 0);
+	return a.ino;
+}
+
+static sfs_ino_t mkdir_(struct sfs_fs *fs, sfs_ino_t dir, const char *name)
+{
+	struct sfs_attr a;
+
+	assert_int_equal(sfs_mkdir(fs, dir, name, 0755, 0, 0, &a), 0);
+	return a.ino;
+}
+
+static uint64_t dir_size(struct sfs_fs *fs, sfs_ino_t ino)
+{
+	struct sfs_attr a;
+
+	assert_int_equal(sfs_getattr(fs, ino, &a), 0);
+	return a.size;
+}
+
+/* ---- readdir collection ---- */
+
+struct rd {
+	GHashTable *seen;   /* name -> times reported */
+	unsigned reported;  /* entries accepted in this call */
+	unsigned limit;	    /* stop after this many (0 = no limit) */
+	uint64_t next;	    /* cookie to resume from */
+	bool dup;	    /* some name reported twice */
+	uint8_t ftype_of_x; /* file type seen for a name starting 'x' */
+};
+
+static struct rd *rd_new(void)
+{
+	struct rd *r = g_new0(struct rd, 1);
+
+	r->seen = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
+	return r;
+}
+
+static void rd_free(struct rd *r)
+{
+	g_hash_table_destroy(r->seen);
+	g_free(r);
+}
+
+static unsigned rd_count(struct rd *r, const char *name)
+{
+	return GPOINTER_TO_UINT(g_hash_table_lookup(r->seen, name));
+}
+
+static int rd_fill(void *ctx, const char *name, size_t len, sfs_ino_t ino,
+		   uint8_t ftype, uint64_t next_off)
+{
+	struct rd *r = ctx;
+	char *key;
+	unsigned n;
+
+	(void)ino;
+	(void)ftype;
+	if (r->limit && r->reported == r->limit)
+		return 1; /* full: this entry comes again next call */
+	key = g_strndup(name, len);
+	n = GPOINTER_TO_UINT(g_hash_table_lookup(r->seen, key));
+	if (n)
+		r->dup = true;
+	g_hash_table_insert(r->seen, key, GUINT_TO_POINTER(n + 1));
+	r->reported++;
+	r->next = next_off;
+	return 0;
+}
+
+/* Read a whole directory in one call. */
+static struct rd *rd_all(struct sfs_fs *fs, sfs_ino_t dir)
+{
+	struct rd *r = rd_new();
+
+	assert_int_equal(sfs_readdir(fs, dir, 0, rd_fill, r), 0);
+	return r;
+}
+
+/* ---- cases ---- */
+
+/* Names of assorted lengths so records of every size tile the blocks. */
+static void name_of(char *buf, size_t size, unsigned i)
+{
+	snprintf(buf, size, "n%04u-%.*s", i, (int)(i % 37),
+		 "abcdefghijklmnopqrstuvwxyz0123456789abcdef");
+}
+
+static void test_dir_insert_lookup_remove_many_blocks(void **state)
+{
+	struct tfs *t = tfs_new(1024, 64 * MiB);
+	const unsigned n = 700;
+	sfs_ino_t d, *inos = g_new0(sfs_ino_t, n);
+	char name[64];
+	struct sfs_attr a;
+
+	(void)state;
+	d = mkdir_(t->fs, SFS_ROOT_INO, "d");
+	for (unsigned i = 0; i < n; i++) {
+		name_of(name, sizeof(name), i);
+		inos[i] = mkfile(t->fs, d, name);
+	}
+	/* ~700 records of 16..56 bytes: far more than one 1 KiB block */
+	assert_true(dir_size(t->fs, d) >= 20 * 1024);
+	assert_int_equal(dir_size(t->fs, d) % 1024, 0);
+	for (unsigned i = 0; i < n; i++) {
+		name_of(name, sizeof(name), i);
+		assert_int_equal(sfs_lookup(t->fs, d, name, &a), 0);
+		assert_int_equal(a.ino, inos[i]);
+	}
+	for (unsigned i = 0; i < n; i += 3) {
+		name_of(name, sizeof(name), i);
+		assert_int_equal(sfs_unlink(t->fs, d, name), 0);
+		assert_int_equal(sfs_unlink(t->fs, d, name), -ENOENT);
+	}
+	for (unsigned i = 0; i < n; i++) {
+		name_of(name, sizeof(name), i);
+		assert_int_equal(sfs_lookup(t->fs, d, name, &a),
+				 i % 3 ? 0 : -ENOENT);
+	}
+	assert_int_equal(sfs_lookup(t->fs, d, "missing", &a), -ENOENT);
+	/* the index is rebuilt from disk after a remount */
+	tfs_reopen(t);
+	for (unsigned i = 0; i < n; i++) {
+		name_of(name, sizeof(name), i);
+		assert_int_equal(sfs_lookup(t->fs, d, name, &a),
+				 i % 3 ? 0 : -ENOENT);
+		if (i % 3)
+			assert_int_equal(a.ino, inos[i]);
+	}
+	tfs_assert_clean(t);
+	g_free(inos);
+	tfs_free(t);
+}
+
+static uint64_t cache_gets(struct sfs_fs *fs)
+{
+	struct sfs_cache_counters c;
+
+	sfs_cache_counters(fs->cache, &c);
+	return c.hits + c.misses;
+}
+
+static void test_dir_twenty_thousand_entries(void **state)
+{
+	struct tfs *t = tfs_new(1024, 64 * MiB);
+	const unsigned n = 20000;
+	sfs_ino_t d, f;
+	uint64_t before, nblocks;
+	struct sfs_attr a;
+	struct rd *r;
+	char name[32];
+
+	(void)state;
+	d = mkdir_(t->fs, SFS_ROOT_INO, "big");
+	f = mkfile(t->fs, d, "target");
+	/* hard links: 20,000 names without 20,000 inodes */
+	for (unsigned i = 0; i < n; i++) {
+		snprintf(name, sizeof(name), "entry-%05u", i);
+		assert_int_equal(sfs_link(t->fs, f, d, name, NULL), 0);
+	}
+	nblocks = dir_size(t->fs, d) / 1024;
+	assert_true(nblocks > 300); /* mapped through the double indirect */
+	assert_int_equal(sfs_getattr(t->fs, f, &a), 0);
+	assert_int_equal(a.nlink, n + 1);
+
+	/* present names: each lookup touches a handful of blocks, not the
+	 * directory's hundreds */
+	before = cache_gets(t->fs);
+	for (unsigned i = 0; i < n; i++) {
+		snprintf(name, sizeof(name), "entry-%05u", i);
+		assert_int_equal(sfs_lookup(t->fs, d, name, &a), 0);
+		assert_int_equal(a.ino, f);
+	}
+	assert_true(cache_gets(t->fs) - before <= (uint64_t)n * 8);
+	/* missing names: no directory block needs reading at all */
+	before = cache_gets(t->fs);
+	for (unsigned i = n; i < n + 2000; i++) {
+		snprintf(name, sizeof(name), "entry-%05u", i);
+		assert_int_equal(sfs_lookup(t->fs, d, name, &a), -ENOENT);
+	}
+	assert_int_equal(sfs_lookup(t->fs, d, "entry-", &a), -ENOENT);
+	assert_true(cache_gets(t->fs) - before <= 2000 * 2);
+
+	r = rd_all(t->fs, d);
+	assert_false(r->dup);
+	assert_int_equal(g_hash_table_size(r->seen), n + 3);
+	assert_int_equal(rd_count(r, "."), 1);
+	assert_int_equal(rd_count(r, ".."), 1);
+	assert_int_equal(rd_count(r, "entry-12345"), 1);
+	rd_free(r);
+
+	for (unsigned i = 0; i < n; i += 2) {
+		snprintf(name, sizeof(name), "entry-%05u", i);
+		assert_int_equal(sfs_unlink(t->fs, d, name), 0);
+	}
+	assert_int_equal(sfs_getattr(t->fs, f, &a), 0);
+	assert_int_equal(a.nlink, n / 2 + 1);
+	/* the index after 10,000 deletions */
+	for (unsigned i = 0; i < n; i++) {
+		snprintf(name, sizeof(name), "entry-%05u", i);
+		assert_int_equal(sfs_lookup(t->fs, d, name, &a),
+				 i % 2 ? 0 : -ENOENT);
+	}
+	tfs_assert_clean(t);
+	tfs_free(t);
+}
+
+/* Random adds, removes and lookups checked against a model, then the same
+ * after a remount. */
+static void check_against_model(struct sfs_fs *fs, sfs_ino_t d,
+				GHashTable *model, char **pool, unsigned npool)
+{
+	struct sfs_attr a;
+	struct rd *r = rd_all(fs, d);
+
+	assert_false(r->dup);
+	assert_int_equal(g_hash_table_size(r->seen),
+			 g_hash_table_size(model) + 2);
+	for (unsigned i = 0; i < npool; i++) {
+		bool in = g_hash_table_contains(model, pool[i]);
+
+		assert_int_equal(rd_count(r, pool[i]), in ? 1 : 0);
+		assert_int_equal(sfs_lookup(fs, d, pool[i], &a),
+				 in ? 0 : -ENOENT);
+	}
+	rd_free(r);
+}
+
+static void test_dir_random_ops_match_model(void **state)
+{
+	struct tfs *t = tfs_new(1024, 32 * MiB);
+	GRand *rnd = g_rand_new_with_seed(77);
+	GHashTable *model = g_hash_table_new(g_str_hash, g_str_equal);
+	const unsigned npool = 1500;
+	char **pool = g_new0(char *, npool);
+	struct sfs_attr a;
+	sfs_ino_t d, f;
+
+	(void)state;
+	for (unsigned i = 0; i < npool; i++) {
+		int len = g_rand_int_range(rnd, 1, 80);
+		char *nm = g_malloc(len + 8);
+
+		snprintf(nm, len + 8, "%u_", i);
+		for (int k = (int)strlen(nm); k < len + 7; k++)
+			nm[k] = (char)('a' + g_rand_int_range(rnd, 0, 26));
+		nm[len + 7] = '\0';
+		pool[i] = nm;
+	}
+	d = mkdir_(t->fs, SFS_ROOT_INO, "d");
+	f = mkfile(t->fs, SFS_ROOT_INO, "f");
+	for (unsigned op = 0; op < 12000; op++) {
+		char *nm = pool[g_rand_int_range(rnd, 0, npool)];
+		bool in = g_hash_table_contains(model, nm);
+		int what = g_rand_int_range(rnd, 0, 10);
+
+		if (what < 6) {
+			assert_int_equal(sfs_link(t->fs, f, d, nm, NULL),
+					 in ? -EEXIST : 0);
+			g_hash_table_add(model, nm);
+		} else if (what < 9) {
+			assert_int_equal(sfs_unlink(t->fs, d, nm),
+					 in ? 0 : -ENOENT);
+			g_hash_table_remove(model, nm);
+		} else {
+			assert_int_equal(sfs_lookup(t->fs, d, nm, &a),
+					 in ? 0 : -ENOENT);
+		}
+		if (op % 3000 == 2999)
+			check_against_model(t->fs, d, model, pool, npool);
+	}
+	tfs_reopen(t);
+	check_against_model(t->fs, d, model, pool, npool);
+	assert_int_equal(sfs_getattr(t->fs, f, &a), 0);
+	assert_int_equal(a.nlink, g_hash_table_size(model) + 1);
+	tfs_assert_clean(t);
+	for (unsigned i = 0; i < npool; i++)
+		g_free(pool[i]);
+	g_free(pool);
+	g_hash_table_destroy(model);
+	g_rand_free(rnd);
+	tfs_free(t);
+}
+
+/* Fill the filesystem with one file's data until no block is left. */
+static void fill_fs(struct sfs_fs *fs)
+{
+	static char chunk[64 * 1024];
+	struct sfs_attr a;
+	uint64_t off = 0;
+	size_t done;
+	int rc;
+
+	assert_int_equal(sfs_mknod(fs, SFS_ROOT_INO, "filler",
+				   SFS_S_IFREG | 0644, 0, 0, 0, &a),
+			 0);
+	for (size_t len = sizeof(chunk); len >= 1024; len /= 2) {
+		do {
+			done = 0;
+			rc = sfs_write(fs, a.ino, off, chunk, len, &done);
+			off += done;
+		} while (rc == 0);
+		assert_int_equal(rc, -ENOSPC);
+	}
+}
+
+/* A directory that cannot grow: -ENOSPC, nothing half done. */
+static void test_dir_enospc_on_grow(void **state)
+{
+	struct tfs *t = tfs_new(1024, 16 * MiB);
+	struct sfs_attr a;
+	char name[48];
+	unsigned n = 0;
+	uint64_t size;
+	sfs_ino_t d;
+	int rc;
+
+	(void)state;
+	d = mkdir_(t->fs, SFS_ROOT_INO, "d");
+	fill_fs(t->fs);
+	size = dir_size(t->fs, d);
+	for (;;) {
+		snprintf(name, sizeof(name), "entry-with-a-long-name-%04u", n);
+		rc = sfs_mknod(t->fs, d, name, SFS_S_IFREG | 0644, 0, 0, 0, &a);
+		if (rc)
+			break;
+		n++;
+		assert_true(n < 1000);
+	}
+	assert_int_equal(rc, -ENOSPC);
+	assert_true(n > 10); /* the first block filled up first */
+	assert_int_equal(dir_size(t->fs, d), size);
+	assert_int_equal(sfs_lookup(t->fs, d, name, &a), -ENOENT);
+	for (unsigned i = 0; i < n; i++) {
+		snprintf(name, sizeof(name), "entry-with-a-long-name-%04u", i);
+		assert_int_equal(sfs_lookup(t->fs, d, name, &a), 0);
+	}
+	/* room comes back: the directory grows */
+	assert_int_equal(sfs_unlink(t->fs, SFS_ROOT_INO, "filler"), 0);
+	mkfile(t->fs, d, "entry-with-a-long-name-last");
+	assert_int_equal(dir_size(t->fs, d), size + 1024);
+	tfs_assert_clean(t);
+	tfs_free(t);
+}
+
+/* Read dir in calls of `chunk` entries; between calls remove and add
+ * entries.  Every entry present throughout must come exactly once. */
+static void test_dir_readdir_stable_cookies(void **state)
+{
+	struct tfs *t = tfs_new(1024, 64 * MiB);
+	const unsigned n = 400;
+	GRand *rnd = g_rand_new_with_seed(20240611);
+	bool *removed = g_new0(bool, n);
+	unsigned added = 0, calls = 0;
+	struct rd *r = rd_new();
+	char name[32];
+	sfs_ino_t d;
+
+	(void)state;
+	d = mkdir_(t->fs, SFS_ROOT_INO, "d");
+	for (unsigned i = 0; i < n; i++) {
+		snprintf(name, sizeof(name), "f%03u%.*s", i, (int)(i % 13),
+			 "zzzzzzzzzzzzz");
+		mkfile(t->fs, d, name);
+	}
+	r->limit = 7;
+	r->next = 0;
+	for (;;) {
+		unsigned before = g_hash_table_size(r->seen);
+
+		r->reported = 0;
+		assert_int_equal(sfs_readdir(t->fs, d, r->next, rd_fill, r), 0);
+		calls++;
+		if (r->reported == 0)
+			break;
+		assert_true(g_hash_table_size(r->seen) > before);
+		/* churn: remove 3 random live entries, add 2 new ones */
+		for (int k = 0; k < 3; k++) {
+			unsigned i = (unsigned)g_rand_int_range(rnd, 0, n);
+
+			if (removed[i])
+				continue;
+			snprintf(name, sizeof(name), "f%03u%.*s", i,
+				 (int)(i % 13), "zzzzzzzzzzzzz");
+			assert_int_equal(sfs_unlink(t->fs, d, name), 0);
+			removed[i] = true;
+		}
+		for (int k = 0; k < 2; k++) {
+			snprintf(name, sizeof(name), "new%04u", added++);
+			mkfile(t->fs, d, name);
+		}
+	}
+	assert_true(calls > n / 7 / 2);
+	assert_false(r->dup);
+	assert_int_equal(rd_count(r, "."), 1);
+	assert_int_equal(rd_count(r, ".."), 1);
+	for (unsigned i = 0; i < n; i++) {
+		snprintf(name, sizeof(name), "f%03u%.*s", i, (int)(i % 13),
+			 "zzzzzzzzzzzzz");
+		if (!removed[i])
+			assert_int_equal(rd_count(r, name), 1);
+		else
+			assert_true(rd_count(r, name) <= 1);
+	}
+	rd_free(r);
+	g_free(removed);
+	g_rand_free(rnd);
+	tfs_assert_clean(t);
+	tfs_free(t);
+}
+
+/* A cookie at an entry removed since (its record merged into the one
+ * before it) resumes with the entry after it. */
+static void test_dir_readdir_cookie_of_removed_entry(void **state)
+{
+	struct tfs *t = tfs_new(4096, 32 * MiB);
+	struct rd *r = rd_new();
+	sfs_ino_t d;
+
+	(void)state;
+	d = mkdir_(t->fs, SFS_ROOT_INO, "d");
+	mkfile(t->fs, d, "a");
+	mkfile(t->fs, d, "b");
+	mkfile(t->fs, d, "c");
+	r->limit = 3; /* ".", "..", "a"; stops on "b" */
+	assert_int_equal(sfs_readdir(t->fs, d, 0, rd_fill, r), 0);
+	assert_int_equal(r->reported, 3);
+	assert_int_equal(rd_count(r, "a"), 1);
+	assert_int_equal(rd_count(r, "b"), 0);
+	assert_int_equal(sfs_unlink(t->fs, d, "b"), 0);
+	assert_int_equal(sfs_unlink(t->fs, d, "a"), 0);
+	r->limit = 0;
+	r->reported = 0;
+	assert_int_equal(sfs_readdir(t->fs, d, r->next, rd_fill, r), 0);
+	assert_int_equal(r->reported, 1);
+	assert_int_equal(rd_count(r, "c"), 1);
+	assert_false(r->dup);
+	/* a cookie past the end reports nothing */
+	r->reported = 0;
+	assert_int_equal(sfs_readdir(t->fs, d, 1u << 20, rd_fill, r), 0);
+	assert_int_equal(r->reported, 0);
+	rd_free(r);
+	tfs_assert_clean(t);
+	tfs_free(t);
+}
+
+static void test_dir_reuses_freed_space(void **state)
+{
+	struct tfs *t = tfs_new(1024, 64 * MiB);
+	char name[32];
+	uint64_t size;
+	sfs_ino_t d;
+
+	(void)state;
+	d = mkdir_(t->fs, SFS_ROOT_INO, "d");
+	for (unsigned i = 0; i < 300; i++) {
+		snprintf(name, sizeof(name), "old-%04u", i);
+		mkfile(t->fs, d, name);
+	}
+	size = dir_size(t->fs, d);
+	assert_true(size >= 5 * 1024);
+	/* free every entry, then add as many of the same size: no growth */
+	for (unsigned i = 0; i < 300; i++) {
+		snprintf(name, sizeof(name), "old-%04u", i);
+		assert_int_equal(sfs_unlink(t->fs, d, name), 0);
+	}
+	for (unsigned i = 0; i < 300; i++) {
+		snprintf(name, sizeof(name), "new-%04u", i);
+		mkfile(t->fs, d, name);
+	}
+	assert_int_equal(dir_size(t->fs, d), size);
+	/* a longer name fits where two short ones were merged */
+	assert_int_equal(sfs_unlink(t->fs, d, "new-0100"), 0);
+	assert_int_equal(sfs_unlink(t->fs, d, "new-0101"), 0);
+	mkfile(t->fs, d, "a-longer-name-than-before");
+	assert_int_equal(dir_size(t->fs, d), size);
+	tfs_assert_clean(t);
+	tfs_free(t);
+}
+
+/* The first entry of a block becomes an inode-0 record, reused later. */
+static void test_dir_remove_first_in_block(void **state)
+{
+	struct tfs *t = tfs_new(1024, 64 * MiB);
+	struct sfs_inode *dp;
+	struct sfs_buf *b;
+	sfs_blk_t pblk;
+	char name[32];
+	struct sfs_ddirent *de;
+	char first[256];
+	uint64_t size;
+	sfs_ino_t d;
+
+	(void)state;
+	d = mkdir_(t->fs, SFS_ROOT_INO, "d");
+	for (unsigned i = 0; i < 100; i++) {
+		snprintf(name, sizeof(name), "e%03u", i);
+		mkfile(t->fs, d, name);
+	}
+	size = dir_size(t->fs, d);
+	assert_true(size >= 2048);
+	/* name of the first entry of block 1 */
+	sfs_lock(t->fs);
+	assert_int_equal(sfs_iget(t->fs, d, &dp), 0);
+	assert_int_equal(sfs_bmap(t->fs, dp, 1, false, &pblk), 0);
+	assert_int_equal(sfs_cache_get(t->fs->cache, pblk, SFS_IO_DIR, &b), 0);
+	de = (struct sfs_ddirent *)b->data;
+	memcpy(first, de->name, de->name_len);
+	first[de->name_len] = '\0';
+	sfs_cache_put(t->fs->cache, b);
+	sfs_iput(t->fs, dp);
+	sfs_unlock(t->fs);
+
+	assert_int_equal(sfs_unlink(t->fs, d, first), 0);
+	sfs_lock(t->fs);
+	assert_int_equal(sfs_cache_get(t->fs->cache, pblk, SFS_IO_DIR, &b), 0);
+	de = (struct sfs_ddirent *)b->data;
+	assert_int_equal(sfs_le32(de->inode), 0);
+	assert_int_equal(de->name_len, 0);
+	sfs_cache_put(t->fs->cache, b);
+	sfs_unlock(t->fs);
+
+	tfs_reopen(t);
+	struct rd *r = rd_all(t->fs, d);
+	assert_int_equal(g_hash_table_size(r->seen), 2 + 99);
+	assert_int_equal(rd_count(r, first), 0);
+	rd_free(r);
+	tfs_assert_clean(t);
+	t->fs = sfs_test_open(t->img, "");
+	mkfile(t->fs, d, "zz1"); /* fits the inode-0 record */
+	assert_int_equal(dir_size(t->fs, d), size);
+	tfs_assert_clean(t);
+	tfs_free(t);
+}
+
+/* Byte layout of block 0: ".", ".." rec_len 12 with NUL after the names;
+ * ".." spans the block when the directory is empty. */
+static void test_dir_dots_layout(void **state)
+{
+	struct tfs *t = tfs_new(2048, 32 * MiB);
+	struct sfs_inode *dp;
+	struct sfs_buf *b;
+	sfs_blk_t pblk;
+	uint8_t blk[2048];
+	sfs_ino_t d;
+	bool empty;
+
+	(void)state;
+	d = mkdir_(t->fs, SFS_ROOT_INO, "d");
+	sfs_lock(t->fs);
+	assert_int_equal(sfs_iget(t->fs, d, &dp), 0);
+	assert_int_equal(sfs_bmap(t->fs, dp, 0, false, &pblk), 0);
+	assert_int_equal(sfs_dir_is_empty(t->fs, dp, &empty), 0);
+	assert_true(empty);
+	assert_int_equal(sfs_cache_get(t->fs->cache, pblk, SFS_IO_DIR, &b), 0);
+	memcpy(blk, b->data, sizeof(blk));
+	sfs_cache_put(t->fs->cache, b);
+	sfs_iput(t->fs, dp);
+	sfs_unlock(t->fs);
+	static const uint8_t dots[] = {
+	    0, 0, 0, 0, 12, 0, 1, 2, '.', 0,   0, 0, /* inode patched */
+	    0, 0, 0, 0, 0,  0, 2, 2, '.', '.', 0, 0,
+	};
+	uint8_t want[24];
+	memcpy(want, dots, sizeof(want));
+	memcpy(want, &(uint32_t){sfs_cpu_to_le32(d)}, 4);
+	memcpy(want + 12, &(uint32_t){sfs_cpu_to_le32(SFS_ROOT_INO)}, 4);
+	want[16] = (2048 - 12) & 0xff;
+	want[17] = (2048 - 12) >> 8;
+	assert_memory_equal(blk, want, sizeof(want));
+	for (unsigned i = 24; i < sizeof(blk); i++)
+		assert_int_equal(blk[i], 0);
+
+	mkfile(t->fs, d, "x");
+	sfs_lock(t->fs);
+	assert_int_equal(sfs_cache_get(t->fs->cache, pblk, SFS_IO_DIR, &b), 0);
+	assert_int_equal(b->data[16] | b->data[17] << 8, 12);
+	assert_int_equal(b->data[24 + 4] | b->data[24 + 5] << 8, 2048 - 24);
+	assert_int_equal(b->data[24 + 6], 1);	       /* name_len */
+	assert_int_equal(b->data[24 + 7], SFS_FT_REG); /* file_type */
+	assert_int_equal(b->data[24 + 8], 'x');
+	assert_int_equal(b->data[24 + 9], 0);
+	sfs_cache_put(t->fs->cache, b);
+	sfs_unlock(t->fs);
+
+	assert_int_equal(sfs_unlink(t->fs, d, "x"), 0);
+	sfs_lock(t->fs);
+	assert_int_equal(sfs_cache_get(t->fs->cache, pblk, SFS_IO_DIR, &b), 0);
+	assert_int_equal(b->data[16] | b->data[17] << 8, 2048 - 12);
+	for (unsigned i = 24; i < 2048; i++)
+		assert_int_equal(b->data[i], 0);
+	sfs_cache_put(t->fs->cache, b);
+	sfs_unlock(t->fs);
+	tfs_assert_clean(t);
+	tfs_free(t);
+}
+
+/* Write `len` bytes at byte offset `off` of the image file. */
+static void poke(const char *img, uint64_t off, const void *buf, size_t len)
+{
+	int fd = open(img, O_WRONLY);
+
+	assert_true(fd >= 0);
+	assert_int_equal(pwrite(fd, buf, len, (off_t)off), (ssize_t)len);
+	close(fd);
+}
+
+static void test_dir_corrupt_rec_len_eio(void **state)
+{
+	struct tfs *t = tfs_new(1024, 32 * MiB);
+	struct sfs_inode *dp;
+	struct sfs_attr a;
+	sfs_ino_t bad, good;
+	sfs_blk_t pblk;
+	uint16_t junk[] = {7, 0, 4000, 1022};
+	char *pristine = NULL;
+	gsize plen = 0;
+	struct rd *r;
+
+	(void)state;
+	bad = mkdir_(t->fs, SFS_ROOT_INO, "bad");
+	good = mkdir_(t->fs, SFS_ROOT_INO, "good");
+	mkfile(t->fs, bad, "victim");
+	mkfile(t->fs, bad, "other");
+	mkfile(t->fs, good, "fine");
+	sfs_lock(t->fs);
+	assert_int_equal(sfs_iget(t->fs, bad, &dp), 0);
+	assert_int_equal(sfs_bmap(t->fs, dp, 0, false, &pblk), 0);
+	sfs_iput(t->fs, dp);
+	sfs_unlock(t->fs);
+	tfs_close(t);
+	assert_true(g_file_get_contents(t->img, &pristine, &plen, NULL));
+
+	for (unsigned k = 0; k < G_N_ELEMENTS(junk); k++) {
+		uint16_t v = sfs_cpu_to_le16(junk[k]);
+
+		assert_true(g_file_set_contents(t->img, pristine, plen, NULL));
+		/* rec_len of the third entry ("victim" at offset 24) */
+		poke(t->img, (uint64_t)pblk * 1024 + 24 + 4, &v, 2);
+		t->fs = sfs_test_open(t->img, "");
+		assert_int_equal(sfs_lookup(t->fs, bad, "victim", &a), -EIO);
+		r = rd_new();
+		assert_int_equal(sfs_readdir(t->fs, bad, 0, rd_fill, r), -EIO);
+		rd_free(r);
+		/* the rest keeps serving reads; writes stop (sticky error) */
+		assert_int_equal(sfs_lookup(t->fs, good, "fine", &a), 0);
+		r = rd_all(t->fs, good);
+		assert_int_equal(rd_count(r, "fine"), 1);
+		rd_free(r);
+		assert_int_equal(sfs_getattr(t->fs, SFS_ROOT_INO, &a), 0);
+		assert_int_equal(sfs_mknod(t->fs, good, "new",
+					   SFS_S_IFREG | 0644, 0, 0, 0, &a),
+				 -EROFS);
+		sfs_fs_close(t->fs);
+		t->fs = NULL;
+	}
+	g_free(pristine);
+	tfs_free(t);
+}
+
+/* mke2fs's lost+found: block 0 plus empty blocks (one inode-0 record of
+ * rec_len bs each).  Entries fill them before the directory grows. */
+static void test_dir_mke2fs_lost_found(void **state)
+{
+	struct tfs *t = g_new0(struct tfs, 1);
+	gchar *argv[] = {
+	    "mke2fs", "-F",   "-q",
+	    "-t",     "ext2", "-b",
+	    "1024",   "-O",   "none,sparse_super,filetype,large_file,ext_attr",
+	    NULL,     "16M",  NULL};
+	gint status = -1;
+	struct sfs_attr a;
+	char name[32];
+	uint64_t size;
+	sfs_ino_t lf;
+	unsigned n;
+
+	(void)state;
+	t->dir = sfs_test_tmpdir();
+	t->img = g_build_filename(t->dir, "img", NULL);
+	argv[9] = t->img;
+	if (!g_spawn_sync(NULL, argv, NULL,
+			  G_SPAWN_SEARCH_PATH | G_SPAWN_STDOUT_TO_DEV_NULL |
+			      G_SPAWN_STDERR_TO_DEV_NULL,
+			  NULL, NULL, NULL, NULL, &status, NULL) ||
+	    !g_spawn_check_wait_status(status, NULL)) {
+		tfs_free(t);
+		skip();
+	}
+	t->fs = sfs_test_open(t->img, "");
+	assert_int_equal(sfs_lookup(t->fs, SFS_ROOT_INO, "lost+found", &a), 0);
+	lf = a.ino;
+	size = a.size;
+	assert_int_equal(size, 12 * 1024); /* ext-format 5.7 */
+	/* 11 empty blocks of (1024 / 20) entries, plus block 0's room */
+	n = 11 * (1024 / 20) + (1024 - 24) / 20;
+	for (unsigned i = 0; i < n; i++) {
+		snprintf(name, sizeof(name), "o%011u", i); /* 20-byte record */
+		assert_int_equal(sfs_mknod(t->fs, lf, name, SFS_S_IFIFO | 0600,
+					   0, 0, 0, NULL),
+				 0);
+	}
+	assert_int_equal(dir_size(t->fs, lf), size);
+	mkfile(t->fs, lf, "one-more");
+	assert_int_equal(dir_size(t->fs, lf), size + 1024);
+	tfs_assert_clean(t);
+	tfs_free(t);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_dir_insert_lookup_remove_many_blocks),
+	    cmocka_unit_test(test_dir_twenty_thousand_entries),
+	    cmocka_unit_test(test_dir_random_ops_match_model),
+	    cmocka_unit_test(test_dir_enospc_on_grow),
+	    cmocka_unit_test(test_dir_readdir_stable_cookies),
+	    cmocka_unit_test(test_dir_readdir_cookie_of_removed_entry),
+	    cmocka_unit_test(test_dir_reuses_freed_space),
+	    cmocka_unit_test(test_dir_remove_first_in_block),
+	    cmocka_unit_test(test_dir_dots_layout),
+	    cmocka_unit_test(test_dir_corrupt_rec_len_eio),
+	    cmocka_unit_test(test_dir_mke2fs_lost_found),
+	};
+
+	return cmocka_run_group_tests_name("dir", tests, NULL, NULL);
+}
