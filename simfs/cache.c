@@ -1,23 +1,41 @@
 /*
  * cache.c - the buffer cache: one buffer per cached block, reference
- * counted, LRU-evicted within a RAM budget, dirty until written back.
+ * counted, LRU-evicted within a RAM budget, dirty until written back by
+ * the writeback policy (doc/cache.md).
  *
  * Each buffer is in at most these places:
  *   c->map    blk -> buffer, for every live (not discarded) buffer;
- *   c->lru    unreferenced live buffers, least recently used at the head;
- *   c->dirty  dirty buffers (referenced or not), first dirtied at the head;
- *   c->forgot discarded buffers still referenced (freed by the last put).
+ *   c->lru    idle live buffers (refs == 0, pins == 0), least recently
+ *             used at the head: the only ones eviction may drop;
+ *   c->dirty  dirty buffers (any refs or pins), in the order they were
+ *             first dirtied: oldest at the head (dirtied_ns ascending);
+ *   c->forgot discarded buffers still referenced or pinned (freed by the
+ *             last put / unpin).
  *
- * Budget: cached_bytes (all buffer memory, discarded-but-referenced ones
- * included) stays <= budget_bytes unless every buffer is referenced.  To
- * make room, make_room evicts the clean buffer at the LRU head; when the
- * head is dirty it first writes back a batch of the least recently used
- * dirty buffers (up to 1/8 of the budget), sorted by block number and
- * merged into requests of up to SFS_CACHE_MAX_REQ bytes, so a streaming
- * writer produces large sequential writes.  sfs_cache_sync writes every
- * dirty buffer the same way, then flushes the device.
+ * Accounting: cached_bytes = all buffer memory (forgotten ones included);
+ * dirty_bytes = dirty buffers; pinned_dirty = those of them pinned.  The
+ * policy's thresholds compare wb_dirty = dirty_bytes - pinned_dirty: what
+ * write-back could write.
  *
- * Write-back failure: the buffers stay dirty and the caller gets -EIO.
+ * Budget: cached_bytes stays <= budget_bytes unless nothing is idle (every
+ * buffer referenced or pinned): then the cache grows past it and counts an
+ * over-budget event.  make_room evicts the clean buffer at the LRU head;
+ * when the head is dirty it first writes back a batch of the least
+ * recently used dirty buffers (up to 1/8 of the budget).
+ *
+ * Write-back paths, each a plugged batch sorted by block and merged into
+ * requests of up to SFS_CACHE_MAX_REQ bytes (write_back):
+ *   eviction   make_room                       LRU dirty buffers
+ *   throttle   sfs_cache_dirty/write_run       oldest first, chunks
+ *   periodic   sfs_cache_tick (kupdate timer)  oldest first, expired only
+ *   background sfs_cache_tick                  oldest first, chunks
+ *   sync       sfs_cache_sync                  all unpinned
+ *   explicit   sfs_cache_write_blocks          the blocks asked for
+ * Throttle, periodic and background skip referenced buffers (being
+ * changed by the operation in progress) and all paths skip pinned ones.
+ *
+ * Write-back failure: the buffers stay dirty; the caller gets -EIO (tick,
+ * sync, write_blocks, eviction) or an error is counted (throttle).
  * Discard: dirty contents are dropped ("died dirty"), never written.
  * Not thread-safe: the engine serialises calls.
  */
@@ -28,24 +46,49 @@
 #include <glib.h>
 
 #include "cache.h"
+#include "clock.h"
+#include "timedev.h"
 
-#define SFS_CACHE_MAX_REQ (1u << 20) /* bytes per write-back request */
-#define SFS_CACHE_MIN_BLOCKS 64	     /* smallest budget, in blocks */
+/* Free pool slots are poisoned under AddressSanitizer, so a use after
+ * sfs_cache_put/discard still trips it as it would with malloc. */
+#if defined(__SANITIZE_ADDRESS__)
+#include <sanitizer/asan_interface.h>
+#define SLOT_POISON(p, n) ASAN_POISON_MEMORY_REGION((p), (n))
+#define SLOT_UNPOISON(p, n) ASAN_UNPOISON_MEMORY_REGION((p), (n))
+#else
+#define SLOT_POISON(p, n) ((void)(p), (void)(n))
+#define SLOT_UNPOISON(p, n) ((void)(p), (void)(n))
+#endif
+
+#define SFS_CACHE_MAX_REQ (1u << 20)	/* bytes per write-back request */
+#define SFS_CACHE_MIN_BLOCKS 64		/* smallest budget, in blocks */
+#define SFS_CACHE_SLAB_BYTES (1u << 20) /* buffer memory comes in these */
+#define SFS_NS_PER_CS (10ULL * SFS_NS_PER_MS)
 
 struct cbuf {
-	struct sfs_buf pub; /* first: users see only this */
-	GList lru_link;	    /* in c->lru (refs == 0) or c->forgot */
-	GList dirty_link;   /* in c->dirty while dirty */
+	struct sfs_buf pub;  /* first: users see only this */
+	GList lru_link;	     /* in c->lru (idle) or c->forgot */
+	GList dirty_link;    /* in c->dirty while dirty */
+	sfs_ns_t dirtied_ns; /* when it went from clean to dirty */
 	uint32_t refs;
+	uint32_t pins;	     /* sfs_cache_pin nesting */
 	enum sfs_io_cat cat; /* category of its device requests */
 	bool dirty;
-	bool forgotten; /* discarded while referenced */
+	bool forgotten; /* discarded while referenced or pinned */
+	bool ra;	/* read ahead and not used yet */
+};
+
+/* Fixed-size slots carved from slabs, recycled through a free list. */
+struct slab_pool {
+	size_t slot;	  /* bytes per slot (>= sizeof(void *)) */
+	GPtrArray *slabs; /* SFS_CACHE_SLAB_BYTES each, 4 KiB aligned */
+	void *free;	  /* unused slots, linked through their first word */
 };
 
 struct sfs_cache {
 	struct sfs_bdev *bd;
-	uint32_t bs;	/* block size, bytes */
-	uint32_t align; /* buffer memory alignment, bytes */
+	struct sfs_clock *clock; /* NULL: time 0 */
+	uint32_t bs;		 /* block size, bytes */
 	uint64_t budget_bytes;
 	uint32_t max_req_blocks; /* blocks per write-back request */
 	uint32_t batch_blocks;	 /* blocks per eviction write-back batch */
@@ -54,7 +97,28 @@ struct sfs_cache {
 	GQueue lru;
 	GQueue dirty;
 	GQueue forgot;
-	uint8_t *stage; /* max_req_blocks * bs, for merged writes */
+	struct slab_pool data; /* block memory, bs per slot */
+	struct slab_pool hdrs; /* struct cbuf slots */
+	uint8_t *stage;	       /* max_req_blocks * bs, for merged writes */
+	uint8_t *rabuf;	       /* max_req_blocks * bs, for read-ahead */
+	uint64_t pinned_dirty; /* bytes of dirty pinned buffers */
+
+	/* writeback policy (wb_active once sfs_cache_set_policy ran) */
+	bool wb_active;
+	struct sfs_cache_policy pol;
+	uint64_t dirty_thresh; /* bytes: throttle above */
+	uint64_t bg_thresh;    /* bytes: background write-back above */
+	uint32_t chunk_blocks; /* per throttle/background pass */
+	sfs_ns_t expire_ns;
+	sfs_ns_t interval_ns;	  /* 0: no periodic write-back */
+	sfs_ns_t next_kupdate_ns; /* the periodic wakeup */
+	bool bg_blocked;   /* over background with nothing writable: wait for
+			      a change before trying again */
+	unsigned wb_depth; /* inside write_back: no throttling */
+
+	void (*written_fn)(void *ctx, sfs_blk_t blk);
+	void *written_ctx;
+
 	struct sfs_cache_counters ctr;
 };
 
@@ -62,6 +126,152 @@ static inline struct cbuf *to_cbuf(struct sfs_buf *b)
 {
 	return (struct cbuf *)b;
 }
+
+/* ---- memory ---- */
+
+/*
+ * Memory for blocks and their headers: slots carved from 1 MiB slabs and
+ * recycled through a free list, never returned before sfs_cache_free.
+ * One posix_memalign per block would cost up to twice the budget in
+ * alignment waste, and a malloc per header its own overhead; this way the
+ * memory held is the peak of cached_bytes (rounded up to a slab) plus
+ * sizeof(struct cbuf) per buffer.  bench/cache_memory.sh measures it.
+ */
+static void pool_init(struct slab_pool *p, size_t slot)
+{
+	p->slot = MAX(slot, sizeof(void *));
+	p->slabs = g_ptr_array_new();
+	p->free = NULL;
+}
+
+static void *pool_get(struct slab_pool *p)
+{
+	void *s;
+
+	if (!p->free) {
+		size_t per = MAX(SFS_CACHE_SLAB_BYTES / p->slot, 1);
+		uint8_t *slab = NULL;
+
+		if (posix_memalign((void **)&slab, 4096, per * p->slot))
+			g_error("simfs cache: out of memory for %zu buffers "
+				"of %zu bytes",
+				per, p->slot);
+		g_ptr_array_add(p->slabs, slab);
+		for (size_t i = per; i-- > 0;) {
+			void *slot = slab + i * p->slot;
+
+			*(void **)slot = p->free;
+			p->free = slot;
+			SLOT_POISON(slot, p->slot);
+		}
+	}
+	s = p->free;
+	SLOT_UNPOISON(s, p->slot);
+	p->free = *(void **)s;
+	return s;
+}
+
+static void pool_put(struct slab_pool *p, void *s)
+{
+	*(void **)s = p->free;
+	p->free = s;
+	SLOT_POISON(s, p->slot);
+}
+
+static void pool_fini(struct slab_pool *p)
+{
+	for (guint i = 0; i < p->slabs->len; i++) {
+		uint8_t *slab = g_ptr_array_index(p->slabs, i);
+
+		SLOT_UNPOISON(slab,
+			      MAX(SFS_CACHE_SLAB_BYTES / p->slot, 1) * p->slot);
+		free(slab);
+	}
+	g_ptr_array_free(p->slabs, TRUE);
+}
+
+/* ---- policy presets (data; ext-internals section 7.1, 7.4) ---- */
+
+#define KIB 1024u
+#define MIB (1024u * 1024u)
+
+static const struct preset {
+	const char *name;
+	const char *help;
+	struct sfs_cache_policy p;
+} presets[] = {
+    {"2.6",
+     "Linux 2.6.0-2.6.21 (the 2002 seed): dirty 40 %, background 10 %",
+     {.dirty_background_ratio = 10,
+      .dirty_ratio = 40,
+      .dirty_expire_cs = 3000,
+      .dirty_writeback_cs = 500,
+      .writeback_chunk_bytes = 4 * MIB,
+      .readahead_max_bytes = 128 * KIB,
+      .readahead_min_bytes = 16 * KIB}},
+    {"2.6.22",
+     "Linux 2.6.22-2.6.28: dirty 10 %, background 5 %",
+     {.dirty_background_ratio = 5,
+      .dirty_ratio = 10,
+      .dirty_expire_cs = 3000,
+      .dirty_writeback_cs = 500,
+      .writeback_chunk_bytes = 4 * MIB,
+      .readahead_max_bytes = 128 * KIB,
+      .readahead_min_bytes = 16 * KIB}},
+    {"modern",
+     "Linux 2.6.29/30 to today: dirty 20 %, background 10 %",
+     {.dirty_background_ratio = 10,
+      .dirty_ratio = 20,
+      .dirty_expire_cs = 3000,
+      .dirty_writeback_cs = 500,
+      .writeback_chunk_bytes = 4 * MIB,
+      .readahead_max_bytes = 128 * KIB,
+      .readahead_min_bytes = 16 * KIB}},
+};
+
+int sfs_cache_policy_preset(const char *name, struct sfs_cache_policy *out)
+{
+	if (!out)
+		return -EINVAL;
+	if (!name || !name[0])
+		name = SFS_CACHE_POLICY_DEFAULT;
+	for (size_t i = 0; i < G_N_ELEMENTS(presets); i++) {
+		if (strcmp(presets[i].name, name) == 0) {
+			*out = presets[i].p;
+			return 0;
+		}
+	}
+	return -EINVAL;
+}
+
+const char *sfs_cache_policy_names(void)
+{
+	return "2.6, 2.6.22, modern";
+}
+
+bool sfs_cache_policy_nth(unsigned i, const char **name, const char **help)
+{
+	if (i >= G_N_ELEMENTS(presets))
+		return false;
+	if (name)
+		*name = presets[i].name;
+	if (help)
+		*help = presets[i].help;
+	return true;
+}
+
+const char *sfs_wb_reason_name(enum sfs_wb_reason r)
+{
+	static const char *const names[SFS_WB_NREASONS] = {
+	    [SFS_WB_BACKGROUND] = "background", [SFS_WB_PERIODIC] = "periodic",
+	    [SFS_WB_THROTTLE] = "throttle",	[SFS_WB_SYNC] = "sync",
+	    [SFS_WB_EVICTION] = "eviction",	[SFS_WB_EXPLICIT] = "explicit",
+	};
+
+	return (unsigned)r < SFS_WB_NREASONS ? names[r] : "?";
+}
+
+/* ---- setup ---- */
 
 /*
  * A cache over bd for blocks of block_size bytes (a power of two, 512 ..
@@ -79,7 +289,6 @@ int sfs_cache_new(struct sfs_bdev *bd, uint32_t block_size,
 	c = g_new0(struct sfs_cache, 1);
 	c->bd = bd;
 	c->bs = block_size;
-	c->align = block_size < 4096 ? block_size : 4096;
 	if (budget_bytes < (uint64_t)SFS_CACHE_MIN_BLOCKS * block_size)
 		budget_bytes = (uint64_t)SFS_CACHE_MIN_BLOCKS * block_size;
 	c->budget_bytes = budget_bytes;
@@ -89,6 +298,8 @@ int sfs_cache_new(struct sfs_bdev *bd, uint32_t block_size,
 	c->batch_blocks = (uint32_t)MAX(budget_bytes / 8 / block_size, 1);
 	c->nblocks = sfs_bdev_size_bytes(bd) / block_size;
 	c->map = g_hash_table_new(g_direct_hash, g_direct_equal);
+	pool_init(&c->data, block_size);
+	pool_init(&c->hdrs, sizeof(struct cbuf));
 	g_queue_init(&c->lru);
 	g_queue_init(&c->dirty);
 	g_queue_init(&c->forgot);
@@ -106,10 +317,82 @@ struct sfs_bdev *sfs_cache_bdev(struct sfs_cache *c)
 	return c->bd;
 }
 
+static sfs_ns_t now_ns(struct sfs_cache *c)
+{
+	return c->clock ? sfs_clock_now_ns(c->clock) : 0;
+}
+
+/* Dirty bytes write-back may write: pinned buffers excluded. */
+static uint64_t wb_dirty(const struct sfs_cache *c)
+{
+	return c->ctr.dirty_bytes - c->pinned_dirty;
+}
+
 void sfs_cache_counters(const struct sfs_cache *c,
 			struct sfs_cache_counters *out)
 {
 	*out = c->ctr;
+	out->budget_bytes = c->budget_bytes;
+	out->dirty_limit_bytes = c->wb_active ? c->dirty_thresh : 0;
+	out->background_limit_bytes = c->wb_active ? c->bg_thresh : 0;
+}
+
+uint64_t sfs_cache_dirty_bytes(const struct sfs_cache *c)
+{
+	return c->ctr.dirty_bytes;
+}
+
+int sfs_cache_set_policy(struct sfs_cache *c, const struct sfs_cache_policy *p)
+{
+	uint64_t dirty, bg;
+
+	if (!c || !p || p->dirty_ratio > 100 ||
+	    p->dirty_background_ratio > 100 || p->writeback_chunk_bytes == 0)
+		return -EINVAL;
+	if (p->readahead_max_bytes &&
+	    (p->readahead_min_bytes == 0 ||
+	     p->readahead_min_bytes > p->readahead_max_bytes))
+		return -EINVAL;
+	dirty = p->dirty_bytes ? p->dirty_bytes
+			       : c->budget_bytes * p->dirty_ratio / 100;
+	bg = p->dirty_background_bytes
+		 ? p->dirty_background_bytes
+		 : c->budget_bytes * p->dirty_background_ratio / 100;
+	if (bg >= dirty) /* as Linux: background stays below the limit */
+		bg = dirty / 2;
+	c->pol = *p;
+	c->dirty_thresh = dirty;
+	c->bg_thresh = bg;
+	c->chunk_blocks = (uint32_t)MAX(
+	    MIN(p->writeback_chunk_bytes / c->bs, (uint64_t)UINT32_MAX), 1);
+	c->expire_ns = (sfs_ns_t)p->dirty_expire_cs * SFS_NS_PER_CS;
+	c->interval_ns = (sfs_ns_t)p->dirty_writeback_cs * SFS_NS_PER_CS;
+	c->next_kupdate_ns = now_ns(c) + c->interval_ns;
+	c->bg_blocked = false;
+	c->wb_active = true;
+	return 0;
+}
+
+void sfs_cache_get_policy(const struct sfs_cache *c,
+			  struct sfs_cache_policy *out)
+{
+	if (c->wb_active)
+		*out = c->pol;
+	else
+		memset(out, 0, sizeof(*out));
+}
+
+void sfs_cache_set_clock(struct sfs_cache *c, struct sfs_clock *clock)
+{
+	c->clock = clock;
+	c->next_kupdate_ns = now_ns(c) + c->interval_ns;
+}
+
+void sfs_cache_set_written_cb(struct sfs_cache *c,
+			      void (*fn)(void *ctx, sfs_blk_t blk), void *ctx)
+{
+	c->written_fn = fn;
+	c->written_ctx = fn ? ctx : NULL;
 }
 
 /* ---- buffer life ---- */
@@ -117,14 +400,11 @@ void sfs_cache_counters(const struct sfs_cache *c,
 static struct cbuf *cbuf_alloc(struct sfs_cache *c, sfs_blk_t blk,
 			       enum sfs_io_cat cat)
 {
-	struct cbuf *b = g_new0(struct cbuf, 1);
-	void *data = NULL;
+	struct cbuf *b = pool_get(&c->hdrs);
 
-	if (posix_memalign(&data, c->align, c->bs))
-		g_error("simfs cache: out of memory for a %u-byte buffer",
-			c->bs);
+	memset(b, 0, sizeof(*b));
 	b->pub.blk = blk;
-	b->pub.data = data;
+	b->pub.data = pool_get(&c->data);
 	b->cat = cat;
 	b->lru_link.data = b;
 	b->dirty_link.data = b;
@@ -135,8 +415,8 @@ static struct cbuf *cbuf_alloc(struct sfs_cache *c, sfs_blk_t blk,
 static void cbuf_free(struct sfs_cache *c, struct cbuf *b)
 {
 	c->ctr.cached_bytes -= c->bs;
-	free(b->pub.data);
-	g_free(b);
+	pool_put(&c->data, b->pub.data);
+	pool_put(&c->hdrs, b);
 }
 
 static struct cbuf *cache_lookup(struct sfs_cache *c, sfs_blk_t blk)
@@ -149,15 +429,25 @@ static void cache_insert(struct sfs_cache *c, struct cbuf *b)
 	g_hash_table_insert(c->map, GUINT_TO_POINTER(b->pub.blk), b);
 }
 
+/* Is b on the LRU (idle and live)? */
+static bool is_idle(const struct cbuf *b)
+{
+	return b->refs == 0 && b->pins == 0 && !b->forgotten;
+}
+
 static void mark_dirty(struct sfs_cache *c, struct cbuf *b)
 {
 	if (b->dirty)
 		return;
 	b->dirty = true;
+	b->dirtied_ns = now_ns(c);
 	g_queue_push_tail_link(&c->dirty, &b->dirty_link);
 	c->ctr.dirty_bytes += c->bs;
+	if (b->pins)
+		c->pinned_dirty += c->bs;
 	if (c->ctr.dirty_bytes > c->ctr.peak_dirty_bytes)
 		c->ctr.peak_dirty_bytes = c->ctr.dirty_bytes;
+	c->bg_blocked = false;
 }
 
 static void mark_clean(struct sfs_cache *c, struct cbuf *b)
@@ -167,19 +457,33 @@ static void mark_clean(struct sfs_cache *c, struct cbuf *b)
 	b->dirty = false;
 	g_queue_unlink(&c->dirty, &b->dirty_link);
 	c->ctr.dirty_bytes -= c->bs;
+	if (b->pins)
+		c->pinned_dirty -= c->bs;
+}
+
+/* A use of a cached block: a read-ahead block used for the first time
+ * counts as a read-ahead hit when the use is a read. */
+static void note_use(struct sfs_cache *c, struct cbuf *b, bool read)
+{
+	if (b->ra) {
+		b->ra = false;
+		if (read)
+			c->ctr.readahead_hits++;
+	}
 }
 
 /* Take a reference on a live buffer (off the LRU if it was idle). */
 static void grab(struct sfs_cache *c, struct cbuf *b)
 {
-	if (b->refs++ == 0)
+	if (is_idle(b))
 		g_queue_unlink(&c->lru, &b->lru_link);
+	b->refs++;
 }
 
 /* A use of an idle buffer: move it to the LRU tail. */
 static void touch(struct sfs_cache *c, struct cbuf *b)
 {
-	if (b->refs == 0) {
+	if (is_idle(b)) {
 		g_queue_unlink(&c->lru, &b->lru_link);
 		g_queue_push_tail_link(&c->lru, &b->lru_link);
 	}
@@ -191,6 +495,8 @@ static void evict(struct sfs_cache *c, struct cbuf *b)
 	g_queue_unlink(&c->lru, &b->lru_link);
 	g_hash_table_remove(c->map, GUINT_TO_POINTER(b->pub.blk));
 	c->ctr.evictions++;
+	if (b->ra)
+		c->ctr.readahead_wasted++;
 	cbuf_free(c, b);
 }
 
@@ -204,30 +510,40 @@ static int cmp_blk(const void *a, const void *b)
 	return x->pub.blk < y->pub.blk ? -1 : x->pub.blk > y->pub.blk;
 }
 
-static int get_stage(struct sfs_cache *c)
+static int get_bounce(struct sfs_cache *c, uint8_t **buf)
 {
 	void *p = NULL;
 
-	if (c->stage)
+	if (*buf)
 		return 0;
 	if (posix_memalign(&p, 4096, (size_t)c->max_req_blocks * c->bs))
 		return -ENOMEM;
-	c->stage = p;
+	*buf = p;
 	return 0;
 }
 
 /*
- * Write bufs[0..n) (dirty, distinct blocks) back: sorted by block, runs of
- * adjacent blocks of one category merged into one request of at most
- * max_req_blocks.  Written buffers become clean.  0 or -EIO (the buffers
- * of the failed request and after stay dirty).
+ * Write bufs[0..n) (dirty, unpinned, distinct blocks) back as one plugged
+ * batch: sorted by block, runs of adjacent blocks of one category merged
+ * into one request of at most max_req_blocks.  Written buffers become
+ * clean and are counted under `why`; the written callback then runs for
+ * each.  0 or -EIO (the buffers of the failed request and after stay
+ * dirty).
  */
-static int write_back(struct sfs_cache *c, struct cbuf **bufs, size_t n)
+static int write_back(struct sfs_cache *c, struct cbuf **bufs, size_t n,
+		      enum sfs_wb_reason why)
 {
-	size_t i = 0;
-	int rc;
+	sfs_blk_t *done = NULL;
+	size_t i = 0, ndone = 0;
+	int rc = 0;
 
+	if (n == 0)
+		return 0;
+	c->wb_depth++;
+	if (c->written_fn)
+		done = g_new(sfs_blk_t, n);
 	qsort(bufs, n, sizeof(*bufs), cmp_blk);
+	sfs_timedev_plug(c->bd); /* -EINVAL on other devices: harmless */
 	while (i < n) {
 		size_t j = i + 1;
 		const void *src = bufs[i]->pub.data;
@@ -237,25 +553,36 @@ static int write_back(struct sfs_cache *c, struct cbuf **bufs, size_t n)
 		       bufs[j]->cat == bufs[i]->cat)
 			j++;
 		if (j - i > 1) {
-			rc = get_stage(c);
-			if (rc)
-				return -EIO;
+			if (get_bounce(c, &c->stage)) {
+				rc = -EIO;
+				break;
+			}
 			for (size_t k = i; k < j; k++)
 				memcpy(c->stage + (k - i) * c->bs,
 				       bufs[k]->pub.data, c->bs);
 			src = c->stage;
 		}
-		rc = sfs_bdev_write(c->bd, bufs[i]->cat,
-				    (uint64_t)bufs[i]->pub.blk * c->bs, src,
-				    (j - i) * c->bs);
-		if (rc)
-			return -EIO;
-		for (size_t k = i; k < j; k++)
+		if (sfs_bdev_write(c->bd, bufs[i]->cat,
+				   (uint64_t)bufs[i]->pub.blk * c->bs, src,
+				   (j - i) * c->bs)) {
+			rc = -EIO;
+			break;
+		}
+		for (size_t k = i; k < j; k++) {
 			mark_clean(c, bufs[k]);
+			if (done)
+				done[ndone++] = bufs[k]->pub.blk;
+		}
 		c->ctr.writebacks += j - i;
+		c->ctr.wb_bytes[why] += (uint64_t)(j - i) * c->bs;
 		i = j;
 	}
-	return 0;
+	sfs_timedev_unplug(c->bd); /* emulate: waits for the batch */
+	for (size_t k = 0; k < ndone; k++)
+		c->written_fn(c->written_ctx, done[k]);
+	g_free(done);
+	c->wb_depth--;
+	return rc;
 }
 
 /* Write back up to batch_blocks of the least recently used dirty buffers. */
@@ -271,16 +598,86 @@ static int write_back_lru_batch(struct sfs_cache *c)
 		if (b->dirty)
 			bufs[n++] = b;
 	}
-	rc = write_back(c, bufs, n);
+	rc = write_back(c, bufs, n, SFS_WB_EVICTION);
 	g_free(bufs);
 	return rc;
 }
 
 /*
+ * Up to max dirty buffers that asynchronous write-back may write (not
+ * pinned, not referenced), oldest first; with `expired`, only those
+ * dirtied at or before cutoff_ns.
+ */
+static size_t collect_oldest(struct sfs_cache *c, bool expired,
+			     sfs_ns_t cutoff_ns, size_t max, struct cbuf **bufs)
+{
+	size_t n = 0;
+
+	for (GList *l = c->dirty.head; l && n < max; l = l->next) {
+		struct cbuf *b = l->data;
+
+		if (expired && b->dirtied_ns > cutoff_ns)
+			break;
+		if (b->pins || b->refs)
+			continue;
+		bufs[n++] = b;
+	}
+	return n;
+}
+
+/*
+ * Write the oldest writable dirty buffers a chunk (one batch) at a time:
+ * with `expired` all those dirtied at or before cutoff_ns, otherwise until
+ * wb_dirty <= limit.  Returns the blocks written (>= 0) or -EIO.
+ */
+static int64_t write_oldest(struct sfs_cache *c, bool expired,
+			    sfs_ns_t cutoff_ns, uint64_t limit,
+			    enum sfs_wb_reason why)
+{
+	struct cbuf **bufs = g_new(struct cbuf *, c->chunk_blocks);
+	int64_t total = 0;
+
+	while (expired || wb_dirty(c) > limit) {
+		size_t n = collect_oldest(c, expired, cutoff_ns,
+					  c->chunk_blocks, bufs);
+		uint64_t before = c->ctr.writebacks;
+		int rc;
+
+		if (n == 0)
+			break;
+		rc = write_back(c, bufs, n, why);
+		total += (int64_t)(c->ctr.writebacks - before);
+		if (rc) {
+			c->ctr.writeback_errors++;
+			total = rc;
+			break;
+		}
+	}
+	g_free(bufs);
+	return total;
+}
+
+/*
+ * 2.6-era balance_dirty_pages: over the dirty limit, the dirtying caller
+ * writes back, oldest first, a chunk at a time, until below it.  Errors
+ * are counted; the data stays dirty for a later pass.
+ */
+static void balance_dirty(struct sfs_cache *c)
+{
+	int64_t n;
+
+	if (!c->wb_active || c->wb_depth || wb_dirty(c) <= c->dirty_thresh)
+		return;
+	n = write_oldest(c, false, 0, c->dirty_thresh, SFS_WB_THROTTLE);
+	if (n != 0)
+		c->ctr.throttle_events++;
+}
+
+/*
  * Make room for one more buffer: evict idle clean buffers from the LRU
- * head, writing back a batch first when the head is dirty.  If every
- * buffer is referenced the budget is exceeded (returns 0).  -EIO if a
- * write-back failed.
+ * head, writing back a batch first when the head is dirty.  With nothing
+ * idle the budget is exceeded (returns 0, counted).  -EIO if a write-back
+ * failed.
  */
 static int make_room(struct sfs_cache *c)
 {
@@ -290,8 +687,10 @@ static int make_room(struct sfs_cache *c)
 		GList *head = c->lru.head;
 		struct cbuf *b;
 
-		if (!head)
+		if (!head) {
+			c->ctr.over_budget_events++;
 			break;
+		}
 		b = head->data;
 		if (!b->dirty) {
 			evict(c, b);
@@ -316,9 +715,107 @@ static void trim_clean(struct sfs_cache *c)
 	}
 }
 
+/* A buffer whose last reference or pin went: onto the LRU, or freed. */
+static void release(struct sfs_cache *c, struct cbuf *b)
+{
+	if (b->forgotten) {
+		g_queue_unlink(&c->forgot, &b->lru_link);
+		cbuf_free(c, b);
+		return;
+	}
+	g_queue_push_tail_link(&c->lru, &b->lru_link);
+	if (b->dirty)
+		c->bg_blocked = false;
+	trim_clean(c);
+}
+
 static bool blk_in_range(const struct sfs_cache *c, sfs_blk_t blk, uint64_t n)
 {
 	return n <= c->nblocks && blk <= c->nblocks - n;
+}
+
+/* ---- the flusher ---- */
+
+/* Periodic (kupdate) pass for the wakeup at grid time g. */
+static int kupdate(struct sfs_cache *c, sfs_ns_t g)
+{
+	int64_t n;
+
+	if (g < c->expire_ns)
+		return 0; /* nothing can be that old yet */
+	n = write_oldest(c, true, g - c->expire_ns, 0, SFS_WB_PERIODIC);
+	return n < 0 ? (int)n : 0;
+}
+
+/* Background pass: write while over the background threshold. */
+static int background(struct sfs_cache *c)
+{
+	int64_t n;
+
+	if (c->bg_blocked || wb_dirty(c) <= c->bg_thresh)
+		return 0;
+	n = write_oldest(c, false, 0, c->bg_thresh, SFS_WB_BACKGROUND);
+	if (n <= 0 || wb_dirty(c) > c->bg_thresh)
+		c->bg_blocked = true; /* stuck: retry after a change */
+	return n < 0 ? (int)n : 0;
+}
+
+/*
+ * The flusher's due work.  The periodic wakeup runs on a grid (the last
+ * wakeup + interval); a tick that comes late runs the latest grid point
+ * due, so skipped empty wakeups change nothing.  As 2.6's wb_kupdate, the
+ * next wakeup is at least 1 s after a pass ends.
+ */
+int sfs_cache_tick(struct sfs_cache *c)
+{
+	sfs_ns_t now;
+	int rc = 0, rc2;
+
+	if (!c || !c->wb_active)
+		return 0;
+	now = now_ns(c);
+	if (c->interval_ns && now >= c->next_kupdate_ns) {
+		sfs_ns_t g = c->next_kupdate_ns + (now - c->next_kupdate_ns) /
+						      c->interval_ns *
+						      c->interval_ns;
+		sfs_ns_t next, end;
+
+		rc = kupdate(c, g);
+		end = now_ns(c);
+		next = g + c->interval_ns;
+		if (next < end + SFS_NS_PER_S)
+			next = end + SFS_NS_PER_S;
+		c->next_kupdate_ns = next;
+	}
+	rc2 = background(c);
+	return rc ? rc : rc2;
+}
+
+sfs_ns_t sfs_cache_next_deadline(struct sfs_cache *c)
+{
+	struct cbuf *oldest = NULL;
+	sfs_ns_t due, next;
+
+	if (!c || !c->wb_active)
+		return SFS_CACHE_NO_DEADLINE;
+	if (!c->bg_blocked && wb_dirty(c) > c->bg_thresh)
+		return now_ns(c);
+	if (!c->interval_ns)
+		return SFS_CACHE_NO_DEADLINE;
+	for (GList *l = c->dirty.head; l && !oldest; l = l->next) {
+		struct cbuf *b = l->data;
+
+		if (!b->pins)
+			oldest = b;
+	}
+	if (!oldest)
+		return SFS_CACHE_NO_DEADLINE;
+	due = oldest->dirtied_ns + c->expire_ns;
+	next = c->next_kupdate_ns;
+	if (due <= next)
+		return next;
+	return next + (due - next + c->interval_ns - 1) / c->interval_ns *
+			  c->interval_ns;
 }
 
 /* ---- the verbs ---- */
@@ -335,6 +832,7 @@ int sfs_cache_get(struct sfs_cache *c, sfs_blk_t blk, enum sfs_io_cat cat,
 	b = cache_lookup(c, blk);
 	if (b) {
 		c->ctr.hits++;
+		note_use(c, b, true);
 		grab(c, b);
 		*out = &b->pub;
 		return 0;
@@ -368,6 +866,7 @@ int sfs_cache_get_new(struct sfs_cache *c, sfs_blk_t blk, enum sfs_io_cat cat,
 	b = cache_lookup(c, blk);
 	if (b) {
 		c->ctr.hits++;
+		note_use(c, b, false);
 		b->cat = cat;
 		grab(c, b);
 		*out = &b->pub;
@@ -384,13 +883,15 @@ int sfs_cache_get_new(struct sfs_cache *c, sfs_blk_t blk, enum sfs_io_cat cat,
 	return 0;
 }
 
-/* Mark b dirty (a discarded buffer's changes are dropped). */
+/* Mark b dirty (a discarded buffer's changes are dropped); throttle. */
 void sfs_cache_dirty(struct sfs_cache *c, struct sfs_buf *pub)
 {
 	struct cbuf *b = to_cbuf(pub);
 
-	if (!b->forgotten)
-		mark_dirty(c, b);
+	if (b->forgotten)
+		return;
+	mark_dirty(c, b);
+	balance_dirty(c);
 }
 
 /* Drop a reference; the buffer stays cached while the budget allows. */
@@ -402,15 +903,43 @@ void sfs_cache_put(struct sfs_cache *c, struct sfs_buf *pub)
 		return;
 	b = to_cbuf(pub);
 	g_assert(b->refs > 0);
-	if (--b->refs)
+	if (--b->refs || b->pins)
 		return;
-	if (b->forgotten) {
-		g_queue_unlink(&c->forgot, &b->lru_link);
-		cbuf_free(c, b);
-		return;
+	release(c, b);
+}
+
+/*
+ * Read uncached blocks [blk+i, blk+j) (one run) with one device request
+ * into dst (or c->rabuf when dst is NULL) and cache them clean and idle;
+ * failing to make room only leaves the rest uncached.  ra marks them as
+ * read ahead.  Returns 0 or -EIO; *cached_out = blocks cached.
+ */
+static int read_in(struct sfs_cache *c, sfs_blk_t blk, uint32_t n,
+		   enum sfs_io_cat cat, uint8_t *dst, bool ra,
+		   uint32_t *cached_out)
+{
+	uint32_t k;
+
+	*cached_out = 0;
+	if (sfs_bdev_read(c->bd, cat, (uint64_t)blk * c->bs, dst,
+			  (size_t)n * c->bs))
+		return -EIO;
+	for (k = 0; k < n; k++) {
+		struct cbuf *b;
+
+		if (ra && !c->lru.head &&
+		    c->ctr.cached_bytes + c->bs > c->budget_bytes)
+			break; /* read-ahead never grows the cache past it */
+		if (make_room(c))
+			break;
+		b = cbuf_alloc(c, blk + k, cat);
+		memcpy(b->pub.data, dst + (size_t)k * c->bs, c->bs);
+		b->ra = ra;
+		cache_insert(c, b);
+		g_queue_push_tail_link(&c->lru, &b->lru_link);
 	}
-	g_queue_push_tail_link(&c->lru, &b->lru_link);
-	trim_clean(c);
+	*cached_out = k;
+	return 0;
 }
 
 /*
@@ -422,7 +951,7 @@ int sfs_cache_read_run(struct sfs_cache *c, sfs_blk_t blk, uint32_t n,
 		       enum sfs_io_cat cat, void *buf)
 {
 	uint8_t *dst = buf;
-	uint32_t i = 0;
+	uint32_t i = 0, got;
 	int rc;
 
 	if (!buf || !blk_in_range(c, blk, n))
@@ -434,6 +963,7 @@ int sfs_cache_read_run(struct sfs_cache *c, sfs_blk_t blk, uint32_t n,
 		if (b) {
 			memcpy(dst + (size_t)i * c->bs, b->pub.data, c->bs);
 			c->ctr.hits++;
+			note_use(c, b, true);
 			touch(c, b);
 			i++;
 			continue;
@@ -441,20 +971,44 @@ int sfs_cache_read_run(struct sfs_cache *c, sfs_blk_t blk, uint32_t n,
 		for (j = i + 1; j < n && !cache_lookup(c, blk + j); j++)
 			;
 		c->ctr.misses += j - i;
-		rc = sfs_bdev_read(c->bd, cat, (uint64_t)(blk + i) * c->bs,
-				   dst + (size_t)i * c->bs,
-				   (size_t)(j - i) * c->bs);
+		rc = read_in(c, blk + i, j - i, cat, dst + (size_t)i * c->bs,
+			     false, &got);
 		if (rc)
-			return -EIO;
-		/* Keep what was read; failing to make room only skips it. */
-		for (uint32_t k = i; k < j; k++) {
-			if (make_room(c))
-				break;
-			b = cbuf_alloc(c, blk + k, cat);
-			memcpy(b->pub.data, dst + (size_t)k * c->bs, c->bs);
-			cache_insert(c, b);
-			g_queue_push_tail_link(&c->lru, &b->lru_link);
+			return rc;
+		i = j;
+	}
+	return 0;
+}
+
+/* Read ahead the uncached blocks of [blk, blk+n).  -EINVAL, -EIO. */
+int sfs_cache_readahead(struct sfs_cache *c, sfs_blk_t blk, uint32_t n,
+			enum sfs_io_cat cat)
+{
+	uint32_t i = 0, got;
+	int rc;
+
+	if (!c || !blk_in_range(c, blk, n))
+		return -EINVAL;
+	while (i < n) {
+		uint32_t j;
+
+		if (cache_lookup(c, blk + i)) {
+			i++;
+			continue;
 		}
+		if (!c->lru.head &&
+		    c->ctr.cached_bytes + c->bs > c->budget_bytes)
+			return 0; /* nothing evictable: no room to read ahead */
+		for (j = i + 1; j < n && j - i < c->max_req_blocks &&
+				!cache_lookup(c, blk + j);
+		     j++)
+			;
+		if (get_bounce(c, &c->rabuf))
+			return -EIO;
+		rc = read_in(c, blk + i, j - i, cat, c->rabuf, true, &got);
+		if (rc)
+			return rc;
+		c->ctr.readahead_blocks += got;
 		i = j;
 	}
 	return 0;
@@ -473,6 +1027,7 @@ int sfs_cache_write_run(struct sfs_cache *c, sfs_blk_t blk, uint32_t n,
 		struct cbuf *b = cache_lookup(c, blk + i);
 
 		if (b) {
+			note_use(c, b, false);
 			touch(c, b);
 		} else {
 			rc = make_room(c);
@@ -486,6 +1041,7 @@ int sfs_cache_write_run(struct sfs_cache *c, sfs_blk_t blk, uint32_t n,
 		memcpy(b->pub.data, src + (size_t)i * c->bs, c->bs);
 		mark_dirty(c, b);
 	}
+	balance_dirty(c);
 	return 0;
 }
 
@@ -497,11 +1053,11 @@ static void discard_one(struct sfs_cache *c, struct cbuf *b)
 		mark_clean(c, b);
 	}
 	g_hash_table_remove(c->map, GUINT_TO_POINTER(b->pub.blk));
-	if (b->refs == 0) {
+	if (is_idle(b)) {
 		g_queue_unlink(&c->lru, &b->lru_link);
 		cbuf_free(c, b);
 	} else {
-		/* Still referenced: valid memory until the last put. */
+		/* Referenced or pinned: valid memory until released. */
 		b->forgotten = true;
 		g_queue_push_tail_link(&c->forgot, &b->lru_link);
 	}
@@ -546,18 +1102,22 @@ void sfs_cache_discard(struct sfs_cache *c, sfs_blk_t blk, uint32_t n)
 	}
 }
 
-/* Write every dirty buffer (sorted, merged), then flush.  0 or -EIO. */
+/* Write every unpinned dirty buffer (sorted, merged), then flush. */
 int sfs_cache_sync(struct sfs_cache *c)
 {
-	size_t n = c->dirty.length, i = 0;
+	size_t n = 0;
 	struct cbuf **bufs;
 	int rc = 0;
 
-	if (n) {
-		bufs = g_new(struct cbuf *, n);
-		for (GList *l = c->dirty.head; l; l = l->next)
-			bufs[i++] = l->data;
-		rc = write_back(c, bufs, n);
+	if (c->dirty.length) {
+		bufs = g_new(struct cbuf *, c->dirty.length);
+		for (GList *l = c->dirty.head; l; l = l->next) {
+			struct cbuf *b = l->data;
+
+			if (!b->pins)
+				bufs[n++] = b;
+		}
+		rc = write_back(c, bufs, n, SFS_WB_SYNC);
 		g_free(bufs);
 		if (rc)
 			return rc;
@@ -566,6 +1126,82 @@ int sfs_cache_sync(struct sfs_cache *c)
 		return -EIO;
 	trim_clean(c);
 	return 0;
+}
+
+/* ---- journal hooks ---- */
+
+void sfs_cache_pin(struct sfs_cache *c, struct sfs_buf *pub)
+{
+	struct cbuf *b = to_cbuf(pub);
+
+	if (is_idle(b))
+		g_queue_unlink(&c->lru, &b->lru_link);
+	if (b->pins++ == 0) {
+		c->ctr.pinned_blocks++;
+		if (b->dirty)
+			c->pinned_dirty += c->bs;
+	}
+}
+
+void sfs_cache_unpin(struct sfs_cache *c, struct sfs_buf *pub)
+{
+	struct cbuf *b = to_cbuf(pub);
+
+	g_assert(b->pins > 0);
+	if (--b->pins)
+		return;
+	c->ctr.pinned_blocks--;
+	if (b->dirty) {
+		c->pinned_dirty -= c->bs;
+		c->bg_blocked = false;
+	}
+	if (b->refs == 0)
+		release(c, b);
+}
+
+static int cmp_blkno(const void *a, const void *b)
+{
+	sfs_blk_t x = *(const sfs_blk_t *)a, y = *(const sfs_blk_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/* Write the listed dirty unpinned blocks now, one batch.  0 or -EIO. */
+int sfs_cache_write_blocks(struct sfs_cache *c, const sfs_blk_t *blks, size_t n)
+{
+	struct cbuf **bufs;
+	sfs_blk_t *sorted;
+	size_t m = 0;
+	int rc;
+
+	if (!c || (n && !blks))
+		return -EINVAL;
+	if (n == 0)
+		return 0;
+	sorted = g_new(sfs_blk_t, n);
+	memcpy(sorted, blks, n * sizeof(*blks));
+	qsort(sorted, n, sizeof(*sorted), cmp_blkno);
+	bufs = g_new(struct cbuf *, n);
+	for (size_t i = 0; i < n; i++) {
+		struct cbuf *b;
+
+		if (i && sorted[i] == sorted[i - 1])
+			continue;
+		b = cache_lookup(c, sorted[i]);
+		if (b && b->dirty && !b->pins)
+			bufs[m++] = b;
+	}
+	rc = write_back(c, bufs, m, SFS_WB_EXPLICIT);
+	g_free(bufs);
+	g_free(sorted);
+	return rc;
+}
+
+bool sfs_cache_is_dirty(struct sfs_cache *c, sfs_blk_t blk)
+{
+	struct cbuf *b = cache_lookup(c, blk);
+
+	return b && b->dirty;
 }
 
 /* Free every buffer; dirty contents are lost (sync first). */
@@ -586,6 +1222,9 @@ void sfs_cache_free(struct sfs_cache *c)
 		cbuf_free(c, b);
 	}
 	g_hash_table_destroy(c->map);
+	pool_fini(&c->data);
+	pool_fini(&c->hdrs);
 	free(c->stage);
+	free(c->rabuf);
 	g_free(c);
 }

@@ -488,6 +488,21 @@ void sfs_stats_put_cache(struct sfs_stats_writer *w, const struct sfs_cache *c)
 	sfs_stats_put_u64(w, "peak_dirty_bytes", k.peak_dirty_bytes);
 	sfs_stats_put_u64(w, "cached_bytes", k.cached_bytes);
 	sfs_stats_put_u64(w, "dirty_bytes", k.dirty_bytes);
+	sfs_stats_begin(w, "writeback_bytes");
+	for (unsigned r = 0; r < SFS_WB_NREASONS; r++)
+		sfs_stats_put_u64(w, sfs_wb_reason_name(r), k.wb_bytes[r]);
+	sfs_stats_end(w);
+	sfs_stats_put_u64(w, "throttle_events", k.throttle_events);
+	sfs_stats_put_u64(w, "writeback_errors", k.writeback_errors);
+	sfs_stats_put_u64(w, "readahead_blocks", k.readahead_blocks);
+	sfs_stats_put_u64(w, "readahead_hits", k.readahead_hits);
+	sfs_stats_put_u64(w, "readahead_wasted", k.readahead_wasted);
+	sfs_stats_put_u64(w, "pinned_blocks", k.pinned_blocks);
+	sfs_stats_put_u64(w, "over_budget_events", k.over_budget_events);
+	sfs_stats_put_u64(w, "budget_bytes", k.budget_bytes);
+	sfs_stats_put_u64(w, "dirty_limit_bytes", k.dirty_limit_bytes);
+	sfs_stats_put_u64(w, "background_limit_bytes",
+			  k.background_limit_bytes);
 }
 
 void sfs_stats_put_timedev(struct sfs_stats_writer *w, struct sfs_bdev *bd)
@@ -1028,4 +1043,155 @@ void sfs_stats_print_table(struct sfs_stats *st, FILE *out)
 		print_section(root->v.kids->pdata[i], out);
 	}
 	node_free(root);
+}
+
+/* ------------------------------------------------------------------ */
+/* a JSON document back into a table                                   */
+/* ------------------------------------------------------------------ */
+
+/* Does obj look like what json_hist wrote? */
+static bool json_is_hist(JsonObject *obj)
+{
+	static const char *const keys[] = {"count", "sum", "min", "max",
+					   "mean"};
+	JsonNode *b = json_object_get_member(obj, "buckets");
+
+	if (!b || !JSON_NODE_HOLDS_ARRAY(b) || json_object_get_size(obj) != 6)
+		return false;
+	for (size_t i = 0; i < G_N_ELEMENTS(keys); i++) {
+		JsonNode *n = json_object_get_member(obj, keys[i]);
+
+		if (!n || !JSON_NODE_HOLDS_VALUE(n))
+			return false;
+	}
+	return true;
+}
+
+static uint64_t json_get_u64(JsonObject *obj, const char *name)
+{
+	JsonNode *n = json_object_get_member(obj, name);
+
+	if (!n || !JSON_NODE_HOLDS_VALUE(n))
+		return 0;
+	if (json_node_get_value_type(n) == G_TYPE_DOUBLE) {
+		double d = json_node_get_double(n);
+
+		return d <= 0 ? 0 : d >= 18446744073709551615.0 ? UINT64_MAX
+								: (uint64_t)d;
+	}
+	return (uint64_t)json_node_get_int(n);
+}
+
+static struct st_node *node_from_json(const char *name, JsonNode *j)
+{
+	struct st_node *n;
+
+	if (JSON_NODE_HOLDS_OBJECT(j)) {
+		JsonObject *obj = json_node_get_object(j);
+		GList *members, *l;
+
+		if (json_is_hist(obj)) {
+			JsonArray *b = json_node_get_array(
+			    json_object_get_member(obj, "buckets"));
+
+			n = node_new(name, ST_HIST);
+			n->v.h = g_new0(struct sfs_hist, 1);
+			n->v.h->count = json_get_u64(obj, "count");
+			n->v.h->sum = json_get_u64(obj, "sum");
+			n->v.h->min = json_get_u64(obj, "min");
+			n->v.h->max = json_get_u64(obj, "max");
+			for (guint i = 0; i < json_array_get_length(b); i++) {
+				JsonNode *e = json_array_get_element(b, i);
+				JsonObject *eo;
+
+				if (!JSON_NODE_HOLDS_OBJECT(e))
+					continue;
+				eo = json_node_get_object(e);
+				n->v.h->buckets[sfs_hist_bucket(
+				    json_get_u64(eo, "lo"))] +=
+				    json_get_u64(eo, "count");
+			}
+			return n;
+		}
+		n = node_new(name, ST_SECTION);
+		members = json_object_get_members(obj); /* in order */
+		for (l = members; l; l = l->next)
+			g_ptr_array_add(
+			    n->v.kids,
+			    node_from_json(l->data, json_object_get_member(
+							obj, l->data)));
+		g_list_free(members);
+		return n;
+	}
+	if (JSON_NODE_HOLDS_NULL(j)) {
+		n = node_new(name, ST_DOUBLE);
+		n->v.d = NAN;
+		return n;
+	}
+	if (JSON_NODE_HOLDS_ARRAY(j)) {
+		n = node_new(name, ST_STR);
+		n->v.s = json_to_string(j, FALSE);
+		return n;
+	}
+	switch (json_node_get_value_type(j)) {
+	case G_TYPE_INT64:
+		if (json_node_get_int(j) >= 0) {
+			n = node_new(name, ST_U64);
+			n->v.u = (uint64_t)json_node_get_int(j);
+		} else {
+			n = node_new(name, ST_I64);
+			n->v.i = json_node_get_int(j);
+		}
+		return n;
+	case G_TYPE_DOUBLE:
+		n = node_new(name, ST_DOUBLE);
+		n->v.d = json_node_get_double(j);
+		return n;
+	case G_TYPE_BOOLEAN:
+		n = node_new(name, ST_BOOL);
+		n->v.b = json_node_get_boolean(j);
+		return n;
+	default:
+		n = node_new(name, ST_STR);
+		n->v.s = g_utf8_make_valid(
+		    json_node_get_string(j) ? json_node_get_string(j) : "", -1);
+		return n;
+	}
+}
+
+int sfs_stats_print_json_table(JsonNode *doc, FILE *out)
+{
+	JsonObject *obj;
+	GList *members, *l;
+	bool first = true;
+
+	if (!doc || !JSON_NODE_HOLDS_OBJECT(doc))
+		return -EINVAL;
+	obj = json_node_get_object(doc);
+	if (!json_object_has_member(obj, ST_VERSION_KEY))
+		return -EINVAL;
+	members = json_object_get_members(obj);
+	for (l = members; l; l = l->next) {
+		JsonNode *m = json_object_get_member(obj, l->data);
+		struct st_node *sec;
+
+		if (strcmp(l->data, ST_VERSION_KEY) == 0)
+			continue;
+		if (JSON_NODE_HOLDS_OBJECT(m) &&
+		    !json_is_hist(json_node_get_object(m))) {
+			sec = node_from_json(l->data, m);
+		} else {
+			/* a bare value at the top: a section of one */
+			sec = node_new(l->data, ST_SECTION);
+			g_ptr_array_add(sec->v.kids,
+					node_from_json("value", m));
+		}
+		if (!first)
+			fputc('\n', out);
+		first = false;
+		print_section(sec, out);
+		node_free(sec);
+	}
+	g_list_free(members);
+	return 0;
 }
