@@ -27,18 +27,35 @@ struct sfs_config {
 	bool ro;                    /* read-only mount */
 	/* measurement (doc/device-models.md, doc/measurement.md) */
 	char device[SFS_SPEC_LEN];  /* timing model spec: "ideal", "hdd-2009",
-				       "hdd,rpm=5400" */
+				       "hdd,rpm=5400"; "none": no timing
+				       device at all */
 	char sched[SFS_SPEC_LEN];   /* I/O scheduler spec: "elevator", "noop" */
 	char clock[SFS_NAME_LEN];   /* "virtual", "account" or "emulate" */
 	char stats_path[SFS_PATH_LEN]; /* JSON report at unmount, or "" */
 	char iolog_path[SFS_PATH_LEN]; /* device request log, or "" */
+	/* page cache write-back (doc/cache.md); 0 keeps the preset's value */
+	char vm[SFS_NAME_LEN];      /* preset: "2.6", "2.6.22", "modern" */
+	uint32_t dirty_ratio;       /* % of mem= */
+	uint32_t dirty_background_ratio;
+	uint64_t dirty_bytes;       /* overrides dirty_ratio */
+	uint64_t dirty_background_bytes;
+	uint32_t dirty_expire_cs;   /* centiseconds */
+	uint32_t dirty_writeback_cs;
+	/* journal (doc/journal.md) */
+	uint32_t commit_s;          /* commit interval, seconds (0: 5) */
+	uint32_t journal_max_txn;   /* max transaction, blocks (0: log/4) */
+	char journal_dev[SFS_PATH_LEN]; /* external journal, or "" */
 };
 
 /* Defaults for every knob. */
 void sfs_config_defaults(struct sfs_config *cfg);
 
 /*
- * Apply a comma-separated option string to cfg.  Unknown keys are left to
+ * Apply a comma-separated option string to cfg.  "key=value" tokens after
+ * device=SPEC or sched=SPEC that are knobs of that model (and not simfs
+ * knobs) join its spec: "device=hdd,rpm=7200,mem=1G" sets device to
+ * "hdd,rpm=7200" and mem to 1G.  Specs are checked by building the model.
+ * Unknown keys are left to
  * the caller when `unknown` is non-NULL (they are appended to it, comma
  * separated, e.g. FUSE's own options); otherwise they are an error.
  * Returns 0, or -EINVAL with a one-line message in *err (g_free it).
@@ -46,6 +63,16 @@ void sfs_config_defaults(struct sfs_config *cfg);
  */
 int sfs_config_parse(struct sfs_config *cfg, const char *opts,
 		     char **unknown, char **err);
+
+/*
+ * Apply an option string, as sfs_config_parse without an unknown list, to
+ * the config of a live mount: only knobs that may change while mounted
+ * (clock=, device= and the device's own knobs) are accepted; any other
+ * knob gets -EINVAL ("cannot change while mounted").  On error cfg is
+ * unchanged.
+ */
+int sfs_config_parse_runtime(struct sfs_config *cfg, const char *opts,
+			     char **err);
 
 /* Set one knob by name from text; same errors as sfs_config_parse. */
 int sfs_config_set(struct sfs_config *cfg, const char *key, const char *value,

@@ -578,7 +578,7 @@ static int dir_append_block(struct sfs_fs *fs, struct sfs_inode *dp,
 	if (rc)
 		goto out_undo;
 	de_fill(fs, b->data, 0, fs->bs, name, len, ino, ftype);
-	sfs_cache_dirty(fs->cache, b);
+	sfs_meta_dirty(fs, b);
 	sfs_cache_put(fs->cache, b);
 	sfs_i_set_size(dp, old_size + fs->bs);
 	return sfs_inode_dirty(fs, dp);
@@ -665,7 +665,7 @@ int sfs_dir_add(struct sfs_fs *fs, struct sfs_inode *dp, const char *name,
 			dix_set_room(ix, lblk, room);
 			continue;
 		}
-		sfs_cache_dirty(fs->cache, b);
+		sfs_meta_dirty(fs, b);
 		dix_set_room(ix, lblk, dir_block_room(fs, b->data, lblk));
 		sfs_cache_put(fs->cache, b);
 		dix_insert(ix, dir_hash(fs, name, len), lblk * fs->bs + off);
@@ -721,7 +721,7 @@ int sfs_dir_remove(struct sfs_fs *fs, struct sfs_inode *dp, const char *name,
 		de->file_type = 0;
 		memset(de->name, 0, rl - SFS_DIRENT_HDR);
 	}
-	sfs_cache_dirty(fs->cache, b);
+	sfs_meta_dirty(fs, b);
 	dix_delete(dp->dindex, dir_hash(fs, name, len), pos);
 	dix_set_room(dp->dindex, lblk, dir_block_room(fs, b->data, lblk));
 	sfs_cache_put(fs->cache, b);
@@ -748,7 +748,7 @@ int sfs_dir_retarget(struct sfs_fs *fs, struct sfs_inode *dp, const char *name,
 	de = de_at(b->data, off);
 	de->inode = sfs_cpu_to_le32(ino);
 	de->file_type = dir_has_ftype(fs) ? ftype : 0;
-	sfs_cache_dirty(fs->cache, b);
+	sfs_meta_dirty(fs, b);
 	sfs_cache_put(fs->cache, b);
 	return 0;
 }
@@ -776,7 +776,7 @@ int sfs_dir_init(struct sfs_fs *fs, struct sfs_inode *dp, sfs_ino_t parent)
 	de_fill(fs, b->data, 0, DIR_MIN_REC, ".", 1, dp->ino, SFS_FT_DIR);
 	de_fill(fs, b->data, DIR_MIN_REC, fs->bs - DIR_MIN_REC, "..", 2, parent,
 		SFS_FT_DIR);
-	sfs_cache_dirty(fs->cache, b);
+	sfs_meta_dirty(fs, b);
 	sfs_cache_put(fs->cache, b);
 	sfs_i_set_size(dp, fs->bs);
 	return sfs_inode_dirty(fs, dp);
@@ -803,7 +803,7 @@ int sfs_dir_set_dotdot(struct sfs_fs *fs, struct sfs_inode *dp,
 		return rc;
 	de = de_at(b->data, de_rec_len(de_at(b->data, 0)));
 	de->inode = sfs_cpu_to_le32(parent);
-	sfs_cache_dirty(fs->cache, b);
+	sfs_meta_dirty(fs, b);
 	sfs_cache_put(fs->cache, b);
 	return 0;
 }

@@ -31,6 +31,7 @@
 #include "clock.h"
 #include "fs_priv.h"
 #include "iolog.h"
+#include "journal.h"
 #include "models/journal/jbd2.h"
 #include "stats.h"
 #include "timedev.h"
@@ -85,6 +86,78 @@ void sfs_now(struct sfs_fs *fs, struct timespec *out)
 
 	out->tv_sec = (time_t)(t / SFS_NS_PER_S);
 	out->tv_nsec = (long)(t % SFS_NS_PER_S);
+}
+
+/* ---- operation boundaries and the buffer doors ---- */
+
+/*
+ * What is due at an operation boundary: the flusher's work, a timed
+ * commit, a checkpoint for log space, and a commit that makes blocks freed
+ * in the running transaction allocatable when space runs short.
+ */
+static void fs_tick(struct sfs_fs *fs)
+{
+	int rc;
+
+	if (fs->ro || fs->error)
+		return;
+	rc = sfs_cache_tick(fs->cache);
+	if (rc)
+		sfs_fs_error(fs, rc, "write-back failed");
+	if (!fs->jnl)
+		return;
+	uint64_t pend = sfs_jnl_pending_free(fs->jnl);
+	if (pend && sfs_free_blocks(fs) < MAX(pend, fs->blocks_count / 64)) {
+		rc = sfs_jnl_commit(fs->jnl, SFS_COMMIT_ENOSPC);
+		if (rc)
+			return;
+	}
+	sfs_jnl_tick(fs->jnl);
+}
+
+void sfs_op_begin(struct sfs_fs *fs, enum sfs_op op)
+{
+	sfs_lock(fs);
+	sfs_count_op(fs, op);
+	fs_tick(fs);
+}
+
+void sfs_op_end(struct sfs_fs *fs)
+{
+	if (fs->jnl && !fs->ro)
+		sfs_jnl_op_end(fs->jnl);
+	sfs_unlock(fs);
+}
+
+void sfs_meta_dirty(struct sfs_fs *fs, struct sfs_buf *b)
+{
+	if (fs->jnl && !fs->jnl_off)
+		sfs_jnl_meta_dirty(fs->jnl, b);
+	else
+		sfs_cache_dirty(fs->cache, b);
+}
+
+void sfs_data_dirty(struct sfs_fs *fs, struct sfs_buf *b)
+{
+	if (fs->jnl && !fs->jnl_off)
+		sfs_jnl_data_dirty(fs->jnl, b);
+	else
+		sfs_cache_dirty(fs->cache, b);
+}
+
+/*
+ * Time for the superblock's mount and write stamps.  With a virtual clock
+ * these stay at the anchor: e2fsck compares them with the host's clock
+ * and would call a virtual future "in the future".
+ */
+static void sfs_sb_now(struct sfs_fs *fs, struct timespec *out)
+{
+	if (sfs_clock_is_virtual(fs->clock)) {
+		out->tv_sec = (time_t)(fs->time_base_ns / SFS_NS_PER_S);
+		out->tv_nsec = 0;
+		return;
+	}
+	sfs_now(fs, out);
 }
 
 /* ---- feature names ---- */
@@ -334,8 +407,10 @@ static int super_io(struct sfs_fs *fs, bool write)
 	if (rc)
 		return rc;
 	if (write) {
-		memcpy(b->data + off, &fs->sb, SFS_SUPER_SIZE);
-		sfs_cache_dirty(fs->cache, b);
+		if (memcmp(b->data + off, &fs->sb, SFS_SUPER_SIZE)) {
+			memcpy(b->data + off, &fs->sb, SFS_SUPER_SIZE);
+			sfs_meta_dirty(fs, b);
+		}
 	} else {
 		memcpy(&fs->sb, b->data + off, SFS_SUPER_SIZE);
 	}
@@ -357,8 +432,10 @@ static int gdt_io(struct sfs_fs *fs, bool write)
 		if (rc)
 			return rc;
 		if (write) {
-			memcpy(b->data, (uint8_t *)fs->gd + off, n);
-			sfs_cache_dirty(fs->cache, b);
+			if (memcmp(b->data, (uint8_t *)fs->gd + off, n)) {
+				memcpy(b->data, (uint8_t *)fs->gd + off, n);
+				sfs_meta_dirty(fs, b);
+			}
 		} else {
 			memcpy((uint8_t *)fs->gd + off, b->data, n);
 		}
@@ -367,8 +444,9 @@ static int gdt_io(struct sfs_fs *fs, bool write)
 	return 0;
 }
 
-/* Copy free counts into the superblock, then write it and the GDT. */
-static int write_super_and_gdt(struct sfs_fs *fs)
+/* Copy free counts into the superblock, then write it and the GDT into
+ * their buffers (stamp: also set the last-write time). */
+static int super_and_gdt(struct sfs_fs *fs, bool stamp)
 {
 	uint64_t fb = 0, fi = 0;
 	struct timespec now;
@@ -380,8 +458,10 @@ static int write_super_and_gdt(struct sfs_fs *fs)
 	}
 	fs->sb.s_free_blocks_count = sfs_cpu_to_le32((uint32_t)fb);
 	fs->sb.s_free_inodes_count = sfs_cpu_to_le32((uint32_t)fi);
-	sfs_now(fs, &now);
-	fs->sb.s_wtime = sfs_cpu_to_le32((uint32_t)now.tv_sec);
+	if (stamp) {
+		sfs_sb_now(fs, &now);
+		fs->sb.s_wtime = sfs_cpu_to_le32((uint32_t)now.tv_sec);
+	}
 	rc = gdt_io(fs, true);
 	if (rc)
 		return rc;
@@ -391,6 +471,16 @@ static int write_super_and_gdt(struct sfs_fs *fs)
 	fs->gd_dirty = false;
 	fs->sb_dirty = false;
 	return 0;
+}
+
+static int write_super_and_gdt(struct sfs_fs *fs)
+{
+	return super_and_gdt(fs, true);
+}
+
+int sfs_fs_flush_super_gdt(struct sfs_fs *fs)
+{
+	return super_and_gdt(fs, false);
 }
 
 uint64_t sfs_free_blocks(const struct sfs_fs *fs)
@@ -464,7 +554,7 @@ static int blocks_change(struct sfs_fs *fs, sfs_blk_t start, uint32_t n,
 				bit_clear(b->data, i);
 			changed++;
 		}
-		sfs_cache_dirty(fs->cache, b);
+		sfs_meta_dirty(fs, b);
 		sfs_cache_put(fs->cache, b);
 		uint16_t fb = sfs_le16(fs->gd[g].bg_free_blocks_count);
 		fb = used ? fb - changed : fb + changed;
@@ -489,7 +579,16 @@ int sfs_blocks_mark_used(struct sfs_fs *fs, sfs_blk_t start, uint32_t n)
 
 int sfs_blocks_free(struct sfs_fs *fs, sfs_blk_t start, uint32_t n)
 {
+	/* journaled: the bitmap is cleared when the transaction commits */
+	bool now = !fs->jnl || fs->jnl_off ||
+		   sfs_jnl_free_blocks(fs->jnl, start, n) != 0;
+
 	sfs_cache_discard(fs->cache, start, n);
+	return now ? blocks_change(fs, start, n, false) : 0;
+}
+
+int sfs_blocks_release(struct sfs_fs *fs, sfs_blk_t start, uint32_t n)
+{
 	return blocks_change(fs, start, n, false);
 }
 
@@ -538,7 +637,7 @@ int sfs_inode_dirty(struct sfs_fs *fs, struct sfs_inode *ip)
 	if (rc)
 		return rc;
 	memcpy(b->data + off, &ip->d, fs->inode_size);
-	sfs_cache_dirty(fs->cache, b);
+	sfs_meta_dirty(fs, b);
 	sfs_cache_put(fs->cache, b);
 	return 0;
 }
@@ -653,7 +752,7 @@ static int inode_free(struct sfs_fs *fs, struct sfs_inode *ip)
 		return -EIO;
 	}
 	bit_clear(b->data, idx);
-	sfs_cache_dirty(fs->cache, b);
+	sfs_meta_dirty(fs, b);
 	sfs_cache_put(fs->cache, b);
 	fs->gd[g].bg_free_inodes_count = sfs_cpu_to_le16(
 		sfs_le16(fs->gd[g].bg_free_inodes_count) + 1);
@@ -785,7 +884,7 @@ int sfs_inode_alloc(struct sfs_fs *fs, struct sfs_inode *dir, uint32_t mode,
 		return -EIO;
 	}
 	bit_set(b->data, idx);
-	sfs_cache_dirty(fs->cache, b);
+	sfs_meta_dirty(fs, b);
 	sfs_cache_put(fs->cache, b);
 	fs->gd[g].bg_free_inodes_count =
 		sfs_cpu_to_le16(sfs_le16(fs->gd[g].bg_free_inodes_count) - 1);
@@ -833,6 +932,9 @@ static void inode_free_cb(gpointer p)
 
 static void fs_free(struct sfs_fs *fs)
 {
+	if (fs->jnl)
+		sfs_jnl_free(fs->jnl); /* before the cache it pins buffers in */
+	fs->jnl = NULL;
 	if (fs->stats)
 		sfs_stats_free(fs->stats);
 	if (fs->bd && fs->iolog)
@@ -852,6 +954,8 @@ static void fs_free(struct sfs_fs *fs)
 		sfs_cache_free(fs->cache);
 	if (fs->bd)
 		sfs_bdev_close(fs->bd);
+	if (fs->jdev)
+		sfs_bdev_close(fs->jdev);
 	if (fs->rand)
 		g_rand_free(fs->rand);
 	if (fs->clock)
@@ -862,8 +966,12 @@ static void fs_free(struct sfs_fs *fs)
 	g_free(fs);
 }
 
-/* Write superblock, descriptors and all dirty buffers; flush the device. */
-static int fs_sync_locked(struct sfs_fs *fs)
+/*
+ * Write superblock, descriptors and all dirty buffers; flush the device.
+ * Journaled: they commit first (reason why), then everything not pinned
+ * goes home; the log keeps the transactions until checkpoint.
+ */
+static int fs_sync_locked(struct sfs_fs *fs, enum sfs_commit_reason why)
 {
 	int rc;
 
@@ -872,7 +980,17 @@ static int fs_sync_locked(struct sfs_fs *fs)
 	rc = write_super_and_gdt(fs);
 	if (rc)
 		return rc;
+	if (sfs_jnl_journaled(fs->jnl) && !fs->jnl_off) {
+		rc = sfs_jnl_commit(fs->jnl, why);
+		if (rc)
+			return rc;
+	}
 	return sfs_cache_sync(fs->cache);
+}
+
+int sfs_fs_fsync_locked(struct sfs_fs *fs)
+{
+	return fs_sync_locked(fs, SFS_COMMIT_FSYNC);
 }
 
 int sfs_fs_sync(struct sfs_fs *fs)
@@ -881,10 +999,9 @@ int sfs_fs_sync(struct sfs_fs *fs)
 
 	if (!fs)
 		return -EINVAL;
-	sfs_lock(fs);
-	sfs_count_op(fs, SFS_OP_SYNC);
-	rc = fs_sync_locked(fs);
-	sfs_unlock(fs);
+	sfs_op_begin(fs, SFS_OP_SYNC);
+	rc = fs_sync_locked(fs, SFS_COMMIT_SYNC);
+	sfs_op_end(fs);
 	return rc;
 }
 
@@ -933,6 +1050,94 @@ static void ops_source(void *ctx, struct sfs_stats_writer *w)
 	sfs_unlock(fs);
 }
 
+/* The write-back policy: a preset (vm=) with single knobs overriding it. */
+static int setup_cache_policy(struct sfs_fs *fs, char **err)
+{
+	const struct sfs_config *cfg = &fs->cfg;
+	struct sfs_cache_policy p;
+	int rc;
+
+	rc = sfs_cache_policy_preset(cfg->vm, &p);
+	if (rc) {
+		*err = g_strdup_printf("unknown vm preset '%s' (valid: %s)",
+				       cfg->vm, sfs_cache_policy_names());
+		return rc;
+	}
+	if (cfg->dirty_ratio)
+		p.dirty_ratio = cfg->dirty_ratio;
+	if (cfg->dirty_background_ratio)
+		p.dirty_background_ratio = cfg->dirty_background_ratio;
+	if (cfg->dirty_bytes)
+		p.dirty_bytes = cfg->dirty_bytes;
+	if (cfg->dirty_background_bytes)
+		p.dirty_background_bytes = cfg->dirty_background_bytes;
+	if (cfg->dirty_expire_cs)
+		p.dirty_expire_cs = cfg->dirty_expire_cs;
+	if (cfg->dirty_writeback_cs)
+		p.dirty_writeback_cs = cfg->dirty_writeback_cs;
+	sfs_cache_set_clock(fs->cache, fs->clock);
+	rc = sfs_cache_set_policy(fs->cache, &p);
+	if (rc)
+		*err = g_strdup("inconsistent write-back knobs (dirty ratios "
+				"or bytes)");
+	return rc;
+}
+
+/* Stats section "journal". */
+static void jnl_source(void *ctx, struct sfs_stats_writer *w)
+{
+	struct sfs_fs *fs = ctx;
+
+	sfs_lock(fs);
+	if (fs->jnl)
+		sfs_jnl_stats(fs->jnl, w);
+	sfs_unlock(fs);
+}
+
+/* Choose and open the journal policy (data=; default: ordered when the
+ * image has a journal, else none), without writing anything. */
+static int setup_journal(struct sfs_fs *fs, char **err)
+{
+	const struct sfs_config *cfg = &fs->cfg;
+	bool has = sfs_le32(fs->sb.s_feature_compat) &
+		   SFS_FEATURE_COMPAT_HAS_JOURNAL;
+	const char *mode = cfg->journal;
+	const struct sfs_jnl_ops *ops;
+	struct sfs_jnl_params p = {0};
+	int rc;
+
+	if (!mode[0] || strcmp(mode, "auto") == 0)
+		mode = has ? "ordered" : "none";
+	ops = sfs_jnl_find(mode);
+	if (!ops) {
+		*err = g_strdup_printf("unknown journal mode '%s' (valid: "
+				       "none, writeback, ordered, journal)",
+				       mode);
+		return -EINVAL;
+	}
+	if (fs->ro)
+		ops = &sfs_jnl_none_ops; /* nothing is written */
+	if (ops->journaled && cfg->journal_dev[0]) {
+		rc = sfs_bdev_open_file(cfg->journal_dev,
+					cfg->direct ? SFS_BDEV_DIRECT : 0, 0,
+					&fs->jdev);
+		if (rc) {
+			*err = g_strdup_printf("cannot open journal device "
+					       "'%s': %s",
+					       cfg->journal_dev,
+					       g_strerror(-rc));
+			return rc;
+		}
+	}
+	p.commit_interval_ns = (sfs_ns_t)cfg->commit_s * SFS_NS_PER_S;
+	p.max_txn_blocks = cfg->journal_max_txn;
+	rc = sfs_jnl_open(fs, ops, &p, fs->jdev, &fs->jnl, err);
+	if (rc)
+		return rc;
+	sfs_stats_add_source(fs->stats, "journal", jnl_source, fs);
+	return 0;
+}
+
 /*
  * The clock, the timing device over the backing device, the I/O log and
  * the stats of one run, as cfg says.  On success fs->bd is the timing
@@ -959,6 +1164,18 @@ static int setup_measurement(struct sfs_fs *fs, char **err)
 		fs->clock = sfs_clock_new_real();
 		fs->time_base_ns = sfs_clock_wall_ns();
 	}
+	fs->stats = sfs_stats_new();
+	sfs_stats_add_source(fs->stats, "ops", ops_source, fs);
+	if (strcmp(cfg->device, "none") == 0) {
+		/* no timing device: what reached the backing device only */
+		if (cfg->iolog_path[0]) {
+			*err = g_strdup("iolog= needs a device model "
+					"(device=none has none)");
+			return -EINVAL;
+		}
+		sfs_stats_add_bdev(fs->stats, "device", fs->bd);
+		return 0;
+	}
 	o.model = cfg->device[0] ? cfg->device : "ideal";
 	o.sched = cfg->sched[0] ? cfg->sched : NULL;
 	rc = sfs_timedev_new(fs->bd, fs->clock, &o, &top, err);
@@ -976,8 +1193,6 @@ static int setup_measurement(struct sfs_fs *fs, char **err)
 		}
 		sfs_timedev_set_log(fs->bd, sfs_iolog_timedev_log, fs->iolog);
 	}
-	fs->stats = sfs_stats_new();
-	sfs_stats_add_source(fs->stats, "ops", ops_source, fs);
 	sfs_stats_add_timedev(fs->stats, "device", fs->bd);
 	return 0;
 }
@@ -1054,7 +1269,20 @@ int sfs_fs_open(struct sfs_bdev *bd, const struct sfs_config *cfg,
 	     SFS_FEATURE_COMPAT_HAS_JOURNAL) &&
 	    sfs_le16(fs->sb.s_magic) == SFS_SUPER_MAGIC && !fs->ro) {
 		/* replay the journal before trusting any metadata */
-		rc = sfs_jlog_mount_recover(bd, NULL, NULL, &msg);
+		struct sfs_bdev *jd = NULL;
+		if (cfg->journal_dev[0]) {
+			rc = sfs_bdev_open_file(cfg->journal_dev, 0, 0, &jd);
+			if (rc) {
+				msg = g_strdup_printf("cannot open journal "
+						      "device '%s': %s",
+						      cfg->journal_dev,
+						      g_strerror(-rc));
+				goto out_free;
+			}
+		}
+		rc = sfs_jlog_mount_recover(bd, jd, NULL, &msg);
+		if (jd)
+			sfs_bdev_close(jd);
 		if (!rc)
 			rc = sfs_bdev_read(bd, SFS_IO_SUPER, SFS_SUPER_OFFSET,
 					   raw, sizeof(raw));
@@ -1081,6 +1309,9 @@ int sfs_fs_open(struct sfs_bdev *bd, const struct sfs_config *cfg,
 		goto out_free;
 	}
 	sfs_stats_add_cache(fs->stats, "cache", fs->cache, &fs->lock);
+	rc = setup_cache_policy(fs, &msg);
+	if (rc)
+		goto out_free;
 	fs->gd = g_try_new0(struct sfs_dgroup, fs->groups);
 	if (!fs->gd) {
 		rc = -ENOMEM;
@@ -1121,15 +1352,26 @@ int sfs_fs_open(struct sfs_bdev *bd, const struct sfs_config *cfg,
 		goto out_free;
 	}
 
+	rc = setup_journal(fs, &msg);
+	if (rc)
+		goto out_free;
 	if (!fs->ro) {
 		struct timespec now;
-		sfs_now(fs, &now);
+		sfs_sb_now(fs, &now);
 		fs->mount_state = sfs_le16(fs->sb.s_state);
-		fs->sb.s_state &= sfs_cpu_to_le16(~SFS_STATE_VALID);
+		/* ext2 clears VALID while mounted; a journaled mount keeps it
+		 * and sets needs_recovery instead, before any transaction */
+		fs->jnl_off = true;
+		if (sfs_jnl_journaled(fs->jnl))
+			fs->sb.s_feature_incompat |=
+				sfs_cpu_to_le32(SFS_FEATURE_INCOMPAT_RECOVER);
+		else
+			fs->sb.s_state &= sfs_cpu_to_le16(~SFS_STATE_VALID);
 		fs->sb.s_mnt_count =
 			sfs_cpu_to_le16(sfs_le16(fs->sb.s_mnt_count) + 1);
 		fs->sb.s_mtime = sfs_cpu_to_le32((uint32_t)now.tv_sec);
-		rc = fs_sync_locked(fs);
+		rc = fs_sync_locked(fs, SFS_COMMIT_SYNC);
+		fs->jnl_off = false;
 		if (rc) {
 			msg = g_strdup_printf("cannot write the superblock: "
 					      "%s",
@@ -1179,15 +1421,30 @@ int sfs_fs_close(struct sfs_fs *fs)
 		return -EINVAL;
 	sfs_lock(fs);
 	sfs_count_op(fs, SFS_OP_SYNC);
-	if (!fs->ro) {
+	if (!fs->ro && !(fs->error && sfs_jnl_journaled(fs->jnl))) {
 		free_orphans(fs);
+		if (sfs_jnl_journaled(fs->jnl)) {
+			/* commit, write everything home, empty the log */
+			rc = write_super_and_gdt(fs);
+			if (!rc)
+				rc = sfs_jnl_close(fs->jnl);
+			fs->jnl_off = true;
+			if (!rc)
+				fs->sb.s_feature_incompat &= sfs_cpu_to_le32(
+					~SFS_FEATURE_INCOMPAT_RECOVER);
+		}
 		/* Restore the state found at mount (as ext2 does): an image
 		 * that was not clean stays so until e2fsck has checked it. */
 		uint16_t st = fs->mount_state;
 		if (fs->error)
 			st = (uint16_t)((st & ~SFS_STATE_VALID) | SFS_STATE_ERROR);
 		fs->sb.s_state = sfs_cpu_to_le16(st);
-		rc = fs_sync_locked(fs);
+		int src = fs_sync_locked(fs, SFS_COMMIT_UNMOUNT);
+		if (!rc)
+			rc = src;
+	} else if (fs->error) {
+		/* journaled and inconsistent: leave the log for recovery */
+		rc = -EIO;
 	}
 	sfs_unlock(fs);
 	/* the report covers the final write-back */
@@ -1202,8 +1459,85 @@ int sfs_fs_close(struct sfs_fs *fs)
 	}
 	if (fs->report)
 		sfs_stats_print_table(fs->stats, fs->report);
+	if (fs->close_fn)
+		fs->close_fn(fs->close_arg, fs->stats);
 	fs_free(fs);
 	return rc;
+}
+
+/*
+ * Change knobs of the live mount (/.simfs/config): all of opts or none.
+ * The config layer refuses knobs that cannot change while mounted; here
+ * the clock must be real to switch account/emulate, and the device must be
+ * a timing device to take a new model.  The model is built before anything
+ * changes, so a bad spec leaves everything as it was.
+ */
+int sfs_fs_set_knobs(struct sfs_fs *fs, const char *opts, char **err)
+{
+	struct sfs_config next;
+	enum sfs_timedev_mode mode;
+	bool timed, new_mode, new_dev;
+	int rc;
+
+	if (!fs || !opts || !err)
+		return -EINVAL;
+	*err = NULL;
+	sfs_lock(fs);
+	next = fs->cfg;
+	rc = sfs_config_parse_runtime(&next, opts, err);
+	if (rc)
+		goto out_unlock;
+	timed = sfs_timedev_mode(fs->bd, &mode) == 0;
+	new_mode = strcmp(next.clock, fs->cfg.clock) != 0;
+	new_dev = strcmp(next.device, fs->cfg.device) != 0;
+	rc = -EINVAL;
+	if (new_mode && (sfs_clock_is_virtual(fs->clock) ||
+			 strcmp(next.clock, "virtual") == 0)) {
+		*err = g_strdup_printf("clock=%s cannot change to clock=%s "
+				       "while mounted (account and emulate "
+				       "can swap)",
+				       fs->cfg.clock, next.clock);
+		goto out_unlock;
+	}
+	if ((new_mode || new_dev) && !timed) {
+		*err = g_strdup("mounted with device=none: there is no "
+				"timing device to change");
+		goto out_unlock;
+	}
+	if (new_dev && strcmp(next.device, "none") == 0) {
+		*err = g_strdup("device=none only at mount time");
+		goto out_unlock;
+	}
+	if (new_mode && sfs_timedev_mode_parse(next.clock, &mode)) {
+		*err = g_strdup_printf("unknown clock '%s'", next.clock);
+		goto out_unlock;
+	}
+	/* the one step that can fail comes first */
+	if (new_dev) {
+		rc = sfs_timedev_set_model(fs->bd, next.device, err);
+		if (rc)
+			goto out_unlock;
+	}
+	if (new_mode)
+		sfs_timedev_set_mode(fs->bd, mode);
+	fs->cfg = next;
+	rc = 0;
+out_unlock:
+	sfs_unlock(fs);
+	return rc;
+}
+
+void sfs_fs_get_config(struct sfs_fs *fs, struct sfs_config *out)
+{
+	sfs_lock(fs);
+	*out = fs->cfg;
+	sfs_unlock(fs);
+}
+
+void sfs_fs_abort(struct sfs_fs *fs)
+{
+	if (fs)
+		fs_free(fs);
 }
 
 struct sfs_stats *sfs_fs_stats(struct sfs_fs *fs)
@@ -1219,6 +1553,12 @@ struct sfs_clock *sfs_fs_clock(struct sfs_fs *fs)
 void sfs_fs_set_report(struct sfs_fs *fs, FILE *out)
 {
 	fs->report = out;
+}
+
+void sfs_fs_set_close_fn(struct sfs_fs *fs, sfs_fs_close_fn fn, void *arg)
+{
+	fs->close_fn = fn;
+	fs->close_arg = arg;
 }
 
 uint32_t sfs_fs_block_size(const struct sfs_fs *fs)

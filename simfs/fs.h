@@ -30,6 +30,7 @@
 #include "format.h"
 
 struct sfs_fs;
+struct sfs_stats;
 
 /* What getattr reports (struct stat, in ext2 units). */
 struct sfs_attr {
@@ -88,6 +89,9 @@ int sfs_fs_open(struct sfs_bdev *bd, const struct sfs_config *cfg,
 		struct sfs_fs **out, char **err);
 /* Write everything back, mark the image clean, close the device. */
 int sfs_fs_close(struct sfs_fs *fs);
+/* Drop everything without writing a byte (a simulated power cut): what
+ * the device holds is what a crash would leave.  Closes the device. */
+void sfs_fs_abort(struct sfs_fs *fs);
 
 /*
  * Write all dirty state to the device and flush it (sync(2)).
@@ -102,8 +106,24 @@ struct sfs_stats *sfs_fs_stats(struct sfs_fs *fs);
 struct sfs_clock *sfs_fs_clock(struct sfs_fs *fs);
 /* Print the stats table to out (or nothing: NULL) at sfs_fs_close. */
 void sfs_fs_set_report(struct sfs_fs *fs, FILE *out);
+/*
+ * Have sfs_fs_close call fn(arg, stats) once everything is written back,
+ * just before the stats are freed (e.g. for a summary line); NULL: none.
+ */
+typedef void (*sfs_fs_close_fn)(void *arg, struct sfs_stats *stats);
+void sfs_fs_set_close_fn(struct sfs_fs *fs, sfs_fs_close_fn fn, void *arg);
 struct sfs_bdev *sfs_fs_bdev(struct sfs_fs *fs);
 const struct sfs_config *sfs_fs_config(const struct sfs_fs *fs);
+/* A copy of the knobs in effect, taken under the engine's lock. */
+void sfs_fs_get_config(struct sfs_fs *fs, struct sfs_config *out);
+/*
+ * Change knobs while mounted, from an option string ("clock=emulate",
+ * "device=hdd-2009,rpm=5400"): all or nothing.  Only clock=account|emulate
+ * (on a real clock) and device=SPEC (over a timing device; counters carry
+ * on) may change; anything else, or a bad value, is -EINVAL with a
+ * one-line reason in *err (g_free it) and changes nothing.
+ */
+int sfs_fs_set_knobs(struct sfs_fs *fs, const char *opts, char **err);
 
 /* ---- namespace ---- */
 int sfs_lookup(struct sfs_fs *fs, sfs_ino_t parent, const char *name,

@@ -36,6 +36,7 @@ struct sfs_dir_index; /* dir.c */
 struct sfs_clock;
 struct sfs_stats;
 struct sfs_iolog;
+struct sfs_jnl;
 
 /* Engine operations, counted by type in the "ops" stats section. */
 enum sfs_op {
@@ -78,6 +79,13 @@ struct sfs_inode {
 	sfs_blk_t next_pblk;   /* physical block after the last one allocated */
 	void *alloc_state;     /* placement model's per-inode state, or NULL */
 	GList lru_link;        /* in fs->ilru while unreferenced (data = self) */
+	/* read-ahead stream (sfs_read in inode.c; doc/cache.md): */
+	uint64_t ra_next_off; /* byte after the last read: a read there is
+				 sequential */
+	uint32_t ra_win;      /* newest window, blocks; 0: no stream */
+	uint32_t ra_mark;     /* its first logical block: a read reaching it
+				 issues the next window */
+	uint32_t ra_end;      /* logical block after the newest window */
 };
 
 struct sfs_fs {
@@ -120,6 +128,14 @@ struct sfs_fs {
 	uint64_t bytes_read;      /* by the workload (sfs_read) */
 	uint64_t bytes_written;   /* by the workload (sfs_write) */
 	FILE *report;             /* table printed at close, or NULL */
+	sfs_fs_close_fn close_fn; /* called at close with the stats, or NULL */
+	void *close_arg;
+
+	struct sfs_jnl *jnl;      /* journal policy + transactions, or NULL
+				     before the filesystem is loaded */
+	struct sfs_bdev *jdev;    /* external journal device, or NULL */
+	bool jnl_off;             /* buffers bypass the journal (mount and
+				     unmount superblock writes) */
 
 	struct sfs_alloc *alloc;          /* placement model */
 	const struct sfs_map_ops *map;    /* mapping model */
@@ -136,6 +152,21 @@ static inline void sfs_count_op(struct sfs_fs *fs, enum sfs_op op)
 {
 	fs->ops[op]++;
 }
+
+/*
+ * Every public verb runs between sfs_op_begin (take the lock, count the
+ * operation, run what is due: timed commits, the flusher) and sfs_op_end
+ * (finish a full transaction, drop the lock).
+ */
+void sfs_op_begin(struct sfs_fs *fs, enum sfs_op op);
+void sfs_op_end(struct sfs_fs *fs);
+
+/* ---- the two doors for changed buffers ---- */
+/* A metadata buffer (bitmap, inode table, directory, indirect, xattr,
+ * descriptor, superblock) changed: it joins the running transaction. */
+void sfs_meta_dirty(struct sfs_fs *fs, struct sfs_buf *b);
+/* A file data buffer changed (logged too under data=journal). */
+void sfs_data_dirty(struct sfs_fs *fs, struct sfs_buf *b);
 
 /* ---- time ---- */
 /* Current time for inode stamps: the clock's time since mount, anchored at
@@ -201,6 +232,13 @@ int sfs_inode_alloc(struct sfs_fs *fs, struct sfs_inode *dir, uint32_t mode,
  * Freeing also discards the blocks from the cache. -EIO on bitmap read. */
 int sfs_blocks_mark_used(struct sfs_fs *fs, sfs_blk_t start, uint32_t n);
 int sfs_blocks_free(struct sfs_fs *fs, sfs_blk_t start, uint32_t n);
+/* Clear the bits now, bypassing the journal's deferral (journal commit). */
+int sfs_blocks_release(struct sfs_fs *fs, sfs_blk_t start, uint32_t n);
+/* Copy the in-memory group descriptors and superblock into their buffers
+ * (only blocks whose bytes change are dirtied). */
+int sfs_fs_flush_super_gdt(struct sfs_fs *fs);
+/* fsync's work with the lock held: commit (reason fsync) and write back. */
+int sfs_fs_fsync_locked(struct sfs_fs *fs);
 /* Block bitmap buffer of group g (caller puts it). */
 int sfs_block_bitmap(struct sfs_fs *fs, uint32_t g, struct sfs_buf **out);
 /* Group of a block, and the first block of a group. */

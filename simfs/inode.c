@@ -19,6 +19,7 @@
 #include <sys/sysmacros.h>
 
 #include "fs_priv.h"
+#include "journal.h"
 
 /* ---- accessors ---- */
 
@@ -202,7 +203,7 @@ static int zero_tail(struct sfs_fs *fs, struct sfs_inode *ip, uint64_t size)
 	if (rc)
 		return rc;
 	memset(b->data + off, 0, fs->bs - off);
-	sfs_cache_dirty(fs->cache, b);
+	sfs_data_dirty(fs, b);
 	sfs_cache_put(fs->cache, b);
 	return 0;
 }
@@ -245,14 +246,13 @@ int sfs_getattr(struct sfs_fs *fs, sfs_ino_t ino, struct sfs_attr *out)
 
 	if (!fs || !out)
 		return -EINVAL;
-	sfs_lock(fs);
-	sfs_count_op(fs, SFS_OP_GETATTR);
+	sfs_op_begin(fs, SFS_OP_GETATTR);
 	rc = sfs_iget(fs, ino, &ip);
 	if (rc == 0) {
 		sfs_i_to_attr(fs, ip, out);
 		sfs_iput(fs, ip);
 	}
-	sfs_unlock(fs);
+	sfs_op_end(fs);
 	return rc;
 }
 
@@ -265,8 +265,7 @@ int sfs_setattr(struct sfs_fs *fs, sfs_ino_t ino, const struct sfs_attr *in,
 
 	if (!fs || (valid && !in))
 		return -EINVAL;
-	sfs_lock(fs);
-	sfs_count_op(fs, SFS_OP_SETATTR);
+	sfs_op_begin(fs, SFS_OP_SETATTR);
 	rc = sfs_iget(fs, ino, &ip);
 	if (rc)
 		goto out_unlock;
@@ -316,7 +315,7 @@ int sfs_setattr(struct sfs_fs *fs, sfs_ino_t ino, const struct sfs_attr *in,
 out_put:
 	sfs_iput(fs, ip);
 out_unlock:
-	sfs_unlock(fs);
+	sfs_op_end(fs);
 	return rc;
 }
 
@@ -327,8 +326,7 @@ int sfs_open(struct sfs_fs *fs, sfs_ino_t ino, int flags)
 
 	if (!fs)
 		return -EINVAL;
-	sfs_lock(fs);
-	sfs_count_op(fs, SFS_OP_OPEN);
+	sfs_op_begin(fs, SFS_OP_OPEN);
 	rc = sfs_iget(fs, ino, &ip);
 	if (rc)
 		goto out_unlock;
@@ -350,7 +348,7 @@ int sfs_open(struct sfs_fs *fs, sfs_ino_t ino, int flags)
 out_put:
 	sfs_iput(fs, ip);
 out_unlock:
-	sfs_unlock(fs);
+	sfs_op_end(fs);
 	return rc;
 }
 
@@ -360,11 +358,10 @@ int sfs_release(struct sfs_fs *fs, sfs_ino_t ino)
 
 	if (!fs)
 		return -EINVAL;
-	sfs_lock(fs);
-	sfs_count_op(fs, SFS_OP_RELEASE);
+	sfs_op_begin(fs, SFS_OP_RELEASE);
 	ip = g_hash_table_lookup(fs->icache, GUINT_TO_POINTER(ino));
 	if (!ip || ip->opens == 0) {
-		sfs_unlock(fs);
+		sfs_op_end(fs);
 		return -EBADF;
 	}
 	ip->refs++;
@@ -372,8 +369,81 @@ int sfs_release(struct sfs_fs *fs, sfs_ino_t ino)
 	if (ip->opens == 0 && fs->alloc->ops->release_inode)
 		fs->alloc->ops->release_inode(fs->alloc, ip);
 	sfs_iput(fs, ip);
-	sfs_unlock(fs);
+	sfs_op_end(fs);
 	return 0;
+}
+
+/* Read ahead logical blocks [from, from+n) of ip: physically contiguous
+ * runs through sfs_cache_readahead, holes skipped.  Best effort. */
+static void ra_window(struct sfs_fs *fs, struct sfs_inode *ip, uint32_t from,
+		      uint32_t n)
+{
+	sfs_blk_t run = 0; /* first physical block of the pending run */
+	uint32_t len = 0;  /* its length */
+	bool isnew;
+
+	for (uint32_t i = 0; i < n; i++) {
+		sfs_blk_t pblk;
+
+		if (fs->map->map(fs, ip, from + i, false, &pblk, &isnew))
+			break;
+		if (len && pblk == run + len) {
+			len++;
+			continue;
+		}
+		if (len &&
+		    sfs_cache_readahead(fs->cache, run, len, SFS_IO_DATA))
+			return;
+		run = pblk;
+		len = pblk ? 1 : 0;
+	}
+	if (len)
+		sfs_cache_readahead(fs->cache, run, len, SFS_IO_DATA);
+}
+
+/*
+ * Read-ahead after a read of bytes [start, end) of ip (file size `size`),
+ * in the manner of Linux's on-demand read-ahead.  A read that starts where
+ * the previous one ended, or at offset 0, is sequential; any other resets
+ * the stream.  A new stream reads readahead_min_bytes past the read; when
+ * the reader enters the newest window, the next window (twice as large,
+ * up to readahead_max_bytes) is read after it.  Nothing past EOF.
+ */
+static void ra_after_read(struct sfs_fs *fs, struct sfs_inode *ip,
+			  uint64_t start, uint64_t end, uint64_t size)
+{
+	struct sfs_cache_policy p;
+	uint32_t min_blk, max_blk, end_blk, eof_blk, from, win;
+
+	sfs_cache_get_policy(fs->cache, &p);
+	if (start != ip->ra_next_off) {
+		ip->ra_win = ip->ra_mark = ip->ra_end = 0; /* random */
+		if (start != 0) {
+			ip->ra_next_off = end;
+			return;
+		}
+	}
+	ip->ra_next_off = end;
+	if (!p.readahead_max_bytes)
+		return;
+	min_blk = MAX(p.readahead_min_bytes >> fs->bs_log, 1);
+	max_blk = MAX(p.readahead_max_bytes >> fs->bs_log, min_blk);
+	end_blk = (uint32_t)((end + fs->bs - 1) >> fs->bs_log);
+	eof_blk = (uint32_t)((size + fs->bs - 1) >> fs->bs_log);
+	if (ip->ra_win == 0) {
+		win = min_blk; /* a new stream */
+		from = end_blk;
+	} else if (end_blk > ip->ra_mark) {
+		win = MIN(ip->ra_win * 2, max_blk);
+		from = MAX(ip->ra_end, end_blk);
+	} else {
+		return; /* still ahead of the reader */
+	}
+	ip->ra_win = win;
+	ip->ra_mark = from;
+	ip->ra_end = from + win;
+	if (from < eof_blk)
+		ra_window(fs, ip, from, MIN(win, eof_blk - from));
 }
 
 int sfs_read(struct sfs_fs *fs, sfs_ino_t ino, uint64_t off, size_t len,
@@ -381,15 +451,14 @@ int sfs_read(struct sfs_fs *fs, sfs_ino_t ino, uint64_t off, size_t len,
 {
 	struct sfs_inode *ip;
 	uint8_t *dst = buf;
-	uint64_t size, end;
+	uint64_t size, end, start = off;
 	size_t done = 0;
 	int rc;
 
 	if (!fs || (!buf && len) || !got_out)
 		return -EINVAL;
 	*got_out = 0;
-	sfs_lock(fs);
-	sfs_count_op(fs, SFS_OP_READ);
+	sfs_op_begin(fs, SFS_OP_READ);
 	rc = sfs_iget(fs, ino, &ip);
 	if (rc)
 		goto out_unlock;
@@ -446,6 +515,7 @@ int sfs_read(struct sfs_fs *fs, sfs_ino_t ino, uint64_t off, size_t len,
 		off += chunk;
 		done += chunk;
 	}
+	ra_after_read(fs, ip, start, end, size);
 	if (!fs->ro && !fs->error &&
 	    !(sfs_le32(ip->d.i_flags) & SFS_NOATIME_FL)) {
 		/* relatime: only when atime is older than mtime or ctime */
@@ -462,7 +532,7 @@ out_put:
 		rc = 0; /* a short read reports what it got */
 	sfs_iput(fs, ip);
 out_unlock:
-	sfs_unlock(fs);
+	sfs_op_end(fs);
 	return rc;
 }
 
@@ -488,7 +558,7 @@ static int write_partial(struct sfs_fs *fs, struct sfs_inode *ip,
 	if (isnew)
 		memset(b->data, 0, fs->bs);
 	memcpy(b->data + boff, src, n);
-	sfs_cache_dirty(fs->cache, b);
+	sfs_data_dirty(fs, b);
 	sfs_cache_put(fs->cache, b);
 	return 0;
 }
@@ -505,8 +575,7 @@ int sfs_write(struct sfs_fs *fs, sfs_ino_t ino, uint64_t off, const void *buf,
 	if (!fs || (!buf && len) || !written_out)
 		return -EINVAL;
 	*written_out = 0;
-	sfs_lock(fs);
-	sfs_count_op(fs, SFS_OP_WRITE);
+	sfs_op_begin(fs, SFS_OP_WRITE);
 	rc = sfs_iget(fs, ino, &ip);
 	if (rc)
 		goto out_unlock;
@@ -528,7 +597,8 @@ int sfs_write(struct sfs_fs *fs, sfs_ino_t ino, uint64_t off, const void *buf,
 		uint32_t lblk = (uint32_t)(off >> fs->bs_log);
 		uint32_t boff = (uint32_t)(off & (fs->bs - 1));
 
-		if (boff == 0 && end - off >= fs->bs) {
+		if (boff == 0 && end - off >= fs->bs &&
+		    !(fs->jnl && sfs_jnl_logs_data(fs->jnl))) {
 			/* Map whole blocks, then copy them as one run. */
 			uint64_t max = MIN((end - off) >> fs->bs_log, 256);
 			sfs_blk_t first = 0;
@@ -556,6 +626,8 @@ int sfs_write(struct sfs_fs *fs, sfs_ino_t ino, uint64_t off, const void *buf,
 				rc = wrc;
 				goto out_size;
 			}
+			if (fs->jnl)
+				sfs_jnl_data_run(fs->jnl, first, n);
 			off += (uint64_t)n << fs->bs_log;
 			done += (size_t)n << fs->bs_log;
 			if (rc)
@@ -588,7 +660,7 @@ out_put:
 	fs->bytes_written += done;
 	sfs_iput(fs, ip);
 out_unlock:
-	sfs_unlock(fs);
+	sfs_op_end(fs);
 	return rc;
 }
 
@@ -600,16 +672,15 @@ int sfs_fsync(struct sfs_fs *fs, sfs_ino_t ino, bool datasync)
 	(void)datasync;
 	if (!fs)
 		return -EINVAL;
-	sfs_lock(fs);
-	sfs_count_op(fs, SFS_OP_FSYNC);
+	sfs_op_begin(fs, SFS_OP_FSYNC);
 	rc = sfs_iget(fs, ino, &ip);
-	if (rc == 0)
+	if (rc == 0) {
 		sfs_iput(fs, ip);
-	sfs_unlock(fs);
-	if (rc)
-		return rc;
-	/* No per-file writeback yet: fsync writes everything, like sync. */
-	return sfs_fs_sync(fs);
+		/* No per-file write-back yet: everything goes, as sync. */
+		rc = sfs_fs_fsync_locked(fs);
+	}
+	sfs_op_end(fs);
+	return rc;
 }
 
 int sfs_statfs(struct sfs_fs *fs, struct sfs_statfs *out)
@@ -618,8 +689,7 @@ int sfs_statfs(struct sfs_fs *fs, struct sfs_statfs *out)
 
 	if (!fs || !out)
 		return -EINVAL;
-	sfs_lock(fs);
-	sfs_count_op(fs, SFS_OP_STATFS);
+	sfs_op_begin(fs, SFS_OP_STATFS);
 	/* Overhead as ext2's statfs counts it: block 0 (1 KiB blocks),
 	 * superblock and GDT copies, bitmaps and inode tables. */
 	overhead = fs->first_data_block;
@@ -641,6 +711,6 @@ int sfs_statfs(struct sfs_fs *fs, struct sfs_statfs *out)
 	out->inodes = sfs_le32(fs->sb.s_inodes_count);
 	out->inodes_free = free_i;
 	out->name_max = SFS_NAME_MAX;
-	sfs_unlock(fs);
+	sfs_op_end(fs);
 	return 0;
 }

@@ -149,7 +149,7 @@ static int nm_symlink_write(struct sfs_fs *fs, struct sfs_inode *ip,
 		return rc;
 	memset(b->data, 0, fs->bs);
 	memcpy(b->data, target, tlen);
-	sfs_cache_dirty(fs->cache, b);
+	sfs_meta_dirty(fs, b);
 	sfs_cache_put(fs->cache, b);
 	sfs_i_set_size(ip, tlen);
 	return 0;
@@ -201,7 +201,9 @@ static int nm_create(struct sfs_fs *fs, sfs_ino_t parent, const char *name,
 		return rc;
 	if (nm_is_dot(name, len))
 		return -EEXIST;
-	sfs_lock(fs);
+	sfs_op_begin(fs, (mode & SFS_S_IFMT) == SFS_S_IFDIR	 ? SFS_OP_MKDIR
+			 : (mode & SFS_S_IFMT) == SFS_S_IFLNK ? SFS_OP_SYMLINK
+							      : SFS_OP_MKNOD);
 	rc = sfs_check_writable(fs);
 	if (rc)
 		goto out_unlock;
@@ -251,7 +253,7 @@ out_put:
 out_put_dir:
 	sfs_iput(fs, dp);
 out_unlock:
-	sfs_unlock(fs);
+	sfs_op_end(fs);
 	return rc;
 }
 
@@ -271,7 +273,7 @@ int sfs_lookup(struct sfs_fs *fs, sfs_ino_t parent, const char *name,
 	rc = sfs_check_name(name, &len);
 	if (rc)
 		return rc;
-	sfs_lock(fs);
+	sfs_op_begin(fs, SFS_OP_LOOKUP);
 	rc = nm_get_dir(fs, parent, &dp);
 	if (rc)
 		goto out_unlock;
@@ -282,7 +284,7 @@ int sfs_lookup(struct sfs_fs *fs, sfs_ino_t parent, const char *name,
 	}
 	sfs_iput(fs, dp);
 out_unlock:
-	sfs_unlock(fs);
+	sfs_op_end(fs);
 	return rc;
 }
 
@@ -359,7 +361,7 @@ int sfs_link(struct sfs_fs *fs, sfs_ino_t ino, sfs_ino_t newparent,
 		return rc;
 	if (nm_is_dot(newname, len))
 		return -EEXIST;
-	sfs_lock(fs);
+	sfs_op_begin(fs, SFS_OP_LINK);
 	rc = sfs_check_writable(fs);
 	if (rc)
 		goto out_unlock;
@@ -400,7 +402,7 @@ out_put_dir:
 out_put:
 	sfs_iput(fs, ip);
 out_unlock:
-	sfs_unlock(fs);
+	sfs_op_end(fs);
 	return rc;
 }
 
@@ -419,7 +421,7 @@ int sfs_unlink(struct sfs_fs *fs, sfs_ino_t parent, const char *name)
 		return rc;
 	if (nm_is_dot(name, len))
 		return -EISDIR;
-	sfs_lock(fs);
+	sfs_op_begin(fs, SFS_OP_UNLINK);
 	rc = sfs_check_writable(fs);
 	if (rc)
 		goto out_unlock;
@@ -445,7 +447,7 @@ out_put:
 out_put_dir:
 	sfs_iput(fs, dp);
 out_unlock:
-	sfs_unlock(fs);
+	sfs_op_end(fs);
 	return rc;
 }
 
@@ -464,7 +466,7 @@ int sfs_rmdir(struct sfs_fs *fs, sfs_ino_t parent, const char *name)
 		return rc;
 	if (nm_is_dot(name, len))
 		return len == 1 ? -EINVAL : -ENOTEMPTY;
-	sfs_lock(fs);
+	sfs_op_begin(fs, SFS_OP_RMDIR);
 	rc = sfs_check_writable(fs);
 	if (rc)
 		goto out_unlock;
@@ -501,7 +503,7 @@ out_put:
 out_put_dir:
 	sfs_iput(fs, dp);
 out_unlock:
-	sfs_unlock(fs);
+	sfs_op_end(fs);
 	return rc;
 }
 
@@ -736,7 +738,7 @@ int sfs_rename(struct sfs_fs *fs, sfs_ino_t parent, const char *name,
 		return -EBUSY;
 	if (nm_is_dot(newname, r.nlen))
 		return (flags & SFS_RENAME_NOREPLACE) ? -EEXIST : -EBUSY;
-	sfs_lock(fs);
+	sfs_op_begin(fs, SFS_OP_RENAME);
 	rc = sfs_check_writable(fs);
 	if (rc)
 		goto out_unlock;
@@ -782,7 +784,7 @@ out_put:
 		sfs_iput(fs, r.tdp);
 	sfs_iput(fs, r.sdp);
 out_unlock:
-	sfs_unlock(fs);
+	sfs_op_end(fs);
 	return rc;
 }
 
@@ -802,7 +804,7 @@ int sfs_readlink(struct sfs_fs *fs, sfs_ino_t ino, char *buf, size_t size,
 
 	if (!fs || !len_out || (size && !buf))
 		return -EINVAL;
-	sfs_lock(fs);
+	sfs_op_begin(fs, SFS_OP_READLINK);
 	rc = sfs_iget(fs, ino, &ip);
 	if (rc)
 		goto out_unlock;
@@ -840,7 +842,7 @@ out_corrupt:
 out_put:
 	sfs_iput(fs, ip);
 out_unlock:
-	sfs_unlock(fs);
+	sfs_op_end(fs);
 	return rc;
 }
 
@@ -853,13 +855,13 @@ int sfs_readdir(struct sfs_fs *fs, sfs_ino_t ino, uint64_t off,
 
 	if (!fs || !fn)
 		return -EINVAL;
-	sfs_lock(fs);
+	sfs_op_begin(fs, SFS_OP_READDIR);
 	rc = nm_get_dir(fs, ino, &dp);
 	if (rc)
 		goto out_unlock;
 	rc = sfs_dir_iterate(fs, dp, off, fn, ctx);
 	sfs_iput(fs, dp);
 out_unlock:
-	sfs_unlock(fs);
+	sfs_op_end(fs);
 	return rc;
 }

@@ -379,7 +379,7 @@ static int xa_block_unref(struct sfs_fs *fs, struct sfs_inode *ip,
 	refs = sfs_le32(h->h_refcount);
 	if (refs > 1) {
 		h->h_refcount = sfs_cpu_to_le32(refs - 1);
-		sfs_cache_dirty(fs->cache, b);
+		sfs_meta_dirty(fs, b);
 		sfs_cache_put(fs->cache, b);
 		return 0;
 	}
@@ -419,7 +419,7 @@ static int xa_store_block(struct sfs_fs *fs, struct sfs_inode *ip,
 		if (rc)
 			goto out_free;
 		memcpy(b->data, img, fs->bs);
-		sfs_cache_dirty(fs->cache, b);
+		sfs_meta_dirty(fs, b);
 		sfs_cache_put(fs->cache, b);
 		goto out_free;
 	}
@@ -433,7 +433,7 @@ static int xa_store_block(struct sfs_fs *fs, struct sfs_inode *ip,
 		goto out_free;
 	}
 	memcpy(b->data, img, fs->bs);
-	sfs_cache_dirty(fs->cache, b);
+	sfs_meta_dirty(fs, b);
 	sfs_cache_put(fs->cache, b);
 	if (st->blk) {
 		/* copy on write: the shared block keeps its other owners */
@@ -737,14 +737,14 @@ int sfs_getxattr(struct sfs_fs *fs, sfs_ino_t ino, const char *name, void *buf,
 
 	if (!fs || !name || !len_out)
 		return -EINVAL;
-	sfs_lock(fs);
+	sfs_op_begin(fs, SFS_OP_GETXATTR);
 	rc = sfs_iget(fs, ino, &ip);
 	if (rc)
 		goto out_unlock;
 	rc = sfs_xattr_get(fs, ip, name, buf, size, len_out);
 	sfs_iput(fs, ip);
 out_unlock:
-	sfs_unlock(fs);
+	sfs_op_end(fs);
 	return rc;
 }
 
@@ -758,7 +758,7 @@ int sfs_setxattr(struct sfs_fs *fs, sfs_ino_t ino, const char *name,
 
 	if (!fs || !name)
 		return -EINVAL;
-	sfs_lock(fs);
+	sfs_op_begin(fs, SFS_OP_SETXATTR);
 	rc = sfs_check_writable(fs);
 	if (rc)
 		goto out_unlock;
@@ -768,7 +768,7 @@ int sfs_setxattr(struct sfs_fs *fs, sfs_ino_t ino, const char *name,
 	rc = sfs_xattr_set(fs, ip, name, value, size, flags);
 	sfs_iput(fs, ip);
 out_unlock:
-	sfs_unlock(fs);
+	sfs_op_end(fs);
 	return rc;
 }
 
@@ -781,14 +781,14 @@ int sfs_listxattr(struct sfs_fs *fs, sfs_ino_t ino, char *buf, size_t size,
 
 	if (!fs || !len_out)
 		return -EINVAL;
-	sfs_lock(fs);
+	sfs_op_begin(fs, SFS_OP_LISTXATTR);
 	rc = sfs_iget(fs, ino, &ip);
 	if (rc)
 		goto out_unlock;
 	rc = sfs_xattr_list(fs, ip, buf, size, len_out);
 	sfs_iput(fs, ip);
 out_unlock:
-	sfs_unlock(fs);
+	sfs_op_end(fs);
 	return rc;
 }
 
@@ -800,7 +800,7 @@ int sfs_removexattr(struct sfs_fs *fs, sfs_ino_t ino, const char *name)
 
 	if (!fs || !name)
 		return -EINVAL;
-	sfs_lock(fs);
+	sfs_op_begin(fs, SFS_OP_REMOVEXATTR);
 	rc = sfs_check_writable(fs);
 	if (rc)
 		goto out_unlock;
@@ -810,6 +810,6 @@ int sfs_removexattr(struct sfs_fs *fs, sfs_ino_t ino, const char *name)
 	rc = sfs_xattr_remove(fs, ip, name);
 	sfs_iput(fs, ip);
 out_unlock:
-	sfs_unlock(fs);
+	sfs_op_end(fs);
 	return rc;
 }

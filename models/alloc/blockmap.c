@@ -163,12 +163,12 @@ static int bm_map(struct sfs_fs *fs, struct sfs_inode *ip, uint32_t lblk,
 		memset(ib->data, 0, fs->bs);
 		((uint32_t *)ib->data)[off[k + 1 + j]] =
 			sfs_cpu_to_le32(chain[j + 1]);
-		sfs_cache_dirty(fs->cache, ib);
+		sfs_meta_dirty(fs, ib);
 		sfs_cache_put(fs->cache, ib);
 	}
 	arr[off[k]] = sfs_cpu_to_le32(chain[0]);
 	if (arrbuf)
-		sfs_cache_dirty(fs->cache, arrbuf);
+		sfs_meta_dirty(fs, arrbuf);
 	sfs_i_add_blocks(fs, ip, need);
 	ip->next_lblk = lblk + 1;
 	ip->next_pblk = chain[need - 1] + 1;
@@ -275,7 +275,7 @@ static int bm_trunc_array(struct sfs_fs *fs, struct sfs_inode *ip,
 				    span / fs->addr_per_block, level - 1, from,
 				    &sub, f);
 		if (sub)
-			sfs_cache_dirty(fs->cache, b);
+			sfs_meta_dirty(fs, b);
 		sfs_cache_put(fs->cache, b);
 		if (rc)
 			return rc;

@@ -19,6 +19,7 @@
 #include "testsupport.h"
 
 struct ramdev {
+	bool borrowed; /* data is the caller's: not unmapped at close */
 	uint8_t *data; /* size bytes, mmap'ed */
 	uint64_t size;
 	GArray *log; /* of struct sfs_io_req */
@@ -76,7 +77,8 @@ static void ram_close(struct sfs_bdev *bd)
 {
 	struct ramdev *r = sfs_bdev_priv(bd);
 
-	munmap(r->data, r->size);
+	if (!r->borrowed)
+		munmap(r->data, r->size);
 	g_array_free(r->log, TRUE);
 	g_free(r);
 }
@@ -110,6 +112,21 @@ struct sfs_bdev *sfs_ramdev_new(uint64_t size_bytes)
 	bd = sfs_bdev_new(&ram_ops, r, size_bytes);
 	sfs_bdev_set_known_zero(bd, true);
 	return bd;
+}
+
+/* A RAM device over the caller's bytes, which outlive its close. */
+struct sfs_bdev *sfs_ramdev_wrap(uint8_t *bytes, uint64_t size_bytes)
+{
+	struct ramdev *r;
+
+	if (!bytes || size_bytes == 0)
+		return NULL;
+	r = g_new0(struct ramdev, 1);
+	r->borrowed = true;
+	r->data = bytes;
+	r->size = size_bytes;
+	r->log = g_array_new(FALSE, FALSE, sizeof(struct sfs_io_req));
+	return sfs_bdev_new(&ram_ops, r, size_bytes);
 }
 
 static struct ramdev *ram_of(struct sfs_bdev *bd)

@@ -15,6 +15,8 @@
 /* ---- RAM device (ramdev.c) ---- */
 /* A zero-filled device of size_bytes held in memory, logging requests. */
 struct sfs_bdev *sfs_ramdev_new(uint64_t size_bytes);
+/* A RAM device over the caller's size_bytes at bytes (kept after close). */
+struct sfs_bdev *sfs_ramdev_wrap(uint8_t *bytes, uint64_t size_bytes);
 /* The request log: n entries in order (reads, writes, flushes). */
 const struct sfs_io_req *sfs_ramdev_log(struct sfs_bdev *bd, size_t *n_out);
 void sfs_ramdev_clear_log(struct sfs_bdev *bd);

@@ -1,0 +1,484 @@
+/*
+ * test_journal.c - the transaction engine and the four journal policies
+ * (simfs/journal.h, models/journal/jnl.c): what reaches the device, in
+ * which order, and what a crash leaves for recovery.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "fs_priv.h"
+#include "clock.h"
+#include "journal.h"
+#include "stats.h"
+#include <json-glib/json-glib.h>
+#include "models/journal/jbd2.h"
+#include "testsupport.h"
+
+#define IMG_BYTES (32u << 20)
+
+struct ctx {
+	char *dir;
+	char *img;
+	uint8_t *base;   /* a journaled image, ready to copy into a ramdev */
+};
+
+static int setup(void **state)
+{
+	struct ctx *c = g_new0(struct ctx, 1);
+	struct sfs_bdev *bd;
+	char *err = NULL;
+
+	c->dir = sfs_test_tmpdir();
+	c->img = g_build_filename(c->dir, "j.img", NULL);
+	assert_int_equal(sfs_test_mkimage(c->img, IMG_BYTES, 1024), 0);
+	assert_int_equal(sfs_bdev_open_file(c->img, 0, 0, &bd), 0);
+	assert_int_equal(sfs_jbd2_add_internal(bd, 1024,
+					       SFS_JBD2_PLACE_FIRST_FREE, &err),
+			 0);
+	sfs_bdev_close(bd);
+	assert_true(sfs_test_fsck_clean(c->img, NULL));
+	c->base = g_malloc(IMG_BYTES);
+	int fd = open(c->img, O_RDONLY);
+	assert_true(fd >= 0);
+	assert_int_equal(pread(fd, c->base, IMG_BYTES, 0), IMG_BYTES);
+	close(fd);
+	*state = c;
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	struct ctx *c = *state;
+
+	sfs_test_rmtree(c->dir);
+	g_free(c->base);
+	g_free(c->img);
+	g_free(c->dir);
+	g_free(c);
+	return 0;
+}
+
+/* A RAM device over a copy of the journaled image (bytes outlive the
+ * device), opened with data=mode and optional extra options. */
+static struct sfs_fs *open_ram(struct ctx *c, const char *mode,
+			       const char *opts, uint8_t *bytes,
+			       struct sfs_bdev **ram_out, bool copy)
+{
+	struct sfs_bdev *ram;
+	struct sfs_config cfg;
+	struct sfs_fs *fs;
+	char *err = NULL;
+
+	if (copy)
+		memcpy(bytes, c->base, IMG_BYTES);
+	ram = sfs_ramdev_wrap(bytes, IMG_BYTES);
+	sfs_config_defaults(&cfg);
+	if (opts && sfs_config_parse(&cfg, opts, NULL, &err))
+		fail_msg("options %s: %s", opts, err);
+	g_strlcpy(cfg.journal, mode, sizeof(cfg.journal));
+	int rc = sfs_fs_open(ram, &cfg, &fs, &err);
+	if (rc)
+		fail_msg("open data=%s: %s", mode, err ? err : "?");
+	sfs_ramdev_clear_log(ram);
+	if (ram_out)
+		*ram_out = ram;
+	return fs;
+}
+
+/* Write bytes to the image file and run the e2fsck oracle on it. */
+static void check_clean(struct ctx *c, const uint8_t *bytes, const char *what)
+{
+	int fd = open(c->img, O_WRONLY);
+	char *out = NULL;
+
+	assert_true(fd >= 0);
+	assert_int_equal(pwrite(fd, bytes, IMG_BYTES, 0), IMG_BYTES);
+	close(fd);
+	if (!sfs_test_fsck_clean(c->img, &out))
+		fail_msg("%s: e2fsck -fn:\n%s", what, out);
+	g_free(out);
+}
+
+static const struct sfs_dsuper *super_of(const uint8_t *bytes)
+{
+	return (const struct sfs_dsuper *)(bytes + SFS_SUPER_OFFSET);
+}
+
+static sfs_ino_t mkfile(struct sfs_fs *fs, sfs_ino_t dir, const char *name)
+{
+	struct sfs_attr a;
+
+	assert_int_equal(sfs_mknod(fs, dir, name, SFS_S_IFREG | 0644, 0, 0, 0,
+				   &a),
+			 0);
+	return a.ino;
+}
+
+static void wr(struct sfs_fs *fs, sfs_ino_t ino, uint64_t off, size_t len,
+	       int byte)
+{
+	uint8_t *buf = g_malloc(len);
+	size_t n;
+
+	memset(buf, byte, len);
+	assert_int_equal(sfs_write(fs, ino, off, buf, len, &n), 0);
+	assert_int_equal(n, len);
+	g_free(buf);
+}
+
+static void check_bytes(struct sfs_fs *fs, sfs_ino_t ino, size_t len,
+			int byte)
+{
+	uint8_t *buf = g_malloc(len + 1);
+	size_t n;
+
+	assert_int_equal(sfs_read(fs, ino, 0, len + 1, buf, &n), 0);
+	assert_int_equal(n, len);
+	for (size_t i = 0; i < len; i++)
+		if (buf[i] != byte)
+			fail_msg("byte %zu is %d, expected %d", i, buf[i], byte);
+	g_free(buf);
+}
+
+/* A JSON-free look at the journal's counters through the stats text. */
+static uint64_t stat_u64(struct sfs_fs *fs, const char *section,
+			 const char *path)
+{
+	char *json = sfs_stats_to_json(sfs_fs_stats(fs), false);
+	JsonParser *p = json_parser_new();
+	uint64_t v = 0;
+
+	assert_true(json_parser_load_from_data(p, json, -1, NULL));
+	JsonObject *o = json_node_get_object(json_parser_get_root(p));
+	o = json_object_get_object_member(o, section);
+	gchar **parts = g_strsplit(path, ".", -1);
+	for (int i = 0; parts[i]; i++) {
+		if (parts[i + 1])
+			o = json_object_get_object_member(o, parts[i]);
+		else
+			v = (uint64_t)json_object_get_int_member(o, parts[i]);
+	}
+	g_strfreev(parts);
+	g_object_unref(p);
+	g_free(json);
+	return v;
+}
+
+/* Index of the last journal write in a request log (a commit), or -1. */
+static long last_journal_write(const struct sfs_io_req *log, size_t n)
+{
+	long last = -1;
+
+	for (size_t i = 0; i < n; i++)
+		if (log[i].op == SFS_IO_WRITE && log[i].cat == SFS_IO_JOURNAL)
+			last = (long)i;
+	return last;
+}
+
+/* Each policy: work, unmount; the image is clean, RECOVER off. */
+static void test_journal_modes_clean_unmount(void **state)
+{
+	struct ctx *c = *state;
+	const char *modes[] = {"none", "writeback", "ordered", "journal"};
+	uint8_t *bytes = g_malloc(IMG_BYTES);
+
+	for (size_t m = 0; m < 4; m++) {
+		struct sfs_fs *fs = open_ram(c, modes[m], NULL, bytes, NULL,
+					     true);
+		struct sfs_attr a;
+
+		assert_string_equal(sfs_jnl_name(fs->jnl), modes[m]);
+		/* a journaled mount keeps VALID and sets RECOVER */
+		if (m > 0) {
+			assert_true(sfs_le32(super_of(bytes)->s_feature_incompat) &
+				    SFS_FEATURE_INCOMPAT_RECOVER);
+			assert_true(sfs_le16(super_of(bytes)->s_state) &
+				    SFS_STATE_VALID);
+		}
+		assert_int_equal(sfs_mkdir(fs, SFS_ROOT_INO, "d", 0755, 0, 0,
+					   &a),
+				 0);
+		for (int i = 0; i < 60; i++) {
+			char name[16];
+			snprintf(name, sizeof(name), "f%d", i);
+			sfs_ino_t ino = mkfile(fs, a.ino, name);
+			wr(fs, ino, 0, 3000 + i * 100, 'a' + i % 26);
+			if (i % 3 == 0)
+				assert_int_equal(sfs_unlink(fs, a.ino, name),
+						 0);
+		}
+		assert_int_equal(sfs_fs_close(fs), 0);
+		check_clean(c, bytes, modes[m]);
+		assert_false(sfs_le32(super_of(bytes)->s_feature_incompat) &
+			     SFS_FEATURE_INCOMPAT_RECOVER);
+	}
+	g_free(bytes);
+}
+
+/* ordered: a transaction's data precedes its commit block; writeback:
+ * no such wait (the data follows the commit). */
+static void test_journal_ordered_data_before_commit(void **state)
+{
+	struct ctx *c = *state;
+	uint8_t *bytes = g_malloc(IMG_BYTES);
+	const char *modes[] = {"ordered", "writeback"};
+
+	for (int m = 0; m < 2; m++) {
+		struct sfs_bdev *ram;
+		struct sfs_fs *fs = open_ram(c, modes[m], NULL, bytes, &ram,
+					     true);
+		sfs_ino_t ino = mkfile(fs, SFS_ROOT_INO, "f");
+		size_t n;
+
+		wr(fs, ino, 0, 64 * 1024, 'x');
+		assert_int_equal(sfs_fsync(fs, ino, false), 0);
+		const struct sfs_io_req *log = sfs_ramdev_log(ram, &n);
+		long commit = last_journal_write(log, n);
+		assert_true(commit > 0);
+		size_t data_before = 0, data_after = 0;
+		for (size_t i = 0; i < n; i++) {
+			if (log[i].op != SFS_IO_WRITE ||
+			    log[i].cat != SFS_IO_DATA)
+				continue;
+			if ((long)i < commit)
+				data_before += log[i].len_bytes;
+			else
+				data_after += log[i].len_bytes;
+		}
+		if (m == 0) {
+			assert_int_equal(data_before, 64 * 1024);
+			assert_int_equal(data_after, 0);
+			assert_true(stat_u64(fs, "journal",
+					     "ordered_data_blocks") >= 64);
+		} else {
+			assert_int_equal(data_before, 0);
+			assert_int_equal(data_after, 64 * 1024);
+		}
+		assert_int_equal(stat_u64(fs, "journal", "commits.fsync"), 1);
+		assert_int_equal(sfs_fs_close(fs), 0);
+		check_clean(c, bytes, modes[m]);
+	}
+	g_free(bytes);
+}
+
+/* A crash after a commit: recovery brings back exactly the committed
+ * state; the uncommitted operations are gone; the image is clean. */
+static void test_journal_crash_recovery(void **state)
+{
+	struct ctx *c = *state;
+	uint8_t *bytes = g_malloc(IMG_BYTES);
+	const char *modes[] = {"writeback", "ordered", "journal"};
+
+	for (int m = 0; m < 3; m++) {
+		struct sfs_fs *fs = open_ram(c, modes[m], NULL, bytes, NULL,
+					     true);
+		struct sfs_attr a;
+		sfs_ino_t keep = mkfile(fs, SFS_ROOT_INO, "keep");
+		wr(fs, keep, 0, 10000, 'k');
+		assert_int_equal(sfs_mkdir(fs, SFS_ROOT_INO, "dir", 0755, 0, 0,
+					   &a),
+				 0);
+		assert_int_equal(sfs_fsync(fs, keep, false), 0);
+		/* not committed: */
+		sfs_ino_t lost = mkfile(fs, SFS_ROOT_INO, "lost");
+		wr(fs, lost, 0, 5000, 'l');
+		assert_int_equal(sfs_unlink(fs, SFS_ROOT_INO, "keep") , 0);
+		sfs_fs_abort(fs); /* power cut: nothing more is written */
+
+		/* the image needs recovery */
+		assert_true(sfs_le32(super_of(bytes)->s_feature_incompat) &
+			    SFS_FEATURE_INCOMPAT_RECOVER);
+		fs = open_ram(c, modes[m], NULL, bytes, NULL, false);
+		assert_int_equal(sfs_lookup(fs, SFS_ROOT_INO, "keep", &a), 0);
+		check_bytes(fs, a.ino, 10000, 'k');
+		assert_int_equal(sfs_lookup(fs, SFS_ROOT_INO, "dir", &a), 0);
+		assert_int_equal(sfs_lookup(fs, SFS_ROOT_INO, "lost", &a),
+				 -ENOENT);
+		assert_int_equal(sfs_fs_close(fs), 0);
+		check_clean(c, bytes, modes[m]);
+	}
+	g_free(bytes);
+}
+
+/* data=journal writes file data twice: in the log, then home. */
+static void test_journal_data_written_twice(void **state)
+{
+	struct ctx *c = *state;
+	uint8_t *bytes = g_malloc(IMG_BYTES);
+	uint64_t dev[2];
+	const char *modes[] = {"ordered", "journal"};
+
+	for (int m = 0; m < 2; m++) {
+		struct sfs_bdev *ram;
+		struct sfs_fs *fs = open_ram(c, modes[m], NULL, bytes, &ram,
+					     true);
+		sfs_ino_t ino = mkfile(fs, SFS_ROOT_INO, "big");
+		for (int i = 0; i < 16; i++)
+			wr(fs, ino, (uint64_t)i * 65536, 65536, 'a' + i);
+		assert_int_equal(sfs_fsync(fs, ino, false), 0);
+		assert_int_equal(sfs_fs_sync(fs), 0);
+		struct sfs_bdev_counters cnt;
+		sfs_bdev_counters(sfs_fs_bdev(fs), &cnt);
+		dev[m] = cnt.bytes[SFS_IO_WRITE];
+		if (m == 1)
+			assert_true(stat_u64(fs, "journal", "log_blocks.data") >=
+				    1024);
+		assert_int_equal(sfs_fs_close(fs), 0);
+		check_clean(c, bytes, modes[m]);
+	}
+	/* 1 MiB of data: journal mode writes it to the log as well */
+	assert_true(dev[1] >= dev[0] + (1u << 20));
+	g_free(bytes);
+}
+
+/* Commit reasons: the interval on the clock, a full transaction. */
+static void test_journal_commit_reasons(void **state)
+{
+	struct ctx *c = *state;
+	uint8_t *bytes = g_malloc(IMG_BYTES);
+	struct sfs_fs *fs = open_ram(c, "ordered", NULL, bytes, NULL, true);
+	char name[32];
+
+	mkfile(fs, SFS_ROOT_INO, "a");
+	assert_int_equal(sfs_clock_advance(sfs_fs_clock(fs), 6 * SFS_NS_PER_S),
+			 0);
+	mkfile(fs, SFS_ROOT_INO, "b"); /* the next operation commits */
+	assert_int_equal(stat_u64(fs, "journal", "commits.interval"), 1);
+	/* a 1024-block log allows 256-block transactions: fill one */
+	struct sfs_attr d;
+	assert_int_equal(sfs_mkdir(fs, SFS_ROOT_INO, "many", 0755, 0, 0, &d),
+			 0);
+	for (int i = 0; i < 1500; i++) {
+		snprintf(name, sizeof(name), "some-longer-file-name-%05d", i);
+		sfs_ino_t ino = mkfile(fs, d.ino, name);
+		wr(fs, ino, 0, 100, 'z');
+	}
+	assert_true(stat_u64(fs, "journal", "commits.full") >= 1);
+	/* keep committing on the interval, with write-back held off: the log
+	 * fills up and forced checkpoints make room */
+	struct sfs_cache_policy pol;
+	sfs_cache_get_policy(fs->cache, &pol);
+	pol.dirty_expire_cs = 360000;
+	pol.dirty_writeback_cs = 0;
+	assert_int_equal(sfs_cache_set_policy(fs->cache, &pol), 0);
+	for (int r = 0; r < 8; r++) {
+		assert_int_equal(sfs_mkdir(fs, SFS_ROOT_INO, "tmp", 0755, 0, 0,
+					   &d),
+				 0);
+		for (int i = 0; i < 300; i++) {
+			snprintf(name, sizeof(name), "t%d", i);
+			mkfile(fs, d.ino, name);
+		}
+		assert_int_equal(sfs_clock_advance(sfs_fs_clock(fs),
+						   6 * SFS_NS_PER_S),
+				 0);
+		for (int i = 0; i < 300; i++) {
+			snprintf(name, sizeof(name), "t%d", i);
+			assert_int_equal(sfs_unlink(fs, d.ino, name), 0);
+		}
+		assert_int_equal(sfs_rmdir(fs, SFS_ROOT_INO, "tmp"), 0);
+		assert_int_equal(sfs_clock_advance(sfs_fs_clock(fs),
+						   6 * SFS_NS_PER_S),
+				 0);
+	}
+	assert_true(stat_u64(fs, "journal", "commits.interval") >= 16);
+	if (stat_u64(fs, "journal", "checkpoint_passes") < 1) {
+		char *js = sfs_stats_to_json(sfs_fs_stats(fs), true);
+		fail_msg("no checkpoint:\n%s", js);
+	}
+	assert_int_equal(sfs_fs_close(fs), 0);
+	check_clean(c, bytes, "ordered, full transactions");
+	g_free(bytes);
+}
+
+/* A metadata block freed and reused for data is revoked: replay after a
+ * crash must not overwrite the new data with the old metadata. */
+static void test_journal_revoke_protects_reuse(void **state)
+{
+	struct ctx *c = *state;
+	uint8_t *bytes = g_malloc(IMG_BYTES);
+	struct sfs_fs *fs = open_ram(c, "ordered", NULL, bytes, NULL, true);
+	struct sfs_attr d;
+	char name[300];
+
+	/* a directory of many blocks, committed */
+	assert_int_equal(sfs_mkdir(fs, SFS_ROOT_INO, "d", 0755, 0, 0, &d), 0);
+	for (int i = 0; i < 40; i++) {
+		memset(name, 'n', 200);
+		snprintf(name + 200, 16, "%d", i);
+		mkfile(fs, d.ino, name);
+	}
+	assert_int_equal(sfs_fs_sync(fs), 0);
+	/* remove it all: its blocks are freed and revoked */
+	for (int i = 0; i < 40; i++) {
+		memset(name, 'n', 200);
+		snprintf(name + 200, 16, "%d", i);
+		assert_int_equal(sfs_unlink(fs, d.ino, name), 0);
+	}
+	assert_int_equal(sfs_rmdir(fs, SFS_ROOT_INO, "d"), 0);
+	assert_int_equal(sfs_fs_sync(fs), 0);
+	assert_true(stat_u64(fs, "journal", "revoke_records") > 0);
+	/* new data lands in the freed blocks */
+	sfs_ino_t f = mkfile(fs, SFS_ROOT_INO, "data");
+	wr(fs, f, 0, 200 * 1024, 'D');
+	assert_int_equal(sfs_fsync(fs, f, false), 0);
+	sfs_fs_abort(fs);
+	fs = open_ram(c, "ordered", NULL, bytes, NULL, false);
+	assert_int_equal(sfs_lookup(fs, SFS_ROOT_INO, "data", &d), 0);
+	check_bytes(fs, d.ino, 200 * 1024, 'D');
+	assert_int_equal(sfs_fs_close(fs), 0);
+	check_clean(c, bytes, "revoke");
+	g_free(bytes);
+}
+
+/* Policies are found by name; data=ordered on an ext2 image is refused. */
+static void test_journal_refuses_without_log(void **state)
+{
+	struct ctx *c = *state;
+	struct sfs_config cfg;
+	struct sfs_bdev *bd;
+	struct sfs_fs *fs;
+	char *err = NULL;
+	char *img2 = g_build_filename(c->dir, "plain.img", NULL);
+
+	assert_non_null(sfs_jnl_find("ordered"));
+	assert_null(sfs_jnl_find("bogus"));
+	assert_int_equal(sfs_test_mkimage(img2, 16 << 20, 4096), 0);
+	assert_int_equal(sfs_bdev_open_file(img2, 0, 0, &bd), 0);
+	sfs_config_defaults(&cfg);
+	g_strlcpy(cfg.journal, "ordered", sizeof(cfg.journal));
+	assert_int_equal(sfs_fs_open(bd, &cfg, &fs, &err), -EINVAL);
+	assert_non_null(strstr(err, "journal"));
+	g_free(err);
+	assert_true(sfs_test_fsck_clean(img2, NULL));
+	g_free(img2);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(test_journal_modes_clean_unmount,
+						setup, teardown),
+		cmocka_unit_test_setup_teardown(
+			test_journal_ordered_data_before_commit, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_journal_crash_recovery,
+						setup, teardown),
+		cmocka_unit_test_setup_teardown(test_journal_data_written_twice,
+						setup, teardown),
+		cmocka_unit_test_setup_teardown(test_journal_commit_reasons,
+						setup, teardown),
+		cmocka_unit_test_setup_teardown(
+			test_journal_revoke_protects_reuse, setup, teardown),
+		cmocka_unit_test_setup_teardown(
+			test_journal_refuses_without_log, setup, teardown),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
