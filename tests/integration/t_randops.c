@@ -1,0 +1,600 @@
+/*
+ * t_randops.c - the same seeded sequence of >= 10,000 random operations
+ * applied to a directory on the simfs mount (A) and to a reference
+ * directory on the host (B); every step must give the same result (success
+ * or the same errno) on both sides.
+ *
+ * Operations: create (with and without O_EXCL), write at random offsets
+ * (some far out, making sparse files), truncate, read (bytes compared),
+ * rename of files and directories (over existing files and directories,
+ * into themselves, RENAME_NOREPLACE / RENAME_EXCHANGE too), unlink, link,
+ * mkdir, rmdir, symlink (dangling targets of 1..300 bytes, fast and slow),
+ * chmod, lstat (type, mode, size, link count compared).  Names come from a
+ * small pool (collisions are the point) that includes a 255-byte name;
+ * directories are picked by a random walk over B's real directories
+ * (sorted, so the sequence depends only on the seed).
+ *
+ * Half-way and at the end: the trees are compared (names, types, sizes,
+ * modes, link counts, symlink targets, contents by hash); umount, e2fsck
+ * -fn clean, remount, compare again.  The seed is printed; rerun with
+ *   t_randops SIMFS_BINARY SEED [NOPS [BLOCKSIZE [MOUNT_OPTS]]]
+ * (defaults: 10000 ops, 4096-byte blocks, default mount options).
+ */
+#include "harness.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#ifndef RENAME_NOREPLACE
+#define RENAME_NOREPLACE (1 << 0)
+#endif
+#ifndef RENAME_EXCHANGE
+#define RENAME_EXCHANGE (1 << 1)
+#endif
+
+#define MiB (1024ULL * 1024)
+#define MAXSTEP 4
+
+enum op_type {
+	OP_CREATE,
+	OP_WRITE,
+	OP_TRUNC,
+	OP_READ,
+	OP_RENAME,
+	OP_UNLINK,
+	OP_LINK,
+	OP_MKDIR,
+	OP_RMDIR,
+	OP_SYMLINK,
+	OP_CHMOD,
+	OP_STAT,
+	OP_NTYPES
+};
+
+static const char *const op_names[] = {
+	"create", "write", "truncate", "read", "rename", "unlink",
+	"link",   "mkdir", "rmdir",    "symlink", "chmod", "lstat",
+};
+
+/* relative weights */
+static const unsigned op_weight[OP_NTYPES] = {
+	[OP_CREATE] = 10, [OP_WRITE] = 20, [OP_TRUNC] = 6, [OP_READ] = 6,
+	[OP_RENAME] = 12, [OP_UNLINK] = 8, [OP_LINK] = 6,  [OP_MKDIR] = 9,
+	[OP_RMDIR] = 5,   [OP_SYMLINK] = 5, [OP_CHMOD] = 5, [OP_STAT] = 5,
+};
+
+struct op {
+	enum op_type type;
+	char *p1, *p2;     /* relative paths */
+	char *target;      /* symlink target */
+	unsigned mode;
+	int flags;         /* open flags, or rename flags */
+	uint64_t off, len; /* write/read range, truncate size */
+	uint64_t seed;     /* write content */
+};
+
+/* What one side did: up to MAXSTEP syscalls' results, plus read data. */
+struct res {
+	int n;
+	long rc[MAXSTEP];
+	int err[MAXSTEP];
+	uint64_t hash; /* read: XXH3 of the bytes; lstat: of the fields */
+};
+
+static struct h_rng rng;
+static char *name_pool[16];
+static int npool;
+static const char *refroot; /* B */
+
+static char *rel_join(const char *dir, const char *name)
+{
+	return *dir ? g_strconcat(dir, "/", name, NULL) : g_strdup(name);
+}
+
+static int cmp_str(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* Entries of B/dir, sorted; only directories if dirs_only. */
+static GPtrArray *list_ref(const char *dir, bool dirs_only)
+{
+	GPtrArray *names = g_ptr_array_new_with_free_func(g_free);
+	char *p = *dir ? g_build_filename(refroot, dir, NULL)
+		       : g_strdup(refroot);
+	DIR *d = opendir(p);
+	struct dirent *de;
+
+	while (d && (de = readdir(d)) != NULL) {
+		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
+			continue;
+		if (dirs_only && de->d_type != DT_DIR)
+			continue;
+		g_ptr_array_add(names, g_strdup(de->d_name));
+	}
+	if (d)
+		closedir(d);
+	g_free(p);
+	if (names->len > 1)
+		qsort(names->pdata, names->len, sizeof(char *), cmp_str);
+	return names;
+}
+
+/* A random real directory of B (relative, "" = the top). */
+static char *choose_dir(void)
+{
+	char *dir = g_strdup("");
+
+	for (int depth = 0; depth < 6; depth++) {
+		GPtrArray *subs;
+		char *next;
+
+		if (h_below(&rng, 10) < 4)
+			break;
+		subs = list_ref(dir, true);
+		if (subs->len == 0) {
+			g_ptr_array_free(subs, TRUE);
+			break;
+		}
+		next = rel_join(dir,
+				subs->pdata[h_below(&rng, subs->len)]);
+		g_ptr_array_free(subs, TRUE);
+		g_free(dir);
+		dir = next;
+	}
+	return dir;
+}
+
+/* A name in dir: mostly an existing one, else one from the pool. */
+static char *pick_path(const char *dir, unsigned pct_existing)
+{
+	GPtrArray *names = list_ref(dir, false);
+	char *r;
+
+	if (names->len && h_below(&rng, 100) < pct_existing)
+		r = rel_join(dir, names->pdata[h_below(&rng, names->len)]);
+	else
+		r = rel_join(dir, name_pool[h_below(&rng, npool)]);
+	g_ptr_array_free(names, TRUE);
+	return r;
+}
+
+static char *any_path(unsigned pct_existing)
+{
+	char *dir = choose_dir();
+	char *p = pick_path(dir, pct_existing);
+
+	g_free(dir);
+	return p;
+}
+
+static uint64_t ref_size(const char *rel)
+{
+	char *p = g_build_filename(refroot, rel, NULL);
+	struct stat st;
+	uint64_t s = 0;
+
+	if (lstat(p, &st) == 0 && S_ISREG(st.st_mode))
+		s = (uint64_t)st.st_size;
+	g_free(p);
+	return s;
+}
+
+static uint64_t pick_offset(uint64_t size)
+{
+	unsigned r = (unsigned)h_below(&rng, 100);
+
+	if (r < 2)
+		return h_below(&rng, 512 * MiB); /* far out: sparse */
+	if (r < 12)
+		return h_below(&rng, 4 * MiB);
+	return h_below(&rng, size + 8192);
+}
+
+static void gen_op(struct op *o)
+{
+	unsigned total = 0, r;
+	int t;
+
+	memset(o, 0, sizeof(*o));
+	for (t = 0; t < OP_NTYPES; t++)
+		total += op_weight[t];
+	r = (unsigned)h_below(&rng, total);
+	for (t = 0; r >= op_weight[t]; t++)
+		r -= op_weight[t];
+	o->type = (enum op_type)t;
+	o->seed = h_rand(&rng);
+	switch (o->type) {
+	case OP_CREATE:
+		o->p1 = any_path(30);
+		o->mode = (unsigned)h_below(&rng, 01000);
+		o->flags = O_WRONLY | O_CREAT | O_NOFOLLOW |
+			   (h_below(&rng, 3) == 0 ? O_EXCL : 0);
+		break;
+	case OP_WRITE:
+		o->p1 = any_path(80);
+		o->flags = O_WRONLY | O_NOFOLLOW |
+			   (h_below(&rng, 2) ? O_CREAT : 0);
+		o->mode = 0644;
+		o->off = pick_offset(ref_size(o->p1));
+		o->len = 1 + h_below(&rng, h_below(&rng, 4) ? 16384 : 200000);
+		break;
+	case OP_TRUNC:
+		o->p1 = any_path(85);
+		o->flags = O_WRONLY | O_NOFOLLOW;
+		switch (h_below(&rng, 4)) {
+		case 0:
+			o->off = 0;
+			break;
+		case 1:
+			o->off = h_below(&rng, ref_size(o->p1) + 1);
+			break;
+		default:
+			o->off = pick_offset(ref_size(o->p1));
+		}
+		break;
+	case OP_READ:
+		o->p1 = any_path(85);
+		o->flags = O_RDONLY | O_NOFOLLOW;
+		o->off = h_below(&rng, ref_size(o->p1) + 4096);
+		o->len = 1 + h_below(&rng, 300000);
+		break;
+	case OP_RENAME: {
+		unsigned f = (unsigned)h_below(&rng, 10);
+
+		o->p1 = any_path(90);
+		o->p2 = any_path(50);
+		o->flags = f == 0 ? RENAME_NOREPLACE
+			   : f == 1 ? RENAME_EXCHANGE
+				    : 0;
+		break;
+	}
+	case OP_UNLINK:
+	case OP_RMDIR:
+	case OP_CHMOD:
+	case OP_STAT:
+		o->p1 = any_path(90);
+		o->mode = (unsigned)h_below(&rng, 01000);
+		if (o->type == OP_CHMOD && h_below(&rng, 8) == 0)
+			o->mode |= 01000; /* sticky */
+		break;
+	case OP_LINK:
+		o->p1 = any_path(90);
+		o->p2 = any_path(30);
+		break;
+	case OP_MKDIR:
+		o->p1 = any_path(30);
+		o->mode = (unsigned)(0700 | h_below(&rng, 0100));
+		break;
+	case OP_SYMLINK: {
+		/* "nx/..." never resolves: nothing is ever called nx */
+		size_t len = h_below(&rng, 3) ? 1 + h_below(&rng, 50)
+					     : 60 + h_below(&rng, 240);
+		char *tgt = g_malloc(len + 4);
+
+		memcpy(tgt, "nx/", 3);
+		for (size_t i = 3; i < len + 3; i++)
+			tgt[i] = (char)('a' + h_below(&rng, 26));
+		tgt[len + 3] = '\0';
+		o->p1 = any_path(30);
+		o->target = tgt;
+		break;
+	}
+	case OP_NTYPES:
+		break;
+	}
+}
+
+static void free_op(struct op *o)
+{
+	g_free(o->p1);
+	g_free(o->p2);
+	g_free(o->target);
+}
+
+static char *describe(const struct op *o)
+{
+	return g_strdup_printf("%s %s%s%s mode=%o flags=%#x off=%llu len=%llu"
+			       "%s%s",
+			       op_names[o->type], o->p1, o->p2 ? " -> " : "",
+			       o->p2 ? o->p2 : "", o->mode, o->flags,
+			       (unsigned long long)o->off,
+			       (unsigned long long)o->len,
+			       o->target ? " target=" : "",
+			       o->target ? o->target : "");
+}
+
+static void step(struct res *r, long rc)
+{
+	r->rc[r->n] = rc;
+	r->err[r->n] = rc < 0 ? errno : 0;
+	r->n++;
+}
+
+static void run_op(const struct op *o, const char *root, struct res *r)
+{
+	char *p1 = g_build_filename(root, o->p1, NULL);
+	char *p2 = o->p2 ? g_build_filename(root, o->p2, NULL) : NULL;
+	int fd;
+
+	memset(r, 0, sizeof(*r));
+	switch (o->type) {
+	case OP_CREATE:
+		fd = open(p1, o->flags, o->mode);
+		step(r, fd < 0 ? -1 : 0);
+		if (fd >= 0)
+			step(r, close(fd));
+		break;
+	case OP_WRITE: {
+		uint8_t *buf = g_malloc(o->len);
+		struct h_rng dr;
+
+		h_rng_seed(&dr, o->seed);
+		h_fill(&dr, buf, o->len);
+		fd = open(p1, o->flags, o->mode);
+		step(r, fd < 0 ? -1 : 0);
+		if (fd >= 0) {
+			step(r, h_pwrite_all(fd, buf, o->len, (off_t)o->off) ==
+						0
+					? 0
+					: -1);
+			step(r, close(fd));
+		}
+		g_free(buf);
+		break;
+	}
+	case OP_TRUNC:
+		fd = open(p1, o->flags);
+		step(r, fd < 0 ? -1 : 0);
+		if (fd >= 0) {
+			step(r, ftruncate(fd, (off_t)o->off));
+			step(r, close(fd));
+		}
+		break;
+	case OP_READ: {
+		uint8_t *buf = g_malloc(o->len);
+
+		fd = open(p1, o->flags);
+		step(r, fd < 0 ? -1 : 0);
+		if (fd >= 0) {
+			size_t got = 0;
+			ssize_t n = 1;
+
+			while (got < o->len && n > 0) {
+				n = pread(fd, buf + got, o->len - got,
+					  (off_t)(o->off + got));
+				if (n > 0)
+					got += (size_t)n;
+			}
+			step(r, n < 0 ? -1 : (long)got);
+			r->hash = h_hash_buf(buf, got);
+			close(fd);
+		}
+		g_free(buf);
+		break;
+	}
+	case OP_RENAME:
+		if (o->flags)
+			step(r, syscall(SYS_renameat2, AT_FDCWD, p1, AT_FDCWD,
+					p2, o->flags));
+		else
+			step(r, rename(p1, p2));
+		break;
+	case OP_UNLINK:
+		step(r, unlink(p1));
+		break;
+	case OP_RMDIR:
+		step(r, rmdir(p1));
+		break;
+	case OP_LINK:
+		step(r, link(p1, p2));
+		break;
+	case OP_MKDIR:
+		step(r, mkdir(p1, o->mode));
+		break;
+	case OP_SYMLINK:
+		step(r, symlink(o->target, p1));
+		break;
+	case OP_CHMOD:
+		step(r, chmod(p1, o->mode));
+		break;
+	case OP_STAT: {
+		struct stat st;
+
+		step(r, lstat(p1, &st));
+		if (r->rc[0] == 0) {
+			uint64_t v[4] = {st.st_mode, st.st_nlink,
+					 S_ISDIR(st.st_mode)
+						 ? 0
+						 : (uint64_t)st.st_size,
+					 0};
+
+			r->hash = h_hash_buf(v, sizeof(v));
+		}
+		break;
+	}
+	case OP_NTYPES:
+		break;
+	}
+	g_free(p1);
+	g_free(p2);
+}
+
+static bool same(const struct res *a, const struct res *b)
+{
+	if (a->n != b->n || a->hash != b->hash)
+		return false;
+	for (int i = 0; i < a->n; i++)
+		if (a->rc[i] != b->rc[i] || a->err[i] != b->err[i])
+			return false;
+	return true;
+}
+
+static char *res_str(const struct res *r)
+{
+	GString *s = g_string_new(NULL);
+
+	for (int i = 0; i < r->n; i++)
+		g_string_append_printf(s, "%s%ld%s%s", i ? ", " : "", r->rc[i],
+				       r->err[i] ? " " : "",
+				       r->err[i] ? strerrorname_np(r->err[i])
+						 : "");
+	g_string_append_printf(s, " [%016llx]", (unsigned long long)r->hash);
+	return g_string_free(s, FALSE);
+}
+
+static int compare_trees(const char *a, const char *b, const char *when)
+{
+	GPtrArray *ta = h_tree_scan(a), *tb = h_tree_scan(b);
+	int d;
+	double t0 = h_now();
+
+	d = h_tree_compare(tb, ta, "reference", "simfs", H_CMP_NLINK);
+	H_OK(ta && tb && d == 0, "%s: trees equal (%u entries, %d "
+				 "differences)",
+	     when, tb ? tb->len : 0, d);
+	h_diag("%s: compare took %.1f s", when, h_now() - t0);
+	h_tree_free(ta);
+	h_tree_free(tb);
+	return d;
+}
+
+int main(int argc, char **argv)
+{
+	uint64_t seed = 1;
+	long nops = 10000;
+	const char *bs = "4096", *opts = NULL;
+	const char *mkfs_args[] = {"-b", NULL, NULL};
+	char *img, *mnt, *A, *B;
+	int mismatches = 0;
+	long done = 0;
+	unsigned counts[OP_NTYPES] = {0}, okcounts[OP_NTYPES] = {0};
+	char *ring[32] = {0};
+	double t0 = h_now();
+	GString *mix = g_string_new(NULL);
+
+	h_init(argc, argv);
+	if (argc > 2)
+		seed = strtoull(argv[2], NULL, 0);
+	if (argc > 3)
+		nops = atol(argv[3]);
+	if (argc > 4)
+		bs = argv[4];
+	if (argc > 5)
+		opts = argv[5];
+	mkfs_args[1] = bs;
+	h_diag("seed %llu, %ld operations, %s-byte blocks, -o %s (rerun: %s "
+	       "%s %llu %ld %s%s%s)",
+	       (unsigned long long)seed, nops, bs, opts ? opts : "(none)",
+	       argv[0], argv[1], (unsigned long long)seed, nops, bs,
+	       opts ? " " : "", opts ? opts : "");
+	h_rng_seed(&rng, seed);
+	umask(0);
+
+	name_pool[npool++] = "a";
+	name_pool[npool++] = "b";
+	name_pool[npool++] = "c";
+	name_pool[npool++] = "d";
+	name_pool[npool++] = "e";
+	name_pool[npool++] = "f";
+	name_pool[npool++] = "g";
+	name_pool[npool++] = "dir1";
+	name_pool[npool++] = "dir2";
+	name_pool[npool++] = "x.txt";
+	name_pool[npool++] = "with space";
+	name_pool[npool++] = "\xc3\xa9t\xc3\xa9";
+	name_pool[npool] = g_malloc(256);
+	memset(name_pool[npool], 'L', 255);
+	name_pool[npool++][255] = '\0';
+
+	img = h_path("fs.img");
+	mnt = h_path("mnt");
+	A = g_build_filename(mnt, "work", NULL);
+	B = h_path("ref");
+	refroot = B;
+	if (h_mkfs(img, "1G", mkfs_args) != 0)
+		h_bail("simfs mkfs failed");
+	if (h_mount(img, mnt, opts) != 0)
+		h_bail("simfs mount failed");
+	if (mkdir(A, 0755) < 0 || mkdir(B, 0755) < 0)
+		h_bail("mkdir work dirs: %s", strerror(errno));
+
+	for (long i = 0; i < nops; i++) {
+		struct op o;
+		struct res ra, rb;
+
+		gen_op(&o);
+		run_op(&o, B, &rb);
+		run_op(&o, A, &ra);
+		counts[o.type]++;
+		if (rb.n && rb.rc[rb.n - 1] >= 0 && rb.rc[0] >= 0)
+			okcounts[o.type]++;
+		g_free(ring[i % 32]);
+		ring[i % 32] = describe(&o);
+		if (!same(&ra, &rb)) {
+			char *sa = res_str(&ra), *sb = res_str(&rb);
+
+			if (mismatches == 0) {
+				h_diag("first mismatch at op %ld; the ops "
+				       "before it:",
+				       i);
+				for (long k = i - 31 < 0 ? 0 : i - 31; k < i;
+				     k++)
+					h_diag("  #%ld %s", k, ring[k % 32]);
+			}
+			h_diag("MISMATCH op #%ld: %s", i, ring[i % 32]);
+			h_diag("   reference: %s", sb);
+			h_diag("   simfs:     %s", sa);
+			g_free(sa);
+			g_free(sb);
+			mismatches++;
+		}
+		free_op(&o);
+		done = i + 1;
+		if (mismatches >= 5) {
+			h_diag("stopping after 5 mismatches");
+			break;
+		}
+		if (i + 1 == nops / 2) {
+			h_diag("half-way (%ld ops, %.1f s)", i + 1,
+			       h_now() - t0);
+			compare_trees(A, B, "half-way");
+			H_OK(h_umount(mnt) == 0, "half-way umount");
+			H_OK(h_fsck_clean(img, NULL),
+			     "half-way e2fsck -fn clean");
+			if (h_mount(img, mnt, opts) != 0)
+				h_bail("half-way remount failed");
+		}
+	}
+	for (int t = 0; t < OP_NTYPES; t++)
+		g_string_append_printf(mix, " %s %u/%u", op_names[t],
+				       okcounts[t], counts[t]);
+	h_diag("ops (succeeded/issued):%s", mix->str);
+	H_EQ(mismatches, 0, "%ld ops: simfs and the reference agree on every "
+			    "result",
+	     done);
+	H_OK(done == nops, "all %ld ops ran", nops);
+	h_diag("ops took %.1f s", h_now() - t0);
+
+	compare_trees(A, B, "end");
+	H_OK(h_umount(mnt) == 0, "umount");
+	H_OK(h_fsck_clean(img, NULL), "e2fsck -fn clean");
+	if (h_mount(img, mnt, opts) != 0)
+		h_bail("remount failed");
+	compare_trees(A, B, "after remount");
+	H_OK(h_umount(mnt) == 0, "umount");
+	H_OK(h_fsck_clean(img, NULL), "e2fsck -fn clean at the end");
+	h_diag("seed %llu: %.1f s in all", (unsigned long long)seed,
+	       h_now() - t0);
+	for (int k = 0; k < 32; k++)
+		g_free(ring[k]);
+	g_string_free(mix, TRUE);
+	return h_done();
+}

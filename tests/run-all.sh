@@ -1,0 +1,104 @@
+#!/usr/bin/env bash
+# tests/run-all.sh - build and run every test, the way CI does.
+#
+#  1. build/        -Dwerror=true, `meson test` of every suite
+#                   (unit + integration through real FUSE mounts)
+#  2. build-asan/   -Db_sanitize=address,undefined: the unit suite, then the
+#                   integration suite with the simfs daemon under ASan/UBSan
+#  3. build-clang/  CC=clang -Dwerror=true: must compile warning-free
+#                   (build only)
+#
+# Build dirs live in the source tree (ignored by git); set BUILD_ROOT to put
+# them elsewhere.  Exits non-zero if any step fails; runs every step anyway
+# and prints a verdict per step at the end.
+set -uo pipefail
+
+root=$(cd "$(dirname "$0")/.." && pwd)
+BUILD_ROOT=${BUILD_ROOT:-$root}
+declare -a verdicts=()
+failed=0
+
+run() { # run NAME CMD...
+	local name=$1 t0 rc
+	shift
+	echo
+	echo "==== $name: $*"
+	t0=$(date +%s)
+	"$@"
+	rc=$?
+	verdicts+=("$(printf '%-44s %s (%ds)' "$name" \
+		"$([[ $rc == 0 ]] && echo ok || echo "FAILED ($rc)")" \
+		$(($(date +%s) - t0)))")
+	[[ $rc == 0 ]] || failed=1
+	return $rc
+}
+
+setup() { # setup DIR [meson options...]: configure, or reconfigure
+	local dir=$1
+	shift
+	if [[ -f $dir/build.ninja ]]; then
+		meson configure "$dir" "$@"
+	else
+		meson setup "$dir" "$root" "$@"
+	fi
+}
+
+# 1. normal build, all suites
+B=$BUILD_ROOT/build
+if run "configure build (werror)" setup "$B" -Dwerror=true &&
+	run "compile build" meson compile -C "$B"; then
+	run "meson test (all suites)" meson test -C "$B" --print-errorlogs
+fi
+
+# 2. sanitizers.  detect_leaks=0: GLib keeps one-time allocations (type
+# system, quarks, thread pools, the main context) for the whole process
+# life and LeakSanitizer reports them at exit as leaks; with LSan on, the
+# daemon's exit status at unmount would turn into a failure that is not a
+# simfs bug.  Every other ASan/UBSan error aborts the process.  The
+# reports also go to files (log_path): the simfs daemon has no stderr once
+# detached, so a report from it is found there, and any report fails the
+# step even if the test around it passed.
+A=$BUILD_ROOT/build-asan
+sanlog=$A/sanitizer-logs
+rm -rf "$sanlog"
+mkdir -p "$sanlog"
+export ASAN_OPTIONS=detect_leaks=0:abort_on_error=1:halt_on_error=1:log_path=$sanlog/asan
+export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1:log_path=$sanlog/ubsan
+no_sanitizer_reports() {
+	local f found=0
+	for f in "$sanlog"/*; do
+		[[ -e $f ]] || continue
+		echo "---- $f"
+		cat "$f"
+		found=1
+	done
+	return $found
+}
+if run "configure build-asan" setup "$A" -Db_sanitize=address,undefined \
+		-Db_lundef=false -Dbuildtype=debug &&
+	run "compile build-asan" meson compile -C "$A"; then
+	run "asan: unit suite" meson test -C "$A" --suite unit --print-errorlogs
+	# the integration tests are slower under ASan: give them 3x the time
+	run "asan: integration suite" meson test -C "$A" --suite integration \
+		--print-errorlogs --timeout-multiplier 3
+	run "asan: no sanitizer reports" no_sanitizer_reports
+fi
+unset ASAN_OPTIONS UBSAN_OPTIONS
+
+# 3. clang, warning-free
+C=$BUILD_ROOT/build-clang
+if [[ -f $C/build.ninja ]]; then
+	run "configure build-clang (werror)" meson configure "$C" -Dwerror=true
+else
+	run "configure build-clang (werror)" env CC=clang meson setup "$C" \
+		"$root" -Dwerror=true
+fi && run "compile build-clang" meson compile -C "$C"
+
+echo
+echo "==== summary"
+printf '%s\n' "${verdicts[@]}"
+if [[ $failed != 0 ]]; then
+	echo "run-all.sh: FAILED"
+	exit 1
+fi
+echo "run-all.sh: all passed"

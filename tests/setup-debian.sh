@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# tests/setup-debian.sh - install everything simfs needs to build, test and
+# benchmark on Debian (12 "bookworm" or later), non-interactively.  Run as
+# root.  Safe to run again: apt-get skips what is already installed.
+set -euo pipefail
+
+packages=(
+	# build
+	meson ninja-build pkg-config gcc clang
+	libfuse3-dev libglib2.0-dev libxxhash-dev libcmocka-dev libjson-glib-dev
+	# run and check: fusermount3, e2fsck/mke2fs/debugfs, losetup/mount
+	fuse3 e2fsprogs util-linux attr
+	# benchmarks and plots
+	fio dbench gnuplot-nox
+)
+
+if [[ $(id -u) != 0 ]]; then
+	echo "setup-debian.sh: run as root (apt-get install)" >&2
+	exit 1
+fi
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -q
+apt-get install -y -q --no-install-recommends "${packages[@]}"
+
+# FUSE needs its device; loop devices are used by the kernel cross-check.
+[[ -e /dev/fuse ]] || modprobe fuse 2>/dev/null || true
+[[ -e /dev/loop-control ]] || modprobe loop 2>/dev/null || true
+if [[ ! -e /dev/fuse ]]; then
+	echo "setup-debian.sh: warning: /dev/fuse is missing; the integration tests will be skipped" >&2
+fi
