@@ -15,7 +15,19 @@
  *
  * Choices are checked against the registry that owns them: alloc= against
  * models/alloc/registry.c, data= against cfg_journal_names[] below (the one
- * place a new journal policy is listed until its registry exists).
+ * place a new journal policy is listed until its registry exists), device=
+ * against the device models and presets (devmodel.h), sched= against the
+ * I/O schedulers (sched.h).
+ *
+ * Spec knobs (device=, sched=) take "NAME[,key=value...]".  Since an option
+ * string is itself comma separated, "device=hdd,rpm=7200,mem=1G" is read as:
+ * a token "key=value" whose key is no simfs knob but is a knob of the model
+ * named by the latest spec knob (else of an earlier one) is appended to that
+ * spec; everything else is handled as usual (mem=1G is simfs's).  A spec is
+ * checked whole, by building the model once, after the whole string is read.
+ *
+ * Knobs flagged CFG_RUNTIME may change while mounted
+ * (sfs_config_parse_runtime, used by the engine's sfs_fs_set_knobs).
  */
 #include <errno.h>
 #include <stddef.h>
@@ -25,17 +37,22 @@
 
 #include "alloc.h"
 #include "config.h"
+#include "devmodel.h"
+#include "sched.h"
 
 enum cfg_type {
 	CFG_BOOL,   /* bool field */
 	CFG_SIZE,   /* uint64_t bytes, K/M/G/T suffixes */
 	CFG_UINT,   /* uint32_t, decimal */
 	CFG_CHOICE, /* char[SFS_NAME_LEN], one of a list of names */
+	CFG_SPEC,   /* char[SFS_SPEC_LEN], "NAME[,key=value...]" of a model */
+	CFG_PATH,   /* char[SFS_PATH_LEN], a file name; "" = none */
 };
 
 /* Flags of a knob row. */
-#define CFG_INVERT 0x1 /* bool stored negated ("rw" sets ro = false) */
-#define CFG_ALIAS 0x2  /* another name of a row: not printed */
+#define CFG_INVERT 0x1	/* bool stored negated ("rw" sets ro = false) */
+#define CFG_ALIAS 0x2	/* another name of a row: not printed */
+#define CFG_RUNTIME 0x4 /* may change while mounted */
 
 struct cfg_knob {
 	const char *name;
@@ -44,9 +61,14 @@ struct cfg_knob {
 	const char *def; /* default, as option text; NULL for aliases */
 	uint64_t min;	 /* SIZE/UINT: smallest accepted value */
 	uint64_t max;	 /* SIZE/UINT: largest accepted value */
-	/* CHOICE: is name valid?  names() appends the valid ones. */
+	/* CHOICE: is name valid?  CHOICE, SPEC: names() appends the valid
+	 * ones. */
 	bool (*valid)(const char *name);
 	void (*names)(GString *out);
+	/* SPEC: check a whole spec (0, or -EINVAL and *err); the knob table
+	 * of the model called name (NULL if none), for attaching options. */
+	int (*check)(const char *spec, char **err);
+	const struct sfs_knob *(*subknobs)(const char *name);
 	unsigned flags;	     /* CFG_* */
 	const char *metavar; /* for --help: "NAME", "SIZE", ... */
 	const char *help;
@@ -84,6 +106,82 @@ static bool cfg_alloc_valid(const char *name)
 static void cfg_alloc_list(GString *out)
 {
 	g_string_append(out, sfs_alloc_names());
+}
+
+static const char *const cfg_clock_names[] = {
+    "virtual",
+    "account",
+    "emulate",
+    NULL,
+};
+
+static bool cfg_clock_valid(const char *name)
+{
+	return g_strv_contains((const char *const *)cfg_clock_names, name);
+}
+
+static void cfg_clock_list(GString *out)
+{
+	for (size_t i = 0; cfg_clock_names[i]; i++)
+		g_string_append_printf(out, "%s%s", i ? ", " : "",
+				       cfg_clock_names[i]);
+}
+
+/* device=none stacks no timing device at all (fs.c setup_measurement). */
+#define CFG_DEVICE_NONE "none"
+
+static int cfg_device_check(const char *spec, char **err)
+{
+	struct sfs_devmodel *m = NULL;
+	int rc;
+
+	if (strcmp(spec, CFG_DEVICE_NONE) == 0)
+		return 0;
+	rc = sfs_devmodel_new(spec, &m, err);
+	sfs_devmodel_free(m);
+	return rc;
+}
+
+static const struct sfs_knob *cfg_device_knobs(const char *name)
+{
+	const struct sfs_devmodel_preset *p = sfs_devmodel_find_preset(name);
+	const struct sfs_devmodel_ops *ops =
+	    sfs_devmodel_find(p ? p->model : name);
+
+	return ops ? ops->knobs : NULL;
+}
+
+static void cfg_device_list(GString *out)
+{
+	const struct sfs_devmodel_ops *ops;
+	const struct sfs_devmodel_preset *p;
+
+	g_string_append(out, CFG_DEVICE_NONE);
+	for (unsigned i = 0; (ops = sfs_devmodel_nth(i)); i++)
+		g_string_append_printf(out, ", %s", ops->name);
+	for (unsigned i = 0; (p = sfs_devmodel_nth_preset(i)); i++)
+		if (!sfs_devmodel_find(p->name))
+			g_string_append_printf(out, ", %s", p->name);
+}
+
+static int cfg_sched_check(const char *spec, char **err)
+{
+	struct sfs_sched *s = NULL;
+	int rc = sfs_sched_new(spec, &s, err);
+
+	if (s)
+		sfs_sched_free(s);
+	return rc;
+}
+
+static void cfg_sched_list(GString *out)
+{
+	static const char *const names[] = {"noop", "elevator"};
+
+	for (size_t i = 0; i < G_N_ELEMENTS(names); i++)
+		if (sfs_sched_knobs(names[i]))
+			g_string_append_printf(out, "%s%s",
+					       out->len ? ", " : "", names[i]);
 }
 
 /* The valid values of a CHOICE knob, "a, b, c" (g_free it). */
@@ -158,6 +256,58 @@ static const struct cfg_knob cfg_knobs[] = {
 	.offset = KNOB_OFF(ro),
 	.flags = CFG_INVERT | CFG_ALIAS,
 	.help = "read-write (the opposite of ro)",
+    },
+    {
+	.name = "device",
+	.type = CFG_SPEC,
+	.offset = KNOB_OFF(device),
+	.def = "ideal",
+	.names = cfg_device_list,
+	.check = cfg_device_check,
+	.subknobs = cfg_device_knobs,
+	.flags = CFG_RUNTIME,
+	.metavar = "SPEC",
+	.help = "modelled disk: MODEL|PRESET[,knob=value...] "
+		"(simfs mount --list-devices)",
+    },
+    {
+	.name = "sched",
+	.type = CFG_SPEC,
+	.offset = KNOB_OFF(sched),
+	.def = "elevator",
+	.names = cfg_sched_list,
+	.check = cfg_sched_check,
+	.subknobs = sfs_sched_knobs,
+	.metavar = "SPEC",
+	.help = "I/O scheduler: NAME[,knob=value...]",
+    },
+    {
+	.name = "clock",
+	.type = CFG_CHOICE,
+	.offset = KNOB_OFF(clock),
+	.def = "virtual",
+	.valid = cfg_clock_valid,
+	.names = cfg_clock_list,
+	.flags = CFG_RUNTIME,
+	.metavar = "MODE",
+	.help = "virtual time, or real time that only accounts or "
+		"emulates the modelled disk (simfs mount: account)",
+    },
+    {
+	.name = "stats",
+	.type = CFG_PATH,
+	.offset = KNOB_OFF(stats_path),
+	.def = "",
+	.metavar = "FILE",
+	.help = "write the statistics as JSON to FILE at unmount",
+    },
+    {
+	.name = "iolog",
+	.type = CFG_PATH,
+	.offset = KNOB_OFF(iolog_path),
+	.def = "",
+	.metavar = "FILE",
+	.help = "log every device request to FILE (simfs plot iolog)",
     },
 };
 
@@ -280,6 +430,28 @@ static int cfg_parse_uint(const char *text, uint64_t *out)
 	return 0;
 }
 
+/* Check a whole spec for knob k and store it in field. */
+static int cfg_spec_apply(char *field, const struct cfg_knob *k,
+			  const char *spec, char **err)
+{
+	char *why = NULL;
+
+	if (strlen(spec) >= SFS_SPEC_LEN) {
+		*err = g_strdup_printf("option '%s': spec longer than %d bytes",
+				       k->name, SFS_SPEC_LEN - 1);
+		return -EINVAL;
+	}
+	if (k->check(spec, &why) < 0) {
+		*err = g_strdup_printf("bad %s=%s: %s", k->name, spec,
+				       why ? why : "refused");
+		g_free(why);
+		return -EINVAL;
+	}
+	g_free(why);
+	g_strlcpy(field, spec, SFS_SPEC_LEN);
+	return 0;
+}
+
 /*
  * Apply one knob to cfg.  value is NULL for a bare "key"; negate is set for
  * "nokey" (booleans only, see cfg_knob_resolve).  Returns 0 or -EINVAL with
@@ -299,7 +471,7 @@ static int cfg_knob_apply(struct sfs_config *cfg, const struct cfg_knob *k,
 				       k->metavar ? k->metavar : "VALUE");
 		return -EINVAL;
 	}
-	if (value && *value == '\0') {
+	if (value && *value == '\0' && k->type != CFG_PATH) {
 		*err =
 		    g_strdup_printf("option '%s=' has an empty value", k->name);
 		return -EINVAL;
@@ -358,6 +530,19 @@ static int cfg_knob_apply(struct sfs_config *cfg, const struct cfg_knob *k,
 			return -EINVAL;
 		}
 		g_strlcpy(field, value, SFS_NAME_LEN);
+		return 0;
+
+	case CFG_SPEC:
+		return cfg_spec_apply(field, k, value, err);
+
+	case CFG_PATH:
+		if (strlen(value) >= SFS_PATH_LEN) {
+			*err = g_strdup_printf("option '%s': file name longer "
+					       "than %d bytes",
+					       k->name, SFS_PATH_LEN - 1);
+			return -EINVAL;
+		}
+		g_strlcpy(field, value, SFS_PATH_LEN);
 		return 0;
 	}
 	*err =
@@ -494,9 +679,61 @@ static GPtrArray *cfg_split_opts(const char *opts)
 	return toks;
 }
 
-int sfs_config_parse(struct sfs_config *cfg, const char *opts, char **unknown,
-		     char **err)
+/* A spec knob given in the option string, with the options attached. */
+struct cfg_group {
+	const struct cfg_knob *k;
+	GString *spec;
+};
+
+/* Is key a knob of the model named by the spec's first item? */
+static bool cfg_group_has(const struct cfg_group *g, const char *key)
 {
+	const char *comma = strchr(g->spec->str, ',');
+	char *name =
+	    g_strndup(g->spec->str,
+		      comma ? (size_t)(comma - g->spec->str) : g->spec->len);
+	const struct sfs_knob *kn = g->k->subknobs(name);
+	bool found = false;
+
+	for (; kn && kn->key && !found; kn++)
+		found = strcmp(kn->key, key) == 0;
+	g_free(name);
+	return found;
+}
+
+/* "a\,b" -> "a,b": a spec needs no escaping once out of the string. */
+static char *cfg_unescape(const char *v)
+{
+	GString *s = g_string_new(NULL);
+
+	for (; *v; v++) {
+		if (*v == '\\' && v[1])
+			v++;
+		g_string_append_c(s, *v);
+	}
+	return g_string_free(s, FALSE);
+}
+
+static char *cfg_runtime_names(void)
+{
+	GString *s = g_string_new(NULL);
+
+	for (size_t i = 0; i < CFG_NKNOBS; i++)
+		if (cfg_knobs[i].flags & CFG_RUNTIME)
+			g_string_append_printf(s, "%s%s", s->len ? ", " : "",
+					       cfg_knobs[i].name);
+	return g_string_free(s, FALSE);
+}
+
+/*
+ * The parser behind sfs_config_parse (runtime false) and
+ * sfs_config_parse_runtime (only CFG_RUNTIME knobs, nothing unknown).
+ */
+static int cfg_parse(struct sfs_config *cfg, const char *opts, char **unknown,
+		     bool runtime, char **err)
+{
+	struct cfg_group groups[CFG_NKNOBS];
+	size_t ngroups = 0;
 	struct sfs_config tmp;
 	GString *unk = NULL;
 	GPtrArray *toks;
@@ -515,6 +752,7 @@ int sfs_config_parse(struct sfs_config *cfg, const char *opts, char **unknown,
 		char *eq = strchr(tok, '=');
 		const char *value = NULL;
 		const struct cfg_knob *k;
+		struct cfg_group *g = NULL;
 		bool negate;
 
 		if (*tok == '\0') {
@@ -532,20 +770,72 @@ int sfs_config_parse(struct sfs_config *cfg, const char *opts, char **unknown,
 			value = eq + 1;
 		}
 		k = cfg_knob_resolve(tok, &negate);
-		if (!k) {
-			if (!unknown) {
-				rc = cfg_unknown_error(tok, err);
-				goto out_free;
+		if (k && runtime && !(k->flags & CFG_RUNTIME)) {
+			char *names = cfg_runtime_names();
+
+			*err = g_strdup_printf("option '%s' cannot change "
+					       "while mounted (these can: %s)",
+					       tok, names);
+			g_free(names);
+			rc = -EINVAL;
+			goto out_free;
+		}
+		if (k && k->type == CFG_SPEC) {
+			char *spec;
+
+			if (!value || !*value) {
+				rc =
+				    cfg_knob_apply(&tmp, k, value, negate, err);
+				goto out_free; /* needs a value: refused */
 			}
-			if (eq)
-				*eq = '=';
-			if (!unk)
-				unk = g_string_new(NULL);
-			g_string_append_printf(unk, "%s%s", unk->len ? "," : "",
-					       tok);
+			/* a repeated spec knob starts over, as the latest */
+			for (size_t j = 0; j < ngroups; j++) {
+				if (groups[j].k->offset != k->offset)
+					continue;
+				g_string_free(groups[j].spec, TRUE);
+				memmove(&groups[j], &groups[j + 1],
+					(ngroups - j - 1) * sizeof(groups[0]));
+				ngroups--;
+				break;
+			}
+			spec = cfg_unescape(value);
+			groups[ngroups].k = k;
+			groups[ngroups++].spec = g_string_new(spec);
+			g_free(spec);
 			continue;
 		}
-		rc = cfg_knob_apply(&tmp, k, value, negate, err);
+		if (k) {
+			rc = cfg_knob_apply(&tmp, k, value, negate, err);
+			if (rc < 0)
+				goto out_free;
+			continue;
+		}
+		/* a knob of the latest spec's model (else an earlier one's) */
+		for (size_t j = ngroups; eq && j-- > 0 && !g;)
+			if (cfg_group_has(&groups[j], tok))
+				g = &groups[j];
+		if (g) {
+			char *v = cfg_unescape(value);
+
+			g_string_append_printf(g->spec, ",%s=%s", tok, v);
+			g_free(v);
+			continue;
+		}
+		if (!unknown) {
+			rc = cfg_unknown_error(tok, err);
+			goto out_free;
+		}
+		if (eq)
+			*eq = '=';
+		if (!unk)
+			unk = g_string_new(NULL);
+		g_string_append_printf(unk, "%s%s", unk->len ? "," : "", tok);
+	}
+	for (size_t j = 0; j < ngroups; j++) {
+		const struct cfg_knob *k = groups[j].k;
+
+		rc = cfg_spec_apply((char *)&tmp + k->offset, k,
+				    groups[j].spec->str, err);
 		if (rc < 0)
 			goto out_free;
 	}
@@ -564,17 +854,32 @@ int sfs_config_parse(struct sfs_config *cfg, const char *opts, char **unknown,
 		}
 	}
 out_free:
+	for (size_t j = 0; j < ngroups; j++)
+		g_string_free(groups[j].spec, TRUE);
 	if (unk)
 		g_string_free(unk, TRUE);
 	g_ptr_array_unref(toks);
 	return rc;
 }
 
-/* The value of knob k in cfg as option text. */
-static void cfg_knob_value(const struct sfs_config *cfg,
-			   const struct cfg_knob *k, char *buf, size_t len)
+int sfs_config_parse(struct sfs_config *cfg, const char *opts, char **unknown,
+		     char **err)
+{
+	return cfg_parse(cfg, opts, unknown, false, err);
+}
+
+int sfs_config_parse_runtime(struct sfs_config *cfg, const char *opts,
+			     char **err)
+{
+	return cfg_parse(cfg, opts, NULL, true, err);
+}
+
+/* The value of knob k in cfg as option text (g_free it). */
+static char *cfg_knob_value(const struct sfs_config *cfg,
+			    const struct cfg_knob *k)
 {
 	const char *field = (const char *)cfg + k->offset;
+	char buf[64];
 	bool b;
 
 	switch (k->type) {
@@ -582,18 +887,20 @@ static void cfg_knob_value(const struct sfs_config *cfg,
 		b = *(const bool *)field;
 		if (k->flags & CFG_INVERT)
 			b = !b;
-		g_strlcpy(buf, b ? "on" : "off", len);
-		break;
+		return g_strdup(b ? "on" : "off");
 	case CFG_SIZE:
-		cfg_format_size(*(const uint64_t *)field, buf, len);
-		break;
+		cfg_format_size(*(const uint64_t *)field, buf, sizeof(buf));
+		return g_strdup(buf);
 	case CFG_UINT:
-		g_snprintf(buf, len, "%u", *(const uint32_t *)field);
-		break;
+		return g_strdup_printf("%u", *(const uint32_t *)field);
 	case CFG_CHOICE:
-		g_strlcpy(buf, field, len);
-		break;
+		return g_strndup(field, SFS_NAME_LEN);
+	case CFG_SPEC:
+		return g_strndup(field, SFS_SPEC_LEN);
+	case CFG_PATH:
+		return g_strndup(field, SFS_PATH_LEN);
 	}
+	return g_strdup("?");
 }
 
 void sfs_config_print_help(FILE *out)
@@ -611,7 +918,7 @@ void sfs_config_print_help(FILE *out)
 		else
 			g_snprintf(form, sizeof(form), "%s=%s", k->name,
 				   k->metavar ? k->metavar : "VALUE");
-		if (k->type == CFG_CHOICE) {
+		if (k->type == CFG_CHOICE || k->type == CFG_SPEC) {
 			names = cfg_knob_choices(k);
 			g_string_append_printf(extra, "; one of: %s", names);
 		}
@@ -620,7 +927,7 @@ void sfs_config_print_help(FILE *out)
 			g_string_append_printf(extra, "; at least %s", lo);
 		}
 		fprintf(out, "  %-14s %s (default %s%s)\n", form, k->help,
-			k->def, extra->str);
+			*k->def ? k->def : "none", extra->str);
 	next:
 		g_free(names);
 		g_string_free(extra, TRUE);
@@ -631,11 +938,12 @@ void sfs_config_print(const struct sfs_config *cfg, FILE *out)
 {
 	for (size_t i = 0; i < CFG_NKNOBS; i++) {
 		const struct cfg_knob *k = &cfg_knobs[i];
-		char val[64];
+		char *val;
 
 		if (k->flags & CFG_ALIAS)
 			continue;
-		cfg_knob_value(cfg, k, val, sizeof(val));
+		val = cfg_knob_value(cfg, k);
 		fprintf(out, "%s=%s\n", k->name, val);
+		g_free(val);
 	}
 }

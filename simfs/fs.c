@@ -115,6 +115,55 @@ static void fs_tick(struct sfs_fs *fs)
 	sfs_jnl_tick(fs->jnl);
 }
 
+/*
+ * The flusher of a mount on the real clock: what fs_tick does at operation
+ * boundaries, also while no operation arrives (idle writers' data still
+ * expires, idle transactions still commit).  Wakes at the next deadline,
+ * and at least every 200 ms to notice the stop request.
+ */
+static gpointer flusher_main(gpointer arg)
+{
+	struct sfs_fs *fs = arg;
+
+	for (;;) {
+		sfs_ns_t now, next;
+
+		sfs_lock(fs);
+		if (fs->flusher_stop) {
+			sfs_unlock(fs);
+			break;
+		}
+		now = sfs_clock_now_ns(fs->clock);
+		next = MIN(sfs_cache_next_deadline(fs->cache),
+			   fs->jnl ? sfs_jnl_next_deadline(fs->jnl)
+				   : UINT64_MAX);
+		if (next <= now)
+			fs_tick(fs);
+		sfs_unlock(fs);
+		sfs_clock_sleep_until(fs->clock,
+				      MIN(next, now + 200 * SFS_NS_PER_MS));
+	}
+	return NULL;
+}
+
+static void flusher_start(struct sfs_fs *fs)
+{
+	if (fs->ro || sfs_clock_is_virtual(fs->clock))
+		return;
+	fs->flusher = g_thread_new("simfs-flush", flusher_main, fs);
+}
+
+static void flusher_stop(struct sfs_fs *fs)
+{
+	if (!fs->flusher)
+		return;
+	sfs_lock(fs);
+	fs->flusher_stop = true;
+	sfs_unlock(fs);
+	g_thread_join(fs->flusher);
+	fs->flusher = NULL;
+}
+
 void sfs_op_begin(struct sfs_fs *fs, enum sfs_op op)
 {
 	sfs_lock(fs);
@@ -932,6 +981,7 @@ static void inode_free_cb(gpointer p)
 
 static void fs_free(struct sfs_fs *fs)
 {
+	flusher_stop(fs);
 	if (fs->jnl)
 		sfs_jnl_free(fs->jnl); /* before the cache it pins buffers in */
 	fs->jnl = NULL;
@@ -1379,6 +1429,7 @@ int sfs_fs_open(struct sfs_bdev *bd, const struct sfs_config *cfg,
 			goto out_free;
 		}
 	}
+	flusher_start(fs);
 	*out = fs;
 	return 0;
 
@@ -1419,6 +1470,7 @@ int sfs_fs_close(struct sfs_fs *fs)
 
 	if (!fs)
 		return -EINVAL;
+	flusher_stop(fs);
 	sfs_lock(fs);
 	sfs_count_op(fs, SFS_OP_SYNC);
 	if (!fs->ro && !(fs->error && sfs_jnl_journaled(fs->jnl))) {

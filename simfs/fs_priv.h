@@ -134,6 +134,8 @@ struct sfs_fs {
 	struct sfs_jnl *jnl;      /* journal policy + transactions, or NULL
 				     before the filesystem is loaded */
 	struct sfs_bdev *jdev;    /* external journal device, or NULL */
+	GThread *flusher;         /* real clock: idle-time ticks, or NULL */
+	bool flusher_stop;        /* protected by lock */
 	bool jnl_off;             /* buffers bypass the journal (mount and
 				     unmount superblock writes) */
 

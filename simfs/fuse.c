@@ -21,7 +21,16 @@
  *     keeps unlinked-but-open inodes alive itself, so forget is a no-op.
  *  6. The engine serialises calls with its own lock, so the multi-threaded
  *     loop needs no locking here.  struct sfs_fuse is written only before
- *     the loop starts.
+ *     the loop starts, except its control-file state (ctl_lock).
+ *  7. Control files (doc/measurement.md, "A live mount"): the directory
+ *     /.simfs is answered here, not by the engine.  It and its files have
+ *     inode numbers from SFS_CTL_INO up, above any ext2 inode; lookup of
+ *     ".simfs" in the root finds it, readdir of the root does not list it
+ *     (so a tree walk sees only the image's files), and ".simfs" in any
+ *     other directory is an ordinary name.  Reads are snapshots taken at
+ *     open (direct_io, so the kernel asks for every byte); writes to
+ *     `config` go to sfs_fs_set_knobs.  Nothing can be created, removed,
+ *     renamed, linked, chmod'ed or touched in there: EPERM.
  */
 #define FUSE_USE_VERSION 312
 
@@ -34,11 +43,14 @@
 #include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <syslog.h>
+#include <unistd.h>
 
 #include <fuse_lowlevel.h>
 #include <glib.h>
 
+#include "clock.h"
 #include "fuse_adapter.h"
+#include "stats.h"
 
 #define SFS_FUSE_TIMEOUT 1.0		/* entry and attr validity, s */
 #define SFS_FUSE_MAX_WRITE (1u << 20)	/* bytes per WRITE request */
@@ -49,6 +61,38 @@
 static_assert(SFS_RENAME_NOREPLACE == RENAME_NOREPLACE, "rename flag");
 static_assert(SFS_RENAME_EXCHANGE == RENAME_EXCHANGE, "rename flag");
 
+/* Control files: /.simfs and what it holds (rule 7). */
+#define SFS_CTL_INO 0xFFFFFF00u /* the directory; files follow */
+#define SFS_CTL_DIRNAME ".simfs"
+#define SFS_CTL_MAX_WRITE 65536 /* bytes in one write to config */
+
+enum sfs_ctl {
+	SFS_CTL_DIR,
+	SFS_CTL_STATS,	    /* JSON snapshot (sfs_stats_to_json) */
+	SFS_CTL_STATS_TXT,  /* the same as the table */
+	SFS_CTL_CONFIG,	    /* knobs as key=value lines; writable */
+	SFS_CTL_LAST_ERROR, /* why the latest config write was refused */
+	SFS_CTL_N,
+};
+
+static const struct {
+	const char *name;
+	mode_t mode;
+} sfs_ctl_files[SFS_CTL_N] = {
+    [SFS_CTL_DIR] = {SFS_CTL_DIRNAME, S_IFDIR | 0555},
+    [SFS_CTL_STATS] = {"stats", S_IFREG | 0444},
+    [SFS_CTL_STATS_TXT] = {"stats.txt", S_IFREG | 0444},
+    [SFS_CTL_CONFIG] = {"config", S_IFREG | 0644},
+    [SFS_CTL_LAST_ERROR] = {"last_error", S_IFREG | 0444},
+};
+
+/* One open control file: its contents as of the open. */
+struct sfs_ctl_handle {
+	enum sfs_ctl which;
+	char *data;
+	size_t len;
+};
+
 struct sfs_fuse {
 	struct fuse_session *se;
 	struct sfs_fs *fs; /* not owned; set before mounting */
@@ -56,18 +100,38 @@ struct sfs_fuse {
 	bool signals;		  /* fuse_set_signal_handlers done */
 	void (*ready)(void *arg); /* called once, from init */
 	void *ready_arg;
+	struct timespec ctl_time; /* time stamps of the control files */
+	GMutex ctl_lock;
+	uint64_t ctl_size[SFS_CTL_N]; /* latest snapshot's size; ctl_lock */
+	unsigned ctl_open[SFS_CTL_N]; /* open handles; ctl_lock */
+	char *last_error;	      /* of a config write, or NULL; ctl_lock */
 };
 
 /* ---- translation helpers ---- */
 
-/* FUSE inode -> engine inode, or 0 for a number never handed out. */
+/* FUSE inode -> engine inode, or 0 for a number never handed out (and
+ * for the control files, which callers check first: sfs_ctl_of). */
 static sfs_ino_t sfs_fuse_ino_in(fuse_ino_t ino)
 {
 	if (ino == FUSE_ROOT_ID)
 		return SFS_ROOT_INO;
-	if (ino == SFS_ROOT_INO || ino > UINT32_MAX)
+	if (ino == SFS_ROOT_INO || ino >= SFS_CTL_INO)
 		return 0;
 	return (sfs_ino_t)ino;
+}
+
+/* The control file with FUSE inode ino, or -1. */
+static int sfs_ctl_of(fuse_ino_t ino)
+{
+	if (ino < SFS_CTL_INO || ino >= (fuse_ino_t)SFS_CTL_INO + SFS_CTL_N)
+		return -1;
+	return (int)(ino - SFS_CTL_INO);
+}
+
+/* Is (parent, name) the control directory's own entry in the root? */
+static bool sfs_ctl_is_entry(fuse_ino_t parent, const char *name)
+{
+	return parent == FUSE_ROOT_ID && strcmp(name, SFS_CTL_DIRNAME) == 0;
 }
 
 static fuse_ino_t sfs_fuse_ino_out(sfs_ino_t ino)
@@ -107,10 +171,10 @@ static void sfs_fuse_attr_to_stat(const struct sfs_attr *a, struct stat *st)
 	st->st_ctim = a->ctime;
 }
 
-/* An engine inode that may be handed to the kernel (rule 2). */
+/* An engine inode that may be handed to the kernel (rules 2, 7). */
 static bool sfs_fuse_ino_ok(sfs_ino_t ino)
 {
-	return ino >= SFS_ROOT_INO;
+	return ino >= SFS_ROOT_INO && ino < SFS_CTL_INO;
 }
 
 static void sfs_fuse_fill_entry(const struct sfs_attr *a,
@@ -163,6 +227,329 @@ static void sfs_fuse_owner(fuse_req_t req, uint32_t *uid, uint32_t *gid)
 	*gid = ctx->gid;
 }
 
+/* ---- control files (rule 7) ---- */
+
+static struct sfs_fuse *sfs_fuse_of(fuse_req_t req)
+{
+	return fuse_req_userdata(req);
+}
+
+/* Print into a memory buffer: *len_out bytes (free() the result). */
+static char *sfs_ctl_print(struct sfs_fuse *f, enum sfs_ctl c, size_t *len_out)
+{
+	struct sfs_config cfg;
+	char *text = NULL;
+	size_t len = 0;
+	FILE *out = open_memstream(&text, &len);
+
+	if (!out) {
+		*len_out = 0;
+		return NULL;
+	}
+	switch (c) {
+	case SFS_CTL_STATS_TXT:
+		sfs_stats_print_table(sfs_fs_stats(f->fs), out);
+		break;
+	case SFS_CTL_CONFIG:
+		sfs_fs_get_config(f->fs, &cfg);
+		sfs_config_print(&cfg, out);
+		break;
+	default:
+		break;
+	}
+	if (fclose(out) != 0) {
+		free(text);
+		*len_out = 0;
+		return NULL;
+	}
+	*len_out = len;
+	return text;
+}
+
+/* The contents of control file c now (g_free it); NULL on ENOMEM. */
+static char *sfs_ctl_render(struct sfs_fuse *f, enum sfs_ctl c, size_t *len)
+{
+	char *text, *out;
+
+	switch (c) {
+	case SFS_CTL_STATS:
+		text = sfs_stats_to_json(sfs_fs_stats(f->fs), true);
+		out = g_strconcat(text, "\n", NULL);
+		g_free(text);
+		*len = strlen(out);
+		return out;
+	case SFS_CTL_STATS_TXT:
+	case SFS_CTL_CONFIG:
+		text = sfs_ctl_print(f, c, len);
+		out = text ? g_memdup2(text, *len + 1) : NULL;
+		free(text);
+		return out;
+	case SFS_CTL_LAST_ERROR:
+		g_mutex_lock(&f->ctl_lock);
+		out = f->last_error ? g_strconcat(f->last_error, "\n", NULL)
+				    : g_strdup("");
+		g_mutex_unlock(&f->ctl_lock);
+		*len = strlen(out);
+		return out;
+	default:
+		*len = 0;
+		return g_strdup("");
+	}
+}
+
+/*
+ * Attributes of control file c.  The size of a file is that of the latest
+ * snapshot an open took while one is open (fstat after open, as
+ * g_file_get_contents does, then sees the size it will read), else that of
+ * a fresh one.  attr_timeout is 0 for them, so the kernel always asks.
+ */
+static void sfs_ctl_stat(struct sfs_fuse *f, enum sfs_ctl c, struct stat *st)
+{
+	uint64_t size = 0;
+	bool fresh;
+
+	memset(st, 0, sizeof(*st));
+	st->st_ino = SFS_CTL_INO + c;
+	st->st_mode = sfs_ctl_files[c].mode;
+	st->st_nlink = c == SFS_CTL_DIR ? 2 : 1;
+	st->st_uid = getuid();
+	st->st_gid = getgid();
+	st->st_blksize = 4096;
+	st->st_atim = st->st_mtim = st->st_ctim = f->ctl_time;
+	if (c == SFS_CTL_DIR)
+		return;
+	g_mutex_lock(&f->ctl_lock);
+	fresh = f->ctl_open[c] == 0;
+	size = f->ctl_size[c];
+	g_mutex_unlock(&f->ctl_lock);
+	if (fresh) {
+		size_t len = 0;
+		char *text = sfs_ctl_render(f, c, &len);
+
+		g_free(text);
+		size = len;
+	}
+	st->st_size = (off_t)size;
+}
+
+static void sfs_ctl_reply_entry(fuse_req_t req, enum sfs_ctl c)
+{
+	struct fuse_entry_param e;
+
+	memset(&e, 0, sizeof(e));
+	e.ino = SFS_CTL_INO + c;
+	e.generation = 1;
+	sfs_ctl_stat(sfs_fuse_of(req), c, &e.attr);
+	e.attr_timeout = 0;
+	e.entry_timeout = SFS_FUSE_TIMEOUT;
+	fuse_reply_entry(req, &e);
+}
+
+static void sfs_ctl_lookup(fuse_req_t req, int parent, const char *name)
+{
+	if (parent != SFS_CTL_DIR) {
+		fuse_reply_err(req, ENOTDIR);
+		return;
+	}
+	for (int c = SFS_CTL_DIR + 1; c < SFS_CTL_N; c++) {
+		if (strcmp(name, sfs_ctl_files[c].name) == 0) {
+			sfs_ctl_reply_entry(req, (enum sfs_ctl)c);
+			return;
+		}
+	}
+	fuse_reply_err(req, ENOENT);
+}
+
+static void sfs_ctl_open(fuse_req_t req, int c, struct fuse_file_info *fi)
+{
+	struct sfs_fuse *f = sfs_fuse_of(req);
+	struct sfs_ctl_handle *h;
+	int acc = fi->flags & O_ACCMODE;
+
+	if (c == SFS_CTL_DIR) {
+		fuse_reply_err(req, EISDIR);
+		return;
+	}
+	if (c != SFS_CTL_CONFIG && (acc != O_RDONLY || (fi->flags & O_TRUNC))) {
+		fuse_reply_err(req, EACCES);
+		return;
+	}
+	h = g_new0(struct sfs_ctl_handle, 1);
+	h->which = (enum sfs_ctl)c;
+	if (acc != O_WRONLY) {
+		h->data = sfs_ctl_render(f, h->which, &h->len);
+		if (!h->data) {
+			g_free(h);
+			fuse_reply_err(req, ENOMEM);
+			return;
+		}
+	}
+	g_mutex_lock(&f->ctl_lock);
+	f->ctl_open[c]++;
+	if (h->data)
+		f->ctl_size[c] = h->len;
+	g_mutex_unlock(&f->ctl_lock);
+	fi->direct_io = 1;
+	fi->keep_cache = 0;
+	fi->fh = (uint64_t)(uintptr_t)h;
+	if (fuse_reply_open(req, fi) != 0) {
+		g_mutex_lock(&f->ctl_lock);
+		f->ctl_open[c]--;
+		g_mutex_unlock(&f->ctl_lock);
+		g_free(h->data);
+		g_free(h);
+	}
+}
+
+static struct sfs_ctl_handle *sfs_ctl_handle(struct fuse_file_info *fi)
+{
+	return fi ? (struct sfs_ctl_handle *)(uintptr_t)fi->fh : NULL;
+}
+
+static void sfs_ctl_read(fuse_req_t req, size_t size, off_t off,
+			 struct fuse_file_info *fi)
+{
+	struct sfs_ctl_handle *h = sfs_ctl_handle(fi);
+
+	if (!h || off < 0) {
+		fuse_reply_err(req, h ? EINVAL : EBADF);
+		return;
+	}
+	if (!h->data) {
+		fuse_reply_err(req, EBADF); /* opened write-only */
+		return;
+	}
+	if ((uint64_t)off >= h->len) {
+		fuse_reply_buf(req, NULL, 0);
+		return;
+	}
+	fuse_reply_buf(req, h->data + off, MIN(size, h->len - (size_t)off));
+}
+
+/*
+ * "key=value" lines (blank lines and '#' comments skipped; a line may hold
+ * several comma-separated options) as one option string (g_free it), or
+ * NULL with *err set for text that cannot be options.
+ */
+static char *sfs_ctl_config_opts(const char *buf, size_t size, char **err)
+{
+	GString *opts;
+	char *text, **lines;
+
+	if (memchr(buf, '\0', size)) {
+		*err = g_strdup("a NUL byte in the text written");
+		return NULL;
+	}
+	text = g_strndup(buf, size);
+	lines = g_strsplit(text, "\n", -1);
+	opts = g_string_new(NULL);
+	for (char **l = lines; *l; l++) {
+		g_strstrip(*l);
+		if (**l == '\0' || **l == '#')
+			continue;
+		g_string_append_printf(opts, "%s%s", opts->len ? "," : "", *l);
+	}
+	g_strfreev(lines);
+	g_free(text);
+	return g_string_free(opts, FALSE);
+}
+
+/* A write to config: each write(2) is one all-or-nothing change. */
+static void sfs_ctl_write(fuse_req_t req, int c, const char *buf, size_t size,
+			  struct fuse_file_info *fi)
+{
+	struct sfs_fuse *f = sfs_fuse_of(req);
+	char *opts = NULL, *err = NULL;
+	int rc = 0;
+
+	if (c != SFS_CTL_CONFIG || !sfs_ctl_handle(fi)) {
+		fuse_reply_err(req, c == SFS_CTL_DIR ? EISDIR : EBADF);
+		return;
+	}
+	if (size > SFS_CTL_MAX_WRITE) {
+		err = g_strdup_printf("more than %d bytes in one write",
+				      SFS_CTL_MAX_WRITE);
+		rc = -EINVAL;
+	} else {
+		opts = sfs_ctl_config_opts(buf, size, &err);
+		if (!opts)
+			rc = -EINVAL;
+		else if (*opts)
+			rc = sfs_fs_set_knobs(f->fs, opts, &err);
+	}
+	g_mutex_lock(&f->ctl_lock);
+	g_free(f->last_error);
+	f->last_error = NULL;
+	if (rc < 0)
+		f->last_error = g_strdup(err ? err : g_strerror(-rc));
+	g_mutex_unlock(&f->ctl_lock);
+	if (rc < 0) {
+		fuse_log(FUSE_LOG_WARNING, "/%s/config: write refused: %s\n",
+			 SFS_CTL_DIRNAME, err ? err : g_strerror(-rc));
+		sfs_fuse_reply_rc(req, rc);
+	} else {
+		fuse_reply_write(req, size);
+	}
+	g_free(opts);
+	g_free(err);
+}
+
+static void sfs_ctl_release(fuse_req_t req, int c, struct fuse_file_info *fi)
+{
+	struct sfs_fuse *f = sfs_fuse_of(req);
+	struct sfs_ctl_handle *h = sfs_ctl_handle(fi);
+
+	if (h && c > SFS_CTL_DIR) {
+		g_mutex_lock(&f->ctl_lock);
+		if (f->ctl_open[c])
+			f->ctl_open[c]--;
+		g_mutex_unlock(&f->ctl_lock);
+		g_free(h->data);
+		g_free(h);
+	}
+	fuse_reply_err(req, 0);
+}
+
+/* The control directory's listing: ".", "..", then the files. */
+static void sfs_ctl_readdir(fuse_req_t req, size_t size, off_t off)
+{
+	char *buf;
+	size_t pos = 0;
+
+	buf = g_try_malloc(size ? size : 1);
+	if (!buf) {
+		fuse_reply_err(req, ENOMEM);
+		return;
+	}
+	for (off_t i = off < 0 ? 0 : off; i < SFS_CTL_N + 1; i++) {
+		struct stat st;
+		const char *name;
+		size_t need;
+
+		memset(&st, 0, sizeof(st));
+		if (i == 0) {
+			name = ".";
+			st.st_ino = SFS_CTL_INO;
+			st.st_mode = S_IFDIR;
+		} else if (i == 1) {
+			name = "..";
+			st.st_ino = FUSE_ROOT_ID;
+			st.st_mode = S_IFDIR;
+		} else {
+			name = sfs_ctl_files[i - 1].name;
+			st.st_ino = SFS_CTL_INO + (fuse_ino_t)(i - 1);
+			st.st_mode = sfs_ctl_files[i - 1].mode & S_IFMT;
+		}
+		need = fuse_add_direntry(req, NULL, 0, name, NULL, 0);
+		if (pos + need > size)
+			break;
+		fuse_add_direntry(req, buf + pos, size - pos, name, &st, i + 1);
+		pos += need;
+	}
+	fuse_reply_buf(req, buf, pos);
+	g_free(buf);
+}
+
 /* ---- session life ---- */
 
 static void sfs_fuse_init(void *userdata, struct fuse_conn_info *conn)
@@ -197,6 +584,14 @@ static void sfs_fuse_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 	struct sfs_attr a;
 	int rc = -ESTALE;
 
+	if (sfs_ctl_is_entry(parent, name)) {
+		sfs_ctl_reply_entry(req, SFS_CTL_DIR);
+		return;
+	}
+	if (sfs_ctl_of(parent) >= 0) {
+		sfs_ctl_lookup(req, sfs_ctl_of(parent), name);
+		return;
+	}
 	if (p)
 		rc = sfs_lookup(sfs_fuse_fs(req), p, name, &a);
 	sfs_fuse_reply_entry(req, rc, &a);
@@ -218,8 +613,14 @@ static void sfs_fuse_getattr(fuse_req_t req, fuse_ino_t ino,
 {
 	sfs_ino_t i = sfs_fuse_ino_in(ino);
 	struct sfs_attr a;
+	struct stat st;
 	int rc = -ESTALE;
 
+	if (sfs_ctl_of(ino) >= 0) {
+		sfs_ctl_stat(sfs_fuse_of(req), sfs_ctl_of(ino), &st);
+		fuse_reply_attr(req, &st, 0);
+		return;
+	}
 	if (i)
 		rc = sfs_getattr(sfs_fuse_fs(req), i, &a);
 	sfs_fuse_reply_attr(req, rc, &a);
@@ -237,6 +638,19 @@ static void sfs_fuse_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *st,
 	unsigned valid = 0;
 	int rc;
 
+	if (sfs_ctl_of(ino) >= 0) {
+		struct stat cst;
+
+		/* `echo x > config` may truncate first: a no-op; else EPERM */
+		if (sfs_ctl_of(ino) != SFS_CTL_CONFIG ||
+		    (to_set & ~FUSE_SET_ATTR_SIZE) || st->st_size != 0) {
+			fuse_reply_err(req, EPERM);
+			return;
+		}
+		sfs_ctl_stat(sfs_fuse_of(req), SFS_CTL_CONFIG, &cst);
+		fuse_reply_attr(req, &cst, 0);
+		return;
+	}
 	if (!i) {
 		fuse_reply_err(req, ESTALE);
 		return;
@@ -286,6 +700,27 @@ static void sfs_fuse_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *st,
 	sfs_fuse_reply_attr(req, rc, &out);
 }
 
+/*
+ * May a new name go at (parent, name)?  0, -EPERM inside the control
+ * directory, -EEXIST for the control directory's own name in the root.
+ */
+static int sfs_ctl_new_name(fuse_ino_t parent, const char *name)
+{
+	if (sfs_ctl_of(parent) >= 0)
+		return -EPERM;
+	if (sfs_ctl_is_entry(parent, name))
+		return -EEXIST;
+	return 0;
+}
+
+/* May (parent, name) be removed or renamed?  0 or -EPERM. */
+static int sfs_ctl_old_name(fuse_ino_t parent, const char *name)
+{
+	if (sfs_ctl_of(parent) >= 0 || sfs_ctl_is_entry(parent, name))
+		return -EPERM;
+	return 0;
+}
+
 static void sfs_fuse_mknod(fuse_req_t req, fuse_ino_t parent, const char *name,
 			   mode_t mode, dev_t rdev)
 {
@@ -295,7 +730,9 @@ static void sfs_fuse_mknod(fuse_req_t req, fuse_ino_t parent, const char *name,
 	int rc = -ESTALE;
 
 	sfs_fuse_owner(req, &uid, &gid);
-	if (p)
+	if (sfs_ctl_new_name(parent, name))
+		rc = sfs_ctl_new_name(parent, name);
+	else if (p)
 		rc = sfs_mknod(sfs_fuse_fs(req), p, name, mode, (uint32_t)rdev,
 			       uid, gid, &a);
 	sfs_fuse_reply_entry(req, rc, &a);
@@ -310,7 +747,9 @@ static void sfs_fuse_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name,
 	int rc = -ESTALE;
 
 	sfs_fuse_owner(req, &uid, &gid);
-	if (p)
+	if (sfs_ctl_new_name(parent, name))
+		rc = sfs_ctl_new_name(parent, name);
+	else if (p)
 		rc = sfs_mkdir(sfs_fuse_fs(req), p, name,
 			       S_IFDIR | (mode & 07777), uid, gid, &a);
 	sfs_fuse_reply_entry(req, rc, &a);
@@ -325,7 +764,9 @@ static void sfs_fuse_symlink(fuse_req_t req, const char *link,
 	int rc = -ESTALE;
 
 	sfs_fuse_owner(req, &uid, &gid);
-	if (p)
+	if (sfs_ctl_new_name(parent, name))
+		rc = sfs_ctl_new_name(parent, name);
+	else if (p)
 		rc = sfs_symlink(sfs_fuse_fs(req), p, name, link, uid, gid, &a);
 	sfs_fuse_reply_entry(req, rc, &a);
 }
@@ -337,7 +778,11 @@ static void sfs_fuse_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent,
 	struct sfs_attr a;
 	int rc = -ESTALE;
 
-	if (i && p)
+	if (sfs_ctl_of(ino) >= 0)
+		rc = -EPERM;
+	else if (sfs_ctl_new_name(newparent, newname))
+		rc = sfs_ctl_new_name(newparent, newname);
+	else if (i && p)
 		rc = sfs_link(sfs_fuse_fs(req), i, p, newname, &a);
 	sfs_fuse_reply_entry(req, rc, &a);
 }
@@ -346,16 +791,22 @@ static void sfs_fuse_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
 	sfs_ino_t p = sfs_fuse_ino_in(parent);
 
-	sfs_fuse_reply_rc(req,
-			  p ? sfs_unlink(sfs_fuse_fs(req), p, name) : -ESTALE);
+	if (sfs_ctl_old_name(parent, name))
+		sfs_fuse_reply_rc(req, sfs_ctl_old_name(parent, name));
+	else
+		sfs_fuse_reply_rc(req, p ? sfs_unlink(sfs_fuse_fs(req), p, name)
+					 : -ESTALE);
 }
 
 static void sfs_fuse_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
 	sfs_ino_t p = sfs_fuse_ino_in(parent);
 
-	sfs_fuse_reply_rc(req,
-			  p ? sfs_rmdir(sfs_fuse_fs(req), p, name) : -ESTALE);
+	if (sfs_ctl_old_name(parent, name))
+		sfs_fuse_reply_rc(req, sfs_ctl_old_name(parent, name));
+	else
+		sfs_fuse_reply_rc(req, p ? sfs_rmdir(sfs_fuse_fs(req), p, name)
+					 : -ESTALE);
 }
 
 static void sfs_fuse_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
@@ -368,6 +819,9 @@ static void sfs_fuse_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
 	if (flags & ~(unsigned)(RENAME_NOREPLACE | RENAME_EXCHANGE) ||
 	    flags == (RENAME_NOREPLACE | RENAME_EXCHANGE))
 		rc = -EINVAL; /* RENAME_WHITEOUT and the unknown */
+	else if (sfs_ctl_old_name(parent, name) ||
+		 sfs_ctl_old_name(newparent, newname))
+		rc = -EPERM;
 	else if (!p || !np)
 		rc = -ESTALE;
 	else
@@ -384,7 +838,7 @@ static void sfs_fuse_readlink(fuse_req_t req, fuse_ino_t ino)
 	int rc;
 
 	if (!i) {
-		fuse_reply_err(req, ESTALE);
+		fuse_reply_err(req, sfs_ctl_of(ino) >= 0 ? EINVAL : ESTALE);
 		return;
 	}
 	buf = g_try_malloc(size + 1);
@@ -421,6 +875,10 @@ static void sfs_fuse_open(fuse_req_t req, fuse_ino_t ino,
 	sfs_ino_t i = sfs_fuse_ino_in(ino);
 	int rc;
 
+	if (sfs_ctl_of(ino) >= 0) {
+		sfs_ctl_open(req, sfs_ctl_of(ino), fi);
+		return;
+	}
 	rc = i ? sfs_open(fs, i, fi->flags) : -ESTALE;
 	if (rc < 0) {
 		sfs_fuse_reply_rc(req, rc);
@@ -444,7 +902,9 @@ static void sfs_fuse_create(fuse_req_t req, fuse_ino_t parent, const char *name,
 	int rc = -ESTALE;
 
 	sfs_fuse_owner(req, &uid, &gid);
-	if (p)
+	if (sfs_ctl_new_name(parent, name))
+		rc = sfs_ctl_new_name(parent, name);
+	else if (p)
 		rc = sfs_mknod(fs, p, name, S_IFREG | (mode & 07777), 0, uid,
 			       gid, &a);
 	if (rc == 0 && !sfs_fuse_ino_ok(a.ino))
@@ -469,6 +929,10 @@ static void sfs_fuse_read(fuse_req_t req, fuse_ino_t ino, size_t size,
 	void *buf;
 	int rc;
 
+	if (sfs_ctl_of(ino) >= 0) {
+		sfs_ctl_read(req, size, off, fi);
+		return;
+	}
 	if (!i || off < 0) {
 		fuse_reply_err(req, i ? EINVAL : ESTALE);
 		return;
@@ -497,6 +961,10 @@ static void sfs_fuse_write(fuse_req_t req, fuse_ino_t ino, const char *buf,
 	size_t written = 0;
 	int rc;
 
+	if (sfs_ctl_of(ino) >= 0) {
+		sfs_ctl_write(req, sfs_ctl_of(ino), buf, size, fi);
+		return;
+	}
 	if (!i || off < 0) {
 		fuse_reply_err(req, i ? EINVAL : ESTALE);
 		return;
@@ -522,6 +990,10 @@ static void sfs_fuse_release(fuse_req_t req, fuse_ino_t ino,
 {
 	sfs_ino_t i = sfs_fuse_ino_in(ino);
 
+	if (sfs_ctl_of(ino) >= 0) {
+		sfs_ctl_release(req, sfs_ctl_of(ino), fi);
+		return;
+	}
 	sfs_fuse_reply_rc(req, i ? sfs_release(sfs_fuse_fs(req), i) : -ESTALE);
 }
 
@@ -530,6 +1002,10 @@ static void sfs_fuse_fsync(fuse_req_t req, fuse_ino_t ino, int datasync,
 {
 	sfs_ino_t i = sfs_fuse_ino_in(ino);
 
+	if (sfs_ctl_of(ino) >= 0) {
+		fuse_reply_err(req, 0); /* nothing to write back */
+		return;
+	}
 	sfs_fuse_reply_rc(req, i ? sfs_fsync(sfs_fuse_fs(req), i, datasync != 0)
 				 : -ESTALE);
 }
@@ -543,6 +1019,16 @@ static void sfs_fuse_opendir(fuse_req_t req, fuse_ino_t ino,
 	struct sfs_attr a;
 	int rc = -ESTALE;
 
+	if (sfs_ctl_of(ino) >= 0) {
+		if (sfs_ctl_of(ino) != SFS_CTL_DIR) {
+			fuse_reply_err(req, ENOTDIR);
+			return;
+		}
+		fi->fh = 0;
+		fi->cache_readdir = 0;
+		fuse_reply_open(req, fi);
+		return;
+	}
 	if (i)
 		rc = sfs_getattr(sfs_fuse_fs(req), i, &a);
 	if (rc == 0 && !S_ISDIR(a.mode))
@@ -603,8 +1089,12 @@ static void sfs_fuse_readdir(fuse_req_t req, fuse_ino_t ino, size_t size,
 	sfs_ino_t i = sfs_fuse_ino_in(ino);
 	int rc;
 
+	if (sfs_ctl_of(ino) == SFS_CTL_DIR) {
+		sfs_ctl_readdir(req, size, off);
+		return;
+	}
 	if (!i) {
-		fuse_reply_err(req, ESTALE);
+		fuse_reply_err(req, sfs_ctl_of(ino) >= 0 ? ENOTDIR : ESTALE);
 		return;
 	}
 	d.buf = g_try_malloc(size ? size : 1);
@@ -665,6 +1155,10 @@ static void sfs_fuse_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name,
 {
 	sfs_ino_t i = sfs_fuse_ino_in(ino);
 
+	if (sfs_ctl_of(ino) >= 0) {
+		fuse_reply_err(req, EPERM);
+		return;
+	}
 	sfs_fuse_reply_rc(
 	    req, i ? sfs_setxattr(sfs_fuse_fs(req), i, name, value, size, flags)
 		   : -ESTALE);
@@ -679,6 +1173,10 @@ static void sfs_fuse_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name,
 	char *buf = NULL;
 	int rc;
 
+	if (sfs_ctl_of(ino) >= 0) {
+		fuse_reply_err(req, ENODATA);
+		return;
+	}
 	if (!i) {
 		fuse_reply_err(req, ESTALE);
 		return;
@@ -706,6 +1204,13 @@ static void sfs_fuse_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size)
 	char *buf = NULL;
 	int rc;
 
+	if (sfs_ctl_of(ino) >= 0) {
+		if (size == 0)
+			fuse_reply_xattr(req, 0);
+		else
+			fuse_reply_buf(req, NULL, 0);
+		return;
+	}
 	if (!i) {
 		fuse_reply_err(req, ESTALE);
 		return;
@@ -731,6 +1236,10 @@ static void sfs_fuse_removexattr(fuse_req_t req, fuse_ino_t ino,
 {
 	sfs_ino_t i = sfs_fuse_ino_in(ino);
 
+	if (sfs_ctl_of(ino) >= 0) {
+		fuse_reply_err(req, EPERM);
+		return;
+	}
 	sfs_fuse_reply_rc(req, i ? sfs_removexattr(sfs_fuse_fs(req), i, name)
 				 : -ESTALE);
 }
@@ -849,10 +1358,15 @@ int sfs_fuse_new(const char *opts, bool debug, struct sfs_fuse **out)
 {
 	struct fuse_args args = FUSE_ARGS_INIT(0, NULL);
 	struct sfs_fuse *f;
+	sfs_ns_t wall;
 	int rc = -ENOMEM;
 
 	fuse_set_log_func(sfs_fuse_log_stderr);
 	f = g_new0(struct sfs_fuse, 1);
+	g_mutex_init(&f->ctl_lock);
+	wall = sfs_clock_wall_ns();
+	f->ctl_time.tv_sec = (time_t)(wall / SFS_NS_PER_S);
+	f->ctl_time.tv_nsec = (long)(wall % SFS_NS_PER_S);
 	if (fuse_opt_add_arg(&args, "simfs") < 0)
 		goto out_free;
 	if (debug && fuse_opt_add_arg(&args, "-d") < 0)
@@ -872,6 +1386,7 @@ int sfs_fuse_new(const char *opts, bool debug, struct sfs_fuse **out)
 
 out_free:
 	fuse_opt_free_args(&args);
+	g_mutex_clear(&f->ctl_lock);
 	g_free(f);
 	return rc;
 }
@@ -931,5 +1446,7 @@ void sfs_fuse_free(struct sfs_fuse *f)
 	if (f->mounted)
 		fuse_session_unmount(f->se);
 	fuse_session_destroy(f->se);
+	g_free(f->last_error);
+	g_mutex_clear(&f->ctl_lock);
 	g_free(f);
 }

@@ -24,6 +24,12 @@
  * (the engine models its own page cache).  The kernel checks permissions
  * (the caller passes default_permissions).  libfuse's messages go through
  * a log hook that prefixes them "simfs mount: ".
+ *
+ * The adapter also answers MOUNTPOINT/.simfs, the control directory that
+ * the image does not hold: stats (JSON), stats.txt, config (writable:
+ * sfs_fs_set_knobs) and last_error, with inode numbers above any ext2
+ * inode.  It is found by name and not listed by readdir of the root
+ * (fuse.c rule 7; doc/measurement.md, section 0.1).
  */
 #ifndef SFS_FUSE_ADAPTER_H
 #define SFS_FUSE_ADAPTER_H

@@ -3,8 +3,9 @@
  *
  *   simfs mkfs [-b BS] [-i BYTES_PER_INODE] [-I INODE_SIZE] [-m PCT]
  *              [-L LABEL] [--seed N] [-F] IMAGE [SIZE]
- *   simfs mount [-f] [-d] [-o OPTS] IMAGE MOUNTPOINT
+ *   simfs mount [-f] [-d] [-o OPTS] IMAGE MOUNTPOINT | --list-devices
  *   simfs umount MOUNTPOINT
+ *   simfs stats [--json] FILE|MOUNTPOINT
  *   simfs inspect IMAGE [summary|groups|inode INO|file PATH|free]
  *   simfs help [COMMAND] | --help | --version
  *
@@ -19,7 +20,9 @@
  *           sfs_fs_close (write-back, image marked clean, lock released)
  * A child that fails before INIT prints its reason itself and exits
  * non-zero; the parent sees EOF on the pipe and exits with the child's
- * status.  -f (and -d) run the child's part in the foreground.
+ * status.  -f (and -d) run the child's part in the foreground.  At unmount
+ * the run's statistics go to stderr as a table (foreground) or to syslog
+ * as one summary line (daemon); stats=FILE writes them as JSON.
  *
  * The image lock is the unmount handshake: `simfs umount` finds the image
  * from /proc/mounts (the mount's fsname), unmounts, and waits until it can
@@ -42,14 +45,19 @@
 
 #include <glib.h>
 
+#include <json-glib/json-glib.h>
+
 #include "blockdev.h"
 #include "config.h"
+#include "devmodel.h"
 #include "format.h"
 #include "fs.h"
 #include "fuse_adapter.h"
 #include "inspect.h"
 #include "mkfs.h"
 #include "plot.h"
+#include "sched.h"
+#include "stats.h"
 
 #ifndef SFS_VERSION
 #define SFS_VERSION "0.1.0"
@@ -242,6 +250,60 @@ static void sfs_mkfs_summary(const char *image, struct sfs_bdev *bd)
 		printf("\n");
 }
 
+/* A device that reads zeros and drops writes: mkfs's dry run. */
+static int sfs_null_read(struct sfs_bdev *bd, uint64_t off, void *buf,
+			 size_t len)
+{
+	memset(buf, 0, len);
+	return 0;
+}
+
+static int sfs_null_write(struct sfs_bdev *bd, uint64_t off, const void *buf,
+			  size_t len)
+{
+	return 0;
+}
+
+static int sfs_null_zero(struct sfs_bdev *bd, uint64_t off, uint64_t len)
+{
+	return 0;
+}
+
+static const struct sfs_bdev_ops sfs_null_ops = {
+    .name = "null",
+    .read = sfs_null_read,
+    .write = sfs_null_write,
+    .zero = sfs_null_zero,
+};
+
+/*
+ * Would mkfs succeed on a device of size_bytes?  Runs it on a null device,
+ * so that a geometry it refuses is refused before an image file is created
+ * or resized.  0, or -EINVAL with the reason in *err.
+ */
+static int sfs_mkfs_dry_run(const struct sfs_mkfs_params *p,
+			    uint64_t size_bytes, char **err)
+{
+	struct sfs_bdev *bd = sfs_bdev_new(&sfs_null_ops, NULL, size_bytes);
+	int rc;
+
+	sfs_bdev_set_known_zero(bd, true);
+	rc = sfs_mkfs(bd, p, err);
+	sfs_bdev_close(bd);
+	return rc;
+}
+
+/* Report a failed sfs_mkfs (reason in err, freed). */
+static void sfs_mkfs_failed(int rc, char *err)
+{
+	const char *why = err ? err : g_strerror(-rc);
+
+	if (g_str_has_prefix(why, "mkfs: "))
+		why += 6; /* our own prefix says it */
+	sfs_err("mkfs", "%s", why);
+	g_free(err);
+}
+
 static int cmd_mkfs(int argc, char **argv)
 {
 	static const struct option longopts[] = {
@@ -368,9 +430,17 @@ static int cmd_mkfs(int argc, char **argv)
 				image);
 			return SFS_EXIT_USAGE;
 		}
+		/* refuse a geometry before creating anything */
+		rc = sfs_mkfs_dry_run(&p, size, &err);
+		if (rc < 0) {
+			sfs_mkfs_failed(rc, err);
+			return SFS_EXIT_FAIL;
+		}
 		rc = sfs_bdev_open_file(image, SFS_BDEV_CREATE | SFS_BDEV_EXCL,
 					size, &bd);
 		created = rc == 0;
+		if (rc < 0 && rc != -EBUSY)
+			unlink(image); /* a file the host could not size */
 	} else if (S_ISREG(st.st_mode) || S_ISBLK(st.st_mode)) {
 		rc = sfs_bdev_open_file(image, SFS_BDEV_EXCL, 0, &bd);
 	} else {
@@ -400,6 +470,13 @@ static int cmd_mkfs(int argc, char **argv)
 
 	if (!created && have_size && S_ISREG(st.st_mode) &&
 	    (uint64_t)st.st_size != size) {
+		/* refuse a geometry before the file is resized */
+		rc = sfs_mkfs_dry_run(&p, size, &err);
+		if (rc < 0) {
+			sfs_mkfs_failed(rc, err);
+			rc = SFS_EXIT_FAIL;
+			goto out_close;
+		}
 		/* resize while holding the lock, then reopen at the new size */
 		if (truncate(image, (off_t)size) < 0) {
 			sfs_err("mkfs", "cannot resize %s: %s", image,
@@ -430,12 +507,7 @@ static int cmd_mkfs(int argc, char **argv)
 
 	rc = sfs_mkfs(bd, &p, &err);
 	if (rc < 0) {
-		const char *why = err ? err : g_strerror(-rc);
-
-		if (g_str_has_prefix(why, "mkfs: "))
-			why += 6; /* our own prefix says it */
-		sfs_err("mkfs", "%s", why);
-		g_free(err);
+		sfs_mkfs_failed(rc, err);
 		rc = SFS_EXIT_FAIL;
 		goto out_close;
 	}
@@ -460,6 +532,7 @@ out_close:
 static void sfs_mount_usage(FILE *out)
 {
 	fputs("usage: simfs mount [-f] [-d] [-o OPTS] IMAGE MOUNTPOINT\n"
+	      "       simfs mount --list-devices\n"
 	      "\n"
 	      "Mount the ext2 image IMAGE at MOUNTPOINT through FUSE.  By "
 	      "default the\n"
@@ -475,19 +548,96 @@ static void sfs_mount_usage(FILE *out)
 	      "              anything else goes to FUSE (allow_other, "
 	      "nodev, ...)\n"
 	      "  -h, --help  this help\n"
+	      "      --list-devices  device models, presets and I/O "
+	      "schedulers with their knobs\n"
 	      "\n"
-	      "simfs options:\n",
+	      "simfs options (clock defaults to account on a mount):\n",
 	      out);
 	sfs_config_print_help(out);
-	fputs("\nAlways added: fsname=<absolute IMAGE path>, subtype=simfs, "
-	      "default_permissions.\n",
-	      out);
+	fputs(
+	    "\nA device's or scheduler's knobs follow it: "
+	    "-o device=hdd,rpm=5400,sched=elevator,max_req=256K\n"
+	    "Always added: fsname=<absolute IMAGE path>, subtype=simfs, "
+	    "default_permissions.\n"
+	    "While mounted, MOUNTPOINT/.simfs/ holds stats (JSON), stats.txt, "
+	    "config\n(write clock=... or device=... to it) and last_error; "
+	    "see simfs stats.\n",
+	    out);
 }
 
 struct sfs_mount_ctx {
-	int ready_fd;  /* write end of the handshake pipe, or -1 */
-	bool detached; /* stdio gone: messages go to syslog */
+	int ready_fd;	 /* write end of the handshake pipe, or -1 */
+	bool detached;	 /* stdio gone: messages go to syslog */
+	const char *mnt; /* for the summary line */
 };
+
+/* A member of a JSON object by a dotted path, as an integer (0 if none). */
+static uint64_t sfs_json_u64(JsonNode *root, const char *path)
+{
+	char **parts = g_strsplit(path, ".", -1);
+	JsonNode *n = root;
+	uint64_t v = 0;
+
+	for (char **p = parts; *p && n; p++)
+		n = JSON_NODE_HOLDS_OBJECT(n)
+			? json_object_get_member(json_node_get_object(n), *p)
+			: NULL;
+	if (n && JSON_NODE_HOLDS_VALUE(n)) {
+		if (json_node_get_value_type(n) == G_TYPE_DOUBLE)
+			v = json_node_get_double(n) > 0
+				? (uint64_t)json_node_get_double(n)
+				: 0;
+		else if (json_node_get_value_type(n) == G_TYPE_INT64)
+			v = (uint64_t)MAX(json_node_get_int(n), 0);
+	}
+	g_strfreev(parts);
+	return v;
+}
+
+/* sfs_json_u64 of the path "PREFIX.rest". */
+static uint64_t sfs_json_u64_at(JsonNode *root, const char *prefix,
+				const char *rest)
+{
+	char *path = g_strconcat(prefix, ".", rest, NULL);
+	uint64_t v = sfs_json_u64(root, path);
+
+	g_free(path);
+	return v;
+}
+
+/*
+ * sfs_fs_close_fn of a daemon: one line to syslog with the run's totals,
+ * after the final write-back.  A timing device reports under
+ * device.submitted; device=none has the backing device's counters right
+ * under device.
+ */
+static void sfs_mount_summary(void *arg, struct sfs_stats *st)
+{
+	const struct sfs_mount_ctx *m = arg;
+	JsonNode *j = sfs_stats_snapshot(st);
+	const char *dev = "device.submitted";
+	char rd[32], wr[32], drd[32], dwr[32];
+	uint64_t reqs;
+
+	if (!sfs_json_u64(j, "device.busy_until_ns") &&
+	    sfs_json_u64(j, "device.write.requests"))
+		dev = "device";
+	sfs_human_size(sfs_json_u64(j, "ops.bytes_read"), rd, sizeof(rd));
+	sfs_human_size(sfs_json_u64(j, "ops.bytes_written"), wr, sizeof(wr));
+	sfs_human_size(sfs_json_u64_at(j, dev, "read.bytes"), drd, sizeof(drd));
+	sfs_human_size(sfs_json_u64_at(j, dev, "write.bytes"), dwr,
+		       sizeof(dwr));
+	reqs = sfs_json_u64_at(j, dev, "read.requests") +
+	       sfs_json_u64_at(j, dev, "write.requests") +
+	       sfs_json_u64_at(j, dev, "flush.requests");
+	syslog(LOG_INFO,
+	       "unmounted %s: %" G_GUINT64_FORMAT " ops, workload read %s, "
+	       "wrote %s; device %" G_GUINT64_FORMAT " requests, read %s, "
+	       "wrote %s, modelled busy %.3f s",
+	       m->mnt, sfs_json_u64(j, "ops.total"), rd, wr, reqs, drd, dwr,
+	       (double)sfs_json_u64(j, "device.busy_ns") / 1e9);
+	json_node_unref(j);
+}
 
 /*
  * The mount is live (the kernel's INIT arrived): release the waiting
@@ -592,6 +742,19 @@ static int sfs_mount_fork(int *ready_fd)
 	_exit(SFS_EXIT_FAIL);
 }
 
+/* Make a file knob's relative path absolute (from the current directory). */
+static void sfs_mount_absolute(char *path, size_t size)
+{
+	char *abs;
+
+	if (!*path || g_path_is_absolute(path))
+		return;
+	abs = g_canonicalize_filename(path, NULL);
+	if (strlen(abs) < size)
+		g_strlcpy(path, abs, size);
+	g_free(abs);
+}
+
 /* Does the FUSE option list set an option we must own? */
 static const char *sfs_mount_reserved_opt(const char *fuse_opts)
 {
@@ -628,6 +791,7 @@ static int cmd_mount(int argc, char **argv)
 {
 	static const struct option longopts[] = {
 	    {"help", no_argument, NULL, 'h'},
+	    {"list-devices", no_argument, NULL, 'L'},
 	    {NULL, 0, NULL, 0},
 	};
 	struct sfs_mount_ctx m = {.ready_fd = -1};
@@ -662,6 +826,12 @@ static int cmd_mount(int argc, char **argv)
 			sfs_mount_usage(stdout);
 			rc = 0;
 			goto out;
+		case 'L':
+			sfs_devmodel_list(stdout);
+			fputc('\n', stdout);
+			sfs_sched_list(stdout);
+			rc = 0;
+			goto out;
 		default:
 			rc = sfs_opt_error("mount", argv, c);
 			goto out;
@@ -678,11 +848,16 @@ static int cmd_mount(int argc, char **argv)
 	}
 
 	sfs_config_defaults(&cfg);
+	/* a mount runs on real time; the user may still ask otherwise */
+	g_strlcpy(cfg.clock, "account", sizeof(cfg.clock));
 	if (sfs_config_parse(&cfg, opts->str, &unknown, &err) < 0) {
 		sfs_err("mount", "%s", err);
 		rc = SFS_EXIT_USAGE;
 		goto out;
 	}
+	/* the daemon runs in "/": file knobs are taken from here */
+	sfs_mount_absolute(cfg.stats_path, sizeof(cfg.stats_path));
+	sfs_mount_absolute(cfg.iolog_path, sizeof(cfg.iolog_path));
 	reserved = sfs_mount_reserved_opt(unknown);
 	if (reserved) {
 		sfs_err("mount",
@@ -756,6 +931,11 @@ static int cmd_mount(int argc, char **argv)
 		goto out;
 	}
 
+	m.mnt = mnt;
+	if (foreground)
+		sfs_fs_set_report(fs, stderr);
+	else
+		sfs_fs_set_close_fn(fs, sfs_mount_summary, &m);
 	if (sfs_fuse_mount(f, fs, mnt) < 0) {
 		/* libfuse said why */
 		rc = SFS_EXIT_FAIL;
@@ -1022,6 +1202,114 @@ out:
 	return rc;
 }
 
+/* =============================================================== stats */
+
+static void sfs_stats_usage(FILE *out)
+{
+	fputs("usage: simfs stats [--json] FILE|MOUNTPOINT\n"
+	      "\n"
+	      "Print a run's statistics as a table: from FILE, a JSON report "
+	      "written at\n"
+	      "unmount by -o stats=FILE, or live from a mounted MOUNTPOINT "
+	      "(its .simfs/stats).\n"
+	      "The fields are explained in doc/measurement.md.\n"
+	      "\n"
+	      "options:\n"
+	      "  -j, --json  print the JSON document instead of the table\n"
+	      "  -h, --help  this help\n",
+	      out);
+}
+
+static int cmd_stats(int argc, char **argv)
+{
+	static const struct option longopts[] = {
+	    {"help", no_argument, NULL, 'h'},
+	    {"json", no_argument, NULL, 'j'},
+	    {NULL, 0, NULL, 0},
+	};
+	JsonParser *parser = NULL;
+	GError *gerr = NULL;
+	char *path = NULL, *text = NULL;
+	bool json = false;
+	gsize len = 0;
+	struct stat st;
+	int c, rc;
+
+	opterr = 0;
+	optind = 0;
+	while ((c = getopt_long(argc, argv, ":jh", longopts, NULL)) != -1) {
+		switch (c) {
+		case 'j':
+			json = true;
+			break;
+		case 'h':
+			sfs_stats_usage(stdout);
+			return 0;
+		default:
+			return sfs_opt_error("stats", argv, c);
+		}
+	}
+	if (argc - optind != 1) {
+		sfs_err("stats",
+			"%s (usage: simfs stats [--json] "
+			"FILE|MOUNTPOINT)",
+			argc - optind < 1 ? "FILE or MOUNTPOINT missing"
+					  : "too many arguments");
+		return SFS_EXIT_USAGE;
+	}
+	if (stat(argv[optind], &st) < 0) {
+		sfs_err("stats", "%s: %s", argv[optind], g_strerror(errno));
+		return SFS_EXIT_FAIL;
+	}
+	if (S_ISDIR(st.st_mode)) {
+		path = g_build_filename(argv[optind], ".simfs", "stats", NULL);
+		if (access(path, R_OK) < 0) {
+			sfs_err("stats",
+				"%s is not a live simfs mount (no "
+				".simfs/stats: %s)",
+				argv[optind], g_strerror(errno));
+			rc = SFS_EXIT_FAIL;
+			goto out;
+		}
+	} else {
+		path = g_strdup(argv[optind]);
+	}
+	if (!g_file_get_contents(path, &text, &len, &gerr)) {
+		sfs_err("stats", "%s", gerr->message);
+		rc = SFS_EXIT_FAIL;
+		goto out;
+	}
+	parser = json_parser_new();
+	if (!json_parser_load_from_data(parser, text, (gssize)len, &gerr)) {
+		sfs_err("stats", "%s: not JSON: %s", path, gerr->message);
+		rc = SFS_EXIT_FAIL;
+		goto out;
+	}
+	if (json) {
+		fputs(text, stdout);
+		if (len && text[len - 1] != '\n')
+			fputc('\n', stdout);
+		rc = 0;
+	} else if (sfs_stats_print_json_table(json_parser_get_root(parser),
+					      stdout) < 0) {
+		sfs_err("stats",
+			"%s is not a simfs statistics document (no "
+			"simfs_stats_version)",
+			path);
+		rc = SFS_EXIT_FAIL;
+	} else {
+		rc = 0;
+	}
+out:
+	if (gerr)
+		g_error_free(gerr);
+	if (parser)
+		g_object_unref(parser);
+	g_free(text);
+	g_free(path);
+	return rc;
+}
+
 /* ========================================================= dispatching */
 
 static int cmd_inspect(int argc, char **argv)
@@ -1044,6 +1332,7 @@ static const struct sfs_cmd sfs_cmds[] = {
      "show an image's layout, an inode's map, "
      "free space"},
     {"plot", cmd_plot, "draw I/O-log timelines and block-layout maps"},
+    {"stats", cmd_stats, "print a run's statistics (JSON file or live mount)"},
     {"help", cmd_help, "show help for a command"},
 };
 

@@ -446,6 +446,13 @@ const char *sfs_sched_name(const struct sfs_sched *s)
 	return s->ops->name;
 }
 
+const struct sfs_knob *sfs_sched_knobs(const char *name)
+{
+	const struct sched_ops *ops = name ? sched_find(name) : NULL;
+
+	return ops ? ops->knobs : NULL;
+}
+
 void sfs_sched_list(FILE *out)
 {
 	fputs("I/O schedulers (sched=NAME[,key=value...]):\n", out);

@@ -86,6 +86,10 @@ int sfs_sched_dispatch_next(struct sfs_sched *s, uint64_t head_off,
 void sfs_sched_counters(const struct sfs_sched *s,
 			struct sfs_sched_counters *out);
 const char *sfs_sched_name(const struct sfs_sched *s);
+struct sfs_knob; /* devmodel.h */
+/* The knob table of the scheduler called name (key == NULL ends it), or
+ * NULL if there is none: lets option parsers recognise its knobs. */
+const struct sfs_knob *sfs_sched_knobs(const char *name);
 /* Print the schedulers and their knobs. */
 void sfs_sched_list(FILE *out);
 

@@ -1076,8 +1076,9 @@ static uint64_t json_get_u64(JsonObject *obj, const char *name)
 	if (json_node_get_value_type(n) == G_TYPE_DOUBLE) {
 		double d = json_node_get_double(n);
 
-		return d <= 0 ? 0 : d >= 18446744073709551615.0 ? UINT64_MAX
-								: (uint64_t)d;
+		return d <= 0			     ? 0
+		       : d >= 18446744073709551615.0 ? UINT64_MAX
+						     : (uint64_t)d;
 	}
 	return (uint64_t)json_node_get_int(n);
 }
@@ -1107,9 +1108,8 @@ static struct st_node *node_from_json(const char *name, JsonNode *j)
 				if (!JSON_NODE_HOLDS_OBJECT(e))
 					continue;
 				eo = json_node_get_object(e);
-				n->v.h->buckets[sfs_hist_bucket(
-				    json_get_u64(eo, "lo"))] +=
-				    json_get_u64(eo, "count");
+				n->v.h->buckets[sfs_hist_bucket(json_get_u64(
+				    eo, "lo"))] += json_get_u64(eo, "count");
 			}
 			return n;
 		}
@@ -1118,8 +1118,8 @@ static struct st_node *node_from_json(const char *name, JsonNode *j)
 		for (l = members; l; l = l->next)
 			g_ptr_array_add(
 			    n->v.kids,
-			    node_from_json(l->data, json_object_get_member(
-							obj, l->data)));
+			    node_from_json(
+				l->data, json_object_get_member(obj, l->data)));
 		g_list_free(members);
 		return n;
 	}

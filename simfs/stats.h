@@ -215,5 +215,11 @@ char *sfs_stats_to_json(struct sfs_stats *st, bool pretty);
 int sfs_stats_write_json(struct sfs_stats *st, const char *path);
 /* Print the snapshot as an aligned table (format: doc/measurement.md). */
 void sfs_stats_print_table(struct sfs_stats *st, FILE *out);
+/*
+ * Print a stats document read back from JSON (a stats= file, a mount's
+ * /.simfs/stats) as the same table.  0, or -EINVAL if doc is not an object
+ * with "simfs_stats_version".
+ */
+int sfs_stats_print_json_table(JsonNode *doc, FILE *out);
 
 #endif /* SFS_STATS_H */

@@ -19,9 +19,20 @@
  *  3. head_off is the end of the last read or write served (flushes leave
  *     it): the position C-LOOK dispatches from.
  *
- * Locking: td->lock protects everything but the fixed fields (lower, clock,
- * mode).  It is never held while sleeping or while calling into `lower`;
- * the log callback runs under it.
+ * Locking: td->lock protects everything but the fixed fields (lower,
+ * clock) and `mode` (an atomic int, read once per request).  It is never
+ * held while sleeping or while calling into `lower`; the log callback runs
+ * under it.
+ *
+ * Runtime changes: sfs_timedev_set_model swaps the model under the lock
+ * (the old one is kept until close, so a pointer from sfs_timedev_model
+ * stays valid); sfs_timedev_set_mode switches account/emulate.  Switching
+ * to emulate forgives the backlog account mode may have built up on a
+ * real clock (busy_until far ahead of the host): the device's timeline is
+ * shifted by skew_ns so that it is idle now, instead of the next request
+ * sleeping through modelled time the workload never waited for.  All
+ * times the device reports (counters, log) are on the shifted timeline,
+ * which stays monotonic (invariant 1).
  */
 #include <errno.h>
 #include <string.h>
@@ -34,9 +45,11 @@
 struct timedev {
 	struct sfs_bdev *lower;	 /* owned */
 	struct sfs_clock *clock; /* the caller's */
-	enum sfs_timedev_mode mode;
+	gint mode;		 /* enum sfs_timedev_mode; atomic */
 	GMutex lock;
+	sfs_ns_t skew_ns;		 /* device time - clock time; lock */
 	struct sfs_devmodel *model;	 /* owned; lock */
+	GPtrArray *old_models;		 /* replaced ones, freed at close */
 	struct sfs_sched *sched;	 /* owned; lock */
 	unsigned plugged;		 /* plug depth; lock */
 	uint64_t head_off;		 /* invariant 3; lock */
@@ -95,7 +108,10 @@ static sfs_ns_t td_serve(struct timedev *td, const struct sfs_io_req *req,
 	return rec.done_ns;
 }
 
-/* Charge every queued write, in scheduler order, from time now. */
+/*
+ * Charge every queued write, in scheduler order; each may start at its
+ * arrival (once the device is free), deadlines are judged at `now`.
+ */
 static void td_drain(struct timedev *td, sfs_ns_t now)
 {
 	struct sfs_sched_dispatch d;
@@ -109,24 +125,41 @@ static void td_drain(struct timedev *td, sfs_ns_t now)
 			submit = MIN(submit, d.orig[i].arrival_ns);
 		td->cnt.merges += d.n_orig - 1;
 		td->cnt.expired += d.expired;
-		td_serve(td, &d.req, now, submit, (unsigned)d.n_orig);
+		/* ready at its arrival, not at `now`: on a real clock the
+		 * host's time to move the batch overlaps the modelled time,
+		 * as for requests charged one by one; on a virtual clock a
+		 * batch arrives at one instant and nothing changes */
+		td_serve(td, &d.req, MIN(submit, now), submit,
+			 (unsigned)d.n_orig);
 	}
 }
 
-static void td_wait(struct timedev *td, sfs_ns_t done)
+/* Now on the device's timeline.  Caller holds td->lock. */
+static sfs_ns_t td_now(struct timedev *td)
 {
-	if (td->mode == SFS_TIMEDEV_EMULATE)
-		sfs_clock_sleep_until(td->clock, done);
+	return sfs_clock_now_ns(td->clock) + td->skew_ns;
 }
 
-/* Account a request that arrived at `now` and has been done below. */
+/* Emulate: sleep until done (device time; skew as read under the lock). */
+static void td_wait(struct timedev *td, sfs_ns_t done, sfs_ns_t skew)
+{
+	if (g_atomic_int_get(&td->mode) == SFS_TIMEDEV_EMULATE)
+		sfs_clock_sleep_until(td->clock, done - MIN(skew, done));
+}
+
+/*
+ * Account a request that arrived at clock time `now` and has been done
+ * below.
+ */
 static void td_charge(struct timedev *td, const struct sfs_io_req *req,
 		      sfs_ns_t now)
 {
 	struct sfs_timedev_counters *c = &td->cnt;
-	sfs_ns_t done;
+	sfs_ns_t done, skew;
 
 	g_mutex_lock(&td->lock);
+	skew = td->skew_ns;
+	now += skew;
 	c->reqs[req->op]++;
 	c->bytes[req->op] += req->len_bytes;
 	c->cat_reqs[req->op][req->cat]++;
@@ -139,7 +172,7 @@ static void td_charge(struct timedev *td, const struct sfs_io_req *req,
 	td_drain(td, now);
 	done = td_serve(td, req, now, now, 1);
 	g_mutex_unlock(&td->lock);
-	td_wait(td, done);
+	td_wait(td, done, skew);
 }
 
 /* ---- the device ops ---- */
@@ -199,10 +232,11 @@ static void td_close(struct sfs_bdev *bd)
 	struct timedev *td = sfs_bdev_priv(bd);
 
 	/* invariant 2: a batch left plugged is still charged */
-	td_drain(td, sfs_clock_now_ns(td->clock));
+	td_drain(td, td_now(td));
 	sfs_bdev_close(td->lower);
 	sfs_sched_free(td->sched);
 	sfs_devmodel_free(td->model);
+	g_ptr_array_free(td->old_models, TRUE);
 	g_mutex_clear(&td->lock);
 	g_free(td);
 }
@@ -230,6 +264,8 @@ int sfs_timedev_new(struct sfs_bdev *lower, struct sfs_clock *clock,
 	td->lower = lower;
 	td->clock = clock;
 	td->mode = opts->mode;
+	td->old_models =
+	    g_ptr_array_new_with_free_func((GDestroyNotify)sfs_devmodel_free);
 	rc = sfs_devmodel_new(opts->model ? opts->model : "hdd-2009",
 			      &td->model, err);
 	if (rc)
@@ -257,6 +293,7 @@ int sfs_timedev_new(struct sfs_bdev *lower, struct sfs_clock *clock,
 out_free:
 	sfs_sched_free(td->sched);
 	sfs_devmodel_free(td->model);
+	g_ptr_array_free(td->old_models, TRUE);
 	g_free(td);
 	return rc;
 }
@@ -287,7 +324,7 @@ int sfs_timedev_plug(struct sfs_bdev *bd)
 int sfs_timedev_unplug(struct sfs_bdev *bd)
 {
 	struct timedev *td = td_of(bd);
-	sfs_ns_t done;
+	sfs_ns_t done, skew;
 
 	if (!td)
 		return -EINVAL;
@@ -300,10 +337,11 @@ int sfs_timedev_unplug(struct sfs_bdev *bd)
 		g_mutex_unlock(&td->lock);
 		return 0;
 	}
-	td_drain(td, sfs_clock_now_ns(td->clock));
+	td_drain(td, td_now(td));
 	done = td->cnt.busy_until_ns;
+	skew = td->skew_ns;
 	g_mutex_unlock(&td->lock);
-	td_wait(td, done);
+	td_wait(td, done, skew);
 	return 0;
 }
 
@@ -335,8 +373,79 @@ int sfs_timedev_set_log(struct sfs_bdev *bd, sfs_timedev_log_fn fn, void *arg)
 const struct sfs_devmodel *sfs_timedev_model(struct sfs_bdev *bd)
 {
 	struct timedev *td = td_of(bd);
+	const struct sfs_devmodel *m;
 
-	return td ? td->model : NULL;
+	if (!td)
+		return NULL;
+	g_mutex_lock(&td->lock);
+	m = td->model;
+	g_mutex_unlock(&td->lock);
+	return m;
+}
+
+int sfs_timedev_mode(struct sfs_bdev *bd, enum sfs_timedev_mode *out)
+{
+	struct timedev *td = td_of(bd);
+
+	if (!td)
+		return -EINVAL;
+	*out = (enum sfs_timedev_mode)g_atomic_int_get(&td->mode);
+	return 0;
+}
+
+int sfs_timedev_set_mode(struct sfs_bdev *bd, enum sfs_timedev_mode mode)
+{
+	struct timedev *td = td_of(bd);
+	sfs_ns_t now;
+
+	if (!td || (mode != SFS_TIMEDEV_ACCOUNT && mode != SFS_TIMEDEV_EMULATE))
+		return -EINVAL;
+	g_mutex_lock(&td->lock);
+	if (g_atomic_int_get(&td->mode) != SFS_TIMEDEV_EMULATE &&
+	    mode == SFS_TIMEDEV_EMULATE && !sfs_clock_is_virtual(td->clock)) {
+		/* forgive account mode's backlog: idle from now on */
+		now = td_now(td);
+		if (td->cnt.busy_until_ns > now)
+			td->skew_ns += td->cnt.busy_until_ns - now;
+	}
+	g_atomic_int_set(&td->mode, mode);
+	g_mutex_unlock(&td->lock);
+	return 0;
+}
+
+int sfs_timedev_set_model(struct sfs_bdev *bd, const char *spec, char **err)
+{
+	struct timedev *td = td_of(bd);
+	struct sfs_devmodel *m = NULL;
+	struct sfs_dev_geometry g;
+	int rc;
+
+	if (!td || !spec) {
+		if (err)
+			*err = g_strdup("not a timing device, or no model");
+		return -EINVAL;
+	}
+	rc = sfs_devmodel_new(spec, &m, err);
+	if (rc)
+		return rc;
+	sfs_devmodel_geometry(m, &g);
+	if (g.capacity_bytes &&
+	    sfs_bdev_size_bytes(td->lower) > g.capacity_bytes) {
+		if (err)
+			*err = g_strdup_printf(
+			    "timing device: device model %s holds %llu "
+			    "bytes, the device has %llu (raise capacity=)",
+			    sfs_devmodel_name(m),
+			    (unsigned long long)g.capacity_bytes,
+			    (unsigned long long)sfs_bdev_size_bytes(td->lower));
+		sfs_devmodel_free(m);
+		return -EINVAL;
+	}
+	g_mutex_lock(&td->lock);
+	g_ptr_array_add(td->old_models, td->model);
+	td->model = m;
+	g_mutex_unlock(&td->lock);
+	return 0;
 }
 
 static const struct sfs_bdev_ops td_ops = {

@@ -25,7 +25,8 @@
  *            virtual time advances in replay and tests.
  * Batches: between sfs_timedev_plug and sfs_timedev_unplug, writes are not
  * charged one by one but queued in the I/O scheduler (sched.h) and charged
- * at unplug in the scheduler's order, merged where contiguous; a write
+ * at unplug in the scheduler's order, merged where contiguous, each
+ * starting no earlier than its arrival and the device being free; a write
  * returns at once (its data is already below).  A read or flush arriving
  * while writes are queued first charges them all (the queue drains), then
  * itself.  Unplug returns when the batch is complete (emulate).  Data
@@ -125,7 +126,30 @@ int sfs_timedev_unplug(struct sfs_bdev *bd);
 int sfs_timedev_counters(struct sfs_bdev *bd, struct sfs_timedev_counters *out);
 /* Install (fn) or remove (NULL) the per-request callback. */
 int sfs_timedev_set_log(struct sfs_bdev *bd, sfs_timedev_log_fn fn, void *arg);
-/* The model (read-only use: print, geometry), or NULL. */
+/*
+ * The model (read-only use: print, geometry), or NULL.  A model replaced by
+ * sfs_timedev_set_model stays valid until the device is closed.
+ */
 const struct sfs_devmodel *sfs_timedev_model(struct sfs_bdev *bd);
+
+/* ---- runtime changes (a live mount's /.simfs/config) ---- */
+
+/* The current mode: 0, or -EINVAL if bd is not a timing device. */
+int sfs_timedev_mode(struct sfs_bdev *bd, enum sfs_timedev_mode *out);
+/*
+ * Switch between account and emulate.  Switching a real-clock device to
+ * emulate starts it idle: a backlog of modelled time built up in account
+ * mode (busy_until ahead of the clock) is forgiven by shifting the device's
+ * timeline, not slept through.  0 or -EINVAL.
+ */
+int sfs_timedev_set_mode(struct sfs_bdev *bd, enum sfs_timedev_mode mode);
+/*
+ * Build a model from spec (as sfs_timedev_opts.model) and put it in place
+ * of the current one, under the device's lock: requests from then on are
+ * charged to it; counters, busy_until and queued writes carry on.  On
+ * -EINVAL (bad spec, or a capacity smaller than the device) nothing
+ * changed and *err (may be NULL; g_free it) says why.
+ */
+int sfs_timedev_set_model(struct sfs_bdev *bd, const char *spec, char **err);
 
 #endif /* SFS_TIMEDEV_H */

@@ -19,7 +19,11 @@
  *  - after umount: the stats= file parses and agrees with the last live
  *    snapshot; the iolog parses (sfs_iolog_read) and its bytes and requests
  *    equal the device counters; simfs stats prints both; simfs plot draws
- *    the log and the layout; e2fsck -fn is clean.
+ *    the log and the layout; e2fsck -fn is clean;
+ *  - device=none: no timing device (the stats' device section is the
+ *    image file's counters), iolog= refused at mount, device= and clock=
+ *    refused at runtime;
+ *  - simfs mount -f prints the stats table on stderr at unmount.
  * No timing assertions.
  *
  * usage: test_measure SIMFS_BINARY
@@ -32,6 +36,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <sys/xattr.h>
 #include <unistd.h>
 
@@ -40,9 +45,9 @@
 #include "iolog.h"
 
 #define KiB 1024
-#define N_WRITES 48		/* pwrite calls of WRITE_SIZE */
+#define N_WRITES 48 /* pwrite calls of WRITE_SIZE */
 #define WRITE_SIZE (64 * KiB)
-#define N_READS 40		/* pread calls of READ_SIZE */
+#define N_READS 40 /* pread calls of READ_SIZE */
 #define READ_SIZE (32 * KiB)
 
 static char *img, *mnt, *stats_path, *log_path;
@@ -131,8 +136,9 @@ static long long cat_sum(JsonNode *root, const char *field)
 		return -1;
 	names = json_object_get_members(json_node_get_object(cats));
 	for (l = names; l; l = l->next) {
-		char *path = g_strdup_printf("device.submitted.by_category.%s.%s",
-					     (char *)l->data, field);
+		char *path =
+		    g_strdup_printf("device.submitted.by_category.%s.%s",
+				    (char *)l->data, field);
 
 		sum += jint(root, path);
 		g_free(path);
@@ -368,8 +374,8 @@ static void check_counts(JsonNode *a, JsonNode *b)
 	     N_WRITES, "ops: one write counted per write(2)");
 	H_EQ(jint(b, "ops.bytes_written") - jint(a, "ops.bytes_written"),
 	     (long long)N_WRITES * WRITE_SIZE, "ops: bytes written exactly");
-	H_EQ(jint(b, "ops.by_type.read") - jint(a, "ops.by_type.read"),
-	     N_READS, "ops: one read counted per read(2)");
+	H_EQ(jint(b, "ops.by_type.read") - jint(a, "ops.by_type.read"), N_READS,
+	     "ops: one read counted per read(2)");
 	H_EQ(jint(b, "ops.bytes_read") - jint(a, "ops.bytes_read"),
 	     (long long)N_READS * READ_SIZE, "ops: bytes read exactly");
 	H_OK(jint(b, "ops.by_type.fsync") > jint(a, "ops.by_type.fsync"),
@@ -466,8 +472,7 @@ struct log_sum {
 	long long rbytes, wbytes, reqs;
 };
 
-static int log_rec(void *ctx, const struct sfs_iolog_rec *r,
-		   unsigned long line)
+static int log_rec(void *ctx, const struct sfs_iolog_rec *r, unsigned long line)
 {
 	struct log_sum *s = ctx;
 
@@ -532,8 +537,8 @@ static void check_after_umount(JsonNode *last)
 	g_free(svg);
 	g_free(err);
 	err = NULL;
-	rc = h_runl(NULL, &err, h_simfs(), "plot", "layout", img, "-o", y,
-		    NULL);
+	rc =
+	    h_runl(NULL, &err, h_simfs(), "plot", "layout", img, "-o", y, NULL);
 	svg = read_text(y);
 	H_OK(rc == 0 && strstr(svg, "<svg") && strstr(svg, "measure.img"),
 	     "simfs plot layout draws an SVG titled with the image%s%s",
@@ -543,6 +548,82 @@ static void check_after_umount(JsonNode *last)
 	g_free(x);
 	g_free(y);
 	json_node_unref(f);
+}
+
+static void check_device_none(void)
+{
+	char *cfg = g_build_filename(mnt, ".simfs", "config", NULL);
+	char *opts = g_strdup_printf("device=none,iolog=%s", log_path);
+	char *none = g_build_filename(mnt, "none", NULL);
+	char *err = NULL;
+	JsonNode *s;
+	int rc;
+
+	rc = h_runl(NULL, &err, h_simfs(), "mount", "-o", opts, img, mnt, NULL);
+	h_track(mnt);
+	H_OK(rc != 0 && strstr(err, "iolog") && !h_is_mounted(mnt),
+	     "device=none,iolog=... refused at mount: %s", g_strchomp(err));
+	g_free(err);
+	if (h_is_mounted(mnt))
+		h_umount(mnt);
+	if (!H_OK(h_mount(img, mnt, "device=none") == 0, "mount device=none"))
+		goto out;
+	H_EQ(write_fsync(none, "x\n"), 0,
+	     "write + fsync without a timing device");
+	s = live_stats("device=none");
+	H_OK(!strcmp(jstr(s, "device.name"), "file") &&
+		 jint(s, "device.write.bytes") > 0,
+	     "device=none: the device section is the image file's");
+	H_EQ(write_once(cfg, "device=ssd\n"), EINVAL,
+	     "device=none: device= refused at runtime");
+	H_EQ(write_once(cfg, "clock=emulate\n"), EINVAL,
+	     "device=none: clock= refused at runtime");
+	if (s)
+		json_node_unref(s);
+	H_OK(h_umount(mnt) == 0, "umount device=none");
+	H_OK(h_fsck_clean(img, NULL), "e2fsck -fn clean after device=none");
+out:
+	g_free(cfg);
+	g_free(opts);
+	g_free(none);
+}
+
+/* simfs mount -f: the table goes to stderr at unmount. */
+static void check_foreground_report(void)
+{
+	const char *argv[] = {h_simfs(),    "mount", "-f", "-o",
+			      "device=ssd", img,     mnt,  NULL};
+	GError *gerr = NULL;
+	GString *text = g_string_new(NULL);
+	char buf[4096];
+	int errfd = -1, status = 0;
+	GPid pid;
+	ssize_t n;
+
+	if (!g_spawn_async_with_pipes(NULL, (char **)argv, NULL,
+				      G_SPAWN_DO_NOT_REAP_CHILD, NULL, NULL,
+				      &pid, NULL, NULL, &errfd, &gerr)) {
+		H_OK(false, "spawn simfs mount -f: %s", gerr->message);
+		g_error_free(gerr);
+		return;
+	}
+	for (int i = 0; i < 200 && !h_is_mounted(mnt); i++)
+		g_usleep(50000);
+	h_track(mnt);
+	H_OK(h_is_mounted(mnt), "simfs mount -f is mounted");
+	H_OK(h_umount(mnt) == 0, "umount the foreground mount");
+	while ((n = read(errfd, buf, sizeof(buf))) > 0)
+		g_string_append_len(text, buf, n);
+	close(errfd);
+	waitpid(pid, &status, 0);
+	g_spawn_close_pid(pid);
+	H_OK(WIFEXITED(status) && WEXITSTATUS(status) == 0,
+	     "simfs mount -f exits 0 after umount");
+	H_OK(g_str_has_prefix(text->str, "ops\n") &&
+		 strstr(text->str, "\ndevice\n") &&
+		 strstr(text->str, "busy_ns"),
+	     "simfs mount -f printed the stats table at unmount");
+	g_string_free(text, TRUE);
 }
 
 int main(int argc, char **argv)
@@ -583,6 +664,8 @@ int main(int argc, char **argv)
 	if (last)
 		check_after_umount(last);
 	H_OK(h_fsck_clean(img, NULL), "e2fsck -fn clean");
+	check_device_none();
+	check_foreground_report();
 
 	if (a)
 		json_node_unref(a);

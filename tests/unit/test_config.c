@@ -4,7 +4,10 @@
  * Every knob is parsed in each accepted form; bad values, unknown keys and
  * malformed strings are refused with a message and leave the config as it
  * was; unknown keys pass through to the caller's list when it asks for them
- * (they are FUSE's options on a mount).
+ * (they are FUSE's options on a mount).  Spec knobs (device=, sched=) pick
+ * up the knobs of their model that follow them in the string, are checked
+ * by building the model, and only clock= and device= may change on a live
+ * mount (sfs_config_parse_runtime).
  */
 #include <errno.h>
 #include <setjmp.h>
@@ -31,6 +34,11 @@ static void assert_cfg_equal(const struct sfs_config *a,
 	assert_int_equal(a->mem_bytes, b->mem_bytes);
 	assert_int_equal(a->direct, b->direct);
 	assert_int_equal(a->ro, b->ro);
+	assert_string_equal(a->device, b->device);
+	assert_string_equal(a->sched, b->sched);
+	assert_string_equal(a->clock, b->clock);
+	assert_string_equal(a->stats_path, b->stats_path);
+	assert_string_equal(a->iolog_path, b->iolog_path);
 }
 
 /* Parse opts into a default config; returns rc, frees err. */
@@ -75,6 +83,22 @@ static void expect_refused(const char *opts, const char *needle)
 	g_free(unknown);
 }
 
+/* Without an unknown list, opts is refused for naming no knob `key`. */
+static void expect_unknown(const char *opts, const char *key)
+{
+	struct sfs_config cfg, before;
+	char *err = NULL, *want = g_strdup_printf("unknown option '%s'", key);
+
+	sfs_config_defaults(&cfg);
+	before = cfg;
+	assert_int_equal(sfs_config_parse(&cfg, opts, NULL, &err), -EINVAL);
+	if (!err || !strstr(err, want))
+		fail_msg("'%s': message '%s' lacks '%s'", opts, err, want);
+	assert_cfg_equal(&cfg, &before);
+	g_free(err);
+	g_free(want);
+}
+
 static void test_config_defaults(void **state)
 {
 	struct sfs_config cfg;
@@ -86,6 +110,11 @@ static void test_config_defaults(void **state)
 	assert_int_equal(cfg.mem_bytes, 256 * MiB);
 	assert_false(cfg.direct);
 	assert_false(cfg.ro);
+	assert_string_equal(cfg.device, "ideal");
+	assert_string_equal(cfg.sched, "elevator");
+	assert_string_equal(cfg.clock, "virtual");
+	assert_string_equal(cfg.stats_path, "");
+	assert_string_equal(cfg.iolog_path, "");
 }
 
 static void test_config_empty_string(void **state)
@@ -401,14 +430,22 @@ static void test_config_print_roundtrip(void **state)
 	sfs_config_defaults(&cfg);
 	text = print_cfg(&cfg);
 	assert_string_equal(text, "alloc=blockmap\ndata=none\nmem=256M\n"
-				  "direct=off\nro=off\n");
+				  "direct=off\nro=off\ndevice=ideal\n"
+				  "sched=elevator\nclock=virtual\nstats=\n"
+				  "iolog=\n");
 	free(text);
 
-	assert_int_equal(parse(&cfg, "mem=1536K,direct,ro"), 0);
+	assert_int_equal(parse(&cfg, "mem=1536K,direct,ro,device=hdd,rpm=5400,"
+				     "sched=noop,max_req=64K,clock=emulate,"
+				     "stats=/tmp/s.json,iolog=/tmp/io.log"),
+			 0);
 	text = print_cfg(&cfg);
 	assert_non_null(strstr(text, "mem=1536K\n"));
 	assert_non_null(strstr(text, "direct=on\n"));
 	assert_non_null(strstr(text, "ro=on\n"));
+	assert_non_null(strstr(text, "device=hdd,rpm=5400\n"));
+	assert_non_null(strstr(text, "sched=noop,max_req=64K\n"));
+	assert_non_null(strstr(text, "stats=/tmp/s.json\n"));
 
 	/* what print writes, parse reads back to the same config */
 	g_strstrip(text);
@@ -436,7 +473,163 @@ static void test_config_print_help(void **state)
 	assert_non_null(strstr(text, "direct"));
 	assert_non_null(strstr(text, "ro"));
 	assert_non_null(strstr(text, "default 256M"));
+	assert_non_null(strstr(text, "device=SPEC"));
+	assert_non_null(strstr(text, "hdd-2009")); /* presets listed */
+	assert_non_null(strstr(text, "sched=SPEC"));
+	assert_non_null(strstr(text, "clock=MODE"));
+	assert_non_null(strstr(text, "stats=FILE"));
+	assert_non_null(strstr(text, "iolog=FILE"));
 	free(text);
+}
+
+static void test_config_device(void **state)
+{
+	struct sfs_config cfg;
+	char *err = NULL, *unknown = NULL;
+
+	assert_int_equal(parse(&cfg, "device=hdd-2009"), 0);
+	assert_string_equal(cfg.device, "hdd-2009");
+	assert_int_equal(parse(&cfg, "device=ssd"), 0);
+	assert_string_equal(cfg.device, "ssd");
+	assert_int_equal(parse(&cfg, "device=none"), 0);
+	assert_string_equal(cfg.device, "none");
+
+	/* the model's knobs follow it; simfs's own knobs stay simfs's */
+	assert_int_equal(
+	    parse(&cfg, "device=hdd,rpm=7200,outer_mbps=70,mem=1G"), 0);
+	assert_string_equal(cfg.device, "hdd,rpm=7200,outer_mbps=70");
+	assert_int_equal(cfg.mem_bytes, 1024 * MiB);
+	/* a preset takes its model's knobs */
+	assert_int_equal(parse(&cfg, "mem=8M,device=hdd-2009,rpm=5400,direct"),
+			 0);
+	assert_string_equal(cfg.device, "hdd-2009,rpm=5400");
+	assert_true(cfg.direct);
+	/* an escaped spec needs nothing after it */
+	assert_int_equal(parse(&cfg, "device=hdd\\,rpm=5400"), 0);
+	assert_string_equal(cfg.device, "hdd,rpm=5400");
+	/* given twice: the latest wins, with its own knobs only */
+	assert_int_equal(parse(&cfg, "device=hdd,rpm=5400,device=ssd"), 0);
+	assert_string_equal(cfg.device, "ssd");
+
+	/* refused with the model's own message */
+	expect_refused("device=hdd,rpm=abc", "rpm");
+	expect_refused("device=hdd,rpm=100", "rpm");
+	expect_refused("device=nosuch", "hdd-2009");
+	expect_refused("device=", "device");
+	expect_refused("device", "needs a value");
+	expect_refused("mem=8M,device=hdd,rpm=abc", "abc");
+
+	/* not a knob of the model: handled as usual (FUSE's, or unknown) */
+	sfs_config_defaults(&cfg);
+	assert_int_equal(sfs_config_parse(&cfg,
+					  "device=ssd,rpm=7200,allow_other",
+					  &unknown, &err),
+			 0);
+	assert_null(err);
+	assert_string_equal(cfg.device, "ssd");
+	assert_string_equal(unknown, "rpm=7200,allow_other");
+	g_free(unknown);
+	expect_unknown("device=ssd,rpm=7200", "rpm");
+}
+
+static void test_config_sched(void **state)
+{
+	struct sfs_config cfg;
+
+	assert_int_equal(parse(&cfg, "sched=noop"), 0);
+	assert_string_equal(cfg.sched, "noop");
+	assert_int_equal(parse(&cfg, "sched=elevator,read_expire_ms=100,"
+				     "write_expire_ms=1000,max_req=256K"),
+			 0);
+	assert_string_equal(cfg.sched, "elevator,read_expire_ms=100,"
+				       "write_expire_ms=1000,max_req=256K");
+	/* two specs: each knob goes to the model that has it */
+	assert_int_equal(parse(&cfg, "device=hdd,sched=elevator,rpm=5400,"
+				     "max_req=256K,ro"),
+			 0);
+	assert_string_equal(cfg.device, "hdd,rpm=5400");
+	assert_string_equal(cfg.sched, "elevator,max_req=256K");
+	assert_true(cfg.ro);
+
+	expect_refused("sched=cfq", "elevator");
+	expect_refused("sched=elevator,max_req=1", "max_req");
+	/* noop has no deadlines: not its knob, so an unknown option */
+	expect_unknown("sched=noop,read_expire_ms=5", "read_expire_ms");
+}
+
+static void test_config_clock_and_paths(void **state)
+{
+	struct sfs_config cfg;
+	char *err = NULL;
+
+	assert_int_equal(parse(&cfg, "clock=account"), 0);
+	assert_string_equal(cfg.clock, "account");
+	assert_int_equal(parse(&cfg, "clock=emulate"), 0);
+	assert_string_equal(cfg.clock, "emulate");
+	assert_int_equal(parse(&cfg, "clock=virtual"), 0);
+	assert_string_equal(cfg.clock, "virtual");
+	expect_refused("clock=real", "account");
+	expect_refused("clock", "needs a value");
+
+	assert_int_equal(parse(&cfg, "stats=/tmp/a b.json,iolog=rel/io.log"),
+			 0);
+	assert_string_equal(cfg.stats_path, "/tmp/a b.json");
+	assert_string_equal(cfg.iolog_path, "rel/io.log");
+	/* empty: none (what sfs_config_print writes for "none") */
+	assert_int_equal(sfs_config_parse(&cfg, "stats=,iolog=", NULL, &err),
+			 0);
+	assert_string_equal(cfg.stats_path, "");
+	assert_string_equal(cfg.iolog_path, "");
+	expect_refused("stats", "needs a value");
+}
+
+static void test_config_runtime(void **state)
+{
+	static const char *const refused[] = {
+	    "mem=1G",
+	    "alloc=blockmap",
+	    "data=none",
+	    "direct",
+	    "ro",
+	    "rw",
+	    "sched=noop",
+	    "stats=/tmp/x",
+	    "iolog=/tmp/y",
+	    "allow_other",
+	    "clock=bogus",
+	    "device=hdd,rpm=abc",
+	    "clock=emulate,mem=1G",
+	};
+	struct sfs_config cfg, before;
+	char *err = NULL;
+
+	sfs_config_defaults(&cfg);
+	assert_int_equal(sfs_config_parse_runtime(&cfg, "clock=emulate", &err),
+			 0);
+	assert_string_equal(cfg.clock, "emulate");
+	assert_int_equal(
+	    sfs_config_parse_runtime(
+		&cfg, "device=hdd-2009,rpm=5400,clock=account", &err),
+	    0);
+	assert_string_equal(cfg.device, "hdd-2009,rpm=5400");
+	assert_string_equal(cfg.clock, "account");
+	assert_null(err);
+
+	before = cfg;
+	for (size_t i = 0; i < G_N_ELEMENTS(refused); i++) {
+		err = NULL;
+		if (sfs_config_parse_runtime(&cfg, refused[i], &err) != -EINVAL)
+			fail_msg("runtime '%s' accepted", refused[i]);
+		assert_non_null(err);
+		assert_null(strchr(err, '\n'));
+		assert_cfg_equal(&cfg, &before);
+		g_free(err);
+	}
+	err = NULL;
+	assert_int_equal(sfs_config_parse_runtime(&cfg, "mem=1G", &err),
+			 -EINVAL);
+	assert_non_null(strstr(err, "cannot change while mounted"));
+	g_free(err);
 }
 
 int main(void)
@@ -458,6 +651,10 @@ int main(void)
 	    cmocka_unit_test(test_config_parse_size),
 	    cmocka_unit_test(test_config_print_roundtrip),
 	    cmocka_unit_test(test_config_print_help),
+	    cmocka_unit_test(test_config_device),
+	    cmocka_unit_test(test_config_sched),
+	    cmocka_unit_test(test_config_clock_and_paths),
+	    cmocka_unit_test(test_config_runtime),
 	};
 
 	return cmocka_run_group_tests_name("config", tests, NULL, NULL);
