@@ -14,7 +14,7 @@
  * on any error the caller's config is left as it was and *err gets one line.
  *
  * Choices are checked against the registry that owns them: alloc= against
- * models/alloc/registry.c, data= against cfg_journal_names[] below (the one
+ * models/alloc/registry.c, data= against the journal registry (the one
  * place a new journal policy is listed until its registry exists), device=
  * against the device models and presets (devmodel.h), sched= against the
  * I/O schedulers (sched.h).
@@ -38,6 +38,8 @@
 #include "alloc.h"
 #include "config.h"
 #include "devmodel.h"
+#include "cache.h"
+#include "journal.h"
 #include "sched.h"
 
 enum cfg_type {
@@ -74,28 +76,33 @@ struct cfg_knob {
 	const char *help;
 };
 
-/*
- * Journal policies.  Only "none" exists so far: a new policy adds its name
- * here (and later this list moves into models/journal/'s registry).
- */
-static const char *const cfg_journal_names[] = {
-    "none",
-    NULL,
-};
-
+/* Journal policies: "auto" (ordered if the image has a journal, else
+ * none) or a policy of the journal registry (simfs/journal.h). */
 static bool cfg_journal_valid(const char *name)
 {
-	for (size_t i = 0; cfg_journal_names[i]; i++)
-		if (strcmp(cfg_journal_names[i], name) == 0)
-			return true;
-	return false;
+	return strcmp(name, "auto") == 0 || sfs_jnl_find(name) != NULL;
 }
 
 static void cfg_journal_list(GString *out)
 {
-	for (size_t i = 0; cfg_journal_names[i]; i++)
-		g_string_append_printf(out, "%s%s", i ? ", " : "",
-				       cfg_journal_names[i]);
+	const struct sfs_jnl_ops *o;
+
+	g_string_append(out, "auto");
+	for (unsigned i = 0; (o = sfs_jnl_nth(i)); i++)
+		g_string_append_printf(out, ", %s", o->name);
+}
+
+/* Write-back presets (simfs/cache.h). */
+static bool cfg_vm_valid(const char *name)
+{
+	struct sfs_cache_policy p;
+
+	return sfs_cache_policy_preset(name, &p) == 0;
+}
+
+static void cfg_vm_list(GString *out)
+{
+	g_string_append(out, sfs_cache_policy_names());
 }
 
 static bool cfg_alloc_valid(const char *name)
@@ -210,11 +217,112 @@ static const struct cfg_knob cfg_knobs[] = {
 	.name = "data",
 	.type = CFG_CHOICE,
 	.offset = KNOB_OFF(journal),
-	.def = "none",
+	.def = "auto",
 	.valid = cfg_journal_valid,
 	.names = cfg_journal_list,
 	.metavar = "MODE",
-	.help = "journal policy (also journal=MODE)",
+	.help = "journal policy: none (ext2), writeback, ordered, journal; "
+		"auto = ordered if the image has a journal (also journal=)",
+    },
+    {
+	.name = "commit",
+	.type = CFG_UINT,
+	.offset = KNOB_OFF(commit_s),
+	.def = "5",
+	.min = 1,
+	.max = 86400,
+	.metavar = "SECONDS",
+	.help = "journal commit interval",
+    },
+    {
+	.name = "journal_max_txn",
+	.type = CFG_UINT,
+	.offset = KNOB_OFF(journal_max_txn),
+	.def = "0",
+	.min = 0,
+	.max = UINT32_MAX,
+	.metavar = "BLOCKS",
+	.help = "largest transaction before a forced commit (0: a quarter "
+		"of the log, as jbd2)",
+    },
+    {
+	.name = "journal_dev",
+	.type = CFG_PATH,
+	.offset = KNOB_OFF(journal_dev),
+	.def = "",
+	.metavar = "FILE",
+	.help = "external journal device or image",
+    },
+    {
+	.name = "vm",
+	.type = CFG_CHOICE,
+	.offset = KNOB_OFF(vm),
+	.def = "modern",
+	.valid = cfg_vm_valid,
+	.names = cfg_vm_list,
+	.metavar = "PRESET",
+	.help = "write-back defaults of an era: 2.6 (40/10 %), 2.6.22 "
+		"(10/5 %), modern (20/10 %)",
+    },
+    {
+	.name = "dirty_ratio",
+	.type = CFG_UINT,
+	.offset = KNOB_OFF(dirty_ratio),
+	.def = "0",
+	.min = 0,
+	.max = 100,
+	.metavar = "PERCENT",
+	.help = "dirty share of mem= that throttles writers (0: vm=)",
+    },
+    {
+	.name = "dirty_background_ratio",
+	.type = CFG_UINT,
+	.offset = KNOB_OFF(dirty_background_ratio),
+	.def = "0",
+	.min = 0,
+	.max = 100,
+	.metavar = "PERCENT",
+	.help = "dirty share of mem= that starts the flusher (0: vm=)",
+    },
+    {
+	.name = "dirty_bytes",
+	.type = CFG_SIZE,
+	.offset = KNOB_OFF(dirty_bytes),
+	.def = "0",
+	.min = 0,
+	.max = UINT64_MAX,
+	.metavar = "SIZE",
+	.help = "dirty_ratio as bytes (0: use the ratio)",
+    },
+    {
+	.name = "dirty_background_bytes",
+	.type = CFG_SIZE,
+	.offset = KNOB_OFF(dirty_background_bytes),
+	.def = "0",
+	.min = 0,
+	.max = UINT64_MAX,
+	.metavar = "SIZE",
+	.help = "dirty_background_ratio as bytes (0: use the ratio)",
+    },
+    {
+	.name = "dirty_expire_centisecs",
+	.type = CFG_UINT,
+	.offset = KNOB_OFF(dirty_expire_cs),
+	.def = "0",
+	.min = 0,
+	.max = 8640000,
+	.metavar = "CS",
+	.help = "age at which dirty data is written back (0: vm=, 3000)",
+    },
+    {
+	.name = "dirty_writeback_centisecs",
+	.type = CFG_UINT,
+	.offset = KNOB_OFF(dirty_writeback_cs),
+	.def = "0",
+	.min = 0,
+	.max = 8640000,
+	.metavar = "CS",
+	.help = "flusher wake-up interval (0: vm=, 500)",
     },
     {
 	.name = "journal",

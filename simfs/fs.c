@@ -674,6 +674,36 @@ static void inode_loc(struct sfs_fs *fs, sfs_ino_t ino, sfs_blk_t *blk,
 	*off = (uint32_t)(byte % fs->bs);
 }
 
+sfs_blk_t sfs_inode_block(struct sfs_fs *fs, sfs_ino_t ino)
+{
+	sfs_blk_t blk;
+	uint32_t off;
+
+	inode_loc(fs, ino, &blk, &off);
+	return blk;
+}
+
+void sfs_inode_note_dirty(struct sfs_inode *ip, sfs_blk_t blk, uint32_t n)
+{
+	struct sfs_run *last;
+
+	if (!ip->dirty_runs)
+		ip->dirty_runs = g_array_new(FALSE, FALSE,
+					     sizeof(struct sfs_run));
+	if (ip->dirty_runs->len) {
+		last = &g_array_index(ip->dirty_runs, struct sfs_run,
+				      ip->dirty_runs->len - 1);
+		if (blk >= last->start && blk + n <= last->start + last->n)
+			return; /* the same blocks again */
+		if (blk == last->start + last->n) {
+			last->n += n;
+			return;
+		}
+	}
+	struct sfs_run r = {blk, n};
+	g_array_append_val(ip->dirty_runs, r);
+}
+
 int sfs_inode_dirty(struct sfs_fs *fs, struct sfs_inode *ip)
 {
 	struct sfs_buf *b;
@@ -700,6 +730,8 @@ static void inode_evict(struct sfs_fs *fs, struct sfs_inode *ip)
 	if (ip->lru_link.data)
 		g_queue_unlink(&fs->ilru, &ip->lru_link);
 	sfs_dir_index_free(ip->dindex);
+	if (ip->dirty_runs)
+		g_array_free(ip->dirty_runs, TRUE);
 	g_free(ip);
 }
 
@@ -976,6 +1008,8 @@ static void inode_free_cb(gpointer p)
 	struct sfs_inode *ip = p;
 
 	sfs_dir_index_free(ip->dindex);
+	if (ip->dirty_runs)
+		g_array_free(ip->dirty_runs, TRUE);
 	g_free(ip);
 }
 

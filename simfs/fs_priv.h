@@ -66,6 +66,12 @@ enum sfs_op {
 	SFS_OP_COUNT
 };
 
+/* A run of blocks. */
+struct sfs_run {
+	sfs_blk_t start;
+	uint32_t n;
+};
+
 /* One in-memory inode.  Protected by fs->lock. */
 struct sfs_inode {
 	sfs_ino_t ino;
@@ -79,6 +85,8 @@ struct sfs_inode {
 	sfs_blk_t next_pblk;   /* physical block after the last one allocated */
 	void *alloc_state;     /* placement model's per-inode state, or NULL */
 	GList lru_link;        /* in fs->ilru while unreferenced (data = self) */
+	GArray *dirty_runs;    /* struct sfs_run: data and indirect blocks
+				  dirtied since the last fsync, or NULL */
 	/* read-ahead stream (sfs_read in inode.c; doc/cache.md): */
 	uint64_t ra_next_off; /* byte after the last read: a read there is
 				 sequential */
@@ -211,6 +219,11 @@ void sfs_i_to_attr(struct sfs_fs *fs, const struct sfs_inode *ip,
 		   struct sfs_attr *out);
 /* Is this a fast symlink (target in i_block)? */
 bool sfs_i_fast_symlink(const struct sfs_inode *ip);
+
+/* Remember that blocks [blk, blk+n) of ip were dirtied (for its fsync). */
+void sfs_inode_note_dirty(struct sfs_inode *ip, sfs_blk_t blk, uint32_t n);
+/* The inode-table block holding inode ino. */
+sfs_blk_t sfs_inode_block(struct sfs_fs *fs, sfs_ino_t ino);
 
 /* ---- inode cache and table (fs.c) ---- */
 /* Referenced inode ino; -ESTALE if ino is out of range or not in use. */

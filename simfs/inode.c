@@ -204,6 +204,7 @@ static int zero_tail(struct sfs_fs *fs, struct sfs_inode *ip, uint64_t size)
 		return rc;
 	memset(b->data + off, 0, fs->bs - off);
 	sfs_data_dirty(fs, b);
+	sfs_inode_note_dirty(ip, pblk, 1);
 	sfs_cache_put(fs->cache, b);
 	return 0;
 }
@@ -559,6 +560,7 @@ static int write_partial(struct sfs_fs *fs, struct sfs_inode *ip,
 		memset(b->data, 0, fs->bs);
 	memcpy(b->data + boff, src, n);
 	sfs_data_dirty(fs, b);
+	sfs_inode_note_dirty(ip, pblk, 1);
 	sfs_cache_put(fs->cache, b);
 	return 0;
 }
@@ -628,6 +630,7 @@ int sfs_write(struct sfs_fs *fs, sfs_ino_t ino, uint64_t off, const void *buf,
 			}
 			if (fs->jnl)
 				sfs_jnl_data_run(fs->jnl, first, n);
+			sfs_inode_note_dirty(ip, first, n);
 			off += (uint64_t)n << fs->bs_log;
 			done += (size_t)n << fs->bs_log;
 			if (rc)
@@ -664,6 +667,55 @@ out_unlock:
 	return rc;
 }
 
+/*
+ * fsync of one file, by policy (ext-internals 5.5, 6):
+ *   none       the file's dirty data and indirect blocks and its inode
+ *              block, then a flush (ext2's generic_file_fsync);
+ *   writeback  the file's data, then a commit of the running transaction;
+ *   ordered, journal  a commit: it takes every ordered (or logged) block
+ *              of the transaction along, other files' too (the classic
+ *              ext3 fsync cost).
+ */
+static int fsync_file(struct sfs_fs *fs, struct sfs_inode *ip)
+{
+	bool journaled = sfs_jnl_journaled(fs->jnl);
+	GArray *runs = ip->dirty_runs;
+	int rc = 0;
+
+	ip->dirty_runs = NULL;
+	if (runs && (!journaled || !(sfs_jnl_logs_data(fs->jnl) ||
+				      strcmp(sfs_jnl_name(fs->jnl),
+					     "ordered") == 0))) {
+		uint64_t n = 0;
+		for (guint i = 0; i < runs->len; i++)
+			n += g_array_index(runs, struct sfs_run, i).n;
+		sfs_blk_t *list = g_try_new(sfs_blk_t, n + 1);
+		if (!list) {
+			rc = -ENOMEM;
+			goto out;
+		}
+		n = 0;
+		for (guint i = 0; i < runs->len; i++) {
+			struct sfs_run *r = &g_array_index(runs, struct sfs_run,
+							   i);
+			for (uint32_t k = 0; k < r->n; k++)
+				list[n++] = r->start + k;
+		}
+		if (!journaled)
+			list[n++] = sfs_inode_block(fs, ip->ino);
+		rc = sfs_cache_write_blocks(fs->cache, list, n);
+		g_free(list);
+	}
+	if (rc == 0 && journaled)
+		rc = sfs_jnl_commit(fs->jnl, SFS_COMMIT_FSYNC);
+	if (rc == 0)
+		rc = sfs_bdev_flush(fs->bd);
+out:
+	if (runs)
+		g_array_free(runs, TRUE);
+	return rc;
+}
+
 int sfs_fsync(struct sfs_fs *fs, sfs_ino_t ino, bool datasync)
 {
 	struct sfs_inode *ip;
@@ -675,9 +727,12 @@ int sfs_fsync(struct sfs_fs *fs, sfs_ino_t ino, bool datasync)
 	sfs_op_begin(fs, SFS_OP_FSYNC);
 	rc = sfs_iget(fs, ino, &ip);
 	if (rc == 0) {
+		rc = sfs_check_writable(fs);
+		if (rc == -EROFS && fs->ro)
+			rc = 0; /* nothing to write on a read-only mount */
+		else if (rc == 0)
+			rc = fsync_file(fs, ip);
 		sfs_iput(fs, ip);
-		/* No per-file write-back yet: everything goes, as sync. */
-		rc = sfs_fs_fsync_locked(fs);
 	}
 	sfs_op_end(fs);
 	return rc;

@@ -55,6 +55,7 @@
 #include "fuse_adapter.h"
 #include "inspect.h"
 #include "mkfs.h"
+#include "models/journal/jbd2.h"
 #include "plot.h"
 #include "sched.h"
 #include "stats.h"
@@ -162,6 +163,11 @@ static void sfs_mkfs_usage(FILE *out)
 	    "  -L LABEL            volume label, at most 16 bytes\n"
 	    "      --seed N        derive UUID and hash seed from N (default: "
 	    "random)\n"
+	    "  -j                  add an internal journal (ext3): its size "
+	    "from mke2fs's\n"
+	    "                      table for the filesystem's size\n"
+	    "  -J size=SIZE        the same with a journal of SIZE (at least "
+	    "1024 blocks)\n"
 	    "  -F                  overwrite an existing ext2/3/4 "
 	    "filesystem\n"
 	    "  -h, --help          this help\n",
@@ -317,6 +323,8 @@ static int cmd_mkfs(int argc, char **argv)
 	const char *image;
 	uint64_t size = 0, v;
 	bool have_size = false, force = false, created = false;
+	bool journal = false;
+	uint64_t journal_bytes = 0; /* 0: mke2fs's default size */
 	char *err = NULL;
 	struct stat st;
 	int c, rc;
@@ -324,9 +332,22 @@ static int cmd_mkfs(int argc, char **argv)
 	sfs_mkfs_defaults(&p);
 	opterr = 0;
 	optind = 0;
-	while ((c = getopt_long(argc, argv, ":b:i:I:m:L:Fh", longopts, NULL)) !=
-	       -1) {
+	while ((c = getopt_long(argc, argv, ":b:i:I:m:L:FjJ:h", longopts,
+				NULL)) != -1) {
 		switch (c) {
+		case 'j':
+			journal = true;
+			break;
+		case 'J':
+			if (!g_str_has_prefix(optarg, "size=") ||
+			    sfs_parse_size(optarg + 5, &journal_bytes) < 0 ||
+			    journal_bytes == 0) {
+				sfs_err("mkfs", "bad journal option '%s' "
+					"(expected size=SIZE)", optarg);
+				return SFS_EXIT_USAGE;
+			}
+			journal = true;
+			break;
 		case 'b':
 			if (sfs_parse_size(optarg, &v) < 0 ||
 			    (v != 1024 && v != 2048 && v != 4096)) {
@@ -511,6 +532,19 @@ static int cmd_mkfs(int argc, char **argv)
 		rc = SFS_EXIT_FAIL;
 		goto out_close;
 	}
+	if (journal) {
+		uint32_t blocks = (uint32_t)MIN(journal_bytes / p.block_size,
+						UINT32_MAX);
+		if (journal_bytes && blocks == 0)
+			blocks = 1; /* refused below with the minimum */
+		rc = sfs_jbd2_add_internal(bd, blocks, SFS_JBD2_PLACE_MIDDLE,
+					   &err);
+		if (rc < 0) {
+			sfs_mkfs_failed(rc, err);
+			rc = SFS_EXIT_FAIL;
+			goto out_close;
+		}
+	}
 	rc = sfs_bdev_flush(bd);
 	if (rc < 0) {
 		sfs_err("mkfs", "flushing %s: %s", image, g_strerror(-rc));
@@ -518,6 +552,10 @@ static int cmd_mkfs(int argc, char **argv)
 		goto out_close;
 	}
 	sfs_mkfs_summary(image, bd);
+	if (journal)
+		printf("Journal: internal (inode 8), %s\n",
+		       journal_bytes ? "size as asked" : "mke2fs's default "
+							 "size");
 	rc = 0;
 
 out_close:

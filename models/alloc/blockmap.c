@@ -111,7 +111,7 @@ static int bm_map(struct sfs_fs *fs, struct sfs_inode *ip, uint32_t lblk,
 {
 	uint32_t off[4], *arr = ip->d.i_block;
 	struct sfs_buf *arrbuf = NULL;
-	sfs_blk_t arr_blk = 0, chain[4];
+	sfs_blk_t arr_blk = 0, chain[4] = {0};
 	int depth = bm_path(fs, lblk, off), k, rc = 0;
 
 	*pblk_out = 0;
@@ -167,8 +167,12 @@ static int bm_map(struct sfs_fs *fs, struct sfs_inode *ip, uint32_t lblk,
 		sfs_cache_put(fs->cache, ib);
 	}
 	arr[off[k]] = sfs_cpu_to_le32(chain[0]);
-	if (arrbuf)
+	if (arrbuf) {
 		sfs_meta_dirty(fs, arrbuf);
+		sfs_inode_note_dirty(ip, arr_blk, 1);
+	}
+	if (need > 1)
+		sfs_inode_note_dirty(ip, chain[0], need - 1);
 	sfs_i_add_blocks(fs, ip, need);
 	ip->next_lblk = lblk + 1;
 	ip->next_pblk = chain[need - 1] + 1;

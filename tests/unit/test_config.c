@@ -106,7 +106,13 @@ static void test_config_defaults(void **state)
 	memset(&cfg, 0xa5, sizeof(cfg));
 	sfs_config_defaults(&cfg);
 	assert_string_equal(cfg.alloc, "blockmap");
-	assert_string_equal(cfg.journal, "none");
+	assert_string_equal(cfg.journal, "auto");
+	assert_int_equal(cfg.commit_s, 5);
+	assert_int_equal(cfg.journal_max_txn, 0);
+	assert_string_equal(cfg.journal_dev, "");
+	assert_string_equal(cfg.vm, "modern");
+	assert_int_equal(cfg.dirty_ratio, 0);
+	assert_int_equal(cfg.dirty_expire_cs, 0);
 	assert_int_equal(cfg.mem_bytes, 256 * MiB);
 	assert_false(cfg.direct);
 	assert_false(cfg.ro);
@@ -148,9 +154,43 @@ static void test_config_data_and_journal(void **state)
 	assert_string_equal(cfg.journal, "none");
 	assert_int_equal(parse(&cfg, "journal=none"), 0);
 	assert_string_equal(cfg.journal, "none");
+	const char *modes[] = {"auto", "writeback", "ordered", "journal"};
+	for (int i = 0; i < 4; i++) {
+		char *o = g_strdup_printf("data=%s", modes[i]);
+		assert_int_equal(parse(&cfg, o), 0);
+		assert_string_equal(cfg.journal, modes[i]);
+		g_free(o);
+	}
 	/* unknown policy: refused, naming the valid ones */
-	expect_refused("data=ordered", "valid: none");
-	expect_refused("journal=writeback", "valid: none");
+	expect_refused("data=bogus", "valid: auto, none, writeback, ordered");
+	expect_refused("journal=", "");
+}
+
+static void test_config_journal_and_writeback_knobs(void **state)
+{
+	struct sfs_config cfg;
+
+	assert_int_equal(parse(&cfg, "commit=30,journal_max_txn=2048,"
+				     "journal_dev=/dev/loop7,vm=2.6,"
+				     "dirty_ratio=40,dirty_background_ratio=10,"
+				     "dirty_bytes=64M,dirty_background_bytes=8M,"
+				     "dirty_expire_centisecs=1000,"
+				     "dirty_writeback_centisecs=100"),
+			 0);
+	assert_int_equal(cfg.commit_s, 30);
+	assert_int_equal(cfg.journal_max_txn, 2048);
+	assert_string_equal(cfg.journal_dev, "/dev/loop7");
+	assert_string_equal(cfg.vm, "2.6");
+	assert_int_equal(cfg.dirty_ratio, 40);
+	assert_int_equal(cfg.dirty_background_ratio, 10);
+	assert_int_equal(cfg.dirty_bytes, 64 * MiB);
+	assert_int_equal(cfg.dirty_background_bytes, 8 * MiB);
+	assert_int_equal(cfg.dirty_expire_cs, 1000);
+	assert_int_equal(cfg.dirty_writeback_cs, 100);
+	expect_refused("commit=0", "out of range");
+	expect_refused("dirty_ratio=101", "out of range");
+	expect_refused("vm=2.4", "valid: 2.6");
+	expect_refused("commit=5s", "commit");
 }
 
 static void test_config_mem(void **state)
@@ -429,7 +469,13 @@ static void test_config_print_roundtrip(void **state)
 
 	sfs_config_defaults(&cfg);
 	text = print_cfg(&cfg);
-	assert_string_equal(text, "alloc=blockmap\ndata=none\nmem=256M\n"
+	assert_string_equal(text, "alloc=blockmap\ndata=auto\ncommit=5\n"
+				  "journal_max_txn=0\njournal_dev=\n"
+				  "vm=modern\ndirty_ratio=0\n"
+				  "dirty_background_ratio=0\ndirty_bytes=0\n"
+				  "dirty_background_bytes=0\n"
+				  "dirty_expire_centisecs=0\n"
+				  "dirty_writeback_centisecs=0\nmem=256M\n"
 				  "direct=off\nro=off\ndevice=ideal\n"
 				  "sched=elevator\nclock=virtual\nstats=\n"
 				  "iolog=\n");
@@ -639,6 +685,7 @@ int main(void)
 	    cmocka_unit_test(test_config_empty_string),
 	    cmocka_unit_test(test_config_alloc),
 	    cmocka_unit_test(test_config_data_and_journal),
+	    cmocka_unit_test(test_config_journal_and_writeback_knobs),
 	    cmocka_unit_test(test_config_mem),
 	    cmocka_unit_test(test_config_direct_bool_forms),
 	    cmocka_unit_test(test_config_ro_rw),
