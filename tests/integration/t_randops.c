@@ -471,7 +471,7 @@ int main(int argc, char **argv)
 	uint64_t seed = 1;
 	long nops = 10000;
 	const char *bs = "4096", *opts = NULL;
-	const char *mkfs_args[] = {"-b", NULL, NULL};
+	const char *mkfs_args[] = {"-b", NULL, NULL, NULL};
 	char *img, *mnt, *A, *B;
 	int mismatches = 0;
 	long done = 0;
@@ -490,6 +490,9 @@ int main(int argc, char **argv)
 	if (argc > 5)
 		opts = argv[5];
 	mkfs_args[1] = bs;
+	/* a journaled policy needs an image with a journal */
+	if (opts && strstr(opts, "data=") && !strstr(opts, "data=none"))
+		mkfs_args[2] = "-j";
 	h_diag("seed %llu, %ld operations, %s-byte blocks, -o %s (rerun: %s "
 	       "%s %llu %ld %s%s%s)",
 	       (unsigned long long)seed, nops, bs, opts ? opts : "(none)",
