@@ -258,7 +258,8 @@ static char *feature_name(int word, uint32_t bit)
 #define ENGINE_COMPAT                                                          \
 	(SFS_FEATURE_COMPAT_EXT_ATTR | SFS_FEATURE_COMPAT_RESIZE_INODE |       \
 	 SFS_FEATURE_COMPAT_DIR_PREALLOC | SFS_FEATURE_COMPAT_HAS_JOURNAL)
-#define ENGINE_INCOMPAT (SFS_FEATURE_INCOMPAT_FILETYPE)
+#define ENGINE_INCOMPAT                                                        \
+	(SFS_FEATURE_INCOMPAT_FILETYPE | SFS_FEATURE_INCOMPAT_EXTENTS)
 #define ENGINE_RO_COMPAT SFS_RO_COMPAT_SUPP
 
 static int check_features(const struct sfs_dsuper *sb, char **err)
@@ -628,12 +629,13 @@ int sfs_blocks_mark_used(struct sfs_fs *fs, sfs_blk_t start, uint32_t n)
 
 int sfs_blocks_free(struct sfs_fs *fs, sfs_blk_t start, uint32_t n)
 {
-	/* journaled: the bitmap is cleared when the transaction commits */
-	bool now = !fs->jnl || fs->jnl_off ||
-		   sfs_jnl_free_blocks(fs->jnl, start, n) != 0;
-
+	/* journaled: the bitmap is cleared when the transaction commits, and
+	 * the journal decides when the freed buffers may go */
+	if (fs->jnl && !fs->jnl_off &&
+	    sfs_jnl_free_blocks(fs->jnl, start, n) == 0)
+		return 0;
 	sfs_cache_discard(fs->cache, start, n);
-	return now ? blocks_change(fs, start, n, false) : 0;
+	return blocks_change(fs, start, n, false);
 }
 
 int sfs_blocks_release(struct sfs_fs *fs, sfs_blk_t start, uint32_t n)
@@ -808,7 +810,7 @@ static int inode_free(struct sfs_fs *fs, struct sfs_inode *ip)
 	uint32_t type = sfs_i_mode(ip) & SFS_S_IFMT;
 	if (type == SFS_S_IFREG || type == SFS_S_IFDIR ||
 	    (type == SFS_S_IFLNK && !sfs_i_fast_symlink(ip))) {
-		rc = fs->map->truncate(fs, ip, 0);
+		rc = sfs_imap(fs, ip)->truncate(fs, ip, 0);
 		if (rc)
 			return rc;
 	}
@@ -865,12 +867,99 @@ void sfs_iput(struct sfs_fs *fs, struct sfs_inode *ip)
 	icache_trim(fs);
 }
 
+#define SFS_TOPDIR_FL_ 0x00020000 /* EXT3_TOPDIR_FL: Orlov top of a tree */
+
 /*
- * ext2's group choice for a new inode.  Directories: among groups with at
- * least the average number of free inodes, the one with the most free
- * blocks (find_group_dir, "oldalloc").  Other inodes: the parent's group if
- * it has a free inode and a free block, else a quadratic probe, else any
- * group with a free inode (find_group_other).
+ * Orlov directory placement (ext3 find_group_orlov, L2.6.32; doc/
+ * allocators.md).  Top-level directories (parent root or TOPDIR): from a
+ * seeded random group, the one with the fewest directories among groups
+ * with at least the average free inodes and blocks.  Others: the first
+ * group from the parent's that is not crowded with directories nor short of
+ * inodes or blocks.  Fallback: a group with >= average free inodes, then any
+ * with a free inode.  -ENOSPC when no inode is free.
+ */
+static int find_group_orlov(struct sfs_fs *fs, struct sfs_inode *dir,
+			    uint32_t *g_out)
+{
+	uint32_t ng = fs->groups;
+	uint32_t parent = dir ? (dir->ino - 1) / fs->ipg : 0;
+	uint64_t freei = 0, freeb = 0, ndirs = 0;
+	int64_t avefreei, avefreeb;
+
+	for (uint32_t g = 0; g < ng; g++) {
+		freei += sfs_le16(fs->gd[g].bg_free_inodes_count);
+		freeb += sfs_le16(fs->gd[g].bg_free_blocks_count);
+		ndirs += sfs_le16(fs->gd[g].bg_used_dirs_count);
+	}
+	avefreei = (int64_t)(freei / ng);
+	avefreeb = (int64_t)(freeb / ng);
+
+	if (!dir || dir->ino == SFS_ROOT_INO ||
+	    (sfs_le32(dir->d.i_flags) & SFS_TOPDIR_FL_)) {
+		uint32_t start = (uint32_t)g_rand_int_range(fs->rand, 0,
+							    (gint32)ng);
+		uint32_t best_ndir = fs->ipg;
+		int best = -1;
+
+		for (uint32_t i = 0; i < ng; i++) {
+			uint32_t g = (start + i) % ng;
+			const struct sfs_dgroup *gd = &fs->gd[g];
+
+			if (sfs_le16(gd->bg_used_dirs_count) >= best_ndir ||
+			    sfs_le16(gd->bg_free_inodes_count) < avefreei ||
+			    sfs_le16(gd->bg_free_blocks_count) < avefreeb)
+				continue;
+			best = (int)g;
+			best_ndir = sfs_le16(gd->bg_used_dirs_count);
+		}
+		if (best >= 0 && fs->gd[best].bg_free_inodes_count) {
+			*g_out = (uint32_t)best;
+			return 0;
+		}
+	} else {
+		int64_t max_dirs = (int64_t)(ndirs / ng) + fs->ipg / 16;
+		int64_t min_inodes = avefreei - fs->ipg / 4;
+		int64_t min_blocks = avefreeb - fs->bpg / 4;
+
+		for (uint32_t i = 0; i < ng; i++) {
+			uint32_t g = (parent + i) % ng;
+			const struct sfs_dgroup *gd = &fs->gd[g];
+
+			if (sfs_le16(gd->bg_used_dirs_count) >= max_dirs ||
+			    sfs_le16(gd->bg_free_inodes_count) < min_inodes ||
+			    sfs_le16(gd->bg_free_blocks_count) < min_blocks ||
+			    !gd->bg_free_inodes_count)
+				continue;
+			*g_out = g;
+			return 0;
+		}
+	}
+	for (uint32_t i = 0; i < ng; i++) {
+		uint32_t g = (parent + i) % ng;
+		uint32_t fi = sfs_le16(fs->gd[g].bg_free_inodes_count);
+
+		if (fi && fi >= avefreei) {
+			*g_out = g;
+			return 0;
+		}
+	}
+	for (uint32_t i = 0; i < ng; i++) {
+		uint32_t g = (parent + i) % ng;
+
+		if (fs->gd[g].bg_free_inodes_count) {
+			*g_out = g;
+			return 0;
+		}
+	}
+	return -ENOSPC;
+}
+
+/*
+ * The group for a new inode.  Directories: Orlov (dirs=orlov), or ext2's
+ * oldalloc: among groups with at least the average number of free inodes,
+ * the one with the most free blocks (find_group_dir).  Other inodes: the
+ * parent's group if it has a free inode and a free block, else a quadratic
+ * probe, else any group with a free inode (find_group_other).
  */
 static int find_inode_group(struct sfs_fs *fs, struct sfs_inode *dir,
 			    bool is_dir, uint32_t *g_out)
@@ -878,6 +967,8 @@ static int find_inode_group(struct sfs_fs *fs, struct sfs_inode *dir,
 	uint32_t ng = fs->groups;
 	uint32_t parent = dir ? (dir->ino - 1) / fs->ipg : 0;
 
+	if (is_dir && strcmp(fs->cfg.dirs, "oldalloc") != 0)
+		return find_group_orlov(fs, dir, g_out);
 	if (is_dir) {
 		uint64_t free_i = 0;
 		int best = -1;
@@ -1121,6 +1212,7 @@ static void ops_source(void *ctx, struct sfs_stats_writer *w)
 	sfs_stats_put_u64(w, "total", total);
 	sfs_stats_put_u64(w, "bytes_read", fs->bytes_read);
 	sfs_stats_put_u64(w, "bytes_written", fs->bytes_written);
+	sfs_stats_put_u64(w, "atime_updates", fs->atime_updates);
 	sfs_bdev_counters(fs->bd, &dev);
 	/* device bytes written per byte the workload wrote */
 	sfs_stats_put_double(w, "write_amplification",
@@ -1281,6 +1373,18 @@ static int setup_measurement(struct sfs_fs *fs, char **err)
 	return 0;
 }
 
+/* Stats section "alloc": the placement model's own counters. */
+static void alloc_source(void *ctx, struct sfs_stats_writer *w)
+{
+	struct sfs_fs *fs = ctx;
+
+	sfs_lock(fs);
+	sfs_stats_put_str(w, "model", fs->cfg.alloc);
+	if (fs->alloc && fs->alloc->ops->stats)
+		fs->alloc->ops->stats(fs->alloc, w);
+	sfs_unlock(fs);
+}
+
 static int setup_alloc(struct sfs_fs *fs, char **err)
 {
 	const struct sfs_alloc_preset *p = sfs_alloc_find(fs->cfg.alloc);
@@ -1304,6 +1408,8 @@ static int setup_alloc(struct sfs_fs *fs, char **err)
 			return rc;
 		}
 	}
+	if (p->place->stats)
+		sfs_stats_add_source(fs->stats, "alloc", alloc_source, fs);
 	return 0;
 }
 
@@ -1347,12 +1453,11 @@ int sfs_fs_open(struct sfs_bdev *bd, const struct sfs_config *cfg,
 		goto out_free;
 	}
 	memcpy(&fs->sb, raw, sizeof(raw));
-	if ((sfs_le32(fs->sb.s_feature_incompat) &
-	     SFS_FEATURE_INCOMPAT_RECOVER) &&
-	    (sfs_le32(fs->sb.s_feature_compat) &
+	if ((sfs_le32(fs->sb.s_feature_compat) &
 	     SFS_FEATURE_COMPAT_HAS_JOURNAL) &&
 	    sfs_le16(fs->sb.s_magic) == SFS_SUPER_MAGIC && !fs->ro) {
-		/* replay the journal before trusting any metadata */
+		/* replay the journal before trusting any metadata (a log
+		 * left without needs_recovery is wiped, as jbd2 does) */
 		struct sfs_bdev *jd = NULL;
 		if (cfg->journal_dev[0]) {
 			rc = sfs_bdev_open_file(cfg->journal_dev, 0, 0, &jd);

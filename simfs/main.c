@@ -54,6 +54,7 @@
 #include "fs.h"
 #include "fuse_adapter.h"
 #include "inspect.h"
+#include "crash.h"
 #include "mkfs.h"
 #include "models/journal/jbd2.h"
 #include "plot.h"
@@ -170,6 +171,9 @@ static void sfs_mkfs_usage(FILE *out)
 	    "1024 blocks)\n"
 	    "  -F                  overwrite an existing ext2/3/4 "
 	    "filesystem\n"
+	    "      --preset NAME   the image a mount preset needs (-j for "
+	    "the journaled\n"
+	    "                      ones; simfs mount --list-presets)\n"
 	    "  -h, --help          this help\n",
 	    out);
 }
@@ -315,8 +319,10 @@ static int cmd_mkfs(int argc, char **argv)
 	static const struct option longopts[] = {
 	    {"help", no_argument, NULL, 'h'},
 	    {"seed", required_argument, NULL, 'S'},
+	    {"preset", required_argument, NULL, 'P'},
 	    {NULL, 0, NULL, 0},
 	};
+	const struct sfs_config_preset *preset;
 	struct sfs_mkfs_params p;
 	struct sfs_bdev *bd = NULL;
 	struct sfs_dsuper sb;
@@ -413,6 +419,16 @@ static int cmd_mkfs(int argc, char **argv)
 			break;
 		case 'F':
 			force = true;
+			break;
+		case 'P':
+			preset = sfs_config_preset_find(optarg);
+			if (!preset) {
+				sfs_err("mkfs", "unknown preset '%s' (simfs "
+					"mount --list-presets)", optarg);
+				return SFS_EXIT_USAGE;
+			}
+			if (preset->journaled)
+				journal = true;
 			break;
 		case 'h':
 			sfs_mkfs_usage(stdout);
@@ -571,6 +587,7 @@ static void sfs_mount_usage(FILE *out)
 {
 	fputs("usage: simfs mount [-f] [-d] [-o OPTS] IMAGE MOUNTPOINT\n"
 	      "       simfs mount --list-devices\n"
+	      "       simfs mount --list-presets\n"
 	      "\n"
 	      "Mount the ext2 image IMAGE at MOUNTPOINT through FUSE.  By "
 	      "default the\n"
@@ -588,6 +605,8 @@ static void sfs_mount_usage(FILE *out)
 	      "  -h, --help  this help\n"
 	      "      --list-devices  device models, presets and I/O "
 	      "schedulers with their knobs\n"
+	      "      --list-presets  the historical systems (-o preset=NAME) "
+	      "with their knobs\n"
 	      "\n"
 	      "simfs options (clock defaults to account on a mount):\n",
 	      out);
@@ -830,6 +849,7 @@ static int cmd_mount(int argc, char **argv)
 	static const struct option longopts[] = {
 	    {"help", no_argument, NULL, 'h'},
 	    {"list-devices", no_argument, NULL, 'L'},
+	    {"list-presets", no_argument, NULL, 'R'},
 	    {NULL, 0, NULL, 0},
 	};
 	struct sfs_mount_ctx m = {.ready_fd = -1};
@@ -868,6 +888,10 @@ static int cmd_mount(int argc, char **argv)
 			sfs_devmodel_list(stdout);
 			fputc('\n', stdout);
 			sfs_sched_list(stdout);
+			rc = 0;
+			goto out;
+		case 'R':
+			sfs_config_list_presets(stdout);
 			rc = 0;
 			goto out;
 		default:
@@ -1360,6 +1384,11 @@ static int cmd_plot(int argc, char **argv)
 	return sfs_plot_main(argc, argv);
 }
 
+static int cmd_crash(int argc, char **argv)
+{
+	return sfs_crash_main(argc, argv);
+}
+
 static int cmd_help(int argc, char **argv);
 
 static const struct sfs_cmd sfs_cmds[] = {
@@ -1370,6 +1399,8 @@ static const struct sfs_cmd sfs_cmds[] = {
      "show an image's layout, an inode's map, "
      "free space"},
     {"plot", cmd_plot, "draw I/O-log timelines and block-layout maps"},
+    {"crash", cmd_crash,
+     "crash-test a workload: cut the power, recover, check the promise"},
     {"stats", cmd_stats, "print a run's statistics (JSON file or live mount)"},
     {"help", cmd_help, "show help for a command"},
 };

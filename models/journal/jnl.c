@@ -278,20 +278,18 @@ int sfs_jnl_free_blocks(struct sfs_jnl *j, sfs_blk_t start, uint32_t n)
 		gpointer key = GUINT_TO_POINTER(start + i);
 		gpointer v;
 
-		/* changed in this transaction and freed again: not logged */
-		struct sfs_buf *b = g_hash_table_lookup(t->meta, key);
-		if (b) {
-			g_hash_table_remove(t->meta, key);
-			sfs_cache_unpin(j->fs->cache, b);
-			sfs_cache_put(j->fs->cache, b);
-		}
+		/* ordered data of a freed block need not be written */
 		g_hash_table_remove(t->data, key);
-		/* a committed copy need not go home any more */
-		struct ctxn *owner = g_hash_table_lookup(j->owner, key);
-		if (owner) {
-			g_hash_table_remove(owner->pending, key);
-			g_hash_table_remove(j->owner, key);
-		}
+		/*
+		 * A block this transaction changed (pinned) or whose committed
+		 * copy is not yet home keeps its buffer until the free is
+		 * durable (invariant 3): until then a crash recovers the block
+		 * as in use, with the committed contents.  Anything else dies
+		 * now.
+		 */
+		if (!g_hash_table_contains(t->meta, key) &&
+		    !g_hash_table_contains(j->owner, key))
+			sfs_cache_discard(j->fs->cache, start + i, 1);
 		/* a copy that may still be replayed must be revoked */
 		if (g_hash_table_lookup_extended(j->logged, key, NULL, &v)) {
 			uint32_t blk = start + i;
@@ -304,6 +302,24 @@ int sfs_jnl_free_blocks(struct sfs_jnl *j, sfs_blk_t start, uint32_t n)
 	g_array_append_val(t->frees, f);
 	t->nfree += n;
 	return 0;
+}
+
+/* After the commit that made the frees of t durable: their buffers and
+ * their committed copies' pending write-backs are dropped. */
+static void frees_done(struct sfs_jnl *j, GArray *frees)
+{
+	for (guint i = 0; i < frees->len; i++) {
+		struct jfree *f = &g_array_index(frees, struct jfree, i);
+		for (uint32_t k = 0; k < f->n; k++) {
+			gpointer key = GUINT_TO_POINTER(f->start + k);
+			struct ctxn *owner = g_hash_table_lookup(j->owner, key);
+			if (owner) {
+				g_hash_table_remove(owner->pending, key);
+				g_hash_table_remove(j->owner, key);
+			}
+		}
+		sfs_cache_discard(j->fs->cache, f->start, f->n);
+	}
 }
 
 uint64_t sfs_jnl_pending_free(const struct sfs_jnl *j)
@@ -471,20 +487,34 @@ int sfs_jnl_commit(struct sfs_jnl *j, enum sfs_commit_reason why)
 	struct sfs_txn *t = j->run;
 	struct sfs_jtxn_blocks jb = {0};
 	uint32_t bs = fs->bs, next, used;
+	GHashTable *freed = NULL; /* blk -> pinned buffer, freed here */
+	GArray *frees = NULL;
 	int rc;
 
 	if (!j->ops->journaled || txn_empty(t))
 		return 0;
 
-	/* 1. deferred frees, 2. counts: both join this transaction */
-	for (guint i = 0; i < t->frees->len; i++) {
-		struct jfree *f = &g_array_index(t->frees, struct jfree, i);
+	/* 1. deferred frees, 2. counts: both join this transaction.  A freed
+	 * block this transaction had changed is not logged (it is revoked);
+	 * it stays pinned until the commit is durable. */
+	freed = g_hash_table_new(g_direct_hash, g_direct_equal);
+	frees = t->frees;
+	t->frees = g_array_new(FALSE, FALSE, sizeof(struct jfree));
+	t->nfree = 0;
+	for (guint i = 0; i < frees->len; i++) {
+		struct jfree *f = &g_array_index(frees, struct jfree, i);
 		rc = sfs_blocks_release(fs, f->start, f->n);
 		if (rc)
 			goto out_error;
+		for (uint32_t k = 0; k < f->n; k++) {
+			gpointer key = GUINT_TO_POINTER(f->start + k);
+			struct sfs_buf *b = g_hash_table_lookup(t->meta, key);
+			if (b) {
+				g_hash_table_steal(t->meta, key);
+				g_hash_table_insert(freed, key, b);
+			}
+		}
 	}
-	g_array_set_size(t->frees, 0);
-	t->nfree = 0;
 	rc = sfs_fs_flush_super_gdt(fs);
 	if (rc)
 		goto out_error;
@@ -626,6 +656,18 @@ int sfs_jnl_commit(struct sfs_jnl *j, enum sfs_commit_reason why)
 	j->commits[why]++;
 	sfs_hist_add(&j->txn_blocks, nmeta);
 
+	/* the frees are durable: their pinned buffers and pending copies go */
+	GHashTableIter fit;
+	gpointer fv;
+	g_hash_table_iter_init(&fit, freed);
+	while (g_hash_table_iter_next(&fit, NULL, &fv)) {
+		sfs_cache_unpin(fs->cache, fv);
+		sfs_cache_put(fs->cache, fv);
+	}
+	g_hash_table_destroy(freed);
+	frees_done(j, frees);
+	g_array_free(frees, TRUE);
+
 	/* 8. a new running transaction */
 	txn_free(j, t);
 	j->run = txn_new(c->tid + 1);
@@ -633,6 +675,17 @@ int sfs_jnl_commit(struct sfs_jnl *j, enum sfs_commit_reason why)
 	return 0;
 
 out_error:
+	if (freed) {
+		/* back into the transaction, which still owns them */
+		GHashTableIter it2;
+		gpointer k2, v2;
+		g_hash_table_iter_init(&it2, freed);
+		while (g_hash_table_iter_next(&it2, &k2, &v2))
+			g_hash_table_insert(t->meta, k2, v2);
+		g_hash_table_destroy(freed);
+	}
+	if (frees)
+		g_array_free(frees, TRUE);
 	sfs_fs_error(fs, rc, "journal commit of transaction %u failed", t->tid);
 	return rc;
 }
@@ -772,6 +825,9 @@ int sfs_jnl_close(struct sfs_jnl *j)
 			rc = sfs_cache_sync(j->fs->cache);
 		if (!rc)
 			rc = checkpoint(j, UINT32_MAX);
+		/* the empty log must be durable before needs_recovery goes */
+		if (!rc)
+			rc = sfs_bdev_flush(j->fs->bd);
 	}
 	return rc;
 }

@@ -1,0 +1,655 @@
+/*
+ * test_crash.c - the crash-consistency matrix (doc/crash.md), suite
+ * 'crash'.
+ *
+ *  - the crash device alone, on a RAM device: cut, tear, volatile cache,
+ *    point 0, determinism;
+ *  - the checker is not vacuous: data=none held to ordered's promise
+ *    breaks it, held to its own it does not;
+ *  - every journal policy the engine accepts (data=none on an ext2
+ *    image, the journaled ones on an ext3 image with a 1024-block
+ *    internal journal; 16 MiB, 1 KiB blocks) x every short workload x
+ *    every crash point (cut); tear at every point for two workloads,
+ *    volatile (four seeded cache outcomes a point) for three; the long workload
+ * at >= 1000 sampled points spread over the policies and crash modes; one
+ * workload run on after the cut;
+ *  - `simfs crash` (sfs_crash_main) end to end.
+ *
+ * Each cell runs its points in forked processes (one per point, as many
+ * at a time as there are CPUs).  A failure prints the mode, workload,
+ * crash point, seeds and the `simfs crash` command that reproduces it.
+ * SIMFS_CRASH_SEED (default 1) and SIMFS_CRASH_LONG_POINTS (default 1000)
+ * override the seed and the long workload's sample.
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <glib.h>
+
+#include "config.h"
+#include "crash.h"
+#include "crashdev.h"
+#include "models/journal/jbd2.h"
+#include "testsupport.h"
+
+/*
+ * While the journaled policies are being written, the matrix runs the
+ * ones the engine accepts and requires only "none".  Flip to 1 once
+ * writeback, ordered and journal have landed: then a missing one fails.
+ */
+#define CRASH_REQUIRE_ALL_POLICIES 1
+
+#define IMG_BYTES (16u << 20)
+#define IMG_BS 1024u
+#define JOURNAL_BLOCKS 1024u
+#define CELL_OPTS "mem=1M,device=none"
+
+static const char *const all_policies[] = {"none", "writeback", "ordered",
+					   "journal"};
+
+struct suite {
+	char *dir;
+	char *ext2; /* base images, never modified */
+	char *ext3;
+	const char *pol[4]; /* policies the engine accepts */
+	unsigned npol;
+	unsigned jobs;
+	uint64_t seed;
+	unsigned long_points;
+	bool failed; /* keep the images: the reproduce lines name them */
+};
+
+static struct suite S;
+
+/* ------------------------------------------------------------ setup */
+
+static void make_images(void)
+{
+	struct sfs_bdev *bd;
+	char *err = NULL;
+	int rc;
+
+	S.dir = sfs_test_tmpdir();
+	S.ext2 = g_build_filename(S.dir, "ext2.img", NULL);
+	S.ext3 = g_build_filename(S.dir, "ext3.img", NULL);
+	assert_int_equal(sfs_test_mkimage(S.ext2, IMG_BYTES, IMG_BS), 0);
+	assert_int_equal(sfs_test_mkimage(S.ext3, IMG_BYTES, IMG_BS), 0);
+	assert_int_equal(sfs_bdev_open_file(S.ext3, 0, 0, &bd), 0);
+	rc = sfs_jbd2_add_internal(bd, JOURNAL_BLOCKS,
+				   SFS_JBD2_PLACE_FIRST_FREE, &err);
+	if (rc)
+		print_error("sfs_jbd2_add_internal: %s\n", err ? err : "?");
+	g_free(err);
+	sfs_bdev_close(bd);
+	assert_int_equal(rc, 0);
+	assert_true(sfs_test_fsck_clean(S.ext2, NULL));
+	assert_true(sfs_test_fsck_clean(S.ext3, NULL));
+}
+
+/* Policies whose data= name the engine accepts (config.c's list). */
+static void probe_policies(void)
+{
+	struct sfs_config cfg;
+
+	S.npol = 0;
+	for (size_t i = 0; i < G_N_ELEMENTS(all_policies); i++) {
+		char *opts = g_strdup_printf("data=%s", all_policies[i]);
+		char *err = NULL;
+
+		sfs_config_defaults(&cfg);
+		if (sfs_config_parse(&cfg, opts, NULL, &err) == 0)
+			S.pol[S.npol++] = all_policies[i];
+		g_free(err);
+		g_free(opts);
+	}
+}
+
+static int group_setup(void **state)
+{
+	const char *s = g_getenv("SIMFS_CRASH_SEED");
+	const char *lp = g_getenv("SIMFS_CRASH_LONG_POINTS");
+	long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+
+	S.seed = s ? g_ascii_strtoull(s, NULL, 0) : 1;
+	S.long_points = lp ? (unsigned)g_ascii_strtoull(lp, NULL, 0) : 1000;
+	S.jobs = ncpu > 0 ? (unsigned)MIN(ncpu, 16) : 1;
+	make_images();
+	probe_policies();
+	printf("# crash suite: seed %llu, %u jobs, policies:",
+	       (unsigned long long)S.seed, S.jobs);
+	for (unsigned i = 0; i < S.npol; i++)
+		printf(" %s", S.pol[i]);
+	printf("\n");
+	return 0;
+}
+
+static int group_teardown(void **state)
+{
+	if (S.dir && S.failed)
+		printf("# base images kept in %s for the reproduce lines\n",
+		       S.dir);
+	else if (S.dir)
+		sfs_test_rmtree(S.dir);
+	g_free(S.dir);
+	g_free(S.ext2);
+	g_free(S.ext3);
+	return 0;
+}
+
+/* -------------------------------------------------- the crash device */
+
+/* A RAM device with the crash device on top. */
+static struct sfs_bdev *crash_over_ram(struct sfs_bdev **ram)
+{
+	*ram = sfs_ramdev_new(1 << 20);
+	return sfs_crashdev_new(*ram);
+}
+
+static void fill(uint8_t *b, size_t n, uint8_t v)
+{
+	memset(b, v, n);
+}
+
+static bool all_of(const uint8_t *p, size_t n, uint8_t v)
+{
+	for (size_t i = 0; i < n; i++)
+		if (p[i] != v)
+			return false;
+	return true;
+}
+
+/* cut: requests 1..n land, later writes vanish, reads still read. */
+static void test_crashdev_cut(void **state)
+{
+	struct sfs_bdev *ram, *cd = crash_over_ram(&ram);
+	struct sfs_crashdev_counters c;
+	uint8_t buf[4096], got[4096];
+
+	sfs_crashdev_arm(cd, SFS_CRASH_CUT, 3, 42);
+	for (int i = 0; i < 5; i++) {
+		fill(buf, sizeof(buf), (uint8_t)(i + 1));
+		assert_int_equal(sfs_bdev_write(cd, SFS_IO_DATA,
+						(uint64_t)i * 4096, buf, 4096),
+				 0);
+	}
+	assert_true(sfs_crashdev_crashed(cd));
+	for (int i = 0; i < 5; i++) {
+		assert_int_equal(sfs_bdev_read(cd, SFS_IO_DATA,
+					       (uint64_t)i * 4096, got, 4096),
+				 0);
+		assert_int_equal(got[17], i < 3 ? i + 1 : 0);
+	}
+	assert_int_equal(sfs_bdev_flush(cd), 0);
+	sfs_crashdev_counters(cd, &c);
+	assert_int_equal(c.crash_point, 3);
+	assert_int_equal(c.writes_seen, 5);
+	assert_int_equal(c.writes_landed, 3);
+	assert_int_equal(c.writes_dropped, 2);
+	assert_int_equal(c.flushes_seen, 1);
+	assert_int_equal(c.reqs_seen, 11);
+	assert_int_equal(sfs_ramdev_data(ram)[3 * 4096], 0);
+	sfs_bdev_close(cd);
+}
+
+/* tear: the write at the point keeps a seeded prefix of whole sectors,
+ * never all of it; the same seed tears the same way. */
+static void test_crashdev_tear(void **state)
+{
+	GHashTable *kept = g_hash_table_new(g_direct_hash, g_direct_equal);
+
+	for (uint64_t seed = 0; seed < 64; seed++) {
+		uint64_t k[2];
+
+		for (int rep = 0; rep < 2; rep++) {
+			struct sfs_bdev *ram, *cd = crash_over_ram(&ram);
+			struct sfs_crashdev_counters c;
+			uint8_t buf[4096];
+			const uint8_t *d;
+			uint64_t n = 0;
+
+			fill(buf, sizeof(buf), 0xAB);
+			sfs_crashdev_arm(cd, SFS_CRASH_TEAR, 2, seed);
+			assert_int_equal(
+			    sfs_bdev_write(cd, SFS_IO_DATA, 0, buf, 1024), 0);
+			assert_int_equal(
+			    sfs_bdev_write(cd, SFS_IO_DATA, 8192, buf, 4096),
+			    0);
+			sfs_crashdev_counters(cd, &c);
+			assert_int_equal(c.writes_torn, 1);
+			d = sfs_ramdev_data(ram);
+			while (n < 4096 && d[8192 + n] == 0xAB)
+				n++;
+			assert_int_equal(n, c.torn_kept_bytes);
+			assert_int_equal(n % SFS_CRASH_SECTOR, 0);
+			assert_true(n < 4096);
+			assert_true(all_of(d, 1024, 0xAB));
+			k[rep] = n;
+			sfs_bdev_close(cd);
+		}
+		assert_int_equal(k[0], k[1]);
+		g_hash_table_add(kept, GSIZE_TO_POINTER(k[0] + 1));
+	}
+	assert_true(g_hash_table_size(kept) >= 4); /* the seed matters */
+	g_hash_table_destroy(kept);
+}
+
+/* volatile: writes wait in a cache the reads see; a flush makes them
+ * durable; the crash applies a seeded subset, never an older write over
+ * a newer one of the same sector. */
+static void test_crashdev_volatile(void **state)
+{
+	unsigned outcome[4] = {0};
+
+	for (uint64_t seed = 0; seed < 200; seed++) {
+		struct sfs_bdev *ram, *cd = crash_over_ram(&ram);
+		uint8_t a[2048], b[2048], got[2048];
+		const uint8_t *d;
+		const struct sfs_crashdev_rec *log;
+		size_t n;
+
+		fill(a, sizeof(a), 'a');
+		fill(b, sizeof(b), 'b');
+		sfs_crashdev_set_logging(cd, true);
+		sfs_crashdev_arm(cd, SFS_CRASH_VOLATILE, 100, seed);
+		/* durable part: one write, then a flush */
+		assert_int_equal(
+		    sfs_bdev_write(cd, SFS_IO_DATA, 65536, a, 1024), 0);
+		assert_int_equal(sfs_bdev_flush(cd), 0);
+		d = sfs_ramdev_data(ram);
+		assert_int_equal(d[65536], 'a');
+		/* the cache: a then b over the same 2 KiB */
+		assert_int_equal(sfs_bdev_write(cd, SFS_IO_DATA, 0, a, 2048),
+				 0);
+		assert_int_equal(sfs_bdev_write(cd, SFS_IO_DATA, 0, b, 2048),
+				 0);
+		assert_int_equal(d[0], 0); /* not below yet */
+		assert_int_equal(sfs_bdev_read(cd, SFS_IO_DATA, 0, got, 2048),
+				 0);
+		assert_int_equal(got[0], 'b'); /* reads see the cache */
+		sfs_crashdev_crash_now(cd);
+		log = sfs_crashdev_log(cd, &n);
+		assert_int_equal(n, 5);
+		assert_int_equal(log[1].fate, SFS_CRASH_LANDED);
+		assert_int_equal(log[0].fate, SFS_CRASH_FLUSHED);
+		if (log[3].fate == SFS_CRASH_APPLIED) {
+			assert_true(all_of(d, 2048, 'b')); /* a never over b */
+			outcome[2]++;
+		} else if (log[3].fate == SFS_CRASH_TORN) {
+			assert_true(all_of(d, log[3].kept_bytes, 'b'));
+			outcome[3]++;
+		} else if (log[2].fate == SFS_CRASH_APPLIED) {
+			assert_true(all_of(d, 2048, 'a'));
+			outcome[1]++;
+		} else if (log[2].fate == SFS_CRASH_LOST) {
+			assert_true(all_of(d, 2048, 0));
+			outcome[0]++;
+		} else {
+			assert_int_equal(log[2].fate, SFS_CRASH_TORN);
+			assert_true(all_of(d, log[2].kept_bytes, 'a'));
+			assert_true(all_of(d + log[2].kept_bytes,
+					   2048 - log[2].kept_bytes, 0));
+			outcome[3]++;
+		}
+		assert_int_equal(d[65536], 'a');
+		sfs_bdev_close(cd);
+	}
+	for (int i = 0; i < 4; i++)
+		assert_true(outcome[i] > 0);
+}
+
+/* Point 0 kills the device at arming; closing an armed live device cuts
+ * the power then (volatile: the cache is resolved). */
+static void test_crashdev_point0_and_close(void **state)
+{
+	struct sfs_bdev *ram, *cd = crash_over_ram(&ram);
+	uint8_t buf[512];
+	struct sfs_crashdev_counters c;
+
+	fill(buf, sizeof(buf), 7);
+	sfs_crashdev_arm(cd, SFS_CRASH_CUT, 0, 1);
+	assert_true(sfs_crashdev_crashed(cd));
+	assert_int_equal(sfs_bdev_write(cd, SFS_IO_DATA, 0, buf, 512), 0);
+	assert_int_equal(sfs_ramdev_data(ram)[0], 0);
+	sfs_crashdev_counters(cd, &c);
+	assert_int_equal(c.crash_point, 0);
+	assert_int_equal(c.writes_dropped, 1);
+	sfs_bdev_close(cd);
+
+	/* unarmed: a plain pass-through */
+	cd = crash_over_ram(&ram);
+	assert_int_equal(sfs_bdev_write(cd, SFS_IO_DATA, 0, buf, 512), 0);
+	assert_int_equal(sfs_ramdev_data(ram)[0], 7);
+	assert_false(sfs_crashdev_crashed(cd));
+	sfs_bdev_close(cd);
+}
+
+/* ------------------------------------------------------ the checker */
+
+static const char *image_for(const char *policy)
+{
+	return strcmp(policy, "none") == 0 ? S.ext2 : S.ext3;
+}
+
+/* One cell: plan, points, sweep; print what failed; returns the sweep's
+ * violations (and the summary). */
+static size_t run_cell(const char *policy, const char *workload,
+		       enum sfs_crash_mode mode, const char *spec,
+		       uint32_t subsets, bool run_to_end, const char *promise,
+		       struct sfs_crash_summary *sum)
+{
+	char *opts = g_strdup_printf(CELL_OPTS ",data=%s", policy);
+	struct sfs_crash_params p = {
+	    .image = image_for(policy),
+	    .opts = opts,
+	    .workload = workload,
+	    .seed = S.seed,
+	    .mode = mode,
+	    .run_to_end = run_to_end,
+	    .promise = promise,
+	};
+	struct sfs_crash_plan plan;
+	struct sfs_crash_result *res;
+	uint64_t *points;
+	char *err = NULL;
+	size_t n, bad, shown = 0;
+	gint64 t0 = g_get_monotonic_time();
+	int rc;
+
+	rc = sfs_crash_plan(&p, &plan, &err);
+	if (rc) {
+		print_error("data=%s workload=%s: dry run failed: %s\n", policy,
+			    workload, err ? err : "?");
+		g_free(err);
+		g_free(opts);
+		fail();
+	}
+	n = sfs_crash_points(&plan, &p, spec, &points);
+	res = g_new0(struct sfs_crash_result, n * subsets);
+	bad = sfs_crash_sweep(&p, points, n, subsets, S.jobs, res);
+	sfs_crash_summarize(res, n * subsets, sum);
+	if (bad && !promise)
+		S.failed = true;
+	for (size_t i = 0; i < n * subsets && shown < (promise ? 3 : 10); i++) {
+		char *r;
+
+		if (!res[i].violated)
+			continue;
+		r = sfs_crash_repro(&p, &res[i]);
+		printf("# %s data=%s workload=%s mode=%s point=%llu seed=%llu"
+		       " devseed=%llu op=%s: %s\n#   reproduce: %s\n",
+		       promise ? "caught (as expected)" : "FAIL", policy,
+		       workload, sfs_crash_mode_name(mode),
+		       (unsigned long long)res[i].point,
+		       (unsigned long long)S.seed,
+		       (unsigned long long)res[i].dev_seed, res[i].op_desc,
+		       res[i].why, r);
+		g_free(r);
+		shown++;
+	}
+	printf("# %-9s %-8s %-8s%s %4zu pts (%3llu reqs) %zu bad | crashed: "
+	       "%zu recover %zu damaged, %zu repaired | simfs clean %zu, "
+	       "same %zu | foreign %zu | fsync %zu/%zu | %.1fs\n",
+	       policy, workload, sfs_crash_mode_name(mode),
+	       run_to_end ? "+end"
+	       : promise  ? "!"
+			  : "",
+	       sum->points, (unsigned long long)plan.total_reqs,
+	       sum->violations, sum->needs_recovery, sum->damaged,
+	       sum->repaired, sum->recovered_clean, sum->same_tree,
+	       sum->foreign_points, sum->fsync_ok,
+	       sum->fsync_ok + sum->fsync_lost,
+	       (double)(g_get_monotonic_time() - t0) / 1e6);
+	fflush(stdout);
+	g_free(res);
+	g_free(points);
+	sfs_crash_plan_free(&plan);
+	g_free(opts);
+	return bad;
+}
+
+/* Which policies ran: "none" always; all four once they have landed. */
+static void test_crash_policies(void **state)
+{
+	bool none = false;
+
+	for (unsigned i = 0; i < S.npol; i++)
+		none |= strcmp(S.pol[i], "none") == 0;
+	assert_true(none);
+	if (CRASH_REQUIRE_ALL_POLICIES)
+		assert_int_equal(S.npol, G_N_ELEMENTS(all_policies));
+	for (unsigned i = 0; i < S.npol; i++)
+		assert_non_null(sfs_crash_promise_of(S.pol[i]));
+}
+
+/* The checker is not vacuous: ext2 held to ordered's promise breaks it
+ * (fsck damage, lost fsyncs, stale blocks), held to its own it holds;
+ * writeback held to ordered's shows stale data. */
+static void test_crash_checker_catches(void **state)
+{
+	struct sfs_crash_summary s;
+
+	for (unsigned i = 0; i < S.npol; i++) {
+		if (strcmp(S.pol[i], "writeback") != 0)
+			continue;
+		assert_true(run_cell("writeback", "long", SFS_CRASH_CUT,
+				     "sample:40", 1, false, "ordered", &s) > 0);
+		assert_true(s.foreign_points > 0);
+	}
+
+	assert_true(run_cell("none", "unlink", SFS_CRASH_CUT, "all", 1, false,
+			     "ordered", &s) > 0);
+	assert_true(s.damaged > 0);
+	assert_int_equal(run_cell("none", "unlink", SFS_CRASH_CUT, "all", 1,
+				  false, NULL, &s),
+			 0);
+	assert_int_equal(s.repaired, s.damaged);
+}
+
+/* The same point twice: the same request count, losses, verdicts. */
+static void test_crash_deterministic(void **state)
+{
+	const char *pol = S.pol[S.npol - 1];
+	char *opts = g_strdup_printf(CELL_OPTS ",data=%s", pol);
+	struct sfs_crash_params p = {.image = image_for(pol),
+				     .opts = opts,
+				     .workload = "mix",
+				     .seed = S.seed,
+				     .mode = SFS_CRASH_VOLATILE};
+	struct sfs_crash_plan a, b;
+	struct sfs_crash_result r1, r2;
+	char *err = NULL;
+
+	assert_int_equal(sfs_crash_plan(&p, &a, &err), 0);
+	assert_int_equal(sfs_crash_plan(&p, &b, &err), 0);
+	assert_int_equal(a.total_reqs, b.total_reqs);
+	assert_memory_equal(a.req_op, b.req_op, a.total_reqs);
+	for (uint64_t pt = 1; pt < a.total_reqs; pt += a.total_reqs / 5 + 1) {
+		assert_int_equal(sfs_crash_check_point(&p, pt, 0, &r1), 0);
+		assert_int_equal(sfs_crash_check_point(&p, pt, 0, &r2), 0);
+		assert_int_equal(r1.crash_req, r2.crash_req);
+		assert_int_equal(r1.dropped, r2.dropped);
+		assert_int_equal(r1.applied, r2.applied);
+		assert_int_equal(r1.crashed_clean, r2.crashed_clean);
+		assert_int_equal(r1.state, r2.state);
+		assert_int_equal(r1.violated, r2.violated);
+	}
+	sfs_crash_plan_free(&a);
+	sfs_crash_plan_free(&b);
+	g_free(opts);
+}
+
+/* A matrix cell, as a cmocka test's state. */
+struct cell {
+	const char *policy;
+	const char *workload;
+	enum sfs_crash_mode mode;
+	const char *spec;
+	uint32_t subsets;
+	bool run_to_end;
+};
+
+static void test_crash_cell(void **state)
+{
+	const struct cell *c = *state;
+	struct sfs_crash_summary s;
+	size_t bad = run_cell(c->policy, c->workload, c->mode, c->spec,
+			      c->subsets, c->run_to_end, NULL, &s);
+
+	assert_true(s.points > 0);
+	assert_int_equal(bad, 0);
+	if (strcmp(c->policy, "none") != 0 && c->mode == SFS_CRASH_CUT &&
+	    strcmp(c->spec, "all") == 0)
+		assert_true(s.needs_recovery > 0); /* the journal was used */
+}
+
+/* `simfs crash` end to end: one point (exit 0), a bad option (exit 2). */
+static int run_main(char **argv, int argc)
+{
+	pid_t pid;
+	int status;
+
+	fflush(NULL);
+	pid = fork();
+	if (pid == 0) {
+		int fd = open("/dev/null", O_WRONLY);
+
+		dup2(fd, 1);
+		dup2(fd, 2);
+		_exit(sfs_crash_main(argc, argv));
+	}
+	assert_true(pid > 0);
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	assert_true(WIFEXITED(status));
+	return WEXITSTATUS(status);
+}
+
+static void test_crash_main(void **state)
+{
+	char *ok[] = {"crash",	"-o",	    "data=none", "--workload",
+		      "rename", "--points", "sample:4",	 "--jobs",
+		      "2",	S.ext2,	    NULL};
+	char *one[] = {"crash", "--workload", "append", "--point",
+		       "3",	"--mode",     "tear",	"--seed",
+		       "9",	S.ext2,	      NULL};
+	char *badopt[] = {"crash", "--mode", "sideways", S.ext2, NULL};
+	char *noimg[] = {"crash", "--workload", "mix", NULL};
+	char *broke[] = {"crash",   "--workload", "unlink", "--promise",
+			 "ordered", S.ext2,	  NULL};
+
+	assert_int_equal(run_main(ok, 10), 0);
+	assert_int_equal(run_main(one, 10), 0);
+	assert_int_equal(run_main(badopt, 4), 2);
+	assert_int_equal(run_main(noimg, 3), 2);
+	assert_int_equal(run_main(broke, 6), 1);
+}
+
+/* ------------------------------------------------------------ main */
+
+static GPtrArray *cells; /* struct cell * */
+static GPtrArray *names; /* char * */
+
+static void add_cell(GArray *tests, const char *policy, const char *wl,
+		     enum sfs_crash_mode mode, const char *spec,
+		     uint32_t subsets, bool run_to_end)
+{
+	struct cell *c = g_new0(struct cell, 1);
+	char *name;
+
+	c->policy = policy;
+	c->workload = wl;
+	c->mode = mode;
+	c->spec = g_strdup(spec);
+	c->subsets = subsets;
+	c->run_to_end = run_to_end;
+	name = g_strdup_printf("test_crash_%s_%s_%s%s", policy, wl,
+			       sfs_crash_mode_name(mode),
+			       run_to_end ? "_to_end" : "");
+	g_ptr_array_add(cells, c);
+	g_ptr_array_add(names, name);
+	struct CMUnitTest t = {
+	    .name = name,
+	    .test_func = test_crash_cell,
+	    .initial_state = c,
+	};
+	g_array_append_val(tests, t);
+}
+
+int main(void)
+{
+	const char *const *wls = sfs_crash_workloads();
+	GArray *tests = g_array_new(FALSE, TRUE, sizeof(struct CMUnitTest));
+	const struct CMUnitTest fixed[] = {
+	    cmocka_unit_test(test_crashdev_cut),
+	    cmocka_unit_test(test_crashdev_tear),
+	    cmocka_unit_test(test_crashdev_volatile),
+	    cmocka_unit_test(test_crashdev_point0_and_close),
+	    cmocka_unit_test(test_crash_policies),
+	    cmocka_unit_test(test_crash_checker_catches),
+	    cmocka_unit_test(test_crash_deterministic),
+	    cmocka_unit_test(test_crash_main),
+	};
+	int rc;
+
+	cells = g_ptr_array_new();
+	names = g_ptr_array_new_with_free_func(g_free);
+	g_array_append_vals(tests, fixed, G_N_ELEMENTS(fixed));
+	/* the policies are known only after probing: probe here too */
+	probe_policies();
+	for (unsigned i = 0; i < S.npol; i++) {
+		const char *pol = S.pol[i];
+		char spec[32];
+		unsigned k;
+
+		for (size_t w = 0; wls[w]; w++)
+			if (strcmp(wls[w], "long") != 0)
+				add_cell(tests, pol, wls[w], SFS_CRASH_CUT,
+					 "all", 1, false);
+		add_cell(tests, pol, "mix", SFS_CRASH_TEAR, "all", 1, false);
+		add_cell(tests, pol, "unlink", SFS_CRASH_TEAR, "all", 1, false);
+		add_cell(tests, pol, "mix", SFS_CRASH_VOLATILE, "all", 4,
+			 false);
+		add_cell(tests, pol, "truncate", SFS_CRASH_VOLATILE, "all", 4,
+			 false);
+		add_cell(tests, pol, "rename", SFS_CRASH_VOLATILE, "all", 4,
+			 false);
+		add_cell(tests, pol, "rename", SFS_CRASH_CUT, "all", 1, true);
+		/* the long workload: its share of the points, half cut, a
+		 * quarter tear, a quarter volatile */
+		{
+			const char *lp = g_getenv("SIMFS_CRASH_LONG_POINTS");
+			unsigned total = lp ? (unsigned)atoi(lp) : 1000;
+
+			k = (total + S.npol - 1) / S.npol;
+		}
+		g_snprintf(spec, sizeof(spec), "sample:%u", (k + 1) / 2);
+		add_cell(tests, pol, "long", SFS_CRASH_CUT, spec, 1, false);
+		g_snprintf(spec, sizeof(spec), "sample:%u", (k + 3) / 4);
+		add_cell(tests, pol, "long", SFS_CRASH_TEAR, spec, 1, false);
+		add_cell(tests, pol, "long", SFS_CRASH_VOLATILE, spec, 1,
+			 false);
+	}
+	rc = _cmocka_run_group_tests(
+	    "crash", (const struct CMUnitTest *)(void *)tests->data, tests->len,
+	    group_setup, group_teardown);
+	g_array_free(tests, TRUE);
+	g_ptr_array_free(names, TRUE);
+	for (guint i = 0; i < cells->len; i++) {
+		struct cell *c = cells->pdata[i];
+
+		g_free((char *)c->spec);
+		g_free(c);
+	}
+	g_ptr_array_free(cells, TRUE);
+	return rc;
+}
