@@ -1578,6 +1578,8 @@ static void first_missing(const char *a, const char *b, char *buf, size_t len)
 /* ================================================ 6. one crash point */
 
 static void viol(struct sfs_crash_result *r, const char *fmt, ...)
+	G_GNUC_PRINTF(2, 3);
+static void viol(struct sfs_crash_result *r, const char *fmt, ...)
 {
 	va_list ap;
 

@@ -423,7 +423,12 @@ static void sfs_ctl_read(fuse_req_t req, size_t size, off_t off,
 		fuse_reply_buf(req, NULL, 0);
 		return;
 	}
-	fuse_reply_buf(req, h->data + off, MIN(size, h->len - (size_t)off));
+	/* Reply from a private copy: the kernel may send RELEASE (which
+	 * frees h->data on another thread) as soon as it has the reply. */
+	size_t n = MIN(size, h->len - (size_t)off);
+	void *copy = g_memdup2(h->data + off, n);
+	fuse_reply_buf(req, copy, n);
+	g_free(copy);
 }
 
 /*
@@ -1297,6 +1302,8 @@ static GPrivate sfs_fuse_partial = G_PRIVATE_INIT(sfs_fuse_line_free);
 
 /* Add a fragment; returns a complete prefixed line (g_free) or NULL. */
 static char *sfs_fuse_log_line(enum fuse_log_level level, const char *fmt,
+			       va_list ap) G_GNUC_PRINTF(2, 0);
+static char *sfs_fuse_log_line(enum fuse_log_level level, const char *fmt,
 			       va_list ap)
 {
 	GString *buf = g_private_get(&sfs_fuse_partial);
@@ -1320,6 +1327,8 @@ static char *sfs_fuse_log_line(enum fuse_log_level level, const char *fmt,
 }
 
 static void sfs_fuse_log_stderr(enum fuse_log_level level, const char *fmt,
+				va_list ap) G_GNUC_PRINTF(2, 0);
+static void sfs_fuse_log_stderr(enum fuse_log_level level, const char *fmt,
 				va_list ap)
 {
 	char *line = sfs_fuse_log_line(level, fmt, ap);
@@ -1329,6 +1338,8 @@ static void sfs_fuse_log_stderr(enum fuse_log_level level, const char *fmt,
 	g_free(line);
 }
 
+static void sfs_fuse_log_syslog(enum fuse_log_level level, const char *fmt,
+				va_list ap) G_GNUC_PRINTF(2, 0);
 static void sfs_fuse_log_syslog(enum fuse_log_level level, const char *fmt,
 				va_list ap)
 {

@@ -556,6 +556,7 @@ static void tap_note(const char *text)
  * Run a shell command; its exit status (-1 if it could not start).  A
  * failure is shown (command and output) unless quiet.
  */
+static int vsh(bool quiet, const char *fmt, va_list ap) G_GNUC_PRINTF(2, 0);
 static int vsh(bool quiet, const char *fmt, va_list ap)
 {
 	gchar *argv[] = {"/bin/sh", "-c", NULL, NULL};
