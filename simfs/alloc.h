@@ -22,6 +22,7 @@
 struct sfs_fs;
 struct sfs_inode;
 struct sfs_alloc;
+struct sfs_stats_writer;
 
 /* Placement model.  Members marked optional may be NULL. */
 struct sfs_alloc_ops {
@@ -41,6 +42,9 @@ struct sfs_alloc_ops {
 			  uint32_t *got_out);
 	/* optional: ip was closed, truncated or freed: drop its state */
 	void (*release_inode)(struct sfs_alloc *a, struct sfs_inode *ip);
+	/* optional: the model's counters, written into the "alloc" stats
+	 * section (called with the fs lock held) */
+	void (*stats)(struct sfs_alloc *a, struct sfs_stats_writer *w);
 };
 
 struct sfs_alloc {
@@ -96,6 +100,26 @@ const char *sfs_alloc_names(void);
 const struct sfs_alloc_preset *sfs_alloc_nth(unsigned i);
 
 extern const struct sfs_map_ops sfs_blockmap_map_ops;   /* models/alloc/blockmap.c */
+extern const struct sfs_map_ops sfs_extent_map_ops;     /* models/alloc/extent.c */
 extern const struct sfs_alloc_ops sfs_bitmap_alloc_ops; /* models/alloc/bitmap.c */
+extern const struct sfs_alloc_ops sfs_reservation_alloc_ops; /* models/alloc/reservation.c */
+
+/* Counters of alloc=reservation (models/alloc/reservation.c). */
+struct sfs_rsv_counters {
+	uint64_t windows_made;      /* windows placed */
+	uint64_t windows_grown;     /* goal size doubled on a new window */
+	uint64_t windows_dropped;   /* dropped on close, truncate, eviction */
+	uint64_t windows_live;      /* windows held now */
+	uint64_t allocs_in_window;  /* allocations taken inside a window */
+	uint64_t allocs_unreserved; /* directories, metadata, small groups */
+	uint64_t allocs_fallback;   /* every group failed: retried windowless */
+};
+/* Check the window set (ordered, non-overlapping, each in one group) and
+ * copy the counters to out (may be NULL).  0, -EINVAL if a is not the
+ * reservation model, -EIO on a broken invariant. */
+int sfs_reservation_check(struct sfs_alloc *a, struct sfs_rsv_counters *out);
+/* The window ip holds now, if any (for tests and inspect). */
+bool sfs_reservation_window(struct sfs_alloc *a, struct sfs_inode *ip,
+			    sfs_blk_t *start_out, sfs_blk_t *end_out);
 
 #endif /* SFS_ALLOC_H */

@@ -135,6 +135,7 @@ struct sfs_fs {
 	uint64_t ops[SFS_OP_COUNT];    /* calls by type */
 	uint64_t bytes_read;      /* by the workload (sfs_read) */
 	uint64_t bytes_written;   /* by the workload (sfs_write) */
+	uint64_t atime_updates;   /* inode writes caused by atime (sfs_read) */
 	FILE *report;             /* table printed at close, or NULL */
 	sfs_fs_close_fn close_fn; /* called at close with the stats, or NULL */
 	void *close_arg;
@@ -277,7 +278,22 @@ uint64_t sfs_free_blocks(const struct sfs_fs *fs);
 int sfs_alloc_blocks(struct sfs_fs *fs, struct sfs_inode *ip, sfs_blk_t goal,
 		     uint32_t want, sfs_blk_t *start_out, uint32_t *got_out);
 
-/* ---- file mapping (inode.c, through fs->map) ---- */
+/* ---- file mapping (inode.c, through sfs_imap) ---- */
+/* The mapping of one inode: extent-mapped inodes (EXTENTS_FL) use the
+ * extent tree, the others the block map, whatever alloc= chose (ext4 reads
+ * both); fs->map only decides what new inodes get. */
+static inline const struct sfs_map_ops *sfs_imap(struct sfs_fs *fs,
+						 const struct sfs_inode *ip)
+{
+	(void)fs;
+	return (sfs_le32(ip->d.i_flags) & SFS_EXTENTS_FL)
+		       ? &sfs_extent_map_ops
+		       : &sfs_blockmap_map_ops;
+}
+/* Make ip (a new file, directory or slow symlink) extent-mapped with an
+ * empty root; the first one sets the `extents` feature (models/alloc/
+ * extent.c). */
+void sfs_extent_init_root(struct sfs_fs *fs, struct sfs_inode *ip);
 /*
  * Physical block for logical block lblk of ip.  With create, a hole is
  * filled (allocated and zeroed on disk view, i_blocks updated); without,

@@ -2,8 +2,8 @@
  * inode.c - one file's attributes and data: getattr/setattr, open/release,
  * read/write/truncate, fsync and statfs.
  *
- * File data goes through the mapping model (fs->map: which physical block
- * holds logical block n) and the buffer cache.  A write fills holes first
+ * File data goes through the inode's mapping model (sfs_imap: which
+ * physical block holds logical block n) and the buffer cache.  A write fills holes first
  * (sfs_bmap with create), then copies whole blocks as runs of physically
  * contiguous blocks (sfs_cache_write_run) and partial blocks through a
  * buffer.  A block allocated for a partial write is zeroed around the
@@ -181,7 +181,7 @@ int sfs_bmap(struct sfs_fs *fs, struct sfs_inode *ip, uint32_t lblk,
 
 	if (create && sfs_check_writable(fs))
 		return -EROFS;
-	return fs->map->map(fs, ip, lblk, create, pblk_out, &isnew);
+	return sfs_imap(fs, ip)->map(fs, ip, lblk, create, pblk_out, &isnew);
 }
 
 /* Zero bytes [from, bs) of the block holding byte `size` if mapped. */
@@ -195,8 +195,8 @@ static int zero_tail(struct sfs_fs *fs, struct sfs_inode *ip, uint64_t size)
 
 	if (off == 0)
 		return 0;
-	rc = fs->map->map(fs, ip, (uint32_t)(size >> fs->bs_log), false, &pblk,
-			  &isnew);
+	rc = sfs_imap(fs, ip)->map(fs, ip, (uint32_t)(size >> fs->bs_log),
+				   false, &pblk, &isnew);
 	if (rc || pblk == 0)
 		return rc;
 	rc = sfs_cache_get(fs->cache, pblk, SFS_IO_DATA, &b);
@@ -214,14 +214,14 @@ int sfs_truncate(struct sfs_fs *fs, struct sfs_inode *ip, uint64_t new_size)
 	uint64_t old = sfs_i_size(ip);
 	int rc;
 
-	if (new_size > fs->map->max_bytes(fs->bs))
+	if (new_size > sfs_imap(fs, ip)->max_bytes(fs->bs))
 		return -EFBIG;
 	if (new_size < old) {
 		uint64_t first = (new_size + fs->bs - 1) >> fs->bs_log;
 		rc = zero_tail(fs, ip, new_size);
 		if (rc)
 			return rc;
-		rc = fs->map->truncate(fs, ip, (uint32_t)first);
+		rc = sfs_imap(fs, ip)->truncate(fs, ip, (uint32_t)first);
 		if (rc)
 			return rc;
 		if (fs->alloc->ops->release_inode)
@@ -386,7 +386,8 @@ static void ra_window(struct sfs_fs *fs, struct sfs_inode *ip, uint32_t from,
 	for (uint32_t i = 0; i < n; i++) {
 		sfs_blk_t pblk;
 
-		if (fs->map->map(fs, ip, from + i, false, &pblk, &isnew))
+		if (sfs_imap(fs, ip)->map(fs, ip, from + i, false, &pblk,
+					   &isnew))
 			break;
 		if (len && pblk == run + len) {
 			len++;
@@ -447,6 +448,34 @@ static void ra_after_read(struct sfs_fs *fs, struct sfs_inode *ip,
 		ra_window(fs, ip, from, MIN(win, eof_blk - from));
 }
 
+/*
+ * Does a read of ip update its atime (atime_policy=)?  atime: always;
+ * noatime (or the inode's NOATIME flag): never; relatime (default): when
+ * atime is not newer than mtime or ctime, or is a day old (Linux 2.6.30).
+ */
+static bool atime_due(struct sfs_fs *fs, const struct sfs_inode *ip)
+{
+	const char *pol = fs->cfg.atime;
+	struct timespec at, mt, ct, now;
+
+	if ((sfs_le32(ip->d.i_flags) & SFS_NOATIME_FL) ||
+	    strcmp(pol, "noatime") == 0)
+		return false;
+	if (strcmp(pol, "atime") == 0)
+		return true;
+	/* with nanoseconds where the inode has them, as Linux compares */
+	at = get_time(fs, ip, ip->d.i_atime, ip->d.i_atime_extra, 0x90);
+	mt = get_time(fs, ip, ip->d.i_mtime, ip->d.i_mtime_extra, 0x8C);
+	ct = get_time(fs, ip, ip->d.i_ctime, ip->d.i_ctime_extra, 0x88);
+	if (at.tv_sec < mt.tv_sec ||
+	    (at.tv_sec == mt.tv_sec && at.tv_nsec <= mt.tv_nsec) ||
+	    at.tv_sec < ct.tv_sec ||
+	    (at.tv_sec == ct.tv_sec && at.tv_nsec <= ct.tv_nsec))
+		return true;
+	sfs_now(fs, &now);
+	return (int64_t)now.tv_sec - (int64_t)at.tv_sec >= 24 * 3600;
+}
+
 int sfs_read(struct sfs_fs *fs, sfs_ino_t ino, uint64_t off, size_t len,
 	     void *buf, size_t *got_out)
 {
@@ -477,7 +506,7 @@ int sfs_read(struct sfs_fs *fs, sfs_ino_t ino, uint64_t off, size_t len,
 		sfs_blk_t pblk;
 		bool isnew;
 
-		rc = fs->map->map(fs, ip, lblk, false, &pblk, &isnew);
+		rc = sfs_imap(fs, ip)->map(fs, ip, lblk, false, &pblk, &isnew);
 		if (rc)
 			goto out_put;
 		if (boff == 0 && end - off >= fs->bs && pblk) {
@@ -486,8 +515,9 @@ int sfs_read(struct sfs_fs *fs, sfs_ino_t ino, uint64_t off, size_t len,
 			uint64_t max = (end - off) >> fs->bs_log;
 			while (n < max && n < 256) {
 				sfs_blk_t next;
-				rc = fs->map->map(fs, ip, lblk + n, false,
-						  &next, &isnew);
+				rc = sfs_imap(fs, ip)->map(fs, ip, lblk + n,
+							   false, &next,
+							   &isnew);
 				if (rc)
 					goto out_put;
 				if (next != pblk + n)
@@ -517,14 +547,10 @@ int sfs_read(struct sfs_fs *fs, sfs_ino_t ino, uint64_t off, size_t len,
 		done += chunk;
 	}
 	ra_after_read(fs, ip, start, end, size);
-	if (!fs->ro && !fs->error &&
-	    !(sfs_le32(ip->d.i_flags) & SFS_NOATIME_FL)) {
-		/* relatime: only when atime is older than mtime or ctime */
-		if (sfs_le32(ip->d.i_atime) <= sfs_le32(ip->d.i_mtime) ||
-		    sfs_le32(ip->d.i_atime) <= sfs_le32(ip->d.i_ctime)) {
-			sfs_i_touch(fs, ip, SFS_SET_ATIME);
-			sfs_inode_dirty(fs, ip);
-		}
+	if (!fs->ro && !fs->error && atime_due(fs, ip)) {
+		sfs_i_touch(fs, ip, SFS_SET_ATIME);
+		sfs_inode_dirty(fs, ip);
+		fs->atime_updates++;
 	}
 out_put:
 	*got_out = done;
@@ -547,7 +573,7 @@ static int write_partial(struct sfs_fs *fs, struct sfs_inode *ip,
 	bool isnew = false;
 	int rc;
 
-	rc = fs->map->map(fs, ip, lblk, true, &pblk, &isnew);
+	rc = sfs_imap(fs, ip)->map(fs, ip, lblk, true, &pblk, &isnew);
 	if (rc)
 		return rc;
 	if (isnew)
@@ -591,7 +617,7 @@ int sfs_write(struct sfs_fs *fs, sfs_ino_t ino, uint64_t off, const void *buf,
 	if (len == 0)
 		goto out_put;
 	end = off + len;
-	if (end < off || end > fs->map->max_bytes(fs->bs)) {
+	if (end < off || end > sfs_imap(fs, ip)->max_bytes(fs->bs)) {
 		rc = -EFBIG;
 		goto out_put;
 	}
@@ -608,8 +634,9 @@ int sfs_write(struct sfs_fs *fs, sfs_ino_t ino, uint64_t off, const void *buf,
 			while (n < max) {
 				sfs_blk_t pblk;
 				bool isnew;
-				rc = fs->map->map(fs, ip, lblk + n, true, &pblk,
-						  &isnew);
+				rc = sfs_imap(fs, ip)->map(fs, ip, lblk + n,
+							   true, &pblk,
+							   &isnew);
 				if (rc)
 					break;
 				if (n == 0)

@@ -126,6 +126,14 @@ static void nm_encode_dev(struct sfs_inode *ip, uint32_t rdev)
 						   ((min & ~0xffu) << 12));
 }
 
+/* A new file, directory or slow symlink is extent-mapped when the mount's
+ * mapping model is the extent tree (never fast symlinks or devices). */
+static void nm_map_init(struct sfs_fs *fs, struct sfs_inode *ip)
+{
+	if (fs->map == &sfs_extent_map_ops)
+		sfs_extent_init_root(fs, ip);
+}
+
 /* Symlink target: in i_block if it fits (fast), else in data block 0. */
 static int nm_symlink_write(struct sfs_fs *fs, struct sfs_inode *ip,
 			    const char *target, size_t tlen)
@@ -141,6 +149,7 @@ static int nm_symlink_write(struct sfs_fs *fs, struct sfs_inode *ip,
 		sfs_i_set_size(ip, tlen);
 		return 0;
 	}
+	nm_map_init(fs, ip);
 	rc = sfs_bmap(fs, ip, 0, true, &pblk);
 	if (rc)
 		return rc;
@@ -161,6 +170,7 @@ static int nm_setup(struct sfs_fs *fs, struct sfs_inode *dp,
 {
 	switch (nn->mode & SFS_S_IFMT) {
 	case SFS_S_IFDIR:
+		nm_map_init(fs, ip);
 		return sfs_dir_init(fs, ip, dp->ino);
 	case SFS_S_IFLNK:
 		return nm_symlink_write(fs, ip, nn->target, nn->tlen);
@@ -175,6 +185,7 @@ static int nm_setup(struct sfs_fs *fs, struct sfs_inode *dp,
 		memset(ip->d.i_block, 0, sizeof(ip->d.i_block));
 		return 0;
 	default:
+		nm_map_init(fs, ip);
 		return 0;
 	}
 }

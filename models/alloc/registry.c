@@ -17,6 +17,21 @@ static const struct sfs_alloc_preset presets[] = {
 		.map = &sfs_blockmap_map_ops,
 		.place = &sfs_bitmap_alloc_ops,
 	},
+	{
+		.name = "reservation",
+		.help = "ext3: indirect block maps, bitmap search inside "
+			"per-file reservation windows (reservation_window=, "
+			"reservation_max=)",
+		.map = &sfs_blockmap_map_ops,
+		.place = &sfs_reservation_alloc_ops,
+	},
+	{
+		.name = "extent",
+		.help = "ext4: extent trees for new files (ext4_ext_map_blocks, "
+			"ext4_ext_find_goal), goal-directed bitmap search",
+		.map = &sfs_extent_map_ops,
+		.place = &sfs_bitmap_alloc_ops,
+	},
 };
 
 const struct sfs_alloc_preset *sfs_alloc_nth(unsigned i)
@@ -38,5 +53,5 @@ const struct sfs_alloc_preset *sfs_alloc_find(const char *name)
 
 const char *sfs_alloc_names(void)
 {
-	return "blockmap";
+	return "blockmap, reservation, extent";
 }

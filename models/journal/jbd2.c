@@ -541,7 +541,7 @@ static int jl_map_inode(struct sfs_jlog *log, const struct jl_reader *r,
 				     sizeof(d.i_block), -1);
 	} else if (r->fs) {
 		struct sfs_inode tmp = {.ino = log->ino, .d = d};
-		rc = r->fs->map->walk(r->fs, &tmp, jl_map_cb, &m);
+		rc = sfs_imap(r->fs, &tmp)->walk(r->fs, &tmp, jl_map_cb, &m);
 	} else {
 		rc = jl_walk_blockmap(r, &m, &d);
 	}

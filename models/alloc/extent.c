@@ -1,0 +1,930 @@
+/*
+ * extent.c - ext4's file mapping: an extent tree rooted in i_block.
+ *
+ *   i_block (60 bytes)  header + 4 entries          (eh_max 4)
+ *   tree block          header + (bs - 12) / 12     (84 / 169 / 340)
+ *   depth 0 node        extents  {ee_block, ee_len, ee_start}
+ *   depth > 0 node      indexes  {ei_block = first key of the child, ei_leaf}
+ *
+ * Invariants (checked by the kernel and e2fsck, doc/internals.md):
+ *   1. keys strictly increase within a node; extents never overlap;
+ *   2. an index's ei_block equals its child's first key (ex_fix_keys);
+ *   3. a node at level l of a depth-d tree has eh_depth d - l;
+ *   4. the tree is never shorter or narrower than e2fsck would like: after
+ *      a split, a merge that removed an entry, or a truncate the shape is
+ *      checked (ex_shape_ok) and the tree repacked if needed (ex_build).
+ *
+ * Growth is ext4_ext_insert_extent's: a new block merges into the extent on
+ * its left or right when logically and physically contiguous (up to 32768
+ * initialised blocks); otherwise a new extent is inserted, splitting full
+ * nodes on the way up (entries after the insertion point move to the new
+ * node) and, when the root is full too, growing the tree in depth (the root
+ * moves into a new block and becomes one index).  The goal is
+ * ext4_ext_find_goal's.  Unwritten extents (ee_len > 32768) read as holes;
+ * writing into one converts that block.
+ */
+#include <assert.h>
+#include <errno.h>
+#include <string.h>
+
+#include "fs_priv.h"
+
+#define EX_MAGIC 0xF30A
+#define EX_ROOT_MAX 4
+#define EX_INIT_MAX 32768u   /* longest initialised extent */
+#define EX_UNINIT_MAX 32767u /* longest unwritten extent */
+#define EX_MAX_DEPTH 5
+
+/* One node on a lookup path. */
+struct ex_node {
+	struct sfs_dextent_header *h; /* in i_block (root) or in buf */
+	struct sfs_buf *buf;	      /* NULL for the root */
+	sfs_blk_t blk;		      /* 0 for the root */
+	int idx;		      /* entry followed or found; -1: none */
+};
+
+struct ex_path {
+	int depth;
+	struct ex_node n[EX_MAX_DEPTH + 2];
+};
+
+/* Tree blocks allocated before an insertion changes anything. */
+struct ex_pool {
+	sfs_blk_t b[EX_MAX_DEPTH + 2];
+	int n;
+	int used;
+};
+
+static uint32_t ex_cap(const struct sfs_fs *fs)
+{
+	return (fs->bs - sizeof(struct sfs_dextent_header)) /
+	       sizeof(struct sfs_dextent);
+}
+
+static struct sfs_dextent_header *ex_root(struct sfs_inode *ip)
+{
+	return (struct sfs_dextent_header *)ip->d.i_block;
+}
+
+static struct sfs_dextent *ex_ext(struct sfs_dextent_header *h, uint32_t i)
+{
+	return (struct sfs_dextent *)(h + 1) + i;
+}
+
+static struct sfs_dextent_idx *ex_idx(struct sfs_dextent_header *h, uint32_t i)
+{
+	return (struct sfs_dextent_idx *)(h + 1) + i;
+}
+
+static uint16_t ex_entries(const struct sfs_dextent_header *h)
+{
+	return sfs_le16(h->eh_entries);
+}
+
+/* First logical block of entry i (extent or index: same offset). */
+static uint32_t ex_key(struct sfs_dextent_header *h, uint32_t i)
+{
+	return sfs_le32(ex_ext(h, i)->ee_block);
+}
+
+static uint32_t ex_len(const struct sfs_dextent *e)
+{
+	uint32_t l = sfs_le16(e->ee_len);
+
+	return l > EX_INIT_MAX ? l - EX_INIT_MAX : l;
+}
+
+static bool ex_unwritten(const struct sfs_dextent *e)
+{
+	return sfs_le16(e->ee_len) > EX_INIT_MAX;
+}
+
+static sfs_blk_t ex_pblk(const struct sfs_dextent *e)
+{
+	return sfs_le32(e->ee_start_lo);
+}
+
+static void ex_set(struct sfs_dextent *e, uint32_t lblk, uint32_t len,
+		   sfs_blk_t pblk, bool unwritten)
+{
+	e->ee_block = sfs_cpu_to_le32(lblk);
+	e->ee_len =
+	    sfs_cpu_to_le16((uint16_t)(unwritten ? len + EX_INIT_MAX : len));
+	e->ee_start_hi = 0;
+	e->ee_start_lo = sfs_cpu_to_le32(pblk);
+}
+
+static void ex_hdr_init(struct sfs_dextent_header *h, uint16_t max,
+			uint16_t depth)
+{
+	h->eh_magic = sfs_cpu_to_le16(EX_MAGIC);
+	h->eh_entries = 0;
+	h->eh_max = sfs_cpu_to_le16(max);
+	h->eh_depth = sfs_cpu_to_le16(depth);
+	h->eh_generation = 0;
+}
+
+static int ex_corrupt(struct sfs_fs *fs, struct sfs_inode *ip, sfs_blk_t blk,
+		      const char *what)
+{
+	sfs_fs_error(fs, -EIO, "inode %u: extent tree node %u: %s", ip->ino,
+		     blk, what);
+	return -EIO;
+}
+
+/* Check a node header: magic, depth, counts (kernel __ext4_ext_check). */
+static int ex_check(struct sfs_fs *fs, struct sfs_inode *ip, sfs_blk_t blk,
+		    const struct sfs_dextent_header *h, int depth, uint32_t cap)
+{
+	uint16_t max = sfs_le16(h->eh_max);
+
+	if (sfs_le16(h->eh_magic) != EX_MAGIC)
+		return ex_corrupt(fs, ip, blk, "bad magic");
+	if (depth >= 0 && sfs_le16(h->eh_depth) != depth)
+		return ex_corrupt(fs, ip, blk, "unexpected depth");
+	if (sfs_le16(h->eh_depth) > EX_MAX_DEPTH)
+		return ex_corrupt(fs, ip, blk, "tree too deep");
+	if (max == 0 || max > cap || ex_entries(h) > max)
+		return ex_corrupt(fs, ip, blk, "bad entry counts");
+	return 0;
+}
+
+static bool ex_valid_blk(const struct sfs_fs *fs, sfs_blk_t b)
+{
+	return b >= fs->first_data_block && b < fs->blocks_count;
+}
+
+/* Read tree block blk, expected at the given depth. */
+static int ex_read_node(struct sfs_fs *fs, struct sfs_inode *ip, sfs_blk_t blk,
+			int depth, struct sfs_buf **out)
+{
+	int rc;
+
+	if (!ex_valid_blk(fs, blk))
+		return ex_corrupt(fs, ip, blk, "outside the filesystem");
+	rc = sfs_cache_get(fs->cache, blk, SFS_IO_INDIRECT, out);
+	if (rc)
+		return rc;
+	rc = ex_check(fs, ip, blk, (void *)(*out)->data, depth, ex_cap(fs));
+	if (rc) {
+		sfs_cache_put(fs->cache, *out);
+		*out = NULL;
+	}
+	return rc;
+}
+
+static void ex_path_put(struct sfs_fs *fs, struct ex_path *p)
+{
+	for (int l = 1; l <= p->depth; l++)
+		if (p->n[l].buf)
+			sfs_cache_put(fs->cache, p->n[l].buf);
+	p->depth = 0;
+}
+
+/* Last entry of h with key <= lblk, or -1. */
+static int ex_search(struct sfs_dextent_header *h, uint32_t lblk)
+{
+	int lo = 0, hi = (int)ex_entries(h) - 1, found = -1;
+
+	while (lo <= hi) {
+		int mid = lo + (hi - lo) / 2;
+		if (ex_key(h, (uint32_t)mid) <= lblk) {
+			found = mid;
+			lo = mid + 1;
+		} else {
+			hi = mid - 1;
+		}
+	}
+	return found;
+}
+
+/* Walk from the root to the leaf that covers lblk (ext4_find_extent). */
+static int ex_find(struct sfs_fs *fs, struct sfs_inode *ip, uint32_t lblk,
+		   struct ex_path *p)
+{
+	struct sfs_dextent_header *h = ex_root(ip);
+	int rc;
+
+	memset(p, 0, sizeof(*p));
+	rc = ex_check(fs, ip, 0, h, -1, EX_ROOT_MAX);
+	if (rc)
+		return rc;
+	p->n[0].h = h;
+	for (int l = 0;; l++) {
+		int depth = sfs_le16(h->eh_depth);
+		int i = ex_search(h, lblk);
+
+		if (depth == 0) {
+			p->n[l].idx = i;
+			p->depth = l;
+			return 0;
+		}
+		if (ex_entries(h) == 0) {
+			p->depth = l;
+			ex_path_put(fs, p);
+			return ex_corrupt(fs, ip, p->n[l].blk, "empty index");
+		}
+		if (i < 0)
+			i = 0;
+		p->n[l].idx = i;
+		struct sfs_buf *b;
+		sfs_blk_t child = sfs_le32(ex_idx(h, (uint32_t)i)->ei_leaf_lo);
+		p->depth = l;
+		rc = ex_read_node(fs, ip, child, depth - 1, &b);
+		if (rc) {
+			ex_path_put(fs, p);
+			return rc;
+		}
+		h = (struct sfs_dextent_header *)b->data;
+		p->n[l + 1] = (struct ex_node){.h = h, .buf = b, .blk = child};
+		p->depth = l + 1;
+	}
+}
+
+static void ex_dirty(struct sfs_fs *fs, struct sfs_inode *ip, struct ex_node *n)
+{
+	if (n->buf) {
+		sfs_meta_dirty(fs, n->buf);
+		sfs_inode_note_dirty(ip, n->blk, 1);
+	}
+	/* the root is written with the inode (sfs_inode_dirty) */
+}
+
+/* Node l's first key changed: update the index keys above it. */
+static void ex_fix_keys(struct sfs_fs *fs, struct sfs_inode *ip,
+			struct ex_path *p, int l)
+{
+	for (; l > 0; l--) {
+		struct ex_node *c = &p->n[l], *par = &p->n[l - 1];
+		struct sfs_dextent_idx *ix;
+		uint32_t key;
+
+		if (ex_entries(c->h) == 0)
+			return;
+		key = ex_key(c->h, 0);
+		ix = ex_idx(par->h, (uint32_t)par->idx);
+		if (sfs_le32(ix->ei_block) == key)
+			return;
+		ix->ei_block = sfs_cpu_to_le32(key);
+		ex_dirty(fs, ip, par);
+		if (par->idx != 0)
+			return;
+	}
+}
+
+static void ex_pool_release(struct sfs_fs *fs, struct ex_pool *pool)
+{
+	for (int i = pool->used; i < pool->n; i++)
+		sfs_blocks_free(fs, pool->b[i], 1);
+	pool->n = pool->used = 0;
+}
+
+/* Allocate n tree blocks near goal; all or nothing.  -ENOSPC, -EIO. */
+static int ex_pool_fill(struct sfs_fs *fs, struct sfs_inode *ip,
+			struct ex_pool *pool, int n, sfs_blk_t goal)
+{
+	while (pool->n < n) {
+		sfs_blk_t start;
+		uint32_t got;
+		int rc = sfs_alloc_blocks(fs, ip, goal, (uint32_t)(n - pool->n),
+					  &start, &got);
+		if (rc) {
+			ex_pool_release(fs, pool);
+			return rc;
+		}
+		for (uint32_t i = 0; i < got; i++)
+			pool->b[pool->n++] = start + i;
+		goal = start + got;
+	}
+	return 0;
+}
+
+/* A zeroed, headed tree block from the pool (counted in i_blocks). */
+static int ex_pool_take(struct sfs_fs *fs, struct sfs_inode *ip,
+			struct ex_pool *pool, uint16_t depth,
+			struct sfs_buf **out, sfs_blk_t *blk_out)
+{
+	int rc;
+
+	assert(pool->used < pool->n);
+	*blk_out = pool->b[pool->used++];
+	rc = sfs_cache_get_new(fs->cache, *blk_out, SFS_IO_INDIRECT, out);
+	if (rc) {
+		sfs_blocks_free(fs, *blk_out, 1);
+		return rc;
+	}
+	memset((*out)->data, 0, fs->bs);
+	ex_hdr_init((void *)(*out)->data, (uint16_t)ex_cap(fs), depth);
+	sfs_i_add_blocks(fs, ip, 1);
+	return 0;
+}
+
+/*
+ * Insert the 12-byte entry ent at position pos of node l, splitting full
+ * nodes upwards and growing the root (ext4_ext_split, _grow_indepth).  The
+ * pool holds one block per full node on the path.  The path stays usable
+ * only for ex_path_put afterwards.
+ */
+static int ex_insert(struct sfs_fs *fs, struct sfs_inode *ip, struct ex_path *p,
+		     int l, uint32_t pos, const void *ent, struct ex_pool *pool,
+		     bool *reshaped)
+{
+	struct ex_node *n = &p->n[l];
+	uint32_t cnt = ex_entries(n->h), max = sfs_le16(n->h->eh_max);
+	uint8_t *base = (uint8_t *)(n->h + 1);
+	struct sfs_buf *nb;
+	sfs_blk_t nblk;
+	int rc;
+
+	if (cnt < max) {
+		memmove(base + 12 * (pos + 1), base + 12 * pos,
+			12 * (cnt - pos));
+		memcpy(base + 12 * pos, ent, 12);
+		n->h->eh_entries = sfs_cpu_to_le16((uint16_t)(cnt + 1));
+		ex_dirty(fs, ip, n);
+		if (pos == 0)
+			ex_fix_keys(fs, ip, p, l);
+		return 0;
+	}
+	*reshaped = true;
+	if (l == 0) {
+		/* Grow in depth: the root's entries move to a new block. */
+		uint16_t depth = sfs_le16(n->h->eh_depth);
+		struct sfs_dextent_header *bh;
+
+		rc = ex_pool_take(fs, ip, pool, depth, &nb, &nblk);
+		if (rc)
+			return rc;
+		bh = (struct sfs_dextent_header *)nb->data;
+		memcpy(bh + 1, n->h + 1, 12 * cnt);
+		bh->eh_entries = sfs_cpu_to_le16((uint16_t)cnt);
+		memset(n->h + 1, 0, 12 * EX_ROOT_MAX);
+		n->h->eh_depth = sfs_cpu_to_le16((uint16_t)(depth + 1));
+		n->h->eh_entries = sfs_cpu_to_le16(1);
+		ex_idx(n->h, 0)->ei_block = sfs_cpu_to_le32(ex_key(bh, 0));
+		ex_idx(n->h, 0)->ei_leaf_lo = sfs_cpu_to_le32(nblk);
+		memmove(&p->n[1], &p->n[0], sizeof(p->n[0]) * (p->depth + 1));
+		p->n[1] = (struct ex_node){
+		    .h = bh, .buf = nb, .blk = nblk, .idx = p->n[0].idx};
+		p->n[0] = (struct ex_node){.h = n->h, .idx = 0};
+		p->depth++;
+		ex_dirty(fs, ip, &p->n[1]);
+		return ex_insert(fs, ip, p, 1, pos, ent, pool, reshaped);
+	}
+	/* Split: entries from pos on move to a new node after this one. */
+	struct sfs_dextent_header *nh;
+	struct sfs_dextent_idx ix = {0};
+	uint32_t move = cnt - pos;
+
+	rc = ex_pool_take(fs, ip, pool, sfs_le16(n->h->eh_depth), &nb, &nblk);
+	if (rc)
+		return rc;
+	nh = (struct sfs_dextent_header *)nb->data;
+	memcpy(nh + 1, base + 12 * pos, 12 * move);
+	memset(base + 12 * pos, 0, 12 * move);
+	if (move == 0) {
+		memcpy(nh + 1, ent, 12);
+		nh->eh_entries = sfs_cpu_to_le16(1);
+		n->h->eh_entries = sfs_cpu_to_le16((uint16_t)cnt);
+	} else {
+		nh->eh_entries = sfs_cpu_to_le16((uint16_t)move);
+		memcpy(base + 12 * pos, ent, 12);
+		n->h->eh_entries = sfs_cpu_to_le16((uint16_t)(pos + 1));
+		if (pos == 0)
+			ex_fix_keys(fs, ip, p, l);
+	}
+	ex_dirty(fs, ip, n);
+	sfs_meta_dirty(fs, nb);
+	sfs_inode_note_dirty(ip, nblk, 1);
+	ix.ei_block = sfs_cpu_to_le32(ex_key(nh, 0));
+	ix.ei_leaf_lo = sfs_cpu_to_le32(nblk);
+	sfs_cache_put(fs->cache, nb);
+	return ex_insert(fs, ip, p, l - 1, (uint32_t)p->n[l - 1].idx + 1, &ix,
+			 pool, reshaped);
+}
+
+/* ---- whole-tree helpers: collect, shape check, rebuild ---- */
+
+/* Append every extent (on-disk form) to exts and every tree block to
+ * blks, in key order. */
+static int ex_collect_node(struct sfs_fs *fs, struct sfs_inode *ip,
+			   struct sfs_dextent_header *h, GArray *exts,
+			   GArray *blks)
+{
+	uint32_t cnt = ex_entries(h);
+	int depth = sfs_le16(h->eh_depth);
+
+	if (depth == 0) {
+		g_array_append_vals(exts, ex_ext(h, 0), cnt);
+		return 0;
+	}
+	for (uint32_t i = 0; i < cnt; i++) {
+		sfs_blk_t child = sfs_le32(ex_idx(h, i)->ei_leaf_lo);
+		struct sfs_buf *b;
+		int rc = ex_read_node(fs, ip, child, depth - 1, &b);
+		if (rc)
+			return rc;
+		g_array_append_val(blks, child);
+		rc = ex_collect_node(fs, ip, (void *)b->data, exts, blks);
+		sfs_cache_put(fs->cache, b);
+		if (rc)
+			return rc;
+	}
+	return 0;
+}
+
+static int ex_collect(struct sfs_fs *fs, struct sfs_inode *ip, GArray *exts,
+		      GArray *blks)
+{
+	int rc = ex_check(fs, ip, 0, ex_root(ip), -1, EX_ROOT_MAX);
+
+	return rc ? rc : ex_collect_node(fs, ip, ex_root(ip), exts, blks);
+}
+
+/* Per-level sums of entries and capacities (e2fsck's extent_tree_info). */
+static int ex_levels(struct sfs_fs *fs, struct sfs_inode *ip,
+		     struct sfs_dextent_header *h, int level, uint64_t *num,
+		     uint64_t *max)
+{
+	int depth = sfs_le16(h->eh_depth);
+
+	num[level] += ex_entries(h);
+	max[level] += sfs_le16(h->eh_max);
+	if (depth == 0)
+		return 0;
+	for (uint32_t i = 0; i < ex_entries(h); i++) {
+		struct sfs_buf *b;
+		int rc = ex_read_node(
+		    fs, ip, sfs_le32(ex_idx(h, i)->ei_leaf_lo), depth - 1, &b);
+		if (rc)
+			return rc;
+		rc = ex_levels(fs, ip, (void *)b->data, level + 1, num, max);
+		sfs_cache_put(fs->cache, b);
+		if (rc)
+			return rc;
+	}
+	return 0;
+}
+
+/* Would e2fsck call this tree narrower or shorter than it could be
+ * (e2fsck_should_rebuild_extents)?  *ok_out false if so. */
+static int ex_shape_ok(struct sfs_fs *fs, struct sfs_inode *ip, bool *ok_out)
+{
+	uint64_t num[EX_MAX_DEPTH + 1] = {0}, max[EX_MAX_DEPTH + 1] = {0};
+	int depth = sfs_le16(ex_root(ip)->eh_depth);
+	int rc = ex_levels(fs, ip, ex_root(ip), 0, num, max);
+
+	*ok_out = true;
+	if (rc)
+		return rc;
+	for (int i = 0; i <= depth; i++) {
+		if (max[i] - num[i] > ex_cap(fs))
+			*ok_out = false;
+		for (int j = 0; j < i; j++)
+			if (num[i] < max[j])
+				*ok_out = false;
+	}
+	return 0;
+}
+
+/*
+ * Replace the tree with the tightest one holding exts[] (sorted, not
+ * overlapping): leaves filled in order, depth as small as it can be.  The
+ * tree blocks in blks are reused, missing ones allocated first (nothing
+ * changes on -ENOSPC), surplus ones freed.
+ */
+static int ex_build(struct sfs_fs *fs, struct sfs_inode *ip, GArray *exts,
+		    GArray *blks)
+{
+	uint32_t cap = ex_cap(fs), need = 0, n = exts->len;
+	struct sfs_dextent_header *root = ex_root(ip);
+	GArray *cur, *next;
+	uint32_t used = 0, got_new = 0;
+	sfs_blk_t *extra = NULL;
+	int depth = 0, rc = 0;
+
+	for (uint32_t c = n; c > EX_ROOT_MAX; depth++) {
+		c = (c + cap - 1) / cap;
+		need += c;
+	}
+	if (depth > EX_MAX_DEPTH)
+		return -EFBIG;
+	if (need > blks->len) {
+		sfs_blk_t goal =
+		    blks->len ? g_array_index(blks, sfs_blk_t, 0)
+			      : sfs_group_first(fs, (ip->ino - 1) / fs->ipg);
+		got_new = need - blks->len;
+		extra = g_new(sfs_blk_t, got_new);
+		for (uint32_t i = 0; i < got_new;) {
+			sfs_blk_t start;
+			uint32_t got;
+			rc = sfs_alloc_blocks(fs, ip, goal, got_new - i, &start,
+					      &got);
+			if (rc) {
+				for (uint32_t k = 0; k < i; k++)
+					sfs_blocks_free(fs, extra[k], 1);
+				g_free(extra);
+				return rc;
+			}
+			for (uint32_t j = 0; j < got; j++)
+				extra[i++] = start + j;
+			goal = start + got;
+		}
+		sfs_i_add_blocks(fs, ip, got_new);
+	}
+
+	cur = g_array_new(FALSE, FALSE, 12);
+	g_array_append_vals(cur, exts->data, n);
+	for (int d = 0; d < depth; d++) {
+		next = g_array_new(FALSE, FALSE, 12);
+		for (uint32_t i = 0; i < cur->len; i += cap) {
+			uint32_t k = MIN(cap, cur->len - i);
+			sfs_blk_t blk =
+			    used < blks->len
+				? g_array_index(blks, sfs_blk_t, used)
+				: extra[used - blks->len];
+			struct sfs_dextent_idx ix = {0};
+			struct sfs_buf *b;
+			used++;
+			rc = sfs_cache_get_new(fs->cache, blk, SFS_IO_INDIRECT,
+					       &b);
+			if (rc) {
+				sfs_fs_error(fs, rc,
+					     "inode %u: cannot "
+					     "rewrite extent block %u",
+					     ip->ino, blk);
+				g_array_free(next, TRUE);
+				goto out;
+			}
+			memset(b->data, 0, fs->bs);
+			ex_hdr_init((void *)b->data, (uint16_t)cap,
+				    (uint16_t)d);
+			memcpy(b->data + 12, cur->data + 12 * i, 12 * k);
+			((struct sfs_dextent_header *)b->data)->eh_entries =
+			    sfs_cpu_to_le16((uint16_t)k);
+			sfs_meta_dirty(fs, b);
+			sfs_inode_note_dirty(ip, blk, 1);
+			sfs_cache_put(fs->cache, b);
+			memcpy(&ix.ei_block, cur->data + 12 * i, 4);
+			ix.ei_leaf_lo = sfs_cpu_to_le32(blk);
+			g_array_append_val(next, ix);
+		}
+		g_array_free(cur, TRUE);
+		cur = next;
+	}
+	memset(ip->d.i_block, 0, sizeof(ip->d.i_block));
+	ex_hdr_init(root, EX_ROOT_MAX, (uint16_t)depth);
+	memcpy(root + 1, cur->data, 12 * cur->len);
+	root->eh_entries = sfs_cpu_to_le16((uint16_t)cur->len);
+	for (uint32_t i = used; i < blks->len; i++) {
+		sfs_blocks_free(fs, g_array_index(blks, sfs_blk_t, i), 1);
+		sfs_i_add_blocks(fs, ip, -1);
+	}
+out:
+	g_array_free(cur, TRUE);
+	g_free(extra);
+	return rc;
+}
+
+/* Check the shape and repack the tree if e2fsck would complain. */
+static int ex_reshape(struct sfs_fs *fs, struct sfs_inode *ip)
+{
+	GArray *exts, *blks;
+	bool ok;
+	int rc = ex_shape_ok(fs, ip, &ok);
+
+	if (rc || ok)
+		return rc;
+	exts = g_array_new(FALSE, FALSE, sizeof(struct sfs_dextent));
+	blks = g_array_new(FALSE, FALSE, sizeof(sfs_blk_t));
+	rc = ex_collect(fs, ip, exts, blks);
+	if (!rc)
+		rc = ex_build(fs, ip, exts, blks);
+	g_array_free(exts, TRUE);
+	g_array_free(blks, TRUE);
+	return rc;
+}
+
+/* Write into an unwritten extent: block lblk becomes initialised (merged
+ * into an initialised left neighbour when contiguous); the tree is rebuilt
+ * from the list. */
+static int ex_convert(struct sfs_fs *fs, struct sfs_inode *ip, uint32_t lblk,
+		      sfs_blk_t *pblk_out)
+{
+	GArray *exts = g_array_new(FALSE, FALSE, sizeof(struct sfs_dextent));
+	GArray *blks = g_array_new(FALSE, FALSE, sizeof(sfs_blk_t));
+	GArray *out = g_array_new(FALSE, FALSE, sizeof(struct sfs_dextent));
+	int rc = ex_collect(fs, ip, exts, blks);
+
+	for (guint i = 0; !rc && i < exts->len; i++) {
+		struct sfs_dextent e =
+		    g_array_index(exts, struct sfs_dextent, i);
+		uint32_t k = sfs_le32(e.ee_block), len = ex_len(&e);
+		sfs_blk_t p = ex_pblk(&e);
+		struct sfs_dextent piece;
+
+		if (!ex_unwritten(&e) || lblk < k || lblk >= k + len) {
+			g_array_append_val(out, e);
+			continue;
+		}
+		if (lblk > k) {
+			ex_set(&piece, k, lblk - k, p, true);
+			g_array_append_val(out, piece);
+		}
+		*pblk_out = p + (lblk - k);
+		struct sfs_dextent *prev =
+		    out->len
+			? &g_array_index(out, struct sfs_dextent, out->len - 1)
+			: NULL;
+		if (prev && !ex_unwritten(prev) &&
+		    sfs_le32(prev->ee_block) + ex_len(prev) == lblk &&
+		    ex_pblk(prev) + ex_len(prev) == *pblk_out &&
+		    ex_len(prev) < EX_INIT_MAX) {
+			prev->ee_len =
+			    sfs_cpu_to_le16((uint16_t)(ex_len(prev) + 1));
+		} else {
+			ex_set(&piece, lblk, 1, *pblk_out, false);
+			g_array_append_val(out, piece);
+		}
+		if (lblk + 1 < k + len) {
+			ex_set(&piece, lblk + 1, k + len - lblk - 1,
+			       *pblk_out + 1, true);
+			g_array_append_val(out, piece);
+		}
+	}
+	if (!rc)
+		rc = ex_build(fs, ip, out, blks);
+	g_array_free(exts, TRUE);
+	g_array_free(blks, TRUE);
+	g_array_free(out, TRUE);
+	return rc;
+}
+
+/* ext4_ext_find_goal: continue the extent found at or left of lblk (or
+ * the first one, backwards), else next to the leaf, else the group. */
+static sfs_blk_t ex_goal(struct sfs_fs *fs, struct sfs_inode *ip,
+			 struct ex_path *p, uint32_t lblk)
+{
+	struct ex_node *leaf = &p->n[p->depth];
+	sfs_blk_t goal = 0;
+
+	if (ex_entries(leaf->h)) {
+		struct sfs_dextent *e =
+		    ex_ext(leaf->h, leaf->idx < 0 ? 0 : (uint32_t)leaf->idx);
+		uint32_t k = sfs_le32(e->ee_block);
+		int64_t g = (int64_t)ex_pblk(e) + ((int64_t)lblk - k);
+		if (g > 0 && g < fs->blocks_count)
+			goal = (sfs_blk_t)g;
+	}
+	if (!goal && leaf->blk)
+		goal = leaf->blk;
+	if (!ex_valid_blk(fs, goal))
+		goal = sfs_group_first(fs, (ip->ino - 1) / fs->ipg);
+	return goal;
+}
+
+static int ex_map(struct sfs_fs *fs, struct sfs_inode *ip, uint32_t lblk,
+		  bool create, sfs_blk_t *pblk_out, bool *new_out)
+{
+	struct ex_path p;
+	struct ex_node *leaf;
+	struct sfs_dextent *le = NULL, *re = NULL;
+	struct ex_pool pool = {0};
+	bool reshaped = false;
+	sfs_blk_t pblk;
+	uint32_t got, cnt;
+	int rc;
+
+	*pblk_out = 0;
+	*new_out = false;
+	if (lblk == UINT32_MAX)
+		return -EFBIG;
+	rc = ex_find(fs, ip, lblk, &p);
+	if (rc)
+		return rc;
+	leaf = &p.n[p.depth];
+	cnt = ex_entries(leaf->h);
+	if (leaf->idx >= 0)
+		le = ex_ext(leaf->h, (uint32_t)leaf->idx);
+	if (le && lblk < sfs_le32(le->ee_block) + ex_len(le)) {
+		bool unwritten = ex_unwritten(le);
+		sfs_blk_t at = ex_pblk(le) + (lblk - sfs_le32(le->ee_block));
+		ex_path_put(fs, &p);
+		if (!ex_valid_blk(fs, at))
+			return ex_corrupt(fs, ip, at,
+					  "extent outside the "
+					  "filesystem");
+		if (!unwritten) {
+			*pblk_out = at;
+			return 0;
+		}
+		if (!create)
+			return 0; /* unwritten: reads as zeros */
+		rc = ex_convert(fs, ip, lblk, pblk_out);
+		if (rc)
+			return rc;
+		*new_out = true;
+		return sfs_inode_dirty(fs, ip);
+	}
+	if (!create) {
+		ex_path_put(fs, &p);
+		return 0;
+	}
+
+	rc =
+	    sfs_alloc_blocks(fs, ip, ex_goal(fs, ip, &p, lblk), 1, &pblk, &got);
+	if (rc)
+		goto out_put;
+	if ((uint32_t)(leaf->idx + 1) < cnt)
+		re = ex_ext(leaf->h, (uint32_t)(leaf->idx + 1));
+	bool lm = le && !ex_unwritten(le) &&
+		  sfs_le32(le->ee_block) + ex_len(le) == lblk &&
+		  ex_pblk(le) + ex_len(le) == pblk && ex_len(le) < EX_INIT_MAX;
+	bool rm = re && !ex_unwritten(re) &&
+		  lblk + 1 == sfs_le32(re->ee_block) &&
+		  pblk + 1 == ex_pblk(re) && ex_len(re) < EX_INIT_MAX;
+
+	if (lm && rm && ex_len(le) + 1 + ex_len(re) <= EX_INIT_MAX) {
+		uint32_t i = (uint32_t)leaf->idx + 1;
+		le->ee_len =
+		    sfs_cpu_to_le16((uint16_t)(ex_len(le) + 1 + ex_len(re)));
+		memmove(ex_ext(leaf->h, i), ex_ext(leaf->h, i + 1),
+			12 * (cnt - i - 1));
+		memset(ex_ext(leaf->h, cnt - 1), 0, 12);
+		leaf->h->eh_entries = sfs_cpu_to_le16((uint16_t)(cnt - 1));
+		ex_dirty(fs, ip, leaf);
+		reshaped = true;
+	} else if (lm) {
+		le->ee_len = sfs_cpu_to_le16((uint16_t)(ex_len(le) + 1));
+		ex_dirty(fs, ip, leaf);
+	} else if (rm) {
+		ex_set(re, lblk, ex_len(re) + 1, pblk, false);
+		ex_dirty(fs, ip, leaf);
+		if (leaf->idx < 0)
+			ex_fix_keys(fs, ip, &p, p.depth);
+	} else {
+		struct sfs_dextent e;
+		int full = 0;
+
+		for (int l = p.depth; l >= 0; l--) {
+			if (ex_entries(p.n[l].h) < sfs_le16(p.n[l].h->eh_max))
+				break;
+			full++;
+		}
+		if (full == p.depth + 1 && p.depth >= EX_MAX_DEPTH) {
+			sfs_blocks_free(fs, pblk, 1);
+			rc = -EFBIG;
+			goto out_put;
+		}
+		rc = ex_pool_fill(fs, ip, &pool, full, pblk);
+		if (rc) {
+			sfs_blocks_free(fs, pblk, 1);
+			goto out_put;
+		}
+		ex_set(&e, lblk, 1, pblk, false);
+		rc = ex_insert(fs, ip, &p, p.depth, (uint32_t)(leaf->idx + 1),
+			       &e, &pool, &reshaped);
+		ex_pool_release(fs, &pool);
+		if (rc) {
+			sfs_fs_error(fs, rc,
+				     "inode %u: extent insert at "
+				     "logical block %u failed",
+				     ip->ino, lblk);
+			goto out_put;
+		}
+	}
+	ex_path_put(fs, &p);
+	sfs_i_add_blocks(fs, ip, 1);
+	ip->next_lblk = lblk + 1;
+	ip->next_pblk = pblk + 1;
+	*pblk_out = pblk;
+	*new_out = true;
+	if (reshaped) {
+		rc = ex_reshape(fs, ip);
+		if (rc)
+			return rc;
+	}
+	return sfs_inode_dirty(fs, ip);
+out_put:
+	ex_path_put(fs, &p);
+	return rc;
+}
+
+/* Free every block at logical >= from; the tree is rebuilt tight (so a
+ * file back to <= 4 extents has them in the inode again). */
+static int ex_truncate(struct sfs_fs *fs, struct sfs_inode *ip, uint32_t from)
+{
+	GArray *exts = g_array_new(FALSE, FALSE, sizeof(struct sfs_dextent));
+	GArray *blks = g_array_new(FALSE, FALSE, sizeof(sfs_blk_t));
+	GArray *keep = g_array_new(FALSE, FALSE, sizeof(struct sfs_dextent));
+	uint64_t freed = 0;
+	int rc = ex_collect(fs, ip, exts, blks);
+
+	for (guint i = 0; !rc && i < exts->len; i++) {
+		struct sfs_dextent e =
+		    g_array_index(exts, struct sfs_dextent, i);
+		uint32_t k = sfs_le32(e.ee_block), len = ex_len(&e);
+		sfs_blk_t p = ex_pblk(&e);
+
+		if ((uint64_t)k + len <= from) {
+			g_array_append_val(keep, e);
+			continue;
+		}
+		uint32_t stay = k >= from ? 0 : from - k;
+		if (!ex_valid_blk(fs, p) || p + len > fs->blocks_count) {
+			rc = ex_corrupt(fs, ip, p,
+					"extent outside the "
+					"filesystem");
+			break;
+		}
+		rc = sfs_blocks_free(fs, p + stay, len - stay);
+		freed += len - stay;
+		if (stay) {
+			ex_set(&e, k, stay, p, ex_unwritten(&e));
+			g_array_append_val(keep, e);
+		}
+	}
+	if (freed)
+		sfs_i_add_blocks(fs, ip, -(int64_t)freed);
+	if (!rc && (freed || keep->len != exts->len))
+		rc = ex_build(fs, ip, keep, blks);
+	if (freed) {
+		int drc = sfs_inode_dirty(fs, ip);
+		if (!rc)
+			rc = drc;
+	}
+	ip->next_lblk = 0;
+	ip->next_pblk = 0;
+	g_array_free(exts, TRUE);
+	g_array_free(blks, TRUE);
+	g_array_free(keep, TRUE);
+	return rc;
+}
+
+typedef int (*ex_walk_fn)(void *ctx, uint32_t lblk, sfs_blk_t pblk,
+			  uint32_t len, bool meta);
+
+static int ex_walk_node(struct sfs_fs *fs, struct sfs_inode *ip,
+			struct sfs_dextent_header *h, ex_walk_fn fn, void *ctx)
+{
+	int depth = sfs_le16(h->eh_depth), rc = 0;
+
+	for (uint32_t i = 0; i < ex_entries(h) && !rc; i++) {
+		if (depth == 0) {
+			struct sfs_dextent *e = ex_ext(h, i);
+			rc = fn(ctx, sfs_le32(e->ee_block), ex_pblk(e),
+				ex_len(e), false);
+			continue;
+		}
+		sfs_blk_t child = sfs_le32(ex_idx(h, i)->ei_leaf_lo);
+		struct sfs_buf *b;
+		rc = fn(ctx, ex_key(h, i), child, 1, true);
+		if (rc)
+			break;
+		rc = ex_read_node(fs, ip, child, depth - 1, &b);
+		if (rc)
+			break;
+		rc = ex_walk_node(fs, ip, (void *)b->data, fn, ctx);
+		sfs_cache_put(fs->cache, b);
+	}
+	return rc;
+}
+
+static int ex_walk(struct sfs_fs *fs, struct sfs_inode *ip, ex_walk_fn fn,
+		   void *ctx)
+{
+	int rc = ex_check(fs, ip, 0, ex_root(ip), -1, EX_ROOT_MAX);
+
+	return rc ? rc : ex_walk_node(fs, ip, ex_root(ip), fn, ctx);
+}
+
+/* ext4_max_size: 32-bit logical block numbers (the last one unusable),
+ * capped at 16 TiB. */
+static uint64_t ex_max_bytes(uint32_t bs)
+{
+	uint64_t limit = ((1ULL << 32) - 1) * bs;
+
+	return MIN(limit, 1ULL << 44);
+}
+
+void sfs_extent_init_root(struct sfs_fs *fs, struct sfs_inode *ip)
+{
+	uint32_t incompat = sfs_le32(fs->sb.s_feature_incompat);
+
+	memset(ip->d.i_block, 0, sizeof(ip->d.i_block));
+	ex_hdr_init(ex_root(ip), EX_ROOT_MAX, 0);
+	ip->d.i_flags |= sfs_cpu_to_le32(SFS_EXTENTS_FL);
+	if (!(incompat & SFS_FEATURE_INCOMPAT_EXTENTS)) {
+		fs->sb.s_feature_incompat =
+		    sfs_cpu_to_le32(incompat | SFS_FEATURE_INCOMPAT_EXTENTS);
+		fs->sb_dirty = true;
+	}
+}
+
+const struct sfs_map_ops sfs_extent_map_ops = {
+    .name = "extent",
+    .map = ex_map,
+    .truncate = ex_truncate,
+    .walk = ex_walk,
+    .max_bytes = ex_max_bytes,
+};
