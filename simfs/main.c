@@ -169,6 +169,11 @@ static void sfs_mkfs_usage(FILE *out)
 	    "                      table for the filesystem's size\n"
 	    "  -J size=SIZE        the same with a journal of SIZE (at least "
 	    "1024 blocks)\n"
+	    "  -J device=FILE[,size=SIZE]\n"
+	    "                      an external journal on FILE (created with "
+	    "SIZE,\n"
+	    "                      default 32M, if missing); mount with "
+	    "-o journal_dev=FILE\n"
 	    "  -F                  overwrite an existing ext2/3/4 "
 	    "filesystem\n"
 	    "      --preset NAME   the image a mount preset needs (-j for "
@@ -331,6 +336,7 @@ static int cmd_mkfs(int argc, char **argv)
 	bool have_size = false, force = false, created = false;
 	bool journal = false;
 	uint64_t journal_bytes = 0; /* 0: mke2fs's default size */
+	char *journal_path = NULL;  /* -J device=: an external journal */
 	char *err = NULL;
 	struct stat st;
 	int c, rc;
@@ -344,16 +350,32 @@ static int cmd_mkfs(int argc, char **argv)
 		case 'j':
 			journal = true;
 			break;
-		case 'J':
-			if (!g_str_has_prefix(optarg, "size=") ||
-			    sfs_parse_size(optarg + 5, &journal_bytes) < 0 ||
-			    journal_bytes == 0) {
+		case 'J': {
+			gchar **kv = g_strsplit(optarg, ",", -1);
+			bool ok = kv[0] != NULL;
+			for (int i = 0; kv[i] && ok; i++) {
+				if (g_str_has_prefix(kv[i], "size="))
+					ok = sfs_parse_size(kv[i] + 5,
+							    &journal_bytes) == 0 &&
+					     journal_bytes > 0;
+				else if (g_str_has_prefix(kv[i], "device=") &&
+					 kv[i][7]) {
+					g_free(journal_path);
+					journal_path = g_strdup(kv[i] + 7);
+				} else
+					ok = false;
+			}
+			g_strfreev(kv);
+			if (!ok) {
 				sfs_err("mkfs", "bad journal option '%s' "
-					"(expected size=SIZE)", optarg);
+					"(expected size=SIZE and/or "
+					"device=FILE)", optarg);
+				g_free(journal_path);
 				return SFS_EXIT_USAGE;
 			}
 			journal = true;
 			break;
+		}
 		case 'b':
 			if (sfs_parse_size(optarg, &v) < 0 ||
 			    (v != 1024 && v != 2048 && v != 4096)) {
@@ -548,7 +570,28 @@ static int cmd_mkfs(int argc, char **argv)
 		rc = SFS_EXIT_FAIL;
 		goto out_close;
 	}
-	if (journal) {
+	if (journal && journal_path) {
+		struct sfs_bdev *jd;
+		uint64_t jbytes = journal_bytes ? journal_bytes : 32ull << 20;
+		rc = sfs_bdev_open_file(journal_path,
+					SFS_BDEV_CREATE | SFS_BDEV_EXCL, jbytes,
+					&jd);
+		if (rc < 0) {
+			sfs_err("mkfs", "cannot open journal device %s: %s",
+				journal_path, g_strerror(-rc));
+			rc = SFS_EXIT_FAIL;
+			goto out_close;
+		}
+		rc = sfs_jbd2_make_external(jd, bd, 0, NULL, &err);
+		if (rc == 0)
+			rc = sfs_bdev_flush(jd);
+		sfs_bdev_close(jd);
+		if (rc < 0) {
+			sfs_mkfs_failed(rc, err);
+			rc = SFS_EXIT_FAIL;
+			goto out_close;
+		}
+	} else if (journal) {
 		uint32_t blocks = (uint32_t)MIN(journal_bytes / p.block_size,
 						UINT32_MAX);
 		if (journal_bytes && blocks == 0)
@@ -568,7 +611,10 @@ static int cmd_mkfs(int argc, char **argv)
 		goto out_close;
 	}
 	sfs_mkfs_summary(image, bd);
-	if (journal)
+	if (journal && journal_path)
+		printf("Journal: external, on %s (mount with -o journal_dev=%s)\n",
+		       journal_path, journal_path);
+	else if (journal)
 		printf("Journal: internal (inode 8), %s\n",
 		       journal_bytes ? "size as asked" : "mke2fs's default "
 							 "size");
@@ -578,6 +624,7 @@ out_close:
 	sfs_bdev_close(bd);
 	if (rc != 0 && created)
 		unlink(image); /* leave nothing half-made behind */
+	g_free(journal_path);
 	return rc;
 }
 

@@ -457,6 +457,64 @@ static void test_journal_revoke_protects_reuse(void **state)
 	g_free(bytes);
 }
 
+/* An external journal: made by sfs_jbd2_make_external, used through
+ * journal_dev=, replayed after a crash, and accepted by e2fsck -j. */
+static void test_journal_external_device(void **state)
+{
+	struct ctx *c = *state;
+	char *img = g_build_filename(c->dir, "x.img", NULL);
+	char *jnl = g_build_filename(c->dir, "x.jnl", NULL);
+	struct sfs_bdev *bd, *jd;
+	struct sfs_config cfg;
+	struct sfs_fs *fs;
+	struct sfs_attr a;
+	char *err = NULL;
+
+	assert_int_equal(sfs_test_mkimage(img, 32 << 20, 4096), 0);
+	assert_int_equal(sfs_bdev_open_file(img, 0, 0, &bd), 0);
+	assert_int_equal(sfs_bdev_open_file(jnl, SFS_BDEV_CREATE, 8 << 20, &jd),
+			 0);
+	assert_int_equal(sfs_jbd2_make_external(jd, bd, 0, NULL, &err), 0);
+	sfs_bdev_close(jd);
+	sfs_bdev_close(bd);
+
+	sfs_config_defaults(&cfg);
+	g_strlcpy(cfg.journal, "ordered", sizeof(cfg.journal));
+	g_strlcpy(cfg.journal_dev, jnl, sizeof(cfg.journal_dev));
+	assert_int_equal(sfs_bdev_open_file(img, 0, 0, &bd), 0);
+	assert_int_equal(sfs_fs_open(bd, &cfg, &fs, &err), 0);
+	sfs_ino_t ino = mkfile(fs, SFS_ROOT_INO, "kept");
+	wr(fs, ino, 0, 9000, 'e');
+	assert_int_equal(sfs_fsync(fs, ino, false), 0);
+	sfs_fs_abort(fs); /* crash with the transaction in the log */
+
+	assert_int_equal(sfs_bdev_open_file(img, 0, 0, &bd), 0);
+	assert_int_equal(sfs_fs_open(bd, &cfg, &fs, &err), 0);
+	assert_int_equal(sfs_lookup(fs, SFS_ROOT_INO, "kept", &a), 0);
+	check_bytes(fs, a.ino, 9000, 'e');
+	assert_int_equal(sfs_fs_close(fs), 0);
+
+	/* without the device the journaled mount is refused */
+	sfs_config_defaults(&cfg);
+	g_strlcpy(cfg.journal, "ordered", sizeof(cfg.journal));
+	assert_int_equal(sfs_bdev_open_file(img, 0, 0, &bd), 0);
+	assert_int_not_equal(sfs_fs_open(bd, &cfg, &fs, &err), 0);
+	g_free(err);
+
+	gchar *argv[] = {"e2fsck", "-fn", "-j", jnl, img, NULL};
+	gchar *out = NULL;
+	gint status = -1;
+	assert_true(g_spawn_sync(NULL, argv, NULL, G_SPAWN_SEARCH_PATH |
+				 G_SPAWN_STDERR_TO_DEV_NULL, NULL, NULL, &out,
+				 NULL, &status, NULL));
+	if (!g_spawn_check_wait_status(status, NULL))
+		fail_msg("e2fsck -fn -j: %s", out);
+	assert_null(strstr(out, "Fix?"));
+	g_free(out);
+	g_free(img);
+	g_free(jnl);
+}
+
 /* Policies are found by name; data=ordered on an ext2 image is refused. */
 static void test_journal_refuses_without_log(void **state)
 {
@@ -497,6 +555,8 @@ int main(void)
 			test_journal_revoke_protects_reuse, setup, teardown),
 		cmocka_unit_test_setup_teardown(
 			test_journal_refuses_without_log, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_journal_external_device,
+						setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
