@@ -71,6 +71,10 @@ struct cfg_knob {
 	 * of the model called name (NULL if none), for attaching options. */
 	int (*check)(const char *spec, char **err);
 	const struct sfs_knob *(*subknobs)(const char *name);
+	/* BOOL spelling of a CHOICE field ("oldalloc" for dirs=oldalloc):
+	 * the value stored for on / off; NULL for a plain bool. */
+	const char *on_value;
+	const char *off_value;
 	unsigned flags;	     /* CFG_* */
 	const char *metavar; /* for --help: "NAME", "SIZE", ... */
 	const char *help;
@@ -132,6 +136,109 @@ static void cfg_clock_list(GString *out)
 	for (size_t i = 0; cfg_clock_names[i]; i++)
 		g_string_append_printf(out, "%s%s", i ? ", " : "",
 				       cfg_clock_names[i]);
+}
+
+/* Directory placement (fs.c find_inode_group). */
+static const char *const cfg_dirs_names[] = {"orlov", "oldalloc", NULL};
+/* atime policy (inode.c sfs_read). */
+static const char *const cfg_atime_names[] = {"relatime", "atime", "noatime",
+					      NULL};
+
+static bool cfg_dirs_valid(const char *name)
+{
+	return g_strv_contains((const char *const *)cfg_dirs_names, name);
+}
+
+static void cfg_dirs_list(GString *out)
+{
+	g_string_append(out, "orlov, oldalloc");
+}
+
+static bool cfg_atime_valid(const char *name)
+{
+	return g_strv_contains((const char *const *)cfg_atime_names, name);
+}
+
+static void cfg_atime_list(GString *out)
+{
+	g_string_append(out, "relatime, atime, noatime");
+}
+
+/*
+ * The historical systems as data: option text applied before the rest of
+ * the string (doc/allocators.md).  They set filesystem knobs only; the
+ * kernel-wide ones (vm=, atime=) are left to the user, since the published
+ * comparisons ran every filesystem on one kernel.
+ */
+static const struct sfs_config_preset cfg_presets[] = {
+    {"ext2", "data=none,alloc=blockmap,dirs=orlov",
+     "ext2: no journal, ext2 bitmap search, Orlov directories", false,
+     NULL},
+    {"ext3", "data=ordered,alloc=reservation,dirs=orlov",
+     "ext3 (2.6): ordered journal, reservation windows", true, NULL},
+    {"ext3-writeback", "data=writeback,alloc=reservation,dirs=orlov",
+     "ext3, data=writeback", true, NULL},
+    {"ext3-journal", "data=journal,alloc=reservation,dirs=orlov",
+     "ext3, data=journal", true, NULL},
+    {"ext3rs",
+     "data=ordered,alloc=reservation,reservation_window=8,"
+     "reservation_max=1027,dirs=orlov",
+     "ext3 with reservation windows spelled out (2.6 default: 8 blocks, "
+     "max 1027)",
+     true, NULL},
+    {"ext3i", "data=ordered,alloc=extent,dirs=orlov",
+     "ext3 journal with extents + mballoc + delalloc (early ext4dev)", true,
+     "extent"},
+    {"ext4", "data=ordered,alloc=extent,dirs=orlov",
+     "ext4: extents + mballoc + delalloc, ordered journal", true, "extent"},
+    {"ext4-nojournal", "data=none,alloc=extent,dirs=orlov",
+     "ext4's allocator without a journal (-O ^has_journal)", false,
+     "extent"},
+};
+
+const struct sfs_config_preset *sfs_config_preset_nth(unsigned i)
+{
+	return i < G_N_ELEMENTS(cfg_presets) ? &cfg_presets[i] : NULL;
+}
+
+const struct sfs_config_preset *sfs_config_preset_find(const char *name)
+{
+	for (size_t i = 0; name && i < G_N_ELEMENTS(cfg_presets); i++)
+		if (strcmp(cfg_presets[i].name, name) == 0)
+			return &cfg_presets[i];
+	return NULL;
+}
+
+void sfs_config_list_presets(FILE *out)
+{
+	fputs("presets (-o preset=NAME; later options override):\n", out);
+	for (size_t i = 0; i < G_N_ELEMENTS(cfg_presets); i++) {
+		const struct sfs_config_preset *p = &cfg_presets[i];
+
+		fprintf(out, "  %-15s %s\n", p->name, p->opts);
+		fprintf(out, "  %-15s %s%s%s%s\n", "", p->help,
+			p->journaled ? "; needs a journal (simfs mkfs "
+				       "--preset NAME)"
+				     : "",
+			p->needs_alloc && !sfs_alloc_find(p->needs_alloc)
+			    ? "; needs alloc="
+			    : "",
+			p->needs_alloc && !sfs_alloc_find(p->needs_alloc)
+			    ? p->needs_alloc
+			    : "");
+	}
+}
+
+static bool cfg_preset_valid(const char *name)
+{
+	return sfs_config_preset_find(name) != NULL;
+}
+
+static void cfg_preset_list(GString *out)
+{
+	for (size_t i = 0; i < G_N_ELEMENTS(cfg_presets); i++)
+		g_string_append_printf(out, "%s%s", i ? ", " : "",
+				       cfg_presets[i].name);
 }
 
 /* device=none stacks no timing device at all (fs.c setup_measurement). */
@@ -417,9 +524,130 @@ static const struct cfg_knob cfg_knobs[] = {
 	.metavar = "FILE",
 	.help = "log every device request to FILE (simfs plot iolog)",
     },
+    {
+	.name = "preset",
+	.type = CFG_CHOICE,
+	.offset = KNOB_OFF(preset),
+	.def = "",
+	.valid = cfg_preset_valid,
+	.names = cfg_preset_list,
+	.metavar = "NAME",
+	.help = "historical system, applied before the other options "
+		"(simfs mount --list-presets)",
+    },
+    {
+	.name = "reservation_window",
+	.type = CFG_UINT,
+	.offset = KNOB_OFF(reservation_window),
+	.def = "8",
+	.min = 0,
+	.max = 32768,
+	.metavar = "BLOCKS",
+	.help = "alloc=reservation: first window of a file (ext3 "
+		"EXT3_DEFAULT_RESERVE_BLOCKS; 0: no windows)",
+    },
+    {
+	.name = "reservation_max",
+	.type = CFG_UINT,
+	.offset = KNOB_OFF(reservation_max),
+	.def = "1027",
+	.min = 1,
+	.max = 32768,
+	.metavar = "BLOCKS",
+	.help = "alloc=reservation: largest window (ext3 2.6.32: 1027)",
+    },
+    {
+	.name = "dirs",
+	.type = CFG_CHOICE,
+	.offset = KNOB_OFF(dirs),
+	.def = "orlov",
+	.valid = cfg_dirs_valid,
+	.names = cfg_dirs_list,
+	.metavar = "POLICY",
+	.help = "directory placement: orlov (ext3 default) or oldalloc "
+		"(also the booleans orlov, oldalloc)",
+    },
+    {
+	.name = "orlov",
+	.type = CFG_BOOL,
+	.offset = KNOB_OFF(dirs),
+	.on_value = "orlov",
+	.off_value = "oldalloc",
+	.flags = CFG_ALIAS,
+	.help = "dirs=orlov",
+    },
+    {
+	.name = "oldalloc",
+	.type = CFG_BOOL,
+	.offset = KNOB_OFF(dirs),
+	.on_value = "oldalloc",
+	.off_value = "orlov",
+	.flags = CFG_ALIAS,
+	.help = "dirs=oldalloc",
+    },
+    {
+	.name = "atime_policy",
+	.type = CFG_CHOICE,
+	.offset = KNOB_OFF(atime),
+	.def = "relatime",
+	.valid = cfg_atime_valid,
+	.names = cfg_atime_list,
+	.metavar = "POLICY",
+	.help = "access time on read: relatime, atime (always) or noatime "
+		"(also the mount(8) spellings atime, strictatime, relatime, "
+		"noatime)",
+    },
+    {
+	.name = "atime",
+	.type = CFG_BOOL,
+	.offset = KNOB_OFF(atime),
+	.on_value = "atime",
+	.off_value = "noatime",
+	.flags = CFG_ALIAS,
+	.help = "atime_policy=atime",
+    },
+    {
+	.name = "strictatime",
+	.type = CFG_BOOL,
+	.offset = KNOB_OFF(atime),
+	.on_value = "atime",
+	.off_value = "relatime",
+	.flags = CFG_ALIAS,
+	.help = "atime_policy=atime",
+    },
+    {
+	.name = "relatime",
+	.type = CFG_BOOL,
+	.offset = KNOB_OFF(atime),
+	.on_value = "relatime",
+	.off_value = "atime",
+	.flags = CFG_ALIAS,
+	.help = "atime_policy=relatime",
+    },
+    {
+	.name = "noatime",
+	.type = CFG_BOOL,
+	.offset = KNOB_OFF(atime),
+	.on_value = "noatime",
+	.off_value = "relatime",
+	.flags = CFG_ALIAS,
+	.help = "atime_policy=noatime",
+    },
+    {
+	.name = "user_xattr",
+	.type = CFG_BOOL,
+	.offset = KNOB_OFF(no_user_xattr),
+	.def = "on",
+	.flags = CFG_INVERT,
+	.help = "allow user.* extended attributes (nouser_xattr: "
+		"EOPNOTSUPP)",
+    },
 };
 
 #define CFG_NKNOBS (sizeof(cfg_knobs) / sizeof(cfg_knobs[0]))
+
+static int cfg_preset_apply(struct sfs_config *cfg, const char *name,
+			    char **err);
 
 static const struct cfg_knob *cfg_knob_find(const char *name)
 {
@@ -605,6 +833,11 @@ static int cfg_knob_apply(struct sfs_config *cfg, const struct cfg_knob *k,
 			b = !b;
 		if (k->flags & CFG_INVERT)
 			b = !b;
+		if (k->on_value) {
+			g_strlcpy(field, b ? k->on_value : k->off_value,
+				  SFS_NAME_LEN);
+			return 0;
+		}
 		*(bool *)field = b;
 		return 0;
 
@@ -754,7 +987,10 @@ int sfs_config_set(struct sfs_config *cfg, const char *key, const char *value,
 	if (!k)
 		return cfg_unknown_error(key, err);
 	tmp = *cfg;
-	rc = cfg_knob_apply(&tmp, k, value, negate, err);
+	if (k->offset == KNOB_OFF(preset) && value && *value)
+		rc = cfg_preset_apply(&tmp, value, err);
+	else
+		rc = cfg_knob_apply(&tmp, k, value, negate, err);
 	if (rc == 0)
 		*cfg = tmp;
 	return rc;
@@ -833,6 +1069,41 @@ static char *cfg_runtime_names(void)
 	return g_string_free(s, FALSE);
 }
 
+static int cfg_parse(struct sfs_config *cfg, const char *opts, char **unknown,
+		     bool runtime, char **err);
+
+/*
+ * Apply preset `name` to cfg: its option text, then its name.  -EINVAL with
+ * *err for an unknown preset or one whose allocator is not registered.
+ */
+static int cfg_preset_apply(struct sfs_config *cfg, const char *name,
+			    char **err)
+{
+	const struct sfs_config_preset *p = sfs_config_preset_find(name);
+	int rc;
+
+	if (!p) {
+		GString *names = g_string_new(NULL);
+
+		cfg_preset_list(names);
+		*err = g_strdup_printf("unknown preset '%s' (valid: %s)", name,
+				       names->str);
+		g_string_free(names, TRUE);
+		return -EINVAL;
+	}
+	if (p->needs_alloc && !sfs_alloc_find(p->needs_alloc)) {
+		*err = g_strdup_printf("preset %s needs alloc=%s (extents; "
+				       "mballoc/delalloc), not available yet",
+				       p->name, p->needs_alloc);
+		return -EINVAL;
+	}
+	rc = cfg_parse(cfg, p->opts, NULL, false, err);
+	if (rc < 0)
+		return rc;
+	g_strlcpy(cfg->preset, p->name, SFS_NAME_LEN);
+	return 0;
+}
+
 /*
  * The parser behind sfs_config_parse (runtime false) and
  * sfs_config_parse_runtime (only CFG_RUNTIME knobs, nothing unknown).
@@ -855,6 +1126,16 @@ static int cfg_parse(struct sfs_config *cfg, const char *opts, char **unknown,
 
 	tmp = *cfg;
 	toks = cfg_split_opts(opts);
+	/* presets first, wherever they stand: the rest overrides them */
+	for (guint i = 0; !runtime && i < toks->len; i++) {
+		const char *tok = g_ptr_array_index(toks, i);
+
+		if (g_str_has_prefix(tok, "preset=") && tok[7]) {
+			rc = cfg_preset_apply(&tmp, tok + 7, err);
+			if (rc < 0)
+				goto out_free;
+		}
+	}
 	for (guint i = 0; i < toks->len; i++) {
 		char *tok = g_ptr_array_index(toks, i);
 		char *eq = strchr(tok, '=');
@@ -911,6 +1192,11 @@ static int cfg_parse(struct sfs_config *cfg, const char *opts, char **unknown,
 			groups[ngroups++].spec = g_string_new(spec);
 			g_free(spec);
 			continue;
+		}
+		if (k && k->offset == KNOB_OFF(preset) && value) {
+			if (!*value)
+				tmp.preset[0] = '\0'; /* "preset=": none */
+			continue;		       /* else applied above */
 		}
 		if (k) {
 			rc = cfg_knob_apply(&tmp, k, value, negate, err);

@@ -45,7 +45,30 @@ struct sfs_config {
 	uint32_t commit_s;          /* commit interval, seconds (0: 5) */
 	uint32_t journal_max_txn;   /* max transaction, blocks (0: log/4) */
 	char journal_dev[SFS_PATH_LEN]; /* external journal, or "" */
+	/* placement and policy knobs (doc/allocators.md) */
+	char preset[SFS_NAME_LEN];  /* historical system applied first, or "" */
+	uint32_t reservation_window; /* alloc=reservation: first window, blocks */
+	uint32_t reservation_max;   /* alloc=reservation: largest window */
+	char dirs[SFS_NAME_LEN];    /* directory placement: "orlov", "oldalloc" */
+	char atime[SFS_NAME_LEN];   /* "atime", "relatime", "noatime" */
+	bool no_user_xattr;         /* nouser_xattr: user.* refused */
 };
+
+/* A named historical system: option text applied before the user's. */
+struct sfs_config_preset {
+	const char *name;
+	const char *opts;        /* e.g. "data=ordered,alloc=reservation" */
+	const char *help;
+	bool journaled;          /* needs an image with a journal */
+	const char *needs_alloc; /* allocator that must be registered, or NULL */
+};
+
+/* Iterate the presets: i = 0, 1, ... until NULL. */
+const struct sfs_config_preset *sfs_config_preset_nth(unsigned i);
+/* Look a preset up by name; NULL if unknown. */
+const struct sfs_config_preset *sfs_config_preset_find(const char *name);
+/* Print every preset with its knobs (simfs mount --list-presets). */
+void sfs_config_list_presets(FILE *out);
 
 /* Defaults for every knob. */
 void sfs_config_defaults(struct sfs_config *cfg);

@@ -728,6 +728,13 @@ int sfs_xattr_drop(struct sfs_fs *fs, struct sfs_inode *ip)
 
 /* ---- the fs.h verbs: lock, take an inode reference, call the worker ---- */
 
+/* -EOPNOTSUPP when mounted nouser_xattr (every attribute here is user.*,
+ * as ext3's user.* handler with the option off). */
+static int xa_user_allowed(struct sfs_fs *fs)
+{
+	return fs->cfg.no_user_xattr ? -EOPNOTSUPP : 0;
+}
+
 /* fs.h: sfs_xattr_get under fs->lock.  -ESTALE for an unknown inode. */
 int sfs_getxattr(struct sfs_fs *fs, sfs_ino_t ino, const char *name, void *buf,
 		 size_t size, size_t *len_out)
@@ -738,6 +745,9 @@ int sfs_getxattr(struct sfs_fs *fs, sfs_ino_t ino, const char *name, void *buf,
 	if (!fs || !name || !len_out)
 		return -EINVAL;
 	sfs_op_begin(fs, SFS_OP_GETXATTR);
+	rc = xa_user_allowed(fs);
+	if (rc)
+		goto out_unlock;
 	rc = sfs_iget(fs, ino, &ip);
 	if (rc)
 		goto out_unlock;
@@ -759,6 +769,9 @@ int sfs_setxattr(struct sfs_fs *fs, sfs_ino_t ino, const char *name,
 	if (!fs || !name)
 		return -EINVAL;
 	sfs_op_begin(fs, SFS_OP_SETXATTR);
+	rc = xa_user_allowed(fs);
+	if (rc)
+		goto out_unlock;
 	rc = sfs_check_writable(fs);
 	if (rc)
 		goto out_unlock;
@@ -782,6 +795,11 @@ int sfs_listxattr(struct sfs_fs *fs, sfs_ino_t ino, char *buf, size_t size,
 	if (!fs || !len_out)
 		return -EINVAL;
 	sfs_op_begin(fs, SFS_OP_LISTXATTR);
+	if (xa_user_allowed(fs)) {
+		*len_out = 0; /* nouser_xattr: user.* names are not listed */
+		rc = 0;
+		goto out_unlock;
+	}
 	rc = sfs_iget(fs, ino, &ip);
 	if (rc)
 		goto out_unlock;
@@ -801,6 +819,9 @@ int sfs_removexattr(struct sfs_fs *fs, sfs_ino_t ino, const char *name)
 	if (!fs || !name)
 		return -EINVAL;
 	sfs_op_begin(fs, SFS_OP_REMOVEXATTR);
+	rc = xa_user_allowed(fs);
+	if (rc)
+		goto out_unlock;
 	rc = sfs_check_writable(fs);
 	if (rc)
 		goto out_unlock;

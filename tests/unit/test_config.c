@@ -478,7 +478,9 @@ static void test_config_print_roundtrip(void **state)
 				  "dirty_writeback_centisecs=0\nmem=256M\n"
 				  "direct=off\nro=off\ndevice=ideal\n"
 				  "sched=elevator\nclock=virtual\nstats=\n"
-				  "iolog=\n");
+				  "iolog=\npreset=\nreservation_window=8\n"
+				  "reservation_max=1027\ndirs=orlov\n"
+				  "atime_policy=relatime\nuser_xattr=on\n");
 	free(text);
 
 	assert_int_equal(parse(&cfg, "mem=1536K,direct,ro,device=hdd,rpm=5400,"
