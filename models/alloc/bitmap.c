@@ -19,20 +19,16 @@
 #include <string.h>
 
 #include "fs_priv.h"
+#include "models/alloc/bitmap_search.h"
 
-static inline bool bm_test(const uint8_t *map, uint32_t i)
-{
-	return map[i >> 3] & (1u << (i & 7));
-}
 
-/* First zero bit in [from, end), or end. */
-static uint32_t bm_next_free(struct sfs_alloc *a, const uint8_t *map,
-			     uint32_t from, uint32_t end)
+uint32_t sfs_bm_next_free(struct sfs_alloc *a, const uint8_t *map,
+			  uint32_t from, uint32_t end)
 {
 	uint32_t i = from;
 
 	while (i < end && (i & 7)) {
-		if (!bm_test(map, i))
+		if (!sfs_bm_test(map, i))
 			return i;
 		i++;
 	}
@@ -43,7 +39,7 @@ static uint32_t bm_next_free(struct sfs_alloc *a, const uint8_t *map,
 		i += 8;
 	}
 	for (; i < end; i++)
-		if (!bm_test(map, i))
+		if (!sfs_bm_test(map, i))
 			return i;
 	return end;
 }
@@ -58,7 +54,7 @@ static uint32_t bm_free_byte(struct sfs_alloc *a, const uint8_t *map,
 		if (map[i >> 3] != 0)
 			continue;
 		uint32_t s = i;
-		while (s > from && s > i - 7 && !bm_test(map, s - 1))
+		while (s > from && s > i - 7 && !sfs_bm_test(map, s - 1))
 			s--;
 		return s;
 	}
@@ -71,16 +67,16 @@ static uint32_t bm_search(struct sfs_alloc *a, const uint8_t *map,
 {
 	uint32_t b, lim;
 
-	if (goal < end && !bm_test(map, goal))
+	if (goal < end && !sfs_bm_test(map, goal))
 		return goal;
 	lim = MIN((goal + 63) & ~63u, end);
-	b = bm_next_free(a, map, goal, lim);
+	b = sfs_bm_next_free(a, map, goal, lim);
 	if (b < lim)
 		return b;
 	b = bm_free_byte(a, map, goal, end);
 	if (b < end)
 		return b;
-	b = bm_next_free(a, map, goal, end);
+	b = sfs_bm_next_free(a, map, goal, end);
 	return b < end ? b : UINT32_MAX;
 }
 
@@ -116,7 +112,7 @@ static int bitmap_new_blocks(struct sfs_alloc *a, struct sfs_inode *ip,
 			continue;
 		}
 		for (n = 1; n < want && bit + n < sfs_group_nblocks(fs, g) &&
-			    !bm_test(b->data, bit + n);
+			    !sfs_bm_test(b->data, bit + n);
 		     n++)
 			;
 		sfs_cache_put(fs->cache, b);

@@ -30,6 +30,7 @@
 #include <string.h>
 
 #include "fs_priv.h"
+#include "models/alloc/bitmap_search.h"
 #include "stats.h"
 
 struct rsv_window {
@@ -50,33 +51,6 @@ struct rsv_fs {
 	struct sfs_rsv_counters ctr;
 };
 
-static inline bool rsv_test(const uint8_t *map, uint32_t i)
-{
-	return map[i >> 3] & (1u << (i & 7));
-}
-
-/* First free bit in [from, end), or end. */
-static uint32_t rsv_next_free(struct sfs_alloc *a, const uint8_t *map,
-			      uint32_t from, uint32_t end)
-{
-	uint32_t i = from;
-
-	while (i < end && (i & 7)) {
-		if (!rsv_test(map, i))
-			return i;
-		i++;
-	}
-	while (i + 8 <= end) {
-		a->words_scanned++;
-		if (map[i >> 3] != 0xff)
-			break;
-		i += 8;
-	}
-	for (; i < end; i++)
-		if (!rsv_test(map, i))
-			return i;
-	return end;
-}
 
 /* Index of the first window whose end is >= b. */
 static guint rsv_first_ending_after(struct rsv_fs *r, sfs_blk_t b)
@@ -139,7 +113,7 @@ static bool rsv_find_window(struct sfs_alloc *a, struct rsv_fs *r, uint32_t g,
 		}
 		if (cur >= nb)
 			return false;
-		fr = rsv_next_free(a, map, cur, nb);
+		fr = sfs_bm_next_free(a, map, cur, nb);
 		if (fr >= nb)
 			return false;
 		if (fr < cur + size) {
@@ -159,12 +133,12 @@ static uint32_t rsv_take(struct sfs_alloc *a, uint32_t g, const uint8_t *map,
 {
 	sfs_blk_t first = sfs_group_first(a->fs, g);
 	uint32_t lim = (uint32_t)(end - first + 1);
-	uint32_t bit = rsv_next_free(a, map, (uint32_t)(from - first), lim);
+	uint32_t bit = sfs_bm_next_free(a, map, (uint32_t)(from - first), lim);
 	uint32_t n;
 
 	if (bit >= lim)
 		return 0;
-	for (n = 1; n < want && bit + n < lim && !rsv_test(map, bit + n); n++)
+	for (n = 1; n < want && bit + n < lim && !sfs_bm_test(map, bit + n); n++)
 		;
 	*start_out = first + bit;
 	return n;
