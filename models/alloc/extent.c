@@ -574,7 +574,8 @@ static int ex_build(struct sfs_fs *fs, struct sfs_inode *ip, GArray *exts,
 	}
 	memset(ip->d.i_block, 0, sizeof(ip->d.i_block));
 	ex_hdr_init(root, EX_ROOT_MAX, (uint16_t)depth);
-	memcpy(root + 1, cur->data, 12 * cur->len);
+	if (cur->len)
+		memcpy(root + 1, cur->data, 12 * cur->len);
 	root->eh_entries = sfs_cpu_to_le16((uint16_t)cur->len);
 	for (uint32_t i = used; i < blks->len; i++) {
 		sfs_blocks_free(fs, g_array_index(blks, sfs_blk_t, i), 1);

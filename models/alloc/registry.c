@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "alloc.h"
+#include "mballoc.h"
 
 static const struct sfs_alloc_preset presets[] = {
 	{
@@ -32,6 +33,14 @@ static const struct sfs_alloc_preset presets[] = {
 		.map = &sfs_extent_map_ops,
 		.place = &sfs_bitmap_alloc_ops,
 	},
+	{
+		.name = "mballoc",
+		.help = "ext4: extent trees, multi-block allocator (buddy "
+			"criteria passes, inode and locality-group "
+			"preallocation; ext4_mb_new_blocks)",
+		.map = &sfs_extent_map_ops,
+		.place = &sfs_mballoc_alloc_ops,
+	},
 };
 
 const struct sfs_alloc_preset *sfs_alloc_nth(unsigned i)
@@ -53,5 +62,5 @@ const struct sfs_alloc_preset *sfs_alloc_find(const char *name)
 
 const char *sfs_alloc_names(void)
 {
-	return "blockmap, reservation, extent";
+	return "blockmap, reservation, extent, mballoc";
 }
