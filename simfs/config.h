@@ -52,6 +52,12 @@ struct sfs_config {
 	char dirs[SFS_NAME_LEN];    /* directory placement: "orlov", "oldalloc" */
 	char atime[SFS_NAME_LEN];   /* "atime", "relatime", "noatime" */
 	bool no_user_xattr;         /* nouser_xattr: user.* refused */
+	/* alloc=mballoc tunables (doc/mballoc.md), ext4's sysfs names */
+	uint32_t mb_max_to_scan;
+	uint32_t mb_min_to_scan;
+	uint32_t mb_order2_req;
+	uint32_t mb_stream_req;     /* blocks */
+	uint32_t mb_group_prealloc; /* blocks */
 };
 
 /* A named historical system: option text applied before the user's. */

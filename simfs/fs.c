@@ -32,6 +32,7 @@
 #include "fs_priv.h"
 #include "iolog.h"
 #include "journal.h"
+#include "models/alloc/mballoc.h"
 #include "models/journal/jbd2.h"
 #include "stats.h"
 #include "timedev.h"
@@ -1405,6 +1406,34 @@ static int setup_alloc(struct sfs_fs *fs, char **err)
 			*err = g_strdup_printf("allocator '%s' failed to "
 					       "start: %s",
 					       p->name, g_strerror(-rc));
+			return rc;
+		}
+	}
+	if (p->place == &sfs_mballoc_alloc_ops) {
+		struct sfs_mballoc_params mp = {
+			.max_to_scan = fs->cfg.mb_max_to_scan,
+			.min_to_scan = fs->cfg.mb_min_to_scan,
+			.order2_req = fs->cfg.mb_order2_req,
+			.stream_req = fs->cfg.mb_stream_req,
+			.group_prealloc = fs->cfg.mb_group_prealloc,
+		};
+		struct sfs_mballoc_params def;
+		sfs_mballoc_default_params(&def);
+		/* 0 (a config not from the knob table) keeps ext4's value */
+		if (!mp.max_to_scan)
+			mp.max_to_scan = def.max_to_scan;
+		if (!mp.min_to_scan)
+			mp.min_to_scan = def.min_to_scan;
+		if (!mp.order2_req)
+			mp.order2_req = def.order2_req;
+		if (!mp.stream_req)
+			mp.stream_req = def.stream_req;
+		if (!mp.group_prealloc)
+			mp.group_prealloc = def.group_prealloc;
+		rc = sfs_mballoc_set_params(fs->alloc, &mp);
+		if (rc) {
+			*err = g_strdup("inconsistent mballoc knobs "
+					"(mb_min_to_scan above mb_max_to_scan?)");
 			return rc;
 		}
 	}

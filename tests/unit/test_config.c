@@ -479,7 +479,10 @@ static void test_config_print_roundtrip(void **state)
 				  "direct=off\nro=off\ndevice=ideal\n"
 				  "sched=elevator\nclock=virtual\nstats=\n"
 				  "iolog=\npreset=\nreservation_window=8\n"
-				  "reservation_max=1027\ndirs=orlov\n"
+				  "reservation_max=1027\nmb_max_to_scan=200\n"
+				  "mb_min_to_scan=10\nmb_order2_req=2\n"
+				  "mb_stream_req=16\nmb_group_prealloc=512\n"
+				  "dirs=orlov\n"
 				  "atime_policy=relatime\nuser_xattr=on\n");
 	free(text);
 

@@ -456,21 +456,15 @@ static void test_reservation_presets(void **state)
 	err = NULL;
 	assert_string_equal(cfg.preset, "ext3rs");
 
-	/* extent-based presets need the extent allocator */
+	/* ext4's presets use extents and mballoc */
 	sfs_config_defaults(&cfg);
-	if (sfs_alloc_find("extent")) {
-		assert_int_equal(
-		    sfs_config_parse(&cfg, "preset=ext4-nojournal", NULL, &err),
-		    0);
-		assert_string_equal(cfg.alloc, "extent");
-		assert_string_equal(cfg.journal, "none");
-	} else {
-		assert_int_equal(
-		    sfs_config_parse(&cfg, "preset=ext4", NULL, &err), -EINVAL);
-		assert_non_null(strstr(err, "not available"));
-		g_free(err);
-		err = NULL;
-	}
+	assert_non_null(sfs_alloc_find("mballoc"));
+	assert_int_equal(
+	    sfs_config_parse(&cfg, "preset=ext4-nojournal", NULL, &err), 0);
+	assert_string_equal(cfg.alloc, "mballoc");
+	assert_string_equal(cfg.journal, "none");
+	assert_int_equal(sfs_config_parse(&cfg, "preset=ext4", NULL, &err), 0);
+	assert_string_equal(cfg.journal, "ordered");
 
 	/* every preset is listed with its knobs */
 	f = open_memstream(&text, &len);
