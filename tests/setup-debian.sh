@@ -10,8 +10,8 @@ packages=(
 	libfuse3-dev libglib2.0-dev libxxhash-dev libcmocka-dev libjson-glib-dev
 	# run and check: fusermount3, e2fsck/mke2fs/debugfs, losetup/mount
 	fuse3 e2fsprogs util-linux attr
-	# benchmarks and plots
-	fio dbench gnuplot-nox
+	# benchmarks, plots and the bench scripts' report parsing
+	fio dbench gnuplot-nox python3
 )
 
 if [[ $(id -u) != 0 ]]; then
