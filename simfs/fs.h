@@ -167,6 +167,20 @@ int sfs_read(struct sfs_fs *fs, sfs_ino_t ino, uint64_t off, size_t len,
  * past what *written_out reports. */
 int sfs_write(struct sfs_fs *fs, sfs_ino_t ino, uint64_t off, const void *buf,
 	      size_t len, size_t *written_out);
+
+/* Who writes, and how (front ends that know it pass it on). */
+struct sfs_ioctx {
+	unsigned flags; /* SFS_IOCTX_DIRECT */
+	uint32_t pid;   /* the writing process, 0 if unknown: ext2's
+			   allocation "colour" spreads writers over a group */
+};
+/* O_DIRECT: the data blocks written reach the device before the call
+ * returns (metadata follows the journal and write-back as usual). */
+#define SFS_IOCTX_DIRECT 0x1
+/* sfs_write with a context (ctx may be NULL). */
+int sfs_write_ctx(struct sfs_fs *fs, sfs_ino_t ino, uint64_t off,
+		  const void *buf, size_t len, const struct sfs_ioctx *ctx,
+		  size_t *written_out);
 int sfs_fsync(struct sfs_fs *fs, sfs_ino_t ino, bool datasync);
 
 /*

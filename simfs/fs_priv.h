@@ -135,6 +135,8 @@ struct sfs_fs {
 	uint64_t ops[SFS_OP_COUNT];    /* calls by type */
 	uint64_t bytes_read;      /* by the workload (sfs_read) */
 	uint64_t bytes_written;   /* by the workload (sfs_write) */
+	uint32_t cur_pid;         /* the process of the write in progress, or
+				     0 (ext2's goal colour) */
 	uint64_t atime_updates;   /* inode writes caused by atime (sfs_read) */
 	FILE *report;             /* table printed at close, or NULL */
 	sfs_fs_close_fn close_fn; /* called at close with the stats, or NULL */

@@ -865,12 +865,16 @@ static void sfs_fuse_readlink(fuse_req_t req, fuse_ino_t ino)
 
 /* ---- files ---- */
 
-/* Rule 3: every open file bypasses the kernel page cache. */
+/* fi->fh of a regular file: the open asked for O_DIRECT. */
+#define SFS_FH_ODIRECT 0x1
+
+/* Rule 3: every open file bypasses the kernel page cache.  The engine
+ * still keeps its modelled cache; O_DIRECT opens write through it. */
 static void sfs_fuse_set_direct(struct fuse_file_info *fi)
 {
 	fi->direct_io = 1;
 	fi->keep_cache = 0;
-	fi->fh = 0;
+	fi->fh = (fi->flags & O_DIRECT) ? SFS_FH_ODIRECT : 0;
 }
 
 static void sfs_fuse_open(fuse_req_t req, fuse_ino_t ino,
@@ -974,7 +978,12 @@ static void sfs_fuse_write(fuse_req_t req, fuse_ino_t ino, const char *buf,
 		fuse_reply_err(req, i ? EINVAL : ESTALE);
 		return;
 	}
-	rc = sfs_write(sfs_fuse_fs(req), i, (uint64_t)off, buf, size, &written);
+	struct sfs_ioctx ctx = {
+		.flags = (fi && (fi->fh & SFS_FH_ODIRECT)) ? SFS_IOCTX_DIRECT : 0,
+		.pid = (uint32_t)fuse_req_ctx(req)->pid,
+	};
+	rc = sfs_write_ctx(sfs_fuse_fs(req), i, (uint64_t)off, buf, size, &ctx,
+			   &written);
 	if (written > size)
 		written = size;
 	if (rc < 0 && written == 0)

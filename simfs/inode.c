@@ -594,10 +594,43 @@ static int write_partial(struct sfs_fs *fs, struct sfs_inode *ip,
 int sfs_write(struct sfs_fs *fs, sfs_ino_t ino, uint64_t off, const void *buf,
 	      size_t len, size_t *written_out)
 {
+	return sfs_write_ctx(fs, ino, off, buf, len, NULL, written_out);
+}
+
+/* O_DIRECT: write the data blocks of this call's runs through now. */
+static int write_through(struct sfs_fs *fs, GArray *runs)
+{
+	uint64_t n = 0;
+	sfs_blk_t *list;
+	int rc;
+
+	for (guint i = 0; i < runs->len; i++)
+		n += g_array_index(runs, struct sfs_run, i).n;
+	if (n == 0)
+		return 0;
+	list = g_try_new(sfs_blk_t, n);
+	if (!list)
+		return -ENOMEM;
+	n = 0;
+	for (guint i = 0; i < runs->len; i++) {
+		struct sfs_run *r = &g_array_index(runs, struct sfs_run, i);
+		for (uint32_t k = 0; k < r->n; k++)
+			list[n++] = r->start + k;
+	}
+	rc = sfs_cache_write_blocks(fs->cache, list, n);
+	g_free(list);
+	return rc;
+}
+
+int sfs_write_ctx(struct sfs_fs *fs, sfs_ino_t ino, uint64_t off,
+		  const void *buf, size_t len, const struct sfs_ioctx *ctx,
+		  size_t *written_out)
+{
 	const uint8_t *src = buf;
 	struct sfs_inode *ip;
 	size_t done = 0;
 	uint64_t end;
+	GArray *direct_runs = NULL; /* O_DIRECT: runs to write through */
 	int rc;
 
 	if (!fs || (!buf && len) || !written_out)
@@ -607,6 +640,9 @@ int sfs_write(struct sfs_fs *fs, sfs_ino_t ino, uint64_t off, const void *buf,
 	rc = sfs_iget(fs, ino, &ip);
 	if (rc)
 		goto out_unlock;
+	fs->cur_pid = ctx ? ctx->pid : 0;
+	if (ctx && (ctx->flags & SFS_IOCTX_DIRECT))
+		direct_runs = g_array_new(FALSE, FALSE, sizeof(struct sfs_run));
 	rc = sfs_check_writable(fs);
 	if (rc)
 		goto out_put;
@@ -658,6 +694,10 @@ int sfs_write(struct sfs_fs *fs, sfs_ino_t ino, uint64_t off, const void *buf,
 			if (fs->jnl)
 				sfs_jnl_data_run(fs->jnl, first, n);
 			sfs_inode_note_dirty(ip, first, n);
+			if (direct_runs) {
+				struct sfs_run r = {first, n};
+				g_array_append_val(direct_runs, r);
+			}
 			off += (uint64_t)n << fs->bs_log;
 			done += (size_t)n << fs->bs_log;
 			if (rc)
@@ -670,6 +710,15 @@ int sfs_write(struct sfs_fs *fs, sfs_ino_t ino, uint64_t off, const void *buf,
 		rc = write_partial(fs, ip, lblk, boff, src + done, chunk);
 		if (rc)
 			goto out_size;
+		if (direct_runs) {
+			sfs_blk_t pb;
+			bool nw;
+			if (sfs_imap(fs, ip)->map(fs, ip, lblk, false, &pb,
+						  &nw) == 0 && pb) {
+				struct sfs_run r = {pb, 1};
+				g_array_append_val(direct_runs, r);
+			}
+		}
 		off += chunk;
 		done += chunk;
 	}
@@ -686,6 +735,13 @@ out_size:
 			rc = drc;
 	}
 out_put:
+	if (direct_runs) {
+		int wrc = write_through(fs, direct_runs);
+		if (rc == 0)
+			rc = wrc;
+		g_array_free(direct_runs, TRUE);
+	}
+	fs->cur_pid = 0;
 	*written_out = done;
 	fs->bytes_written += done;
 	sfs_iput(fs, ip);

@@ -14,8 +14,9 @@
  * The goal is ext2_find_goal's: right after the previous allocation when
  * the file grows sequentially, else the nearest earlier pointer in the same
  * array, else the indirect block holding the array, else the start of the
- * inode's group.  (ext2 adds a per-process "colour" in that last case; the
- * engine does not know the writing process, so it does not: doc/internals.)
+ * inode's group plus the writing process's "colour" ((pid % 16) slots of
+ * bpg/16 blocks: concurrent writers start apart), when the front end
+ * tells the engine the pid (sfs_write_ctx); 0 otherwise.
  */
 #include <errno.h>
 #include <string.h>
@@ -80,7 +81,12 @@ static sfs_blk_t bm_goal(struct sfs_fs *fs, struct sfs_inode *ip,
 			return sfs_le32(arr[i]);
 	if (arr_blk)
 		return arr_blk;
-	return sfs_group_first(fs, (ip->ino - 1) / fs->ipg);
+	/* the group's start plus the writer's colour: 16 slots per group */
+	uint32_t g = (ip->ino - 1) / fs->ipg;
+	uint32_t colour = (fs->cur_pid % 16) * (fs->bpg / 16);
+	if (colour >= sfs_group_nblocks(fs, g))
+		colour = 0;
+	return sfs_group_first(fs, g) + colour;
 }
 
 /* Allocate exactly n blocks (as few runs as the placement gives) into

@@ -405,6 +405,49 @@ static void test_inode_tind_1k(void **state)
 	assert_int_equal(at.blocks, (5 + 7) * 2);
 }
 
+/* O_DIRECT writes reach the device before returning; other writes stay
+ * in the cache.  The writer's pid colours where a new file starts. */
+static void test_inode_direct_and_colour(void **state)
+{
+	struct ctx *c = *state;
+	struct sfs_ioctx direct = {.flags = SFS_IOCTX_DIRECT, .pid = 3};
+	struct sfs_ioctx buffered = {.pid = 5};
+	sfs_ino_t a = mkfile(c->fs, "direct"), b = mkfile(c->fs, "buffered");
+	struct sfs_bdev_counters before, after;
+	uint8_t buf[65536];
+	struct sfs_inode *ip;
+	sfs_blk_t pa, pb;
+	size_t n;
+
+	memset(buf, 0x3c, sizeof(buf));
+	sfs_bdev_counters(sfs_fs_bdev(c->fs), &before);
+	assert_int_equal(sfs_write_ctx(c->fs, b, 0, buf, sizeof(buf),
+				       &buffered, &n),
+			 0);
+	sfs_bdev_counters(sfs_fs_bdev(c->fs), &after);
+	assert_int_equal(after.cat_bytes[SFS_IO_WRITE][SFS_IO_DATA],
+			 before.cat_bytes[SFS_IO_WRITE][SFS_IO_DATA]);
+	assert_int_equal(sfs_write_ctx(c->fs, a, 0, buf, sizeof(buf), &direct,
+				       &n),
+			 0);
+	sfs_bdev_counters(sfs_fs_bdev(c->fs), &after);
+	assert_int_equal(after.cat_bytes[SFS_IO_WRITE][SFS_IO_DATA] -
+				 before.cat_bytes[SFS_IO_WRITE][SFS_IO_DATA],
+			 sizeof(buf));
+	/* pid 3 and pid 5 start 2 x bpg/16 blocks apart in the group */
+	sfs_lock(c->fs);
+	assert_int_equal(sfs_iget(c->fs, a, &ip), 0);
+	assert_int_equal(sfs_bmap(c->fs, ip, 0, false, &pa), 0);
+	sfs_iput(c->fs, ip);
+	assert_int_equal(sfs_iget(c->fs, b, &ip), 0);
+	assert_int_equal(sfs_bmap(c->fs, ip, 0, false, &pb), 0);
+	sfs_iput(c->fs, ip);
+	uint32_t slot = c->fs->bpg / 16;
+	assert_int_equal((pa - sfs_group_first(c->fs, 0)) / slot, 3);
+	assert_int_equal((pb - sfs_group_first(c->fs, 0)) / slot, 5);
+	sfs_unlock(c->fs);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -430,6 +473,8 @@ int main(void)
 			test_inode_orphan_freed_at_close, setup4k, teardown),
 		cmocka_unit_test_setup_teardown(test_inode_tind_1k, setup1k,
 						teardown),
+		cmocka_unit_test_setup_teardown(test_inode_direct_and_colour,
+						setup1k, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
