@@ -8,6 +8,8 @@
  *               indirect (mapping metadata) blocks
  *   file PATH   resolve PATH from the root, then as `inode`
  *   free        histogram of free-space runs by length
+ *   extents PATH the file's maximal runs, like filefrag -v (frag.c)
+ *   frag        extents per regular file and free-space runs (frag.c)
  *
  * dumpe2fs and debugfs remain the general viewers; this shows what they do
  * not show at a glance: contiguity, run lengths, where a file's blocks sit.
@@ -29,6 +31,7 @@
 
 #include <glib.h>
 
+#include "frag.h"
 #include "fs_priv.h"
 #include "inspect.h"
 #include "models/journal/jbd2.h"
@@ -62,6 +65,13 @@ static void ins_usage(FILE *out)
 	      "physical)\n"
 	      "  file PATH   the same for the file at PATH (from the root)\n"
 	      "  free        histogram of free-space runs by length\n"
+	      "  extents PATH  the file's extents as maximal runs, "
+	      "metadata blocks,\n"
+	      "              and \"N extents found\" (like filefrag -v)\n"
+	      "  frag        all regular files: extents per file, average "
+	      "extent\n"
+	      "              length, files by extent count; free-space "
+	      "runs\n"
 	      "  journal     the journal superblock and the log, transaction "
 	      "by\n"
 	      "              transaction (also a log that needs recovery)\n"
@@ -775,8 +785,9 @@ static int ins_inode(struct sfs_fs *fs, sfs_ino_t ino, const char *path)
 	return 0;
 }
 
-/* Resolve PATH from the root, one sfs_lookup per component. */
-static int ins_file(struct sfs_fs *fs, const char *path)
+/* Resolve PATH from the root, one sfs_lookup per component.  Returns 0
+ * or SFS_EXIT_FAIL (message printed). */
+static int ins_resolve(struct sfs_fs *fs, const char *path, sfs_ino_t *out)
 {
 	char **parts = g_strsplit(path, "/", -1);
 	sfs_ino_t ino = SFS_ROOT_INO;
@@ -796,7 +807,50 @@ static int ins_file(struct sfs_fs *fs, const char *path)
 		ino = a.ino;
 	}
 	g_strfreev(parts);
+	*out = ino;
+	return 0;
+}
+
+static int ins_file(struct sfs_fs *fs, const char *path)
+{
+	sfs_ino_t ino;
+
+	if (ins_resolve(fs, path, &ino))
+		return SFS_EXIT_FAIL;
 	return ins_inode(fs, ino, path);
+}
+
+/* filefrag -v for PATH (the work is in frag.c). */
+static int ins_extents(struct sfs_fs *fs, const char *path)
+{
+	sfs_ino_t ino;
+	int rc;
+
+	if (ins_resolve(fs, path, &ino))
+		return SFS_EXIT_FAIL;
+	printf("path: %s\n", path);
+	rc = sfs_frag_print_extents(fs, ino, stdout);
+	if (rc == -EINVAL) {
+		ins_err("%s: no block map (device, FIFO or fast symlink)",
+			path);
+		return SFS_EXIT_FAIL;
+	}
+	if (rc < 0) {
+		ins_err("%s: %s", path, g_strerror(-rc));
+		return SFS_EXIT_FAIL;
+	}
+	return 0;
+}
+
+static int ins_frag(struct sfs_fs *fs)
+{
+	int rc = sfs_frag_print_summary(fs, stdout);
+
+	if (rc < 0) {
+		ins_err("surveying the files: %s", g_strerror(-rc));
+		return SFS_EXIT_FAIL;
+	}
+	return 0;
 }
 
 int sfs_inspect_main(int argc, char **argv)
@@ -838,7 +892,8 @@ int sfs_inspect_main(int argc, char **argv)
 	image = argv[optind];
 	if (nargs >= 2)
 		what = argv[optind + 1];
-	if (strcmp(what, "inode") == 0 || strcmp(what, "file") == 0) {
+	if (strcmp(what, "inode") == 0 || strcmp(what, "file") == 0 ||
+	    strcmp(what, "extents") == 0) {
 		if (nargs != 3) {
 			ins_err("usage: simfs inspect IMAGE %s %s", what,
 				what[0] == 'i' ? "INO" : "PATH");
@@ -856,6 +911,7 @@ int sfs_inspect_main(int argc, char **argv)
 		}
 	} else if (strcmp(what, "summary") == 0 ||
 		   strcmp(what, "groups") == 0 || strcmp(what, "free") == 0 ||
+		   strcmp(what, "frag") == 0 ||
 		   strcmp(what, "journal") == 0 ||
 		   strcmp(what, "journal-all") == 0) {
 		if (nargs > 2) {
@@ -864,7 +920,8 @@ int sfs_inspect_main(int argc, char **argv)
 		}
 	} else {
 		ins_err("unknown view '%s' (summary, groups, inode INO, file "
-			"PATH, free, journal, journal-all)",
+			"PATH, free, extents PATH, frag, journal, "
+			"journal-all)",
 			what);
 		return SFS_EXIT_USAGE;
 	}
@@ -896,6 +953,10 @@ int sfs_inspect_main(int argc, char **argv)
 		rc = ins_groups(fs);
 	else if (strcmp(what, "free") == 0)
 		rc = ins_free(fs);
+	else if (strcmp(what, "frag") == 0)
+		rc = ins_frag(fs);
+	else if (strcmp(what, "extents") == 0)
+		rc = ins_extents(fs, arg);
 	else if (strcmp(what, "inode") == 0)
 		rc = ins_inode(fs, (sfs_ino_t)ino, NULL);
 	else

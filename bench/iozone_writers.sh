@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# bench/iozone_writers.sh - iozone's "initial writers" phase with fio:
+# N jobs each writing its own file with 256 KiB O_DIRECT records, on the
+# hdd-2009 disk model in emulated time, for the ext2, ext3 and ext4
+# presets (seed table A).  Prints MB/s per preset and job count, and the
+# extents per file afterwards (simfs inspect IMAGE frag).
+#
+#   bench/iozone_writers.sh [-B BUILDDIR] [-d WORKDIR] [-s MB_PER_FILE] [-j "1 8"]
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+B=$root/build
+W=${TMPDIR:-/tmp}
+SIZE=128
+JOBS="1 8"
+while getopts "B:d:s:j:" o; do
+	case $o in
+	B) B=$OPTARG ;;
+	d) W=$OPTARG ;;
+	s) SIZE=$OPTARG ;;
+	j) JOBS=$OPTARG ;;
+	*) echo "usage: $0 [-B BUILDDIR] [-d WORKDIR] [-s MB_PER_FILE] [-j JOBS]" >&2; exit 2 ;;
+	esac
+done
+SIMFS=$B/simfs
+command -v fio >/dev/null || { echo "fio is not installed (apt-get install fio)" >&2; exit 1; }
+dir=$(mktemp -d "$W/simfs-iozone.XXXXXX")
+mnt=$dir/mnt
+mkdir -p "$mnt"
+cleanup() { mountpoint -q "$mnt" && "$SIMFS" umount "$mnt" >/dev/null 2>&1; rm -rf "$dir"; }
+trap cleanup EXIT
+
+printf '%-8s %5s %9s %s\n' preset jobs MB/s "extents per file (mean / max)"
+for preset in ext2 ext3 ext4; do
+	for n in $JOBS; do
+		img=$dir/img
+		rm -f "$img"
+		"$SIMFS" mkfs --preset "$preset" "$img" 4G >/dev/null
+		"$SIMFS" mount -o "preset=$preset,device=hdd-2009,clock=emulate" "$img" "$mnt"
+		mbs=$(fio --name=w --directory="$mnt" --numjobs="$n" --size="${SIZE}m" \
+			--bs=256k --direct=1 --rw=write --ioengine=psync \
+			--group_reporting --output-format=terse 2>/dev/null |
+			awk -F';' '{printf "%.1f", $48 / 1000 * 1.024}')
+		"$SIMFS" umount "$mnt"
+		frag=$("$SIMFS" inspect "$img" frag 2>/dev/null |
+			awk '/extents per file/ {print $0; exit}')
+		printf '%-8s %5s %9s %s\n' "$preset" "$n" "$mbs" "${frag:-?}"
+	done
+done
