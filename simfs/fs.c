@@ -29,6 +29,7 @@
 #include <string.h>
 
 #include "clock.h"
+#include "frag.h"
 #include "fs_priv.h"
 #include "iolog.h"
 #include "journal.h"
@@ -1343,6 +1344,8 @@ static int setup_measurement(struct sfs_fs *fs, char **err)
 	}
 	fs->stats = sfs_stats_new();
 	sfs_stats_add_source(fs->stats, "ops", ops_source, fs);
+	sfs_stats_add_source(fs->stats, "alloc_layout", sfs_frag_stats_source,
+			     fs);
 	if (strcmp(cfg->device, "none") == 0) {
 		/* no timing device: what reached the backing device only */
 		if (cfg->iolog_path[0]) {
