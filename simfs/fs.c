@@ -1228,31 +1228,41 @@ static void ops_source(void *ctx, struct sfs_stats_writer *w)
 	sfs_unlock(fs);
 }
 
-/* The write-back policy: a preset (vm=) with single knobs overriding it. */
-static int setup_cache_policy(struct sfs_fs *fs, char **err)
+/* The write-back policy cfg asks for: a preset (vm=) with single knobs
+ * overriding it.  0, or -EINVAL with *err. */
+static int cache_policy_of(const struct sfs_config *cfg,
+			   struct sfs_cache_policy *p, char **err)
 {
-	const struct sfs_config *cfg = &fs->cfg;
-	struct sfs_cache_policy p;
-	int rc;
+	int rc = sfs_cache_policy_preset(cfg->vm, p);
 
-	rc = sfs_cache_policy_preset(cfg->vm, &p);
 	if (rc) {
 		*err = g_strdup_printf("unknown vm preset '%s' (valid: %s)",
 				       cfg->vm, sfs_cache_policy_names());
 		return rc;
 	}
 	if (cfg->dirty_ratio)
-		p.dirty_ratio = cfg->dirty_ratio;
+		p->dirty_ratio = cfg->dirty_ratio;
 	if (cfg->dirty_background_ratio)
-		p.dirty_background_ratio = cfg->dirty_background_ratio;
+		p->dirty_background_ratio = cfg->dirty_background_ratio;
 	if (cfg->dirty_bytes)
-		p.dirty_bytes = cfg->dirty_bytes;
+		p->dirty_bytes = cfg->dirty_bytes;
 	if (cfg->dirty_background_bytes)
-		p.dirty_background_bytes = cfg->dirty_background_bytes;
+		p->dirty_background_bytes = cfg->dirty_background_bytes;
 	if (cfg->dirty_expire_cs)
-		p.dirty_expire_cs = cfg->dirty_expire_cs;
+		p->dirty_expire_cs = cfg->dirty_expire_cs;
 	if (cfg->dirty_writeback_cs)
-		p.dirty_writeback_cs = cfg->dirty_writeback_cs;
+		p->dirty_writeback_cs = cfg->dirty_writeback_cs;
+	return 0;
+}
+
+static int setup_cache_policy(struct sfs_fs *fs, char **err)
+{
+	struct sfs_cache_policy p;
+	int rc;
+
+	rc = cache_policy_of(&fs->cfg, &p, err);
+	if (rc)
+		return rc;
 	sfs_cache_set_clock(fs->cache, fs->clock);
 	rc = sfs_cache_set_policy(fs->cache, &p);
 	if (rc)
@@ -1389,6 +1399,39 @@ static void alloc_source(void *ctx, struct sfs_stats_writer *w)
 	sfs_unlock(fs);
 }
 
+/* Hand cfg's mb_* knobs to a running mballoc.  0, or -EINVAL with *err. */
+static int mballoc_apply(struct sfs_fs *fs, const struct sfs_config *cfg,
+			 char **err)
+{
+	struct sfs_mballoc_params mp = {
+		.max_to_scan = cfg->mb_max_to_scan,
+		.min_to_scan = cfg->mb_min_to_scan,
+		.order2_req = cfg->mb_order2_req,
+		.stream_req = cfg->mb_stream_req,
+		.group_prealloc = cfg->mb_group_prealloc,
+	};
+	struct sfs_mballoc_params def;
+	int rc;
+
+	sfs_mballoc_default_params(&def);
+	/* 0 (a config not from the knob table) keeps ext4's value */
+	if (!mp.max_to_scan)
+		mp.max_to_scan = def.max_to_scan;
+	if (!mp.min_to_scan)
+		mp.min_to_scan = def.min_to_scan;
+	if (!mp.order2_req)
+		mp.order2_req = def.order2_req;
+	if (!mp.stream_req)
+		mp.stream_req = def.stream_req;
+	if (!mp.group_prealloc)
+		mp.group_prealloc = def.group_prealloc;
+	rc = sfs_mballoc_set_params(fs->alloc, &mp);
+	if (rc)
+		*err = g_strdup("inconsistent mballoc knobs (mb_min_to_scan "
+				"above mb_max_to_scan?)");
+	return rc;
+}
+
 static int setup_alloc(struct sfs_fs *fs, char **err)
 {
 	const struct sfs_alloc_preset *p = sfs_alloc_find(fs->cfg.alloc);
@@ -1413,32 +1456,9 @@ static int setup_alloc(struct sfs_fs *fs, char **err)
 		}
 	}
 	if (p->place == &sfs_mballoc_alloc_ops) {
-		struct sfs_mballoc_params mp = {
-			.max_to_scan = fs->cfg.mb_max_to_scan,
-			.min_to_scan = fs->cfg.mb_min_to_scan,
-			.order2_req = fs->cfg.mb_order2_req,
-			.stream_req = fs->cfg.mb_stream_req,
-			.group_prealloc = fs->cfg.mb_group_prealloc,
-		};
-		struct sfs_mballoc_params def;
-		sfs_mballoc_default_params(&def);
-		/* 0 (a config not from the knob table) keeps ext4's value */
-		if (!mp.max_to_scan)
-			mp.max_to_scan = def.max_to_scan;
-		if (!mp.min_to_scan)
-			mp.min_to_scan = def.min_to_scan;
-		if (!mp.order2_req)
-			mp.order2_req = def.order2_req;
-		if (!mp.stream_req)
-			mp.stream_req = def.stream_req;
-		if (!mp.group_prealloc)
-			mp.group_prealloc = def.group_prealloc;
-		rc = sfs_mballoc_set_params(fs->alloc, &mp);
-		if (rc) {
-			*err = g_strdup("inconsistent mballoc knobs "
-					"(mb_min_to_scan above mb_max_to_scan?)");
+		rc = mballoc_apply(fs, &fs->cfg, err);
+		if (rc)
 			return rc;
-		}
 	}
 	if (p->place->stats)
 		sfs_stats_add_source(fs->stats, "alloc", alloc_source, fs);
@@ -1735,14 +1755,49 @@ int sfs_fs_set_knobs(struct sfs_fs *fs, const char *opts, char **err)
 		*err = g_strdup_printf("unknown clock '%s'", next.clock);
 		goto out_unlock;
 	}
-	/* the one step that can fail comes first */
+	/* the steps that can fail come first, each undone if a later one
+	 * fails: the write-back policy, mballoc's tunables, the device */
+	struct sfs_cache_policy oldpol, newpol;
+	bool mb = fs->alloc->ops == &sfs_mballoc_alloc_ops;
+	sfs_cache_get_policy(fs->cache, &oldpol);
+	rc = cache_policy_of(&next, &newpol, err);
+	if (rc)
+		goto out_unlock;
+	rc = sfs_cache_set_policy(fs->cache, &newpol);
+	if (rc) {
+		*err = g_strdup("inconsistent write-back knobs (dirty ratios "
+				"or bytes)");
+		goto out_unlock;
+	}
+	if (mb) {
+		rc = mballoc_apply(fs, &next, err);
+		if (rc) {
+			sfs_cache_set_policy(fs->cache, &oldpol);
+			goto out_unlock;
+		}
+	}
 	if (new_dev) {
 		rc = sfs_timedev_set_model(fs->bd, next.device, err);
-		if (rc)
+		if (rc) {
+			sfs_cache_set_policy(fs->cache, &oldpol);
+			if (mb) {
+				char *e2 = NULL;
+				mballoc_apply(fs, &fs->cfg, &e2);
+				g_free(e2);
+			}
 			goto out_unlock;
+		}
 	}
 	if (new_mode)
 		sfs_timedev_set_mode(fs->bd, mode);
+	if (fs->jnl) {
+		struct sfs_jnl_params jp = {
+			.commit_interval_ns =
+				(sfs_ns_t)next.commit_s * SFS_NS_PER_S,
+			.max_txn_blocks = next.journal_max_txn,
+		};
+		sfs_jnl_set_params(fs->jnl, &jp);
+	}
 	fs->cfg = next;
 	rc = 0;
 out_unlock:

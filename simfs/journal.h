@@ -82,6 +82,9 @@ int sfs_jnl_open(struct sfs_fs *fs, const struct sfs_jnl_ops *ops,
 		 struct sfs_jnl **out, char **err);
 /* Commit, checkpoint everything, mark the log clean; then free. */
 int sfs_jnl_close(struct sfs_jnl *j);
+/* Change the commit interval and maximum transaction of a running
+ * journal (0 keeps jbd2's defaults: 5 s, a quarter of the log). */
+void sfs_jnl_set_params(struct sfs_jnl *j, const struct sfs_jnl_params *p);
 /* Free without writing (error paths). */
 void sfs_jnl_free(struct sfs_jnl *j);
 

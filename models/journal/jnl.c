@@ -797,6 +797,16 @@ out_free:
 	return rc;
 }
 
+void sfs_jnl_set_params(struct sfs_jnl *j, const struct sfs_jnl_params *p)
+{
+	j->p.commit_interval_ns =
+		p->commit_interval_ns ? p->commit_interval_ns : 5 * SFS_NS_PER_S;
+	j->p.max_txn_blocks = p->max_txn_blocks ? p->max_txn_blocks
+						: j->capacity / 4;
+	if (!j->ops->journaled)
+		j->p.max_txn_blocks = p->max_txn_blocks;
+}
+
 void sfs_jnl_free(struct sfs_jnl *j)
 {
 	struct ctxn *c;

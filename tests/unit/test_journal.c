@@ -515,6 +515,52 @@ static void test_journal_external_device(void **state)
 	g_free(jnl);
 }
 
+/* What-if knobs change while mounted: all or nothing. */
+static void test_journal_runtime_knobs(void **state)
+{
+	struct ctx *c = *state;
+	uint8_t *bytes = g_malloc(IMG_BYTES);
+	struct sfs_fs *fs = open_ram(c, "ordered", NULL, bytes, NULL, true);
+	struct sfs_config cfg;
+	char *err = NULL;
+
+	assert_int_equal(sfs_fs_set_knobs(fs, "commit=1,dirty_ratio=30,"
+					  "vm=2.6,atime_policy=noatime",
+					  &err),
+			 0);
+	sfs_fs_get_config(fs, &cfg);
+	assert_int_equal(cfg.commit_s, 1);
+	assert_int_equal(cfg.dirty_ratio, 30);
+	assert_string_equal(cfg.vm, "2.6");
+	struct sfs_cache_policy pol;
+	sfs_cache_get_policy(fs->cache, &pol);
+	assert_int_equal(pol.dirty_ratio, 30);
+	assert_int_equal(pol.dirty_background_ratio, 10); /* vm=2.6 */
+	/* the new interval is in force: 1.5 s later the next op commits */
+	mkfile(fs, SFS_ROOT_INO, "a");
+	assert_int_equal(sfs_clock_advance(sfs_fs_clock(fs),
+					   1500 * SFS_NS_PER_MS),
+			 0);
+	mkfile(fs, SFS_ROOT_INO, "b");
+	assert_int_equal(stat_u64(fs, "journal", "commits.interval"), 1);
+	/* a bad value or a mount-time knob: refused, nothing changes */
+	assert_int_equal(sfs_fs_set_knobs(fs, "commit=7,dirty_ratio=101", &err),
+			 -EINVAL);
+	assert_non_null(err);
+	g_free(err);
+	err = NULL;
+	assert_int_equal(sfs_fs_set_knobs(fs, "commit=7,mem=1G", &err),
+			 -EINVAL);
+	g_free(err);
+	err = NULL;
+	sfs_fs_get_config(fs, &cfg);
+	assert_int_equal(cfg.commit_s, 1);
+	assert_int_equal(cfg.dirty_ratio, 30);
+	assert_int_equal(sfs_fs_close(fs), 0);
+	check_clean(c, bytes, "runtime knobs");
+	g_free(bytes);
+}
+
 /* Policies are found by name; data=ordered on an ext2 image is refused. */
 static void test_journal_refuses_without_log(void **state)
 {
@@ -556,6 +602,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(
 			test_journal_refuses_without_log, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_journal_external_device,
+						setup, teardown),
+		cmocka_unit_test_setup_teardown(test_journal_runtime_knobs,
 						setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
