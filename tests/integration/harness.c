@@ -610,6 +610,12 @@ int h_umount(const char *mnt)
 
 int h_kmount(const char *image, const char *mnt, char **err)
 {
+	return h_kmount_type(image, mnt, "ext2", err);
+}
+
+int h_kmount_type(const char *image, const char *mnt, const char *type,
+		  char **err)
+{
 	int rc;
 
 	if (mkdir(mnt, 0755) < 0 && errno != EEXIST) {
@@ -618,7 +624,7 @@ int h_kmount(const char *image, const char *mnt, char **err)
 					       strerror(errno));
 		return -1;
 	}
-	rc = h_runl(NULL, err, "mount", "-o", "loop,ro", "-t", "ext2", image,
+	rc = h_runl(NULL, err, "mount", "-o", "loop,ro", "-t", type, image,
 		    mnt, NULL);
 	if (h_is_mounted(mnt))
 		mnt_add(mnt, false);

@@ -63,6 +63,9 @@ int h_mount(const char *image, const char *mnt, const char *opts);
 int h_umount(const char *mnt);
 /* mount -o loop,ro -t ext2 IMAGE MNT (kernel driver); 0 or -1, *err set. */
 int h_kmount(const char *image, const char *mnt, char **err);
+/* The same with the kernel driver `type` ("ext4" mounts ext2/3/4). */
+int h_kmount_type(const char *image, const char *mnt, const char *type,
+		  char **err);
 int h_kumount(const char *mnt);
 /* Start tracking mnt if something is mounted there (a mount that was
  * expected to fail but did not), so that cleanup unmounts it. */

@@ -420,7 +420,9 @@ int main(int argc, char **argv)
 	uint64_t seed = 1;
 	char *img, *mnt, *kmnt, *kbase, *err = NULL;
 	char bsarg[16];
-	const char *mkfs_args[] = {"-b", bsarg, NULL};
+	const char *mkfs_args[] = {"-b", bsarg, NULL, NULL, NULL};
+	const char *preset = NULL; /* a historical system (argv[4]) */
+	char *mopts = NULL;
 	int ndirs, nfiles, nlinks, nsyms;
 	double t0 = h_now();
 	bool kxattr = true;
@@ -430,9 +432,18 @@ int main(int argc, char **argv)
 		seed = strtoull(argv[2], NULL, 0);
 	if (argc > 3)
 		bs = (uint32_t)strtoul(argv[3], NULL, 0);
-	h_diag("seed %llu, block size %u (rerun: %s %s %llu %u)",
-	       (unsigned long long)seed, bs, argv[0], argv[1],
-	       (unsigned long long)seed, bs);
+	if (argc > 4)
+		preset = argv[4];
+	h_diag("seed %llu, block size %u, preset %s (rerun: %s %s %llu %u%s%s)",
+	       (unsigned long long)seed, bs, preset ? preset : "(none)",
+	       argv[0], argv[1], (unsigned long long)seed, bs,
+	       preset ? " " : "", preset ? preset : "");
+	if (preset) {
+		/* the image the preset needs (journal), mounted with it */
+		mkfs_args[2] = "--preset";
+		mkfs_args[3] = preset;
+		mopts = g_strdup_printf("preset=%s", preset);
+	}
 	h_rng_seed(&rng, seed);
 	snprintf(bsarg, sizeof(bsarg), "%u", bs);
 	umask(0);
@@ -451,7 +462,7 @@ int main(int argc, char **argv)
 
 	if (h_mkfs(img, "256M", mkfs_args) != 0)
 		h_bail("simfs mkfs failed");
-	if (h_mount(img, mnt, NULL) != 0)
+	if (h_mount(img, mnt, mopts) != 0)
 		h_bail("simfs mount failed");
 	if (mkdir(base, 0755) < 0)
 		h_bail("mkdir %s: %s", base, strerror(errno));
@@ -479,25 +490,29 @@ int main(int argc, char **argv)
 	H_OK(h_umount(mnt) == 0, "umount");
 	H_OK(h_fsck_clean(img, NULL), "e2fsck -fn clean");
 
-	if (h_mount(img, mnt, NULL) != 0)
+	if (h_mount(img, mnt, mopts) != 0)
 		h_bail("remount failed");
 	compare(base, "remounted");
 	check_extras(base, "remounted", true);
 	H_OK(h_umount(mnt) == 0, "umount after remount");
 	H_OK(h_fsck_clean(img, NULL), "e2fsck -fn clean again");
 
-	if (h_kmount(img, kmnt, &err) == 0) {
+	/* ext2 images through the kernel's ext2 driver, the presets' images
+	 * (journal, extents) through ext4's */
+	const char *ktype = preset ? "ext4" : "ext2";
+	if (h_kmount_type(img, kmnt, ktype, &err) == 0) {
 		char probe[8];
 
-		h_diag("kernel ext2 driver, read-only loop mount");
+		h_diag("kernel %s driver, read-only loop mount", ktype);
 		if (getxattr(kbase, "user.none", probe, sizeof(probe)) < 0 &&
 		    errno == EOPNOTSUPP) {
 			h_diag("SKIP xattr part of the kernel check: this "
 			       "kernel's ext2 has no xattr support");
 			kxattr = false;
 		}
-		compare(kbase, "kernel ext2");
-		check_extras(kbase, "kernel ext2", kxattr);
+		compare(kbase, preset ? "kernel ext4" : "kernel ext2");
+		check_extras(kbase, preset ? "kernel ext4" : "kernel ext2",
+			     kxattr);
 		H_OK(h_kumount(kmnt) == 0, "kernel umount");
 		H_OK(h_fsck_clean(img, NULL), "e2fsck -fn clean after the "
 					      "kernel mount");
