@@ -1439,7 +1439,7 @@ static int cmd_crash(int argc, char **argv)
 static int cmd_help(int argc, char **argv);
 
 static const struct sfs_cmd sfs_cmds[] = {
-    {"mkfs", cmd_mkfs, "write a fresh ext2 filesystem on an image"},
+    {"mkfs", cmd_mkfs, "write a fresh ext2 (or ext3: -j) filesystem on an image"},
     {"mount", cmd_mount, "mount an image through FUSE"},
     {"umount", cmd_umount, "unmount and wait for the write-back"},
     {"inspect", cmd_inspect,
@@ -1457,7 +1457,7 @@ static void sfs_usage(FILE *out)
 	fputs("usage: simfs COMMAND [ARGS]\n"
 	      "       simfs --help | --version | help COMMAND\n"
 	      "\n"
-	      "simfs is a filesystem laboratory: an ext2 engine behind FUSE.\n"
+	      "simfs is a filesystem laboratory: an ext2/ext3/ext4 engine behind FUSE.\n"
 	      "\n"
 	      "commands:\n",
 	      out);
