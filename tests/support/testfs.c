@@ -203,3 +203,68 @@ out:
 	g_free(prog);
 	return clean;
 }
+
+/* ---- the common fixture: a temp image with a filesystem open on it ---- */
+
+struct sfs_tfs *sfs_tfs_alloc(void)
+{
+	struct sfs_tfs *t = g_new0(struct sfs_tfs, 1);
+
+	t->dir = sfs_test_tmpdir();
+	t->img = g_build_filename(t->dir, "img", NULL);
+	return t;
+}
+
+struct sfs_tfs *sfs_tfs_new(uint32_t bs, uint64_t size_bytes, const char *opts)
+{
+	struct sfs_tfs *t = sfs_tfs_alloc();
+
+	assert_int_equal(sfs_test_mkimage(t->img, size_bytes, bs), 0);
+	t->fs = sfs_test_open(t->img, opts ? opts : "");
+	assert_non_null(t->fs);
+	return t;
+}
+
+void sfs_tfs_close(struct sfs_tfs *t)
+{
+	if (t->fs)
+		assert_int_equal(sfs_fs_close(t->fs), 0);
+	t->fs = NULL;
+}
+
+void sfs_tfs_assert_clean(struct sfs_tfs *t)
+{
+	char *out = NULL;
+	bool ok;
+
+	sfs_tfs_close(t);
+	ok = sfs_test_fsck_clean(t->img, &out);
+	if (!ok)
+		print_message("e2fsck -fn %s:\n%s\n", t->img, out ? out : "");
+	g_free(out);
+	assert_true(ok);
+}
+
+void sfs_tfs_reopen(struct sfs_tfs *t)
+{
+	sfs_tfs_close(t);
+	t->fs = sfs_test_open(t->img, "");
+	assert_non_null(t->fs);
+}
+
+void sfs_tfs_cycle(struct sfs_tfs *t)
+{
+	sfs_tfs_assert_clean(t);
+	t->fs = sfs_test_open(t->img, "");
+	assert_non_null(t->fs);
+}
+
+void sfs_tfs_free(struct sfs_tfs *t)
+{
+	if (t->fs)
+		sfs_fs_close(t->fs);
+	sfs_test_rmtree(t->dir);
+	g_free(t->img);
+	g_free(t->dir);
+	g_free(t);
+}

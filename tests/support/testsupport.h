@@ -57,4 +57,26 @@ struct sfs_fs *sfs_test_open(const char *path, const char *opts);
  */
 bool sfs_test_fsck_clean(const char *path, char **output);
 
+/* ---- the common fixture (testfs.c) ---- */
+struct sfs_tfs {
+	char *dir;	   /* private temp dir (removed by sfs_tfs_free) */
+	char *img;	   /* dir/img */
+	struct sfs_fs *fs; /* open on img, or NULL */
+};
+/* The dir and image path only: the test makes the image. */
+struct sfs_tfs *sfs_tfs_alloc(void);
+/* A fresh image of size_bytes with block size bs, opened with opts. */
+struct sfs_tfs *sfs_tfs_new(uint32_t bs, uint64_t size_bytes, const char *opts);
+/* Close (asserting success) if open. */
+void sfs_tfs_close(struct sfs_tfs *t);
+/* Close, then assert e2fsck -fn finds the image clean (prints its output
+ * if not). */
+void sfs_tfs_assert_clean(struct sfs_tfs *t);
+/* Close and open again. */
+void sfs_tfs_reopen(struct sfs_tfs *t);
+/* Close, assert clean, open again. */
+void sfs_tfs_cycle(struct sfs_tfs *t);
+/* Close without asserting, remove the dir, free. */
+void sfs_tfs_free(struct sfs_tfs *t);
+
 #endif /* SFS_TESTSUPPORT_H */

@@ -27,59 +27,9 @@
 
 /* ---- fixture ---- */
 
-struct tfs {
-	char *dir;
-	char *img;
-	struct sfs_fs *fs;
-};
-
-static struct tfs *tfs_new(uint32_t bs, uint64_t size)
+static struct sfs_tfs *tfs_new(uint32_t bs, uint64_t size)
 {
-	struct tfs *t = g_new0(struct tfs, 1);
-
-	t->dir = sfs_test_tmpdir();
-	t->img = g_build_filename(t->dir, "img", NULL);
-	assert_int_equal(sfs_test_mkimage(t->img, size, bs), 0);
-	t->fs = sfs_test_open(t->img, "");
-	assert_non_null(t->fs);
-	return t;
-}
-
-static void tfs_close(struct tfs *t)
-{
-	if (t->fs)
-		assert_int_equal(sfs_fs_close(t->fs), 0);
-	t->fs = NULL;
-}
-
-static void tfs_assert_clean(struct tfs *t)
-{
-	char *out = NULL;
-	bool ok;
-
-	tfs_close(t);
-	ok = sfs_test_fsck_clean(t->img, &out);
-	if (!ok)
-		print_message("e2fsck -fn %s:\n%s\n", t->img, out ? out : "");
-	g_free(out);
-	assert_true(ok);
-}
-
-static void tfs_reopen(struct tfs *t)
-{
-	tfs_close(t);
-	t->fs = sfs_test_open(t->img, "");
-	assert_non_null(t->fs);
-}
-
-static void tfs_free(struct tfs *t)
-{
-	if (t->fs)
-		sfs_fs_close(t->fs);
-	sfs_test_rmtree(t->dir);
-	g_free(t->img);
-	g_free(t->dir);
-	g_free(t);
+	return sfs_tfs_new(bs, size, "");
 }
 
 static sfs_ino_t mkfile(struct sfs_fs *fs, sfs_ino_t dir, const char *name)
@@ -178,7 +128,7 @@ static void name_of(char *buf, size_t size, unsigned i)
 
 static void test_dir_insert_lookup_remove_many_blocks(void **state)
 {
-	struct tfs *t = tfs_new(1024, 64 * MiB);
+	struct sfs_tfs *t = tfs_new(1024, 64 * MiB);
 	const unsigned n = 700;
 	sfs_ino_t d, *inos = g_new0(sfs_ino_t, n);
 	char name[64];
@@ -210,7 +160,7 @@ static void test_dir_insert_lookup_remove_many_blocks(void **state)
 	}
 	assert_int_equal(sfs_lookup(t->fs, d, "missing", &a), -ENOENT);
 	/* the index is rebuilt from disk after a remount */
-	tfs_reopen(t);
+	sfs_tfs_reopen(t);
 	for (unsigned i = 0; i < n; i++) {
 		name_of(name, sizeof(name), i);
 		assert_int_equal(sfs_lookup(t->fs, d, name, &a),
@@ -218,9 +168,9 @@ static void test_dir_insert_lookup_remove_many_blocks(void **state)
 		if (i % 3)
 			assert_int_equal(a.ino, inos[i]);
 	}
-	tfs_assert_clean(t);
+	sfs_tfs_assert_clean(t);
 	g_free(inos);
-	tfs_free(t);
+	sfs_tfs_free(t);
 }
 
 static uint64_t cache_gets(struct sfs_fs *fs)
@@ -233,7 +183,7 @@ static uint64_t cache_gets(struct sfs_fs *fs)
 
 static void test_dir_twenty_thousand_entries(void **state)
 {
-	struct tfs *t = tfs_new(1024, 64 * MiB);
+	struct sfs_tfs *t = tfs_new(1024, 64 * MiB);
 	const unsigned n = 20000;
 	sfs_ino_t d, f;
 	uint64_t before, nblocks;
@@ -292,8 +242,8 @@ static void test_dir_twenty_thousand_entries(void **state)
 		assert_int_equal(sfs_lookup(t->fs, d, name, &a),
 				 i % 2 ? 0 : -ENOENT);
 	}
-	tfs_assert_clean(t);
-	tfs_free(t);
+	sfs_tfs_assert_clean(t);
+	sfs_tfs_free(t);
 }
 
 /* Random adds, removes and lookups checked against a model, then the same
@@ -319,7 +269,7 @@ static void check_against_model(struct sfs_fs *fs, sfs_ino_t d,
 
 static void test_dir_random_ops_match_model(void **state)
 {
-	struct tfs *t = tfs_new(1024, 32 * MiB);
+	struct sfs_tfs *t = tfs_new(1024, 32 * MiB);
 	GRand *rnd = g_rand_new_with_seed(77);
 	GHashTable *model = g_hash_table_new(g_str_hash, g_str_equal);
 	const unsigned npool = 1500;
@@ -360,17 +310,17 @@ static void test_dir_random_ops_match_model(void **state)
 		if (op % 3000 == 2999)
 			check_against_model(t->fs, d, model, pool, npool);
 	}
-	tfs_reopen(t);
+	sfs_tfs_reopen(t);
 	check_against_model(t->fs, d, model, pool, npool);
 	assert_int_equal(sfs_getattr(t->fs, f, &a), 0);
 	assert_int_equal(a.nlink, g_hash_table_size(model) + 1);
-	tfs_assert_clean(t);
+	sfs_tfs_assert_clean(t);
 	for (unsigned i = 0; i < npool; i++)
 		g_free(pool[i]);
 	g_free(pool);
 	g_hash_table_destroy(model);
 	g_rand_free(rnd);
-	tfs_free(t);
+	sfs_tfs_free(t);
 }
 
 /* Fill the filesystem with one file's data until no block is left. */
@@ -398,7 +348,7 @@ static void fill_fs(struct sfs_fs *fs)
 /* A directory that cannot grow: -ENOSPC, nothing half done. */
 static void test_dir_enospc_on_grow(void **state)
 {
-	struct tfs *t = tfs_new(1024, 16 * MiB);
+	struct sfs_tfs *t = tfs_new(1024, 16 * MiB);
 	struct sfs_attr a;
 	char name[48];
 	unsigned n = 0;
@@ -430,15 +380,15 @@ static void test_dir_enospc_on_grow(void **state)
 	assert_int_equal(sfs_unlink(t->fs, SFS_ROOT_INO, "filler"), 0);
 	mkfile(t->fs, d, "entry-with-a-long-name-last");
 	assert_int_equal(dir_size(t->fs, d), size + 1024);
-	tfs_assert_clean(t);
-	tfs_free(t);
+	sfs_tfs_assert_clean(t);
+	sfs_tfs_free(t);
 }
 
 /* Read dir in calls of `chunk` entries; between calls remove and add
  * entries.  Every entry present throughout must come exactly once. */
 static void test_dir_readdir_stable_cookies(void **state)
 {
-	struct tfs *t = tfs_new(1024, 64 * MiB);
+	struct sfs_tfs *t = tfs_new(1024, 64 * MiB);
 	const unsigned n = 400;
 	GRand *rnd = g_rand_new_with_seed(20240611);
 	bool *removed = g_new0(bool, n);
@@ -496,15 +446,15 @@ static void test_dir_readdir_stable_cookies(void **state)
 	rd_free(r);
 	g_free(removed);
 	g_rand_free(rnd);
-	tfs_assert_clean(t);
-	tfs_free(t);
+	sfs_tfs_assert_clean(t);
+	sfs_tfs_free(t);
 }
 
 /* A cookie at an entry removed since (its record merged into the one
  * before it) resumes with the entry after it. */
 static void test_dir_readdir_cookie_of_removed_entry(void **state)
 {
-	struct tfs *t = tfs_new(4096, 32 * MiB);
+	struct sfs_tfs *t = tfs_new(4096, 32 * MiB);
 	struct rd *r = rd_new();
 	sfs_ino_t d;
 
@@ -531,13 +481,13 @@ static void test_dir_readdir_cookie_of_removed_entry(void **state)
 	assert_int_equal(sfs_readdir(t->fs, d, 1u << 20, rd_fill, r), 0);
 	assert_int_equal(r->reported, 0);
 	rd_free(r);
-	tfs_assert_clean(t);
-	tfs_free(t);
+	sfs_tfs_assert_clean(t);
+	sfs_tfs_free(t);
 }
 
 static void test_dir_reuses_freed_space(void **state)
 {
-	struct tfs *t = tfs_new(1024, 64 * MiB);
+	struct sfs_tfs *t = tfs_new(1024, 64 * MiB);
 	char name[32];
 	uint64_t size;
 	sfs_ino_t d;
@@ -565,14 +515,14 @@ static void test_dir_reuses_freed_space(void **state)
 	assert_int_equal(sfs_unlink(t->fs, d, "new-0101"), 0);
 	mkfile(t->fs, d, "a-longer-name-than-before");
 	assert_int_equal(dir_size(t->fs, d), size);
-	tfs_assert_clean(t);
-	tfs_free(t);
+	sfs_tfs_assert_clean(t);
+	sfs_tfs_free(t);
 }
 
 /* The first entry of a block becomes an inode-0 record, reused later. */
 static void test_dir_remove_first_in_block(void **state)
 {
-	struct tfs *t = tfs_new(1024, 64 * MiB);
+	struct sfs_tfs *t = tfs_new(1024, 64 * MiB);
 	struct sfs_inode *dp;
 	struct sfs_buf *b;
 	sfs_blk_t pblk;
@@ -611,24 +561,24 @@ static void test_dir_remove_first_in_block(void **state)
 	sfs_cache_put(t->fs->cache, b);
 	sfs_unlock(t->fs);
 
-	tfs_reopen(t);
+	sfs_tfs_reopen(t);
 	struct rd *r = rd_all(t->fs, d);
 	assert_int_equal(g_hash_table_size(r->seen), 2 + 99);
 	assert_int_equal(rd_count(r, first), 0);
 	rd_free(r);
-	tfs_assert_clean(t);
+	sfs_tfs_assert_clean(t);
 	t->fs = sfs_test_open(t->img, "");
 	mkfile(t->fs, d, "zz1"); /* fits the inode-0 record */
 	assert_int_equal(dir_size(t->fs, d), size);
-	tfs_assert_clean(t);
-	tfs_free(t);
+	sfs_tfs_assert_clean(t);
+	sfs_tfs_free(t);
 }
 
 /* Byte layout of block 0: ".", ".." rec_len 12 with NUL after the names;
  * ".." spans the block when the directory is empty. */
 static void test_dir_dots_layout(void **state)
 {
-	struct tfs *t = tfs_new(2048, 32 * MiB);
+	struct sfs_tfs *t = tfs_new(2048, 32 * MiB);
 	struct sfs_inode *dp;
 	struct sfs_buf *b;
 	sfs_blk_t pblk;
@@ -682,8 +632,8 @@ static void test_dir_dots_layout(void **state)
 		assert_int_equal(b->data[i], 0);
 	sfs_cache_put(t->fs->cache, b);
 	sfs_unlock(t->fs);
-	tfs_assert_clean(t);
-	tfs_free(t);
+	sfs_tfs_assert_clean(t);
+	sfs_tfs_free(t);
 }
 
 /* Write `len` bytes at byte offset `off` of the image file. */
@@ -698,7 +648,7 @@ static void poke(const char *img, uint64_t off, const void *buf, size_t len)
 
 static void test_dir_corrupt_rec_len_eio(void **state)
 {
-	struct tfs *t = tfs_new(1024, 32 * MiB);
+	struct sfs_tfs *t = tfs_new(1024, 32 * MiB);
 	struct sfs_inode *dp;
 	struct sfs_attr a;
 	sfs_ino_t bad, good;
@@ -719,7 +669,7 @@ static void test_dir_corrupt_rec_len_eio(void **state)
 	assert_int_equal(sfs_bmap(t->fs, dp, 0, false, &pblk), 0);
 	sfs_iput(t->fs, dp);
 	sfs_unlock(t->fs);
-	tfs_close(t);
+	sfs_tfs_close(t);
 	assert_true(g_file_get_contents(t->img, &pristine, &plen, NULL));
 
 	for (unsigned k = 0; k < G_N_ELEMENTS(junk); k++) {
@@ -746,14 +696,14 @@ static void test_dir_corrupt_rec_len_eio(void **state)
 		t->fs = NULL;
 	}
 	g_free(pristine);
-	tfs_free(t);
+	sfs_tfs_free(t);
 }
 
 /* mke2fs's lost+found: block 0 plus empty blocks (one inode-0 record of
  * rec_len bs each).  Entries fill them before the directory grows. */
 static void test_dir_mke2fs_lost_found(void **state)
 {
-	struct tfs *t = g_new0(struct tfs, 1);
+	struct sfs_tfs *t = sfs_tfs_alloc();
 	gchar *argv[] = {
 	    "mke2fs", "-F",   "-q",
 	    "-t",     "ext2", "-b",
@@ -767,15 +717,13 @@ static void test_dir_mke2fs_lost_found(void **state)
 	unsigned n;
 
 	(void)state;
-	t->dir = sfs_test_tmpdir();
-	t->img = g_build_filename(t->dir, "img", NULL);
 	argv[9] = t->img;
 	if (!g_spawn_sync(NULL, argv, NULL,
 			  G_SPAWN_SEARCH_PATH | G_SPAWN_STDOUT_TO_DEV_NULL |
 			      G_SPAWN_STDERR_TO_DEV_NULL,
 			  NULL, NULL, NULL, NULL, &status, NULL) ||
 	    !g_spawn_check_wait_status(status, NULL)) {
-		tfs_free(t);
+		sfs_tfs_free(t);
 		skip();
 	}
 	t->fs = sfs_test_open(t->img, "");
@@ -794,8 +742,8 @@ static void test_dir_mke2fs_lost_found(void **state)
 	assert_int_equal(dir_size(t->fs, lf), size);
 	mkfile(t->fs, lf, "one-more");
 	assert_int_equal(dir_size(t->fs, lf), size + 1024);
-	tfs_assert_clean(t);
-	tfs_free(t);
+	sfs_tfs_assert_clean(t);
+	sfs_tfs_free(t);
 }
 
 int main(void)

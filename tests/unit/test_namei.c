@@ -28,61 +28,12 @@
 
 /* ---- fixture ---- */
 
-struct tfs {
-	char *dir;
-	char *img;
-	struct sfs_fs *fs;
-};
-
-static struct tfs *tfs_new(uint32_t bs)
+static struct sfs_tfs *tfs_new(uint32_t bs)
 {
-	struct tfs *t = g_new0(struct tfs, 1);
-
-	t->dir = sfs_test_tmpdir();
-	t->img = g_build_filename(t->dir, "img", NULL);
-	assert_int_equal(sfs_test_mkimage(t->img, 32 * MiB, bs), 0);
-	t->fs = sfs_test_open(t->img, "");
-	assert_non_null(t->fs);
-	return t;
-}
-
-static void tfs_close(struct tfs *t)
-{
-	if (t->fs)
-		assert_int_equal(sfs_fs_close(t->fs), 0);
-	t->fs = NULL;
-}
-
-static void tfs_assert_clean(struct tfs *t)
-{
-	char *out = NULL;
-	bool ok;
-
-	tfs_close(t);
-	ok = sfs_test_fsck_clean(t->img, &out);
-	if (!ok)
-		print_message("e2fsck -fn %s:\n%s\n", t->img, out ? out : "");
-	g_free(out);
-	assert_true(ok);
+	return sfs_tfs_new(bs, 32 * MiB, "");
 }
 
 /* Close, fsck, open again. */
-static void tfs_cycle(struct tfs *t)
-{
-	tfs_assert_clean(t);
-	t->fs = sfs_test_open(t->img, "");
-	assert_non_null(t->fs);
-}
-
-static void tfs_free(struct tfs *t)
-{
-	if (t->fs)
-		sfs_fs_close(t->fs);
-	sfs_test_rmtree(t->dir);
-	g_free(t->img);
-	g_free(t->dir);
-	g_free(t);
-}
 
 static sfs_ino_t mkfile(struct sfs_fs *fs, sfs_ino_t dir, const char *name)
 {
@@ -179,7 +130,7 @@ static uint8_t ftype_of(struct sfs_fs *fs, sfs_ino_t dir, const char *name)
 
 static void test_namei_lookup(void **state)
 {
-	struct tfs *t = tfs_new(4096);
+	struct sfs_tfs *t = tfs_new(4096);
 	struct sfs_attr a;
 	sfs_ino_t f;
 
@@ -196,13 +147,13 @@ static void test_namei_lookup(void **state)
 	assert_int_equal(sfs_lookup(t->fs, 999999, "x", &a), -ESTALE);
 	assert_int_equal(sfs_lookup(t->fs, ROOT, "", &a), -EINVAL);
 	assert_int_equal(sfs_lookup(t->fs, ROOT, "a/b", &a), -EINVAL);
-	tfs_assert_clean(t);
-	tfs_free(t);
+	sfs_tfs_assert_clean(t);
+	sfs_tfs_free(t);
 }
 
 static void test_namei_name_lengths(void **state)
 {
-	struct tfs *t = tfs_new(1024);
+	struct sfs_tfs *t = tfs_new(1024);
 	char n255[256], n256[257];
 	struct sfs_attr a;
 	sfs_ino_t f, d;
@@ -240,15 +191,15 @@ static void test_namei_name_lengths(void **state)
 	mkfile(t->fs, d, n255);
 	assert_int_equal(sfs_mknod(t->fs, d, n255, SFS_S_IFREG, 0, 0, 0, &a),
 			 -EEXIST);
-	tfs_cycle(t);
+	sfs_tfs_cycle(t);
 	assert_int_equal(ino_of(t->fs, ROOT, n255), d);
-	tfs_assert_clean(t);
-	tfs_free(t);
+	sfs_tfs_assert_clean(t);
+	sfs_tfs_free(t);
 }
 
 static void test_namei_mknod_types(void **state)
 {
-	struct tfs *t = tfs_new(4096);
+	struct sfs_tfs *t = tfs_new(4096);
 	struct {
 		const char *name;
 		uint32_t mode;
@@ -308,15 +259,15 @@ static void test_namei_mknod_types(void **state)
 			assert_int_equal(ino_of(t->fs, ROOT, c[i].name),
 					 ino[i]);
 		}
-		tfs_cycle(t); /* and again from disk */
+		sfs_tfs_cycle(t); /* and again from disk */
 	}
-	tfs_assert_clean(t);
-	tfs_free(t);
+	sfs_tfs_assert_clean(t);
+	sfs_tfs_free(t);
 }
 
 static void test_namei_mkdir_rmdir_links(void **state)
 {
-	struct tfs *t = tfs_new(1024);
+	struct sfs_tfs *t = tfs_new(1024);
 	struct sfs_statfs st0, st1;
 	uint32_t root_links = 0;
 	sfs_ino_t a, b, f;
@@ -337,7 +288,7 @@ static void test_namei_mkdir_rmdir_links(void **state)
 	assert_int_equal(nlink_of(t->fs, a), 3);
 	assert_int_equal(ftype_of(t->fs, a, "b"), SFS_FT_DIR);
 	assert_int_equal(sfs_mkdir(t->fs, a, "b", 0755, 0, 0, &at), -EEXIST);
-	tfs_cycle(t);
+	sfs_tfs_cycle(t);
 
 	assert_int_equal(sfs_rmdir(t->fs, ROOT, "a"), -ENOTEMPTY);
 	assert_int_equal(sfs_rmdir(t->fs, a, "f"), -ENOTDIR);
@@ -357,14 +308,14 @@ static void test_namei_mkdir_rmdir_links(void **state)
 	assert_int_equal(sfs_statfs(t->fs, &st1), 0);
 	assert_int_equal(st1.inodes_free, st0.inodes_free);
 	assert_int_equal(st1.blocks_free, st0.blocks_free);
-	tfs_assert_clean(t);
-	tfs_free(t);
+	sfs_tfs_assert_clean(t);
+	sfs_tfs_free(t);
 }
 
 /* A directory with many subdirectories: counts and bg_used_dirs. */
 static void test_namei_many_subdirs(void **state)
 {
-	struct tfs *t = tfs_new(1024);
+	struct sfs_tfs *t = tfs_new(1024);
 	char name[32];
 	sfs_ino_t d;
 
@@ -375,19 +326,19 @@ static void test_namei_many_subdirs(void **state)
 		mkdir_(t->fs, d, name);
 	}
 	assert_int_equal(nlink_of(t->fs, d), 152);
-	tfs_cycle(t);
+	sfs_tfs_cycle(t);
 	for (unsigned i = 0; i < 150; i += 2) {
 		snprintf(name, sizeof(name), "sub%03u", i);
 		assert_int_equal(sfs_rmdir(t->fs, d, name), 0);
 	}
 	assert_int_equal(nlink_of(t->fs, d), 77);
-	tfs_assert_clean(t);
-	tfs_free(t);
+	sfs_tfs_assert_clean(t);
+	sfs_tfs_free(t);
 }
 
 static void test_namei_symlinks(void **state)
 {
-	struct tfs *t = tfs_new(1024);
+	struct sfs_tfs *t = tfs_new(1024);
 	char t59[60], t60[61], tmax[1024], tbig[1025], buf[1100];
 	struct {
 		const char *name;
@@ -440,7 +391,7 @@ static void test_namei_symlinks(void **state)
 			assert_int_equal(ftype_of(t->fs, ROOT, c[i].name),
 					 SFS_FT_SYMLINK);
 		}
-		tfs_cycle(t);
+		sfs_tfs_cycle(t);
 	}
 	/* a short buffer gets a truncated target, as readlink(2) does */
 	assert_int_equal(sfs_readlink(t->fs, ino[0], buf, 4, &len), 0);
@@ -453,13 +404,13 @@ static void test_namei_symlinks(void **state)
 	assert_int_equal(sfs_statfs(t->fs, &st1), 0);
 	assert_int_equal(st1.blocks_free, st0.blocks_free);
 	assert_int_equal(st1.inodes_free, st0.inodes_free);
-	tfs_assert_clean(t);
-	tfs_free(t);
+	sfs_tfs_assert_clean(t);
+	sfs_tfs_free(t);
 }
 
 static void test_namei_hard_links(void **state)
 {
-	struct tfs *t = tfs_new(4096);
+	struct sfs_tfs *t = tfs_new(4096);
 	struct sfs_attr a;
 	sfs_ino_t f, d, d2;
 	struct sfs_inode *ip;
@@ -477,7 +428,7 @@ static void test_namei_hard_links(void **state)
 	assert_int_equal(sfs_link(t->fs, f, f, "x", &a), -ENOTDIR);
 	assert_int_equal(sfs_link(t->fs, 999999, ROOT, "x", &a), -ESTALE);
 	assert_int_equal(sfs_link(t->fs, f, ROOT, "..", &a), -EEXIST);
-	tfs_cycle(t);
+	sfs_tfs_cycle(t);
 	assert_int_equal(nlink_of(t->fs, f), 2);
 	assert_int_equal(sfs_unlink(t->fs, ROOT, "f"), 0);
 	assert_int_equal(nlink_of(t->fs, f), 1);
@@ -508,13 +459,13 @@ static void test_namei_hard_links(void **state)
 
 	assert_int_equal(sfs_unlink(t->fs, d, "g"), 0);
 	assert_int_equal(sfs_getattr(t->fs, f, &a), -ESTALE);
-	tfs_assert_clean(t);
-	tfs_free(t);
+	sfs_tfs_assert_clean(t);
+	sfs_tfs_free(t);
 }
 
 static void test_namei_unlink_open_file(void **state)
 {
-	struct tfs *t = tfs_new(4096);
+	struct sfs_tfs *t = tfs_new(4096);
 	struct sfs_statfs st0, st1;
 	struct sfs_attr a;
 	sfs_ino_t f;
@@ -537,14 +488,14 @@ static void test_namei_unlink_open_file(void **state)
 	assert_int_equal(sfs_statfs(t->fs, &st1), 0);
 	assert_int_equal(st1.blocks_free, st0.blocks_free);
 	assert_int_equal(st1.inodes_free, st0.inodes_free);
-	tfs_assert_clean(t);
-	tfs_free(t);
+	sfs_tfs_assert_clean(t);
+	sfs_tfs_free(t);
 }
 
 /* Plain renames: within and across directories, over files and dirs. */
 static void test_namei_rename_replace(void **state)
 {
-	struct tfs *t = tfs_new(1024);
+	struct sfs_tfs *t = tfs_new(1024);
 	sfs_ino_t a, b, f, g, h, x, y, e;
 	uint32_t root_links;
 	struct sfs_attr at;
@@ -574,7 +525,7 @@ static void test_namei_rename_replace(void **state)
 	assert_int_equal(nlink_of(t->fs, h), 1);
 	assert_int_equal(ino_of(t->fs, b, "h2"), h);
 	assert_absent(t->fs, a, "g");
-	tfs_cycle(t);
+	sfs_tfs_cycle(t);
 
 	/* a directory to another parent: ".." and both link counts */
 	x = mkdir_(t->fs, a, "x");
@@ -603,15 +554,15 @@ static void test_namei_rename_replace(void **state)
 	assert_int_equal(nlink_of(t->fs, a), 3);
 	assert_int_equal(ino_of(t->fs, a, "empty"), y);
 	assert_absent(t->fs, a, "y");
-	tfs_cycle(t);
+	sfs_tfs_cycle(t);
 	assert_int_equal(nlink_of(t->fs, ROOT), root_links);
-	tfs_assert_clean(t);
-	tfs_free(t);
+	sfs_tfs_assert_clean(t);
+	sfs_tfs_free(t);
 }
 
 static void test_namei_rename_errors(void **state)
 {
-	struct tfs *t = tfs_new(1024);
+	struct sfs_tfs *t = tfs_new(1024);
 	sfs_ino_t a, b, c, f, full, lf, gone;
 	struct sfs_inode *held;
 	struct sfs_attr at;
@@ -672,13 +623,13 @@ static void test_namei_rename_errors(void **state)
 	assert_int_equal(ino_of(t->fs, b, "c"), c);
 	assert_int_equal(ino_of(t->fs, c, ".."), b);
 	assert_int_equal(ino_of(t->fs, ROOT, "f"), f);
-	tfs_assert_clean(t);
-	tfs_free(t);
+	sfs_tfs_assert_clean(t);
+	sfs_tfs_free(t);
 }
 
 static void test_namei_rename_noop_and_noreplace(void **state)
 {
-	struct tfs *t = tfs_new(4096);
+	struct sfs_tfs *t = tfs_new(4096);
 	sfs_ino_t f, g;
 
 	(void)state;
@@ -702,13 +653,13 @@ static void test_namei_rename_noop_and_noreplace(void **state)
 	    sfs_rename(t->fs, ROOT, "f", ROOT, "h", SFS_RENAME_NOREPLACE), 0);
 	assert_int_equal(ino_of(t->fs, ROOT, "h"), f);
 	assert_absent(t->fs, ROOT, "f");
-	tfs_assert_clean(t);
-	tfs_free(t);
+	sfs_tfs_assert_clean(t);
+	sfs_tfs_free(t);
 }
 
 static void test_namei_rename_exchange(void **state)
 {
-	struct tfs *t = tfs_new(1024);
+	struct sfs_tfs *t = tfs_new(1024);
 	sfs_ino_t a, b, f, g, d, sub;
 
 	(void)state;
@@ -742,7 +693,7 @@ static void test_namei_rename_exchange(void **state)
 			 0);
 	assert_int_equal(ino_of(t->fs, a, "e"), d);
 	assert_int_equal(nlink_of(t->fs, a), 4);
-	tfs_cycle(t);
+	sfs_tfs_cycle(t);
 	/* errors: missing target, a directory under itself */
 	assert_int_equal(
 	    sfs_rename(t->fs, a, "e", b, "none", SFS_RENAME_EXCHANGE), -ENOENT);
@@ -762,14 +713,14 @@ static void test_namei_rename_exchange(void **state)
 	assert_int_equal(ino_of(t->fs, ROOT, "rootfile"), sub);
 	assert_int_equal(ino_of(t->fs, sub, ".."), ROOT);
 	assert_int_equal(nlink_of(t->fs, d), 2);
-	tfs_cycle(t);
-	tfs_assert_clean(t);
-	tfs_free(t);
+	sfs_tfs_cycle(t);
+	sfs_tfs_assert_clean(t);
+	sfs_tfs_free(t);
 }
 
 static void test_namei_times(void **state)
 {
-	struct tfs *t = tfs_new(4096);
+	struct sfs_tfs *t = tfs_new(4096);
 	struct sfs_attr in = {0}, a;
 	sfs_ino_t d, f;
 
@@ -791,14 +742,14 @@ static void test_namei_times(void **state)
 	assert_int_equal(sfs_rename(t->fs, d, "f", d, "f2", 0), 0);
 	assert_true(getattr_(t->fs, d).mtime.tv_sec > 1000);
 	assert_true(getattr_(t->fs, f).ctime.tv_sec > 1000);
-	tfs_assert_clean(t);
-	tfs_free(t);
+	sfs_tfs_assert_clean(t);
+	sfs_tfs_free(t);
 }
 
 /* Setgid directories hand down their group, and the bit to subdirs. */
 static void test_namei_setgid_dir(void **state)
 {
-	struct tfs *t = tfs_new(4096);
+	struct sfs_tfs *t = tfs_new(4096);
 	struct sfs_attr a;
 	sfs_ino_t d;
 
@@ -813,8 +764,8 @@ static void test_namei_setgid_dir(void **state)
 	assert_int_equal(sfs_mkdir(t->fs, d, "sub", 0755, 1000, 1000, &a), 0);
 	assert_int_equal(a.gid, 500);
 	assert_int_equal(a.mode & 07777, 02755);
-	tfs_assert_clean(t);
-	tfs_free(t);
+	sfs_tfs_assert_clean(t);
+	sfs_tfs_free(t);
 }
 
 /* Fill the filesystem with one file's data until no block is left. */
@@ -841,7 +792,7 @@ static sfs_ino_t fill_fs(struct sfs_fs *fs)
 /* No free block: mkdir and slow symlinks fail whole, leaving no inode. */
 static void test_namei_enospc(void **state)
 {
-	struct tfs *t = tfs_new(1024);
+	struct sfs_tfs *t = tfs_new(1024);
 	struct sfs_statfs st0, st1;
 	char target[100];
 	struct sfs_attr a;
@@ -862,19 +813,19 @@ static void test_namei_enospc(void **state)
 	/* what needs no block still works */
 	assert_int_equal(sfs_symlink(t->fs, ROOT, "fast", "x", 0, 0, &a), 0);
 	mkfile(t->fs, ROOT, "empty");
-	tfs_assert_clean(t);
-	tfs_free(t);
+	sfs_tfs_assert_clean(t);
+	sfs_tfs_free(t);
 }
 
 static void test_namei_readonly(void **state)
 {
-	struct tfs *t = tfs_new(4096);
+	struct sfs_tfs *t = tfs_new(4096);
 	struct sfs_attr a;
 	sfs_ino_t f;
 
 	(void)state;
 	f = mkfile(t->fs, ROOT, "f");
-	tfs_close(t);
+	sfs_tfs_close(t);
 	t->fs = sfs_test_open(t->img, "ro");
 	assert_int_equal(sfs_lookup(t->fs, ROOT, "f", &a), 0);
 	assert_int_equal(sfs_mknod(t->fs, ROOT, "g", SFS_S_IFREG, 0, 0, 0, &a),
@@ -885,8 +836,8 @@ static void test_namei_readonly(void **state)
 	assert_int_equal(sfs_link(t->fs, f, ROOT, "g", &a), -EROFS);
 	assert_int_equal(sfs_symlink(t->fs, ROOT, "s", "f", 0, 0, &a), -EROFS);
 	assert_int_equal(sfs_rmdir(t->fs, ROOT, "lost+found"), -EROFS);
-	tfs_assert_clean(t);
-	tfs_free(t);
+	sfs_tfs_assert_clean(t);
+	sfs_tfs_free(t);
 }
 
 int main(void)

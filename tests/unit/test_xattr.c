@@ -29,66 +29,14 @@
 
 /* ---- fixture ---- */
 
-struct tfs {
-	char *dir;
-	char *img;
-	struct sfs_fs *fs;
-};
-
-static struct tfs *tfs_alloc(void)
+static struct sfs_tfs *tfs_new(uint32_t bs)
 {
-	struct tfs *t = g_new0(struct tfs, 1);
-
-	t->dir = sfs_test_tmpdir();
-	t->img = g_build_filename(t->dir, "img", NULL);
-	return t;
-}
-
-static struct tfs *tfs_new(uint32_t bs)
-{
-	struct tfs *t = tfs_alloc();
+	struct sfs_tfs *t = sfs_tfs_alloc();
 
 	assert_int_equal(sfs_test_mkimage(t->img, 32 * MiB, bs), 0);
 	t->fs = sfs_test_open(t->img, "");
 	assert_non_null(t->fs);
 	return t;
-}
-
-static void tfs_close(struct tfs *t)
-{
-	if (t->fs)
-		assert_int_equal(sfs_fs_close(t->fs), 0);
-	t->fs = NULL;
-}
-
-static void tfs_assert_clean(struct tfs *t)
-{
-	char *out = NULL;
-	bool ok;
-
-	tfs_close(t);
-	ok = sfs_test_fsck_clean(t->img, &out);
-	if (!ok)
-		print_message("e2fsck -fn %s:\n%s\n", t->img, out ? out : "");
-	g_free(out);
-	assert_true(ok);
-}
-
-static void tfs_cycle(struct tfs *t)
-{
-	tfs_assert_clean(t);
-	t->fs = sfs_test_open(t->img, "");
-	assert_non_null(t->fs);
-}
-
-static void tfs_free(struct tfs *t)
-{
-	if (t->fs)
-		sfs_fs_close(t->fs);
-	sfs_test_rmtree(t->dir);
-	g_free(t->img);
-	g_free(t->dir);
-	g_free(t);
 }
 
 static sfs_ino_t mkfile(struct sfs_fs *fs, sfs_ino_t dir, const char *name)
@@ -173,7 +121,7 @@ static uint64_t iblocks(struct sfs_fs *fs, sfs_ino_t ino)
 
 static void test_xattr_set_get_list_remove(void **state)
 {
-	struct tfs *t = tfs_new(4096);
+	struct sfs_tfs *t = tfs_new(4096);
 	sfs_ino_t f, d;
 
 	(void)state;
@@ -191,7 +139,7 @@ static void test_xattr_set_get_list_remove(void **state)
 	/* on a directory and on the root too */
 	d = ROOT;
 	setx(t->fs, d, "user.dir", "root");
-	tfs_cycle(t);
+	sfs_tfs_cycle(t);
 	assert_xattr(t->fs, f, "user.a", "a much longer value than before");
 	assert_xattr(t->fs, f, "user.bb", "x");
 	assert_xattr(t->fs, d, "user.dir", "root");
@@ -200,13 +148,13 @@ static void test_xattr_set_get_list_remove(void **state)
 	assert_int_equal(sfs_removexattr(t->fs, f, "user.a"), -ENODATA);
 	assert_list(t->fs, f, "user.0|user.bb|");
 	assert_int_equal(iblocks(t->fs, f), 4096 / 512);
-	tfs_assert_clean(t);
-	tfs_free(t);
+	sfs_tfs_assert_clean(t);
+	sfs_tfs_free(t);
 }
 
 static void test_xattr_flags(void **state)
 {
-	struct tfs *t = tfs_new(4096);
+	struct sfs_tfs *t = tfs_new(4096);
 	sfs_ino_t f;
 
 	(void)state;
@@ -226,13 +174,13 @@ static void test_xattr_flags(void **state)
 	assert_int_equal(sfs_setxattr(t->fs, f, "user.k", "v4", 2, 0x10),
 			 -EINVAL);
 	assert_int_equal(sfs_removexattr(t->fs, f, "user.none"), -ENODATA);
-	tfs_assert_clean(t);
-	tfs_free(t);
+	sfs_tfs_assert_clean(t);
+	sfs_tfs_free(t);
 }
 
 static void test_xattr_erange_and_names(void **state)
 {
-	struct tfs *t = tfs_new(4096);
+	struct sfs_tfs *t = tfs_new(4096);
 	char buf[8], longname[300];
 	size_t len;
 	sfs_ino_t f;
@@ -266,13 +214,13 @@ static void test_xattr_erange_and_names(void **state)
 	assert_int_equal(
 	    sfs_getxattr(t->fs, 999999, "user.v", buf, sizeof(buf), &len),
 	    -ESTALE);
-	tfs_assert_clean(t);
-	tfs_free(t);
+	sfs_tfs_assert_clean(t);
+	sfs_tfs_free(t);
 }
 
 static void test_xattr_empty_value(void **state)
 {
-	struct tfs *t = tfs_new(2048);
+	struct sfs_tfs *t = tfs_new(2048);
 	char buf[4];
 	size_t len = 99;
 	sfs_ino_t f;
@@ -289,16 +237,16 @@ static void test_xattr_empty_value(void **state)
 	assert_int_equal(len, 0);
 	setx(t->fs, f, "user.one", "1");
 	assert_list(t->fs, f, "user.one|user.empty|");
-	tfs_cycle(t);
+	sfs_tfs_cycle(t);
 	assert_xattr(t->fs, f, "user.empty", "");
 	assert_xattr(t->fs, f, "user.one", "1");
-	tfs_assert_clean(t);
-	tfs_free(t);
+	sfs_tfs_assert_clean(t);
+	sfs_tfs_free(t);
 }
 
 static void test_xattr_full_block(void **state)
 {
-	struct tfs *t = tfs_new(1024);
+	struct sfs_tfs *t = tfs_new(1024);
 	char name[32], value[41], *big;
 	unsigned n = 0;
 	sfs_ino_t f;
@@ -335,16 +283,16 @@ static void test_xattr_full_block(void **state)
 	/* replacing one with a value of the same size still fits */
 	memset(value, 'w', 40);
 	setx(t->fs, f, "user.attr000", value);
-	tfs_cycle(t);
+	sfs_tfs_cycle(t);
 	assert_xattr(t->fs, f, "user.attr000", value);
-	tfs_assert_clean(t);
+	sfs_tfs_assert_clean(t);
 	g_free(big);
-	tfs_free(t);
+	sfs_tfs_free(t);
 }
 
 static void test_xattr_last_remove_frees_block(void **state)
 {
-	struct tfs *t = tfs_new(4096);
+	struct sfs_tfs *t = tfs_new(4096);
 	uint64_t free0;
 	sfs_ino_t f;
 
@@ -355,20 +303,20 @@ static void test_xattr_last_remove_frees_block(void **state)
 	setx(t->fs, f, "user.b", "2");
 	assert_int_equal(free_blocks(t->fs), free0 - 1);
 	assert_int_equal(iblocks(t->fs, f), 8);
-	tfs_cycle(t);
+	sfs_tfs_cycle(t);
 	assert_int_equal(sfs_removexattr(t->fs, f, "user.a"), 0);
 	assert_int_equal(free_blocks(t->fs), free0 - 1);
 	assert_int_equal(sfs_removexattr(t->fs, f, "user.b"), 0);
 	assert_int_equal(free_blocks(t->fs), free0);
 	assert_int_equal(iblocks(t->fs, f), 0);
 	assert_list(t->fs, f, "");
-	tfs_assert_clean(t);
-	tfs_free(t);
+	sfs_tfs_assert_clean(t);
+	sfs_tfs_free(t);
 }
 
 static void test_xattr_drop_with_inode(void **state)
 {
-	struct tfs *t = tfs_new(4096);
+	struct sfs_tfs *t = tfs_new(4096);
 	uint64_t free0;
 	sfs_ino_t f, d;
 	struct sfs_attr a;
@@ -384,8 +332,8 @@ static void test_xattr_drop_with_inode(void **state)
 	assert_int_equal(sfs_rmdir(t->fs, ROOT, "d"), 0);
 	assert_int_equal(sfs_getattr(t->fs, d, &a), -ESTALE);
 	assert_int_equal(free_blocks(t->fs), free0);
-	tfs_assert_clean(t);
-	tfs_free(t);
+	sfs_tfs_assert_clean(t);
+	sfs_tfs_free(t);
 }
 
 /* Make f2 share f1's block as the kernel does (h_refcount 2). */
@@ -417,7 +365,7 @@ static void share_block(struct sfs_fs *fs, sfs_ino_t f1, sfs_ino_t f2)
 
 static void test_xattr_shared_block_copy_on_write(void **state)
 {
-	struct tfs *t = tfs_new(4096);
+	struct sfs_tfs *t = tfs_new(4096);
 	uint64_t free0;
 	sfs_ino_t f1, f2, f3;
 
@@ -428,7 +376,7 @@ static void test_xattr_shared_block_copy_on_write(void **state)
 	setx(t->fs, f1, "user.shared", "same");
 	share_block(t->fs, f1, f2);
 	share_block(t->fs, f1, f3);
-	tfs_cycle(t); /* refcount 3 and three owners: e2fsck agrees */
+	sfs_tfs_cycle(t); /* refcount 3 and three owners: e2fsck agrees */
 	free0 = free_blocks(t->fs);
 	assert_xattr(t->fs, f2, "user.shared", "same");
 	/* f2 changes: it gets a private copy, the others keep theirs */
@@ -442,22 +390,22 @@ static void test_xattr_shared_block_copy_on_write(void **state)
 	assert_int_equal(free_blocks(t->fs), free0 - 1);
 	assert_int_equal(iblocks(t->fs, f3), 0);
 	assert_xattr(t->fs, f1, "user.shared", "same");
-	tfs_cycle(t);
+	sfs_tfs_cycle(t);
 	/* freeing a sharer (f1 shares with nobody now but count it) */
 	share_block(t->fs, f1, f3);
 	assert_int_equal(sfs_unlink(t->fs, ROOT, "f1"), 0);
 	assert_xattr(t->fs, f3, "user.shared", "same");
 	assert_int_equal(sfs_unlink(t->fs, ROOT, "f3"), 0);
 	assert_int_equal(free_blocks(t->fs), free0);
-	tfs_assert_clean(t);
-	tfs_free(t);
+	sfs_tfs_assert_clean(t);
+	sfs_tfs_free(t);
 }
 
 /* No free block for a first attribute: -ENOSPC, nothing changed. */
 static void test_xattr_no_free_block(void **state)
 {
 	static char chunk[64 * 1024];
-	struct tfs *t = tfs_new(1024);
+	struct sfs_tfs *t = tfs_new(1024);
 	sfs_ino_t f, g;
 	uint64_t off = 0;
 	size_t done;
@@ -482,31 +430,31 @@ static void test_xattr_no_free_block(void **state)
 	/* an existing private block is rewritten in place: no block needed */
 	setx(t->fs, f, "user.more", "fits");
 	assert_xattr(t->fs, f, "user.has", "block");
-	tfs_assert_clean(t);
-	tfs_free(t);
+	sfs_tfs_assert_clean(t);
+	sfs_tfs_free(t);
 }
 
 static void test_xattr_readonly(void **state)
 {
-	struct tfs *t = tfs_new(4096);
+	struct sfs_tfs *t = tfs_new(4096);
 	sfs_ino_t f;
 
 	(void)state;
 	f = mkfile(t->fs, ROOT, "f");
 	setx(t->fs, f, "user.a", "1");
-	tfs_close(t);
+	sfs_tfs_close(t);
 	t->fs = sfs_test_open(t->img, "ro");
 	assert_xattr(t->fs, f, "user.a", "1");
 	assert_int_equal(sfs_setxattr(t->fs, f, "user.b", "2", 1, 0), -EROFS);
 	assert_int_equal(sfs_removexattr(t->fs, f, "user.a"), -EROFS);
-	tfs_assert_clean(t);
-	tfs_free(t);
+	sfs_tfs_assert_clean(t);
+	sfs_tfs_free(t);
 }
 
 /* A corrupt xattr block: -EIO, no crash. */
 static void test_xattr_corrupt_block_eio(void **state)
 {
-	struct tfs *t = tfs_new(4096);
+	struct sfs_tfs *t = tfs_new(4096);
 	struct sfs_inode *ip;
 	struct sfs_buf *b;
 	sfs_blk_t blk;
@@ -536,7 +484,7 @@ static void test_xattr_corrupt_block_eio(void **state)
 	assert_int_equal(sfs_setxattr(t->fs, g, "user.h", "1", 1, 0), -EROFS);
 	sfs_fs_close(t->fs);
 	t->fs = NULL;
-	tfs_free(t);
+	sfs_tfs_free(t);
 }
 
 /* ---- an image the kernel wrote ---- */
@@ -623,7 +571,7 @@ static char *sh_out(const char *cmd)
 
 static void test_xattr_kernel_written_image(void **state)
 {
-	struct tfs *t = tfs_alloc();
+	struct sfs_tfs *t = sfs_tfs_alloc();
 	char *mnt = g_build_filename(t->dir, "mnt", NULL);
 	char big[301], *v;
 	sfs_ino_t a, b, c, m;
@@ -643,7 +591,7 @@ static void test_xattr_kernel_written_image(void **state)
 	    sh("mount -o loop -t ext2 %s %s", t->img, mnt) != 0) {
 		print_message("# SKIP kernel image: no loop mount or setfattr "
 			      "here\n");
-		tfs_free(t);
+		sfs_tfs_free(t);
 		g_free(mnt);
 		skip();
 	}
@@ -699,7 +647,7 @@ static void test_xattr_kernel_written_image(void **state)
 	assert_xattr(t->fs, b, "user.big", big);
 	assert_list(t->fs, c, "");
 	setx(t->fs, m, "user.small", "2");
-	tfs_assert_clean(t);
+	sfs_tfs_assert_clean(t);
 
 	/* the kernel reads back what simfs wrote */
 	assert_int_equal(sh("mount -o loop -t ext2 %s %s", t->img, mnt), 0);
@@ -725,33 +673,33 @@ static void test_xattr_kernel_written_image(void **state)
 	g_free(dump);
 	g_free(v);
 	g_free(mnt);
-	tfs_free(t);
+	sfs_tfs_free(t);
 }
 
 /* 128-byte inodes (mke2fs -I 128) have no in-inode area: block only. */
 static void test_xattr_128_byte_inodes(void **state)
 {
-	struct tfs *t = tfs_alloc();
+	struct sfs_tfs *t = sfs_tfs_alloc();
 	sfs_ino_t f;
 
 	(void)state;
 	if (sh("mke2fs -F -q -t ext2 -b 1024 -I 128 -O "
 	       "none,sparse_super,filetype,large_file,ext_attr %s 16M",
 	       t->img) != 0) {
-		tfs_free(t);
+		sfs_tfs_free(t);
 		skip();
 	}
 	t->fs = sfs_test_open(t->img, "");
 	f = mkfile(t->fs, ROOT, "f");
 	setx(t->fs, f, "user.a", "on a small inode");
 	setx(t->fs, ROOT, "user.r", "root");
-	tfs_cycle(t);
+	sfs_tfs_cycle(t);
 	assert_xattr(t->fs, f, "user.a", "on a small inode");
 	assert_list(t->fs, ROOT, "user.r|");
 	assert_int_equal(sfs_removexattr(t->fs, f, "user.a"), 0);
 	assert_int_equal(iblocks(t->fs, f), 0);
-	tfs_assert_clean(t);
-	tfs_free(t);
+	sfs_tfs_assert_clean(t);
+	sfs_tfs_free(t);
 }
 
 int main(void)
