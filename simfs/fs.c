@@ -537,11 +537,7 @@ int sfs_fs_flush_super_gdt(struct sfs_fs *fs)
 
 uint64_t sfs_free_blocks(const struct sfs_fs *fs)
 {
-	uint64_t n = 0;
-
-	for (uint32_t g = 0; g < fs->groups; g++)
-		n += sfs_le16(fs->gd[g].bg_free_blocks_count);
-	return n;
+	return fs->free_blocks;
 }
 
 /* ---- bitmaps ---- */
@@ -611,6 +607,8 @@ static int blocks_change(struct sfs_fs *fs, sfs_blk_t start, uint32_t n,
 		uint16_t fb = sfs_le16(fs->gd[g].bg_free_blocks_count);
 		fb = used ? fb - changed : fb + changed;
 		fs->gd[g].bg_free_blocks_count = sfs_cpu_to_le16(fb);
+		fs->free_blocks = used ? fs->free_blocks - changed
+				       : fs->free_blocks + changed;
 		fs->gd_dirty = true;
 		if (changed != cnt) {
 			sfs_fs_error(fs, -EIO, "group %u: %u of blocks %u+%u "
@@ -1568,6 +1566,8 @@ int sfs_fs_open(struct sfs_bdev *bd, const struct sfs_config *cfg,
 	rc = check_groups(fs, &msg);
 	if (rc)
 		goto out_free;
+	for (uint32_t g = 0; g < fs->groups; g++)
+		fs->free_blocks += sfs_le16(fs->gd[g].bg_free_blocks_count);
 
 	fs->icache = g_hash_table_new_full(g_direct_hash, g_direct_equal, NULL,
 					   inode_free_cb);

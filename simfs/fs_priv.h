@@ -121,6 +121,8 @@ struct sfs_fs {
 	uint32_t addr_per_block; /* bs / 4 */
 
 	struct sfs_dgroup *gd;  /* groups descriptors, on-disk form */
+	uint64_t free_blocks;   /* sum of the groups' bg_free_blocks_count,
+				   kept with them (allocation asks per block) */
 	bool gd_dirty;
 
 	GHashTable *icache;     /* sfs_ino_t -> struct sfs_inode * */
