@@ -119,6 +119,10 @@ struct sfs_cache {
 	void (*written_fn)(void *ctx, sfs_blk_t blk);
 	void *written_ctx;
 
+	/* delayed allocation: dirty data the engine holds without blocks */
+	const struct sfs_cache_delayed *da;
+	void *da_ctx;
+
 	struct sfs_cache_counters ctr;
 };
 
@@ -323,9 +327,32 @@ static sfs_ns_t now_ns(struct sfs_cache *c)
 }
 
 /* Dirty bytes write-back may write: pinned buffers excluded. */
+/* Delayed (not yet placed) dirty bytes the engine holds. */
+static uint64_t da_bytes(const struct sfs_cache *c)
+{
+	return c->da ? c->da->bytes(c->da_ctx) : 0;
+}
+
 static uint64_t wb_dirty(const struct sfs_cache *c)
 {
-	return c->ctr.dirty_bytes - c->pinned_dirty;
+	return c->ctr.dirty_bytes - c->pinned_dirty + da_bytes(c);
+}
+
+/*
+ * Let the engine place and write delayed data: all of it dirtied at or
+ * before cutoff_ns (expired) or about `bytes`.  No throttling inside (the
+ * engine dirties buffers while it does this).  Bytes written, or -errno.
+ */
+static int64_t da_writeback(struct sfs_cache *c, bool expired,
+			    sfs_ns_t cutoff_ns, uint64_t bytes,
+			    enum sfs_wb_reason why)
+{
+	int64_t n;
+
+	c->wb_depth++;
+	n = c->da->writeback(c->da_ctx, expired, cutoff_ns, bytes, why);
+	c->wb_depth--;
+	return n;
 }
 
 void sfs_cache_counters(const struct sfs_cache *c,
@@ -643,6 +670,26 @@ static int64_t write_oldest(struct sfs_cache *c, bool expired,
 		uint64_t before = c->ctr.writebacks;
 		int rc;
 
+		/* Delayed data older than the oldest buffer goes first: it
+		 * is placed now and written with its own batch. */
+		if (da_bytes(c)) {
+			sfs_ns_t da_old = c->da->oldest_ns(c->da_ctx);
+			bool due = expired ? da_old <= cutoff_ns : true;
+			if (due && (n == 0 || da_old <= bufs[0]->dirtied_ns)) {
+				int64_t w = da_writeback(
+				    c, expired, cutoff_ns,
+				    (uint64_t)c->chunk_blocks * c->bs, why);
+				if (w < 0) {
+					c->ctr.writeback_errors++;
+					total = w;
+					break;
+				}
+				if (w > 0) {
+					total += w / c->bs;
+					continue;
+				}
+			}
+		}
 		if (n == 0)
 			break;
 		rc = write_back(c, bufs, n, why);
@@ -683,7 +730,7 @@ static int make_room(struct sfs_cache *c)
 {
 	int rc;
 
-	while (c->ctr.cached_bytes + c->bs > c->budget_bytes) {
+	while (c->ctr.cached_bytes + da_bytes(c) + c->bs > c->budget_bytes) {
 		GList *head = c->lru.head;
 		struct cbuf *b;
 
@@ -808,9 +855,12 @@ sfs_ns_t sfs_cache_next_deadline(struct sfs_cache *c)
 		if (!b->pins)
 			oldest = b;
 	}
-	if (!oldest)
+	due = oldest ? oldest->dirtied_ns : SFS_CACHE_NO_DEADLINE;
+	if (da_bytes(c))
+		due = MIN(due, c->da->oldest_ns(c->da_ctx));
+	if (due == SFS_CACHE_NO_DEADLINE)
 		return SFS_CACHE_NO_DEADLINE;
-	due = oldest->dirtied_ns + c->expire_ns;
+	due += c->expire_ns;
 	next = c->next_kupdate_ns;
 	if (due <= next)
 		return next;
@@ -1109,6 +1159,12 @@ int sfs_cache_sync(struct sfs_cache *c)
 	struct cbuf **bufs;
 	int rc = 0;
 
+	if (da_bytes(c)) {
+		int64_t w = da_writeback(c, true, SFS_CACHE_NO_DEADLINE,
+					 UINT64_MAX, SFS_WB_SYNC);
+		if (w < 0)
+			return (int)w;
+	}
 	if (c->dirty.length) {
 		bufs = g_new(struct cbuf *, c->dirty.length);
 		for (GList *l = c->dirty.head; l; l = l->next) {
@@ -1166,8 +1222,14 @@ static int cmp_blkno(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
-/* Write the listed dirty unpinned blocks now, one batch.  0 or -EIO. */
 int sfs_cache_write_blocks(struct sfs_cache *c, const sfs_blk_t *blks, size_t n)
+{
+	return sfs_cache_write_blocks_why(c, blks, n, SFS_WB_EXPLICIT);
+}
+
+/* Write the listed dirty unpinned blocks now, one batch.  0 or -EIO. */
+int sfs_cache_write_blocks_why(struct sfs_cache *c, const sfs_blk_t *blks,
+			       size_t n, enum sfs_wb_reason why)
 {
 	struct cbuf **bufs;
 	sfs_blk_t *sorted;
@@ -1191,10 +1253,24 @@ int sfs_cache_write_blocks(struct sfs_cache *c, const sfs_blk_t *blks, size_t n)
 		if (b && b->dirty && !b->pins)
 			bufs[m++] = b;
 	}
-	rc = write_back(c, bufs, m, SFS_WB_EXPLICIT);
+	rc = write_back(c, bufs, m, why);
 	g_free(bufs);
 	g_free(sorted);
 	return rc;
+}
+
+void sfs_cache_set_delayed(struct sfs_cache *c,
+			   const struct sfs_cache_delayed *ops, void *ctx)
+{
+	c->da = ops;
+	c->da_ctx = ctx;
+	c->bg_blocked = false;
+}
+
+void sfs_cache_balance(struct sfs_cache *c)
+{
+	c->bg_blocked = false;
+	balance_dirty(c);
 }
 
 bool sfs_cache_is_dirty(struct sfs_cache *c, sfs_blk_t blk)

@@ -235,6 +235,42 @@ void sfs_cache_set_written_cb(struct sfs_cache *c,
  */
 int sfs_cache_write_blocks(struct sfs_cache *c, const sfs_blk_t *blks,
 			   size_t n);
+/*
+ * The same, counting the bytes under `why` (a delayed-allocation write-back
+ * on behalf of the flusher, a throttled writer or sync).
+ */
+int sfs_cache_write_blocks_why(struct sfs_cache *c, const sfs_blk_t *blks,
+			       size_t n, enum sfs_wb_reason why);
+
+/* ---- delayed allocation (doc/allocators.md, "Delayed allocation") ---- */
+
+/*
+ * Dirty file data that has no block yet is held by the engine, not here.
+ * The cache still counts it: its bytes join the dirty bytes that the
+ * thresholds compare and the memory the budget holds, and the write-back
+ * paths ask the engine to place and write it, oldest first, as they would
+ * write a buffer of that age.
+ */
+struct sfs_cache_delayed {
+	/* bytes held now */
+	uint64_t (*bytes)(void *ctx);
+	/* when the oldest of them was dirtied (SFS_CACHE_NO_DEADLINE: none) */
+	sfs_ns_t (*oldest_ns)(void *ctx);
+	/*
+	 * Place and write back: everything dirtied at or before cutoff_ns
+	 * (expired) or else at least `bytes` of the oldest, counting the
+	 * writes under why.  Called with no throttling in effect; it may get,
+	 * dirty and write buffers.  Returns the bytes written, or -errno.
+	 */
+	int64_t (*writeback)(void *ctx, bool expired, sfs_ns_t cutoff_ns,
+			     uint64_t bytes, enum sfs_wb_reason why);
+};
+/* Install (ops) or remove (NULL) the delayed-data provider. */
+void sfs_cache_set_delayed(struct sfs_cache *c,
+			   const struct sfs_cache_delayed *ops, void *ctx);
+/* A writer added delayed data: throttle it as sfs_cache_dirty would. */
+void sfs_cache_balance(struct sfs_cache *c);
+
 /* Is block blk cached and dirty? */
 bool sfs_cache_is_dirty(struct sfs_cache *c, sfs_blk_t blk);
 /* Dirty bytes now, pinned buffers included. */

@@ -111,12 +111,13 @@ static void cfg_vm_list(GString *out)
 
 static bool cfg_alloc_valid(const char *name)
 {
-	return sfs_alloc_find(name) != NULL;
+	return sfs_alloc_find(name) != NULL || strcmp(name, "delalloc") == 0;
 }
 
 static void cfg_alloc_list(GString *out)
 {
 	g_string_append(out, sfs_alloc_names());
+	g_string_append(out, ", delalloc (= mballoc + delalloc)");
 }
 
 static const char *const cfg_clock_names[] = {
@@ -171,32 +172,33 @@ static void cfg_atime_list(GString *out)
  * comparisons ran every filesystem on one kernel.
  */
 static const struct sfs_config_preset cfg_presets[] = {
-    {"ext2", "data=none,alloc=blockmap,dirs=orlov",
+    {"ext2", "data=none,alloc=blockmap,nodelalloc,dirs=orlov",
      "ext2: no journal, ext2 bitmap search, Orlov directories", false,
      NULL},
-    {"ext3", "data=ordered,alloc=reservation,dirs=orlov",
+    {"ext3", "data=ordered,alloc=reservation,nodelalloc,dirs=orlov",
      "ext3 (2.6): ordered journal, reservation windows", true, NULL},
-    {"ext3-writeback", "data=writeback,alloc=reservation,dirs=orlov",
+    {"ext3-writeback", "data=writeback,alloc=reservation,nodelalloc,"
+     "dirs=orlov",
      "ext3, data=writeback", true, NULL},
-    {"ext3-journal", "data=journal,alloc=reservation,dirs=orlov",
+    {"ext3-journal", "data=journal,alloc=reservation,nodelalloc,dirs=orlov",
      "ext3, data=journal", true, NULL},
     {"ext3rs",
      "data=ordered,alloc=reservation,reservation_window=8,"
-     "reservation_max=1027,dirs=orlov",
+     "reservation_max=1027,nodelalloc,dirs=orlov",
      "ext3 with reservation windows spelled out (2.6 default: 8 blocks, "
      "max 1027)",
      true, NULL},
-    {"ext3i", "data=ordered,alloc=mballoc,dirs=orlov",
-     "ext3 journal with extents + mballoc (early ext4dev; delayed "
-     "allocation not modelled yet)",
+    {"ext3i", "data=ordered,alloc=mballoc,delalloc,dirs=orlov",
+     "ext3 journal with extents + mballoc + delayed allocation (early "
+     "ext4dev)",
      true, "mballoc"},
-    {"ext4", "data=ordered,alloc=mballoc,dirs=orlov",
-     "ext4: extents + mballoc, ordered journal (delayed allocation not "
-     "modelled yet)",
-     true, "mballoc"},
-    {"ext4-nojournal", "data=none,alloc=mballoc,dirs=orlov",
-     "ext4's allocator without a journal (-O ^has_journal)", false,
+    {"ext4", "data=ordered,alloc=mballoc,delalloc,dirs=orlov",
+     "ext4: extents + mballoc + delayed allocation, ordered journal", true,
      "mballoc"},
+    {"ext4-nojournal", "data=none,alloc=mballoc,delalloc,dirs=orlov",
+     "ext4's allocator and delayed allocation without a journal "
+     "(-O ^has_journal)",
+     false, "mballoc"},
 };
 
 const struct sfs_config_preset *sfs_config_preset_nth(unsigned i)
@@ -702,6 +704,23 @@ static const struct cfg_knob cfg_knobs[] = {
 	.help = "atime_policy=noatime",
     },
     {
+	.name = "delalloc",
+	.type = CFG_BOOL,
+	.offset = KNOB_OFF(delalloc),
+	.def = "off",
+	.help = "delayed allocation: reserve space at write, place blocks at "
+		"write-back (nodelalloc: place at write)",
+    },
+    {
+	.name = "auto_da_alloc",
+	.type = CFG_BOOL,
+	.offset = KNOB_OFF(no_auto_da_alloc),
+	.def = "on",
+	.flags = CFG_INVERT,
+	.help = "with delalloc, place a file's data when it is renamed over "
+		"another or closed after truncation to zero",
+    },
+    {
 	.name = "user_xattr",
 	.type = CFG_BOOL,
 	.offset = KNOB_OFF(no_user_xattr),
@@ -937,6 +956,13 @@ static int cfg_knob_apply(struct sfs_config *cfg, const struct cfg_knob *k,
 					       value, k->name, names);
 			g_free(names);
 			return -EINVAL;
+		}
+		if (k->offset == KNOB_OFF(alloc) &&
+		    strcmp(value, "delalloc") == 0) {
+			/* ext4's shorthand: mballoc + delayed allocation */
+			g_strlcpy(field, "mballoc", SFS_NAME_LEN);
+			cfg->delalloc = true;
+			return 0;
 		}
 		g_strlcpy(field, value, SFS_NAME_LEN);
 		return 0;

@@ -52,6 +52,9 @@ struct sfs_config {
 	char dirs[SFS_NAME_LEN];    /* directory placement: "orlov", "oldalloc" */
 	char atime[SFS_NAME_LEN];   /* "atime", "relatime", "noatime" */
 	bool no_user_xattr;         /* nouser_xattr: user.* refused */
+	bool delalloc;              /* delayed allocation (any placement) */
+	bool no_auto_da_alloc;      /* noauto_da_alloc: no early placement on
+				       rename-over / truncate-to-zero */
 	/* alloc=mballoc tunables (doc/mballoc.md), ext4's sysfs names */
 	uint32_t mb_max_to_scan;
 	uint32_t mb_min_to_scan;

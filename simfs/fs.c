@@ -653,8 +653,16 @@ int sfs_alloc_blocks(struct sfs_fs *fs, struct sfs_inode *ip, sfs_blk_t goal,
 		return -EINVAL;
 	if (goal < fs->first_data_block || goal >= fs->blocks_count)
 		goal = fs->first_data_block;
-	if (sfs_free_blocks(fs) == 0)
+	/* Blocks set aside for delayed data are not free to others. */
+	uint64_t avail = sfs_free_blocks(fs);
+	if (!fs->da_converting)
+		avail = avail > sfs_da_reserved(fs)
+				? avail - sfs_da_reserved(fs)
+				: 0;
+	if (avail == 0)
 		return -ENOSPC;
+	if (want > avail)
+		want = (uint32_t)avail;
 	rc = a->ops->new_blocks(a, ip, goal, want, start_out, got_out);
 	if (rc)
 		return rc;
@@ -718,6 +726,13 @@ int sfs_inode_dirty(struct sfs_fs *fs, struct sfs_inode *ip)
 	if (rc)
 		return rc;
 	memcpy(b->data + off, &ip->d, fs->inode_size);
+	if (ip->da) {
+		/* delayed data: the disk's size stops at placed blocks */
+		struct sfs_dinode *d = (struct sfs_dinode *)(b->data + off);
+		uint64_t ds = sfs_da_disksize(ip, sfs_i_size(ip));
+		d->i_size = sfs_cpu_to_le32((uint32_t)ds);
+		d->i_size_high = sfs_cpu_to_le32((uint32_t)(ds >> 32));
+	}
 	sfs_meta_dirty(fs, b);
 	sfs_cache_put(fs->cache, b);
 	return 0;
@@ -725,6 +740,7 @@ int sfs_inode_dirty(struct sfs_fs *fs, struct sfs_inode *ip)
 
 static void inode_evict(struct sfs_fs *fs, struct sfs_inode *ip)
 {
+	sfs_da_drop(fs, ip); /* only after an error: sync placed them */
 	if (fs->alloc->ops->release_inode)
 		fs->alloc->ops->release_inode(fs->alloc, ip);
 	if (g_hash_table_lookup(fs->icache, GUINT_TO_POINTER(ip->ino)) == ip)
@@ -740,9 +756,16 @@ static void inode_evict(struct sfs_fs *fs, struct sfs_inode *ip)
 /* Keep at most SFS_ICACHE_MAX unreferenced inodes. */
 static void icache_trim(struct sfs_fs *fs)
 {
-	while (fs->ilru.length > SFS_ICACHE_MAX) {
-		GList *l = g_queue_peek_head_link(&fs->ilru);
-		inode_evict(fs, l->data);
+	GList *l = g_queue_peek_head_link(&fs->ilru);
+
+	/* an inode holding delayed blocks stays until they are placed */
+	while (l && fs->ilru.length > SFS_ICACHE_MAX) {
+		GList *next = l->next;
+		struct sfs_inode *ip = l->data;
+
+		if (!ip->da)
+			inode_evict(fs, ip);
+		l = next;
 	}
 }
 
@@ -805,6 +828,7 @@ static int inode_free(struct sfs_fs *fs, struct sfs_inode *ip)
 	struct sfs_buf *b;
 	int rc;
 
+	sfs_da_drop(fs, ip); /* unplaced data dies with the file */
 	/* Only files, directories and slow symlinks own blocks: a device's
 	 * i_block holds its number, a fast symlink's its target. */
 	uint32_t type = sfs_i_mode(ip) & SFS_S_IFMT;
@@ -1152,6 +1176,10 @@ static int fs_sync_locked(struct sfs_fs *fs, enum sfs_commit_reason why)
 
 	if (fs->ro)
 		return 0;
+	/* delayed data is placed first: that changes the metadata below */
+	rc = sfs_da_flush_all(fs, SFS_DA_SYNC);
+	if (rc)
+		return rc;
 	rc = write_super_and_gdt(fs);
 	if (rc)
 		return rc;
@@ -1397,6 +1425,45 @@ static void alloc_source(void *ctx, struct sfs_stats_writer *w)
 	sfs_unlock(fs);
 }
 
+static const char *const da_why_names[SFS_DA_NWHY] = {
+	[SFS_DA_WRITEBACK] = "writeback", [SFS_DA_FSYNC] = "fsync",
+	[SFS_DA_SYNC] = "sync",		  [SFS_DA_RENAME] = "rename",
+	[SFS_DA_CLOSE] = "close",	  [SFS_DA_DIRECT] = "direct",
+	[SFS_DA_ENOSPC] = "enospc",
+};
+
+/* Stats section "delalloc": reservations and when blocks were placed. */
+static void da_source(void *ctx, struct sfs_stats_writer *w)
+{
+	struct sfs_fs *fs = ctx;
+	const struct sfs_da_counters *c = &fs->da_ctr;
+
+	sfs_lock(fs);
+	sfs_stats_put_bool(w, "enabled", fs->da_on);
+	sfs_stats_put_bool(w, "auto_da_alloc", !fs->cfg.no_auto_da_alloc);
+	sfs_stats_put_u64(w, "reserved_blocks", c->reserved_blocks);
+	sfs_stats_put_u64(w, "placed_blocks", c->placed_blocks);
+	sfs_stats_put_u64(w, "placed_runs", c->placed_runs);
+	sfs_stats_put_double(w, "mean_run_blocks",
+			     c->placed_runs ? (double)c->placed_blocks /
+						  (double)c->placed_runs
+					    : 0.0);
+	sfs_stats_put_u64(w, "died_blocks", c->died_blocks);
+	sfs_stats_put_u64(w, "failed_blocks", c->failed_blocks);
+	sfs_stats_put_u64(w, "enospc_at_write", c->enospc);
+	sfs_stats_put_u64(w, "delayed_blocks_now", fs->da_blocks);
+	sfs_stats_put_u64(w, "meta_reserved_now", fs->da_meta);
+	sfs_stats_put_u64(w, "meta_reserved_peak", c->meta_reserved_peak);
+	for (int i = 0; i < SFS_DA_NWHY; i++) {
+		char name[48];
+
+		g_snprintf(name, sizeof(name), "placed_by_%s_blocks",
+			   da_why_names[i]);
+		sfs_stats_put_u64(w, name, c->flush_blocks[i]);
+	}
+	sfs_unlock(fs);
+}
+
 /* Hand cfg's mb_* knobs to a running mballoc.  0, or -EINVAL with *err. */
 static int mballoc_apply(struct sfs_fs *fs, const struct sfs_config *cfg,
 			 char **err)
@@ -1596,6 +1663,8 @@ int sfs_fs_open(struct sfs_bdev *bd, const struct sfs_config *cfg,
 	rc = setup_journal(fs, &msg);
 	if (rc)
 		goto out_free;
+	sfs_da_setup(fs);
+	sfs_stats_add_source(fs->stats, "delalloc", da_source, fs);
 	if (!fs->ro) {
 		struct timespec now;
 		sfs_sb_now(fs, &now);
@@ -1666,7 +1735,8 @@ int sfs_fs_close(struct sfs_fs *fs)
 	sfs_count_op(fs, SFS_OP_SYNC);
 	if (!fs->ro && !(fs->error && sfs_jnl_journaled(fs->jnl))) {
 		free_orphans(fs);
-		if (sfs_jnl_journaled(fs->jnl)) {
+		rc = sfs_da_flush_all(fs, SFS_DA_SYNC);
+		if (sfs_jnl_journaled(fs->jnl) && !rc) {
 			/* commit, write everything home, empty the log */
 			rc = write_super_and_gdt(fs);
 			if (!rc)

@@ -94,6 +94,35 @@ struct sfs_inode {
 	uint32_t ra_mark;     /* its first logical block: a read reaching it
 				 issues the next window */
 	uint32_t ra_end;      /* logical block after the newest window */
+	/* delayed allocation (delalloc.c): */
+	struct sfs_da_inode *da; /* blocks written but not placed, or NULL */
+	bool da_flush_on_close;  /* auto_da_alloc: truncated to zero, place
+				    its data when it is closed */
+};
+
+/* Why delayed blocks were placed (counted per reason). */
+enum sfs_da_why {
+	SFS_DA_WRITEBACK = 0, /* the cache's write-back (flusher, throttle) */
+	SFS_DA_FSYNC,
+	SFS_DA_SYNC,	      /* sync, unmount */
+	SFS_DA_RENAME,	      /* auto_da_alloc: renamed over another file */
+	SFS_DA_CLOSE,	      /* auto_da_alloc: closed after truncate to 0 */
+	SFS_DA_DIRECT,	      /* an O_DIRECT write to the file */
+	SFS_DA_ENOSPC,	      /* a reservation failed: place all, retry */
+	SFS_DA_NWHY
+};
+
+/* Counters of delayed allocation ("delalloc" stats section). */
+struct sfs_da_counters {
+	uint64_t reserved_blocks;  /* data blocks reserved by writes */
+	uint64_t placed_blocks;	   /* of those, given blocks at write-back */
+	uint64_t placed_runs;	   /* runs of logical blocks placed */
+	uint64_t died_blocks;	   /* dropped unplaced: truncate, unlink */
+	uint64_t meta_reserved_peak; /* most metadata blocks held in reserve */
+	uint64_t enospc;	   /* writes refused: no room to reserve */
+	uint64_t flushes[SFS_DA_NWHY];	    /* placements, by reason */
+	uint64_t flush_blocks[SFS_DA_NWHY]; /* blocks placed, by reason */
+	uint64_t failed_blocks;	   /* could not be placed (error state) */
 };
 
 struct sfs_fs {
@@ -151,6 +180,14 @@ struct sfs_fs {
 	bool flusher_stop;        /* protected by lock */
 	bool jnl_off;             /* buffers bypass the journal (mount and
 				     unmount superblock writes) */
+
+	/* delayed allocation (delalloc.c; doc/allocators.md) */
+	bool da_on;              /* delalloc in effect */
+	bool da_converting;      /* placing reserved blocks: may use them */
+	GQueue da_inodes;        /* inodes with delayed blocks, oldest first */
+	uint64_t da_blocks;      /* delayed data blocks, all inodes */
+	uint64_t da_meta;        /* metadata blocks reserved for them */
+	struct sfs_da_counters da_ctr;
 
 	struct sfs_alloc *alloc;          /* placement model */
 	const struct sfs_map_ops *map;    /* mapping model */
@@ -309,6 +346,40 @@ int sfs_bmap(struct sfs_fs *fs, struct sfs_inode *ip, uint32_t lblk,
 /* Free every block of ip at or after the one holding byte new_size, then
  * set i_size = new_size; zero the tail of the last partial block. */
 int sfs_truncate(struct sfs_fs *fs, struct sfs_inode *ip, uint64_t new_size);
+
+/* ---- delayed allocation (delalloc.c) ---- */
+/* Decide whether delalloc is in effect and hook it into the cache. */
+void sfs_da_setup(struct sfs_fs *fs);
+/* Does a buffered write to ip delay its allocation? */
+bool sfs_da_wanted(const struct sfs_fs *fs, const struct sfs_inode *ip);
+/* Blocks held in reserve (data + metadata estimate), all inodes. */
+static inline uint64_t sfs_da_reserved(const struct sfs_fs *fs)
+{
+	return fs->da_blocks + fs->da_meta;
+}
+/*
+ * Store [boff, boff+n) of logical block lblk (a hole) as delayed data,
+ * reserving a block (and metadata) for it the first time.  -ENOSPC when
+ * nothing can be reserved even after placing every delayed block.
+ */
+int sfs_da_write(struct sfs_fs *fs, struct sfs_inode *ip, uint32_t lblk,
+		 uint32_t boff, const void *src, size_t n);
+/* The delayed data of logical block lblk, or NULL. */
+const uint8_t *sfs_da_lookup(const struct sfs_inode *ip, uint32_t lblk);
+/* Truncate to new_size: zero the delayed tail block past it, drop (as
+ * died) the delayed blocks wholly beyond it. */
+void sfs_da_truncate(struct sfs_fs *fs, struct sfs_inode *ip,
+		     uint64_t new_size);
+/* Drop every delayed block of ip unwritten (the file is being freed). */
+void sfs_da_drop(struct sfs_fs *fs, struct sfs_inode *ip);
+/* Place and write all delayed blocks of ip / of every inode. */
+int sfs_da_flush_inode(struct sfs_fs *fs, struct sfs_inode *ip,
+		       enum sfs_da_why why);
+int sfs_da_flush_all(struct sfs_fs *fs, enum sfs_da_why why);
+/* i_size as the inode table may show it: not past unplaced data. */
+uint64_t sfs_da_disksize(const struct sfs_inode *ip, uint64_t size);
+/* Blocks ip holds in reserve (for stat's st_blocks). */
+uint32_t sfs_da_inode_blocks(const struct sfs_inode *ip);
 
 /* ---- directories (dir.c) ---- */
 /* Look name up in directory dp: -ENOENT if absent. */

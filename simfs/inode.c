@@ -163,6 +163,8 @@ void sfs_i_to_attr(struct sfs_fs *fs, const struct sfs_inode *ip,
 	if (sfs_le32(fs->sb.s_feature_ro_compat) &
 	    SFS_FEATURE_RO_COMPAT_HUGE_FILE)
 		out->blocks |= (uint64_t)sfs_le16(ip->d.i_blocks_hi) << 32;
+	/* blocks reserved for delayed data count, as on ext4 */
+	out->blocks += (uint64_t)sfs_da_inode_blocks(ip) * (fs->bs / 512);
 	if (type == SFS_S_IFCHR || type == SFS_S_IFBLK)
 		out->rdev = decode_rdev(ip);
 	out->blksize = fs->bs;
@@ -218,15 +220,21 @@ int sfs_truncate(struct sfs_fs *fs, struct sfs_inode *ip, uint64_t new_size)
 		return -EFBIG;
 	if (new_size < old) {
 		uint64_t first = (new_size + fs->bs - 1) >> fs->bs_log;
+		sfs_da_truncate(fs, ip, new_size);
 		rc = zero_tail(fs, ip, new_size);
 		if (rc)
 			return rc;
 		rc = sfs_imap(fs, ip)->truncate(fs, ip, (uint32_t)first);
 		if (rc)
 			return rc;
-		if (fs->alloc->ops->release_inode)
+		if (fs->alloc->ops->release_inode && !ip->da)
 			fs->alloc->ops->release_inode(fs->alloc, ip);
 	}
+	/* auto_da_alloc: a file truncated to zero is likely being rewritten
+	 * in place of its old contents; place its data when it is closed */
+	if (new_size == 0 && old > 0 && fs->da_on &&
+	    !fs->cfg.no_auto_da_alloc)
+		ip->da_flush_on_close = true;
 	set_size(fs, ip, new_size);
 	sfs_i_touch(fs, ip, SFS_SET_MTIME | SFS_SET_CTIME);
 	return sfs_inode_dirty(fs, ip);
@@ -367,11 +375,19 @@ int sfs_release(struct sfs_fs *fs, sfs_ino_t ino)
 	}
 	ip->refs++;
 	ip->opens--;
-	if (ip->opens == 0 && fs->alloc->ops->release_inode)
+	int rc = 0;
+	if (ip->opens == 0 && ip->da_flush_on_close) {
+		ip->da_flush_on_close = false;
+		if (sfs_i_nlink(ip) > 0)
+			rc = sfs_da_flush_inode(fs, ip, SFS_DA_CLOSE);
+	}
+	/* a file still holding delayed blocks keeps its preallocation for
+	 * them (ext4_release_file) */
+	if (ip->opens == 0 && !ip->da && fs->alloc->ops->release_inode)
 		fs->alloc->ops->release_inode(fs->alloc, ip);
 	sfs_iput(fs, ip);
 	sfs_op_end(fs);
-	return 0;
+	return rc;
 }
 
 /* Read ahead logical blocks [from, from+n) of ip: physically contiguous
@@ -509,6 +525,18 @@ int sfs_read(struct sfs_fs *fs, sfs_ino_t ino, uint64_t off, size_t len,
 		rc = sfs_imap(fs, ip)->map(fs, ip, lblk, false, &pblk, &isnew);
 		if (rc)
 			goto out_put;
+		if (pblk == 0 && ip->da) {
+			/* written but not placed yet: the data is in memory */
+			const uint8_t *d = sfs_da_lookup(ip, lblk);
+			if (d) {
+				size_t c = (size_t)MIN(
+				    (uint64_t)(fs->bs - boff), end - off);
+				memcpy(dst + done, d + boff, c);
+				off += c;
+				done += c;
+				continue;
+			}
+		}
 		if (boff == 0 && end - off >= fs->bs && pblk) {
 			/* A run of whole, physically contiguous blocks. */
 			uint32_t n = 1;
@@ -631,6 +659,7 @@ int sfs_write_ctx(struct sfs_fs *fs, sfs_ino_t ino, uint64_t off,
 	size_t done = 0;
 	uint64_t end;
 	GArray *direct_runs = NULL; /* O_DIRECT: runs to write through */
+	bool delay = false;	    /* delalloc: holes wait in memory */
 	int rc;
 
 	if (!fs || (!buf && len) || !written_out)
@@ -657,10 +686,40 @@ int sfs_write_ctx(struct sfs_fs *fs, sfs_ino_t ino, uint64_t off,
 		rc = -EFBIG;
 		goto out_put;
 	}
+	/* O_DIRECT goes to disk at once: cached delayed data of the file is
+	 * placed first, and the direct write allocates as it goes */
+	delay = sfs_da_wanted(fs, ip) && !direct_runs;
+	if (direct_runs && ip->da) {
+		rc = sfs_da_flush_inode(fs, ip, SFS_DA_DIRECT);
+		if (rc)
+			goto out_put;
+	}
 	while (off < end) {
 		uint32_t lblk = (uint32_t)(off >> fs->bs_log);
 		uint32_t boff = (uint32_t)(off & (fs->bs - 1));
 
+		if (delay) {
+			/* a hole: the data waits in memory, a block is
+			 * reserved for it; a mapped block is rewritten in
+			 * place below */
+			sfs_blk_t pblk;
+			bool nw;
+			rc = sfs_imap(fs, ip)->map(fs, ip, lblk, false, &pblk,
+						   &nw);
+			if (rc)
+				goto out_size;
+			if (pblk == 0) {
+				size_t chunk = (size_t)MIN(
+				    (uint64_t)(fs->bs - boff), end - off);
+				rc = sfs_da_write(fs, ip, lblk, boff,
+						  src + done, chunk);
+				if (rc)
+					goto out_size;
+				off += chunk;
+				done += chunk;
+				continue;
+			}
+		}
 		if (boff == 0 && end - off >= fs->bs &&
 		    !(fs->jnl && sfs_jnl_logs_data(fs->jnl))) {
 			/* Map whole blocks, then copy them as one run. */
@@ -671,10 +730,12 @@ int sfs_write_ctx(struct sfs_fs *fs, sfs_ino_t ino, uint64_t off,
 				sfs_blk_t pblk;
 				bool isnew;
 				rc = sfs_imap(fs, ip)->map(fs, ip, lblk + n,
-							   true, &pblk,
+							   !delay, &pblk,
 							   &isnew);
 				if (rc)
 					break;
+				if (pblk == 0)
+					break; /* delalloc: a hole ends it */
 				if (n == 0)
 					first = pblk;
 				else if (pblk != first + n) {
@@ -734,6 +795,9 @@ out_size:
 		if (rc == 0)
 			rc = drc;
 	}
+	/* delayed data is dirty data: over the limit, the writer writes */
+	if (delay && ip->da)
+		sfs_cache_balance(fs->cache);
 out_put:
 	if (direct_runs) {
 		int wrc = write_through(fs, direct_runs);
@@ -762,9 +826,14 @@ out_unlock:
 static int fsync_file(struct sfs_fs *fs, struct sfs_inode *ip)
 {
 	bool journaled = sfs_jnl_journaled(fs->jnl);
-	GArray *runs = ip->dirty_runs;
-	int rc = 0;
+	GArray *runs;
+	int rc;
 
+	/* delayed data is placed (and written) first */
+	rc = sfs_da_flush_inode(fs, ip, SFS_DA_FSYNC);
+	if (rc)
+		return rc;
+	runs = ip->dirty_runs;
 	ip->dirty_runs = NULL;
 	if (runs && (!journaled || !(sfs_jnl_logs_data(fs->jnl) ||
 				      strcmp(sfs_jnl_name(fs->jnl),
@@ -840,6 +909,9 @@ int sfs_statfs(struct sfs_fs *fs, struct sfs_statfs *out)
 		free_i += sfs_le16(fs->gd[g].bg_free_inodes_count);
 	}
 	free_b = sfs_free_blocks(fs);
+	/* blocks set aside for delayed data are as good as used */
+	free_b = free_b > sfs_da_reserved(fs) ? free_b - sfs_da_reserved(fs)
+					       : 0;
 	reserved = sfs_le32(fs->sb.s_r_blocks_count);
 	memset(out, 0, sizeof(*out));
 	out->block_size = fs->bs;

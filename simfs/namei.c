@@ -786,6 +786,12 @@ int sfs_rename(struct sfs_fs *fs, sfs_ino_t parent, const char *name,
 		rc = nm_do_exchange(fs, &r);
 	else
 		rc = nm_do_rename(fs, &r);
+	/* auto_da_alloc: a file renamed over another one is replacing it;
+	 * its data is placed now so that it reaches the disk by the next
+	 * commit, as the old contents had (ext4's replace-via-rename) */
+	if (rc == 0 && r.tgt && !(flags & SFS_RENAME_EXCHANGE) &&
+	    r.src->da && !fs->cfg.no_auto_da_alloc)
+		rc = sfs_da_flush_inode(fs, r.src, SFS_DA_RENAME);
 out_put:
 	if (r.tgt)
 		sfs_iput(fs, r.tgt); /* frees a replaced inode no one uses */

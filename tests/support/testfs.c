@@ -31,6 +31,7 @@
 
 #include "config.h"
 #include "mkfs.h"
+#include "models/journal/jbd2.h"
 #include "testsupport.h"
 
 #define SFS_TEST_SEED 0x5EEDu /* test images get reproducible UUIDs */
@@ -161,6 +162,23 @@ static bool fsck_output_clean(const char *text)
 	g_strfreev(lines);
 	g_regex_unref(ok);
 	return clean;
+}
+
+/* Add an internal journal (as simfs mkfs -j). */
+void sfs_test_add_journal(const char *path, uint32_t blocks)
+{
+	struct sfs_bdev *bd;
+	char *err = NULL;
+	int rc;
+
+	assert_int_equal(sfs_bdev_open_file(path, 0, 0, &bd), 0);
+	rc = sfs_jbd2_add_internal(bd, blocks, SFS_JBD2_PLACE_FIRST_FREE, &err);
+	if (rc)
+		print_error("adding a journal to %s: %s\n", path,
+			    err ? err : "?");
+	g_free(err);
+	sfs_bdev_close(bd);
+	assert_int_equal(rc, 0);
 }
 
 /* e2fsck -fn path: true only for exit 0 and a clean output. */

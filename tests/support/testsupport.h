@@ -47,6 +47,9 @@ void sfs_test_rmtree(const char *dir);
 /* Create a sparse image file of size_bytes and format it with simfs mkfs
  * (block size bs, default other parameters).  0 or -errno. */
 int sfs_test_mkimage(const char *path, uint64_t size_bytes, uint32_t bs);
+/* Add an internal journal of `blocks` blocks to a fresh image (as
+ * `simfs mkfs -j`); fails the test on error. */
+void sfs_test_add_journal(const char *path, uint32_t blocks);
 /* Open an image file as a filesystem with option string opts ("" ok);
  * fails the test on error. */
 struct sfs_fs *sfs_test_open(const char *path, const char *opts);

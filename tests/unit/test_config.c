@@ -483,7 +483,8 @@ static void test_config_print_roundtrip(void **state)
 				  "mb_min_to_scan=10\nmb_order2_req=2\n"
 				  "mb_stream_req=16\nmb_group_prealloc=512\n"
 				  "dirs=orlov\n"
-				  "atime_policy=relatime\nuser_xattr=on\n");
+				  "atime_policy=relatime\ndelalloc=off\n"
+				  "auto_da_alloc=on\nuser_xattr=on\n");
 	free(text);
 
 	assert_int_equal(parse(&cfg, "mem=1536K,direct,ro,device=hdd,rpm=5400,"

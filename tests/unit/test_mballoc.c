@@ -21,7 +21,6 @@
 
 #include "fs_priv.h"
 #include "blockdev.h"
-#include "models/journal/jbd2.h"
 #include "models/alloc/mballoc.h"
 #include "testsupport.h"
 
@@ -37,16 +36,8 @@ static void tfs_open(struct tfs *t, uint64_t size, uint32_t bs,
 	t->dir = sfs_test_tmpdir();
 	t->img = g_build_filename(t->dir, "mb.img", NULL);
 	assert_int_equal(sfs_test_mkimage(t->img, size, bs), 0);
-	if (strstr(opts, "data=")) { /* a journaled image */
-		struct sfs_bdev *bd;
-		char *err = NULL;
-
-		assert_int_equal(sfs_bdev_open_file(t->img, 0, 0, &bd), 0);
-		assert_int_equal(sfs_jbd2_add_internal(
-				     bd, 1024, SFS_JBD2_PLACE_FIRST_FREE, &err),
-				 0);
-		sfs_bdev_close(bd);
-	}
+	if (strstr(opts, "data=")) /* a journaled image */
+		sfs_test_add_journal(t->img, 1024);
 	t->fs = sfs_test_open(t->img, opts);
 	assert_non_null(t->fs);
 }
