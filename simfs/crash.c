@@ -489,7 +489,12 @@ static char *join_sorted(GPtrArray *l)
 	return g_string_free(s, FALSE);
 }
 
-static char *model_canon(const struct model *m, uint32_t bs)
+/*
+ * With sizes false, regular files show "-" for their size: under delayed
+ * allocation the recovered size may lag the state's (ext4's i_disksize)
+ * and is checked on its own (check_model).
+ */
+static char *model_canon(const struct model *m, uint32_t bs, bool sizes)
 {
 	GPtrArray *l = g_ptr_array_new_with_free_func(g_free);
 
@@ -504,12 +509,16 @@ static char *model_canon(const struct model *m, uint32_t bs)
 							2 + o->nsub));
 		else
 			g_ptr_array_add(
-			    l, g_strdup_printf(
-				   "%u/%s %c %u %llu %u", o->parent, o->name,
-				   o->dir ? 'd' : 'f', i,
-				   o->dir ? 0ULL
-					  : (unsigned long long)o->nblk * bs,
-				   o->dir ? 2 + o->nsub : 1));
+			    l,
+			    o->dir || sizes
+				? g_strdup_printf(
+				      "%u/%s %c %u %llu %u", o->parent,
+				      o->name, o->dir ? 'd' : 'f', i,
+				      o->dir ? 0ULL
+					     : (unsigned long long)o->nblk * bs,
+				      o->dir ? 2 + o->nsub : 1)
+				: g_strdup_printf("%u/%s f %u - 1", o->parent,
+						  o->name, i));
 	}
 	return join_sorted(l);
 }
@@ -1521,7 +1530,8 @@ static void id_text(GHashTable *idmap, sfs_ino_t ino, uint32_t gen, char *buf,
 }
 
 /* The /crash subtree as model_canon writes it, objects named by id. */
-static char *tree_ns_canon(const struct tree *tr, GHashTable *idmap)
+static char *tree_ns_canon(const struct tree *tr, GHashTable *idmap,
+			   bool sizes)
 {
 	GPtrArray *l = g_ptr_array_new_with_free_func(g_free);
 
@@ -1540,6 +1550,12 @@ static char *tree_ns_canon(const struct tree *tr, GHashTable *idmap)
 			continue;
 		}
 		id_text(idmap, t->pino, t->pgen, pid, sizeof(pid));
+		if (type == SFS_S_IFREG && !sizes) {
+			g_ptr_array_add(l, g_strdup_printf("%s/%s f %s - %u",
+							   pid, t->name, id,
+							   t->nlink));
+			continue;
+		}
 		g_ptr_array_add(
 		    l, g_strdup_printf("%s/%s %c %s %llu %u", pid, t->name,
 				       type == SFS_S_IFDIR   ? 'd'
@@ -1867,6 +1883,7 @@ struct mcheck {
 	const struct tree *tr;
 	uint64_t n_eff; /* fsync/sync ops ending at or before are durable */
 	struct sfs_crash_result *r;
+	bool size_lags; /* delalloc: a file's size may trail its state's */
 };
 
 /*
@@ -1902,9 +1919,11 @@ static const char *check_block(struct mcheck *c, uint32_t id,
 		if (s > 0 && (t->kind != b->s[0].kind || t->ver != b->s[0].ver))
 			mixed = true;
 		if (t->kind == SK_ZERO) {
+			/* delalloc: data never placed before the cut reads
+			 * as a hole, unless an fsync placed it */
 			if (fl)
 				*fsync_bad = true;
-			else if (have_states && !zero_in_e)
+			else if (have_states && !zero_in_e && !c->size_lags)
 				zero_bad = true;
 		} else if (t->kind == SK_GARBAGE) {
 			garbage = true;
@@ -2037,7 +2056,9 @@ static void check_model(struct mcheck *c)
 		model_apply(m, &g_array_index(run->ops, struct wop, i), false);
 	for (guint i = 0; i < m->o->len; i++)
 		floor_take(mo(m, i));
-	got = tree_ns_canon(c->tr, idmap);
+	got = tree_ns_canon(c->tr, idmap, !c->size_lags);
+	/* delalloc: the largest size each file has in a matching state */
+	GArray *maxsz = g_array_sized_new(FALSE, TRUE, sizeof(uint64_t), 16);
 	for (uint32_t j = 0; j <= hi; j++) {
 		if (j > 0) {
 			const struct wop *op = &g_array_index(
@@ -2048,11 +2069,20 @@ static void check_model(struct mcheck *c)
 		if (j < lo) /* before the last durable op: not a candidate */
 			continue;
 		g_free(want);
-		want = model_canon(m, run->bs);
+		want = model_canon(m, run->bs, !c->size_lags);
 		if (strcmp(want, got) != 0)
 			continue;
 		nmatch++;
 		r->state = (int32_t)j;
+		if (maxsz->len < m->o->len)
+			g_array_set_size(maxsz, m->o->len);
+		for (guint i = 0; i < m->o->len; i++) {
+			uint64_t *mx = &g_array_index(maxsz, uint64_t, i);
+			uint64_t sz = (uint64_t)mo(m, i)->nblk * run->bs;
+
+			if (mo(m, i)->live && sz > *mx)
+				*mx = sz;
+		}
 		for (guint i = 0; i < m->o->len; i++) {
 			const struct mobj *o = mo(m, i);
 
@@ -2096,6 +2126,18 @@ static void check_model(struct mcheck *c)
 			continue;
 		g_hash_table_add(seen, GUINT_TO_POINTER(id + 1));
 		r->files++;
+		if (c->size_lags && nmatch && pr->journaled &&
+		    (id >= maxsz->len ||
+		     t->size > g_array_index(maxsz, uint64_t, id)))
+			viol(r,
+			     "%s: size %llu is past every matching state's "
+			     "(%llu)",
+			     o->name, (unsigned long long)t->size,
+			     id < maxsz->len
+				 ? (unsigned long long)g_array_index(maxsz,
+								     uint64_t,
+								     id)
+				 : 0ULL);
 		for (uint32_t b = 0; b < t->nblk; b++) {
 			const char *bad =
 			    check_block(c, id, o, b, &t->blk[b], &es,
@@ -2141,6 +2183,7 @@ static void check_model(struct mcheck *c)
 	g_free(want);
 	g_free(got);
 	g_hash_table_destroy(es.h);
+	g_array_free(maxsz, TRUE);
 	g_hash_table_destroy(idmap);
 	model_free(m);
 }
@@ -2324,6 +2367,7 @@ int sfs_crash_check_point(const struct sfs_crash_params *p, uint64_t point,
 		    .n_eff = r->crash_req -
 			     (p->mode == SFS_CRASH_TEAR && r->torn ? 1 : 0),
 		    .r = r,
+		    .size_lags = cfg.delalloc && strcmp(mode, "journal") != 0,
 		};
 		/* ext2 (data=none): the model check is information only */
 		struct sfs_crash_promise none = {.mode = pr->mode};

@@ -11,6 +11,7 @@
  *   dir.c    linear ext2 directories + in-memory hashed name index
  *   namei.c  the namespace verbs of fs.h (lookup, create, rename, ...)
  *   xattr.c  user.* attributes in xattr blocks (reads in-inode ones too)
+ *   delalloc.c  delayed allocation: data held per inode until write-back
  *   models/alloc/  placement (where new blocks go) and mapping (how a file
  *            finds its blocks) models, chosen by name.
  *
