@@ -5,6 +5,11 @@
 # presets (seed table A).  Prints MB/s per preset and job count, and the
 # extents per file afterwards (simfs inspect IMAGE frag).
 #
+# The mount uses sched=cfq (slice_sync 100 ms, slice_idle 8 ms), as the
+# 2.6.26 kernel of seed A did by default: each writer's O_DIRECT requests
+# are charged as if it held the disk for a time slice, so a contiguous file
+# streams and a file interleaved with the others pays a seek per record
+# (doc/device-models.md 8.1, doc/benchmarks.md).
 #   bench/iozone_writers.sh [-B BUILDDIR] [-d WORKDIR] [-s MB_PER_FILE] [-j "1 8"]
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -35,7 +40,7 @@ for preset in ext2 ext3 ext4; do
 		img=$dir/img
 		rm -f "$img"
 		"$SIMFS" mkfs --preset "$preset" "$img" 4G >/dev/null
-		"$SIMFS" mount -o "preset=$preset,device=hdd-2009,clock=emulate" "$img" "$mnt"
+		"$SIMFS" mount -o "preset=$preset,device=hdd-2009,sched=cfq,clock=emulate" "$img" "$mnt"
 		mbs=$(fio --name=w --directory="$mnt" --numjobs="$n" --size="${SIZE}m" \
 			--bs=256k --direct=1 --rw=write --ioengine=psync \
 			--group_reporting --output-format=terse 2>/dev/null |

@@ -84,6 +84,23 @@ const char *sfs_io_op_name(enum sfs_io_op op)
 /* generic device and the door                                         */
 /* ------------------------------------------------------------------ */
 
+/*
+ * The calling thread's submitter (blockdev.h).  Per thread on purpose: it
+ * says who the thread is working for, which is no device's state, and two
+ * threads working for two processes must not see each other's.
+ */
+static __thread uint32_t io_stream;
+
+void sfs_io_set_stream(uint32_t id)
+{
+	io_stream = id;
+}
+
+uint32_t sfs_io_stream(void)
+{
+	return io_stream;
+}
+
 /* A device over ops/priv of size_bytes; freed by sfs_bdev_close. */
 struct sfs_bdev *sfs_bdev_new(const struct sfs_bdev_ops *ops, void *priv,
 			      uint64_t size_bytes)
@@ -197,7 +214,7 @@ static int bd_finish(struct sfs_bdev *bd, const struct sfs_io_req *req, int rc)
 int sfs_bdev_read(struct sfs_bdev *bd, enum sfs_io_cat cat, uint64_t off,
 		  void *buf, size_t len)
 {
-	struct sfs_io_req req = {SFS_IO_READ, cat, off, len};
+	struct sfs_io_req req = {SFS_IO_READ, cat, off, len, io_stream};
 	enum sfs_io_cat prev;
 	int rc;
 
@@ -218,7 +235,7 @@ int sfs_bdev_read(struct sfs_bdev *bd, enum sfs_io_cat cat, uint64_t off,
 int sfs_bdev_write(struct sfs_bdev *bd, enum sfs_io_cat cat, uint64_t off,
 		   const void *buf, size_t len)
 {
-	struct sfs_io_req req = {SFS_IO_WRITE, cat, off, len};
+	struct sfs_io_req req = {SFS_IO_WRITE, cat, off, len, io_stream};
 	enum sfs_io_cat prev;
 	int rc;
 
@@ -239,7 +256,7 @@ int sfs_bdev_write(struct sfs_bdev *bd, enum sfs_io_cat cat, uint64_t off,
 /* Barrier: every write completed before is durable.  0 or -EIO. */
 int sfs_bdev_flush(struct sfs_bdev *bd)
 {
-	struct sfs_io_req req = {SFS_IO_FLUSH, SFS_IO_OTHER, 0, 0};
+	struct sfs_io_req req = {SFS_IO_FLUSH, SFS_IO_OTHER, 0, 0, io_stream};
 	enum sfs_io_cat prev;
 	int rc;
 
@@ -281,7 +298,7 @@ static int bd_zero_by_writes(struct sfs_bdev *bd, uint64_t off, uint64_t len)
 int sfs_bdev_zero(struct sfs_bdev *bd, enum sfs_io_cat cat, uint64_t off,
 		  uint64_t len)
 {
-	struct sfs_io_req req = {SFS_IO_WRITE, cat, off, len};
+	struct sfs_io_req req = {SFS_IO_WRITE, cat, off, len, io_stream};
 	enum sfs_io_cat prev;
 	int rc;
 

@@ -52,7 +52,20 @@ struct sfs_io_req {
 	enum sfs_io_cat cat;
 	uint64_t off_bytes; /* 0 for a flush */
 	uint64_t len_bytes; /* 0 for a flush */
+	uint32_t stream;    /* who asked: sfs_io_stream() at the door */
 };
+
+/*
+ * The submitter of the requests a thread issues: a process id while the
+ * engine works for that process (a write(2) through FUSE), 0 for work the
+ * filesystem does on its own account (write-back, journal, metadata).
+ * Like the kernel's `current`, it belongs to the calling thread, not to a
+ * device: the engine sets it around an operation, the door copies it into
+ * every request, and a per-process scheduler (sched=cfq, timedev.h) keys
+ * its queues on it.  Nothing else reads it.
+ */
+void sfs_io_set_stream(uint32_t id);
+uint32_t sfs_io_stream(void);
 
 struct sfs_bdev;
 

@@ -295,7 +295,7 @@ static int cfg_sched_check(const char *spec, char **err)
 
 static void cfg_sched_list(GString *out)
 {
-	static const char *const names[] = {"noop", "elevator"};
+	static const char *const names[] = {"noop", "elevator", "cfq"};
 
 	for (size_t i = 0; i < G_N_ELEMENTS(names); i++)
 		if (sfs_sched_knobs(names[i]))

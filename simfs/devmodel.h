@@ -146,6 +146,9 @@ struct sfs_devmodel_ops {
 	/* optional: geometry; NULL means none (all zero) */
 	void (*geometry)(const struct sfs_devmodel *m,
 			 struct sfs_dev_geometry *out);
+	/* optional: the cylinder holding byte off (with seek_time, what an
+	 * arm movement between two offsets costs) */
+	uint64_t (*cylinder)(const struct sfs_devmodel *m, uint64_t off);
 };
 
 struct sfs_devmodel {
@@ -197,6 +200,9 @@ void sfs_devmodel_reset(struct sfs_devmodel *m);
 /* Seek time over d_cyl cylinders; -ENOTSUP if the model has no arm. */
 int sfs_devmodel_seek_ns(const struct sfs_devmodel *m, uint64_t d_cyl,
 			 bool write, sfs_ns_t *out);
+/* The cylinder holding byte off; -ENOTSUP if the model has no arm. */
+int sfs_devmodel_cylinder(const struct sfs_devmodel *m, uint64_t off,
+			  uint64_t *out);
 /* The model's geometry (all zero for models without one). */
 void sfs_devmodel_geometry(const struct sfs_devmodel *m,
 			   struct sfs_dev_geometry *out);

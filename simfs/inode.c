@@ -670,6 +670,7 @@ int sfs_write_ctx(struct sfs_fs *fs, sfs_ino_t ino, uint64_t off,
 	if (rc)
 		goto out_unlock;
 	fs->cur_pid = ctx ? ctx->pid : 0;
+	sfs_io_set_stream(fs->cur_pid);
 	if (ctx && (ctx->flags & SFS_IOCTX_DIRECT))
 		direct_runs = g_array_new(FALSE, FALSE, sizeof(struct sfs_run));
 	rc = sfs_check_writable(fs);
@@ -806,6 +807,7 @@ out_put:
 		g_array_free(direct_runs, TRUE);
 	}
 	fs->cur_pid = 0;
+	sfs_io_set_stream(0);
 	*written_out = done;
 	fs->bytes_written += done;
 	sfs_iput(fs, ip);

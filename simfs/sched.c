@@ -1,6 +1,6 @@
 /*
- * sched.c - the I/O schedulers (see sched.h): noop and elevator, each an ops
- * table at the end of this file, and the door that counts.
+ * sched.c - the I/O schedulers (see sched.h): noop, elevator and cfq, each
+ * an ops table at the end of this file, and the door that counts.
  *
  * Every queued request is a sched_node owned by the scheduler from
  * sfs_sched_add until it is dispatched.  The elevator keeps each node in two
@@ -12,6 +12,10 @@
  * the queued requests of the same op that end exactly where it (or the run
  * so far) starts, and that start exactly where it ends, while the run stays
  * within max_req bytes.  Overlapping requests are never merged.
+ *
+ * cfq orders a batch as the elevator does but merges only requests of the
+ * same stream (one process's queue); its time slices are not applied here
+ * but by the timing device, which asks for them with sfs_sched_slices.
  */
 #include <errno.h>
 #include <stddef.h>
@@ -48,6 +52,8 @@ struct sched_ops {
 	void (*dispatch)(struct sfs_sched *s, uint64_t head_off, sfs_ns_t now,
 			 GPtrArray *run, bool *expired);
 	size_t (*queued)(const struct sfs_sched *s);
+	/* optional: the slice knobs of a per-stream scheduler */
+	void (*slices)(const struct sfs_sched *s, struct sfs_sched_slices *out);
 };
 
 struct sfs_sched {
@@ -61,9 +67,11 @@ struct sfs_sched {
 
 static const struct sched_ops sched_noop_ops;
 static const struct sched_ops sched_elevator_ops;
+static const struct sched_ops sched_cfq_ops;
 static const struct sched_ops *const sched_registry[] = {
     &sched_noop_ops,
     &sched_elevator_ops,
+    &sched_cfq_ops,
     NULL,
 };
 
@@ -159,6 +167,7 @@ struct elv {
 	struct elv_params p;
 	GSequence *sorted; /* of sched_node, by (offset, seq) */
 	GQueue fifo[2];	   /* [SFS_IO_READ], [SFS_IO_WRITE]: arrival order */
+	bool by_stream;	   /* cfq: merge only within one stream */
 };
 
 static gint elv_cmp(gconstpointer a, gconstpointer b, gpointer unused)
@@ -239,9 +248,17 @@ static void elv_unqueue(struct elv *e, struct sched_node *n)
 	g_sequence_remove(n->pos); /* no destroy func: the door frees n */
 }
 
-/* Find a queued node of op ending at start; NULL if none fits in room. */
+/* May q join a run of n's op (and, for cfq, of n's stream)? */
+static bool elv_mergeable(const struct elv *e, const struct sched_node *n,
+			  const struct sched_node *q)
+{
+	return q->r.io.op == n->r.io.op &&
+	       (!e->by_stream || q->r.io.stream == n->r.io.stream);
+}
+
+/* Find a queued node like n ending at start; NULL if none fits in room. */
 static struct sched_node *elv_before(struct elv *e, GSequenceIter *it,
-				     enum sfs_io_op op, uint64_t start,
+				     const struct sched_node *n, uint64_t start,
 				     uint64_t room)
 {
 	while (!g_sequence_iter_is_begin(it)) {
@@ -251,7 +268,7 @@ static struct sched_node *elv_before(struct elv *e, GSequenceIter *it,
 		p = g_sequence_get(it);
 		if (p->r.io.off_bytes + room < start)
 			break;
-		if (p->r.io.op == op &&
+		if (elv_mergeable(e, n, p) &&
 		    p->r.io.off_bytes + p->r.io.len_bytes == start &&
 		    p->r.io.len_bytes <= room)
 			return p;
@@ -259,9 +276,10 @@ static struct sched_node *elv_before(struct elv *e, GSequenceIter *it,
 	return NULL;
 }
 
-/* Find a queued node of op starting at end; NULL if none fits in room. */
-static struct sched_node *elv_after(GSequenceIter *it, enum sfs_io_op op,
-				    uint64_t end, uint64_t room)
+/* Find a queued node like n starting at end; NULL if none fits in room. */
+static struct sched_node *elv_after(struct elv *e, GSequenceIter *it,
+				    const struct sched_node *n, uint64_t end,
+				    uint64_t room)
 {
 	for (it = g_sequence_iter_next(it); !g_sequence_iter_is_end(it);
 	     it = g_sequence_iter_next(it)) {
@@ -269,7 +287,7 @@ static struct sched_node *elv_after(GSequenceIter *it, enum sfs_io_op op,
 
 		if (q->r.io.off_bytes > end)
 			break;
-		if (q->r.io.op == op && q->r.io.off_bytes == end &&
+		if (elv_mergeable(e, n, q) && q->r.io.off_bytes == end &&
 		    q->r.io.len_bytes <= room)
 			return q;
 	}
@@ -281,25 +299,23 @@ static void elv_dispatch(struct sfs_sched *s, uint64_t head_off, sfs_ns_t now,
 {
 	struct elv *e = s->priv;
 	struct sched_node *n = elv_expired(e, now), *first, *last, *x;
-	enum sfs_io_op op;
 	uint64_t total;
 
 	*expired = n != NULL;
 	if (!n)
 		n = elv_next(e, head_off);
-	op = n->r.io.op;
 	total = n->r.io.len_bytes;
 	first = last = n;
 	g_ptr_array_add(run, n);
 	while (total < e->p.max_req &&
-	       (x = elv_before(e, first->pos, op, first->r.io.off_bytes,
+	       (x = elv_before(e, first->pos, n, first->r.io.off_bytes,
 			       e->p.max_req - total))) {
 		g_ptr_array_insert(run, 0, x);
 		total += x->r.io.len_bytes;
 		first = x;
 	}
 	while (total < e->p.max_req &&
-	       (x = elv_after(last->pos, op,
+	       (x = elv_after(e, last->pos, n,
 			      last->r.io.off_bytes + last->r.io.len_bytes,
 			      e->p.max_req - total))) {
 		g_ptr_array_add(run, x);
@@ -315,6 +331,42 @@ static size_t elv_queued(const struct sfs_sched *s)
 	const struct elv *e = s->priv;
 
 	return e->fifo[0].length + e->fifo[1].length;
+}
+
+/* ---- cfq: the elevator per batch, time slices per stream ---- */
+
+struct cfq_params {
+	struct elv_params elv; /* ordering within a batch */
+	double slice_sync_ms;  /* service time a stream holds the disk */
+	double slice_idle_ms;  /* wait for the slice owner's next request */
+};
+
+static int cfq_init(struct sfs_sched *s, const void *params, char **err)
+{
+	const struct cfq_params *p = params;
+	struct elv *e;
+
+	if (p->slice_idle_ms >= p->slice_sync_ms) {
+		if (err)
+			*err = g_strdup_printf(
+			    "cfq: slice_idle_ms=%g must be below "
+			    "slice_sync_ms=%g (the idle wait is part of a "
+			    "slice)",
+			    p->slice_idle_ms, p->slice_sync_ms);
+		return -EINVAL;
+	}
+	elv_init(s, &p->elv, err);
+	e = s->priv;
+	e->by_stream = true;
+	return 0;
+}
+
+static void cfq_slices(const struct sfs_sched *s, struct sfs_sched_slices *out)
+{
+	const struct cfq_params *p = s->params;
+
+	out->slice_sync_ns = (sfs_ns_t)(p->slice_sync_ms * 1e6);
+	out->slice_idle_ns = (sfs_ns_t)(p->slice_idle_ms * 1e6);
 }
 
 /* ---- the door ---- */
@@ -338,10 +390,19 @@ int sfs_sched_new(const char *spec, struct sfs_sched **out, char **err)
 	items = g_strsplit(spec ? spec : "", ",", -1);
 	ops = items[0] ? sched_find(g_strstrip(items[0])) : NULL;
 	if (!ops) {
-		if (err)
+		if (err) {
+			GString *names = g_string_new(NULL);
+
+			for (unsigned i = 0; sched_registry[i]; i++)
+				g_string_append_printf(names, "%s%s",
+						       i ? ", " : "",
+						       sched_registry[i]->name);
 			*err = g_strdup_printf("unknown I/O scheduler '%s' "
-					       "(valid: noop, elevator)",
-					       items[0] ? items[0] : "");
+					       "(valid: %s)",
+					       items[0] ? items[0] : "",
+					       names->str);
+			g_string_free(names, TRUE);
+		}
 		g_strfreev(items);
 		return -EINVAL;
 	}
@@ -435,6 +496,14 @@ int sfs_sched_dispatch_next(struct sfs_sched *s, uint64_t head_off,
 	return 0;
 }
 
+int sfs_sched_slices(const struct sfs_sched *s, struct sfs_sched_slices *out)
+{
+	if (!s->ops->slices)
+		return -ENOENT;
+	s->ops->slices(s, out);
+	return 0;
+}
+
 void sfs_sched_counters(const struct sfs_sched *s,
 			struct sfs_sched_counters *out)
 {
@@ -501,6 +570,51 @@ static const struct sfs_knob elv_knobs[] = {
     {.key = NULL},
 };
 
+/*
+ * CFQ's defaults as in 2.6.18-2.6.32 (ext-internals 7.4): fifo_expire_sync
+ * 125 ms and fifo_expire_async 250 ms stand in for the read and write
+ * deadlines; slice_sync 100 ms; slice_idle 8 ms.
+ */
+static const struct sfs_knob cfq_knobs[] = {
+    {.key = "max_req",
+     .type = SFS_KNOB_SIZE,
+     .offset = offsetof(struct cfq_params, elv.max_req),
+     .def = "512K",
+     .min = 512,
+     .max = 1ULL << 30,
+     .help = "bytes, largest merged request (ext-internals 7.4)"},
+    {.key = "read_expire_ms",
+     .type = SFS_KNOB_DOUBLE,
+     .offset = offsetof(struct cfq_params, elv.read_expire_ms),
+     .def = "125",
+     .min = 0,
+     .max = 1e7,
+     .help = "ms, a queued read's deadline (CFQ fifo_expire_sync)"},
+    {.key = "write_expire_ms",
+     .type = SFS_KNOB_DOUBLE,
+     .offset = offsetof(struct cfq_params, elv.write_expire_ms),
+     .def = "250",
+     .min = 0,
+     .max = 1e7,
+     .help = "ms, a queued write's deadline (CFQ fifo_expire_async)"},
+    {.key = "slice_sync_ms",
+     .type = SFS_KNOB_DOUBLE,
+     .offset = offsetof(struct cfq_params, slice_sync_ms),
+     .def = "100",
+     .min = 1,
+     .max = 1e5,
+     .help = "ms of service a process holds the disk (CFQ slice_sync)"},
+    {.key = "slice_idle_ms",
+     .type = SFS_KNOB_DOUBLE,
+     .offset = offsetof(struct cfq_params, slice_idle_ms),
+     .def = "8",
+     .min = 0,
+     .max = 1e4,
+     .help = "ms the disk may idle waiting for the slice owner (CFQ "
+	     "slice_idle); below slice_sync_ms"},
+    {.key = NULL},
+};
+
 static const struct sched_ops sched_noop_ops = {
     .name = "noop",
     .help = "FIFO; merges a request with the ones queued right after it "
@@ -525,4 +639,18 @@ static const struct sched_ops sched_elevator_ops = {
     .add = elv_add,
     .dispatch = elv_dispatch,
     .queued = elv_queued,
+};
+
+static const struct sched_ops sched_cfq_ops = {
+    .name = "cfq",
+    .help = "per-process time slices (timing device, doc/device-models.md "
+	    "8.1); batches ordered as the elevator, merged within a process",
+    .knobs = cfq_knobs,
+    .params_size = sizeof(struct cfq_params),
+    .init = cfq_init,
+    .fini = elv_fini,
+    .add = elv_add,
+    .dispatch = elv_dispatch,
+    .queued = elv_queued,
+    .slices = cfq_slices,
 };

@@ -14,6 +14,11 @@
  *             Every request has a deadline (read_expire_ms, write_expire_ms
  *             after arrival); once the oldest one is past it, it goes
  *             next, so nothing starves.
+ *   cfq       per-process time slices after Linux's CFQ: a batch is ordered
+ *             as by the elevator, merged only within one stream
+ *             (sfs_io_req.stream); the slices themselves (slice_sync_ms,
+ *             slice_idle_ms) are applied by the timing device, which reads
+ *             them with sfs_sched_slices (timedev.h, doc/device-models.md).
  *
  *   sfs_sched_new("elevator,max_req=256K", &s, &err)
  *   sfs_sched_add(s, &req, arrival_ns, cookie)       reads and writes only
@@ -82,6 +87,15 @@ size_t sfs_sched_queued(const struct sfs_sched *s);
  */
 int sfs_sched_dispatch_next(struct sfs_sched *s, uint64_t head_off,
 			    sfs_ns_t now, struct sfs_sched_dispatch *out);
+
+/* Time slices of a per-stream scheduler. */
+struct sfs_sched_slices {
+	sfs_ns_t slice_sync_ns; /* service a stream gets per slice */
+	sfs_ns_t slice_idle_ns; /* idle gap that ends every slice */
+};
+
+/* 0 and *out for a scheduler with per-stream slices (cfq); else -ENOENT. */
+int sfs_sched_slices(const struct sfs_sched *s, struct sfs_sched_slices *out);
 
 void sfs_sched_counters(const struct sfs_sched *s,
 			struct sfs_sched_counters *out);

@@ -543,6 +543,7 @@ void sfs_stats_put_timedev(struct sfs_stats_writer *w, struct sfs_bdev *bd)
 				  c.dev_reqs[ops[i]]);
 	sfs_stats_put_u64(w, "merges", c.merges);
 	sfs_stats_put_u64(w, "expired", c.expired);
+	sfs_stats_put_u64(w, "slice_switches", c.slice_switches);
 	sfs_stats_put_u64(w, "cache_hits", c.cache_hits);
 	sfs_stats_end(w);
 	sfs_stats_put_u64(w, "busy_ns", c.busy_ns);

@@ -33,6 +33,25 @@
  * sleeping through modelled time the workload never waited for.  All
  * times the device reports (counters, log) are on the shifted timeline,
  * which stays monotonic (invariant 1).
+ *
+ * Per-process slices (a scheduler with sfs_sched_slices, i.e. cfq): a
+ * request with a stream id (sfs_io_req.stream != 0; reads and writes) is
+ * not charged on the shared model but on a copy of it that only that
+ * stream ever uses, at the copy's own time vt (the stream's past service
+ * plus the idle time before its requests): the disk as the process sees it
+ * while it holds a CFQ slice, with nothing else run in between.  Slices
+ * (td_stream_cost):
+ *   - a stream's slice ends once it has used slice_sync of service, or
+ *     when the device idled slice_idle or more (a new epoch);
+ *   - a slice that ends after another stream was served during it
+ *     ("shared") flushes the copy: what its drive cache still holds is
+ *     written before anyone else's data, and that time is charged then;
+ *   - a new slice after another stream was served starts with a switch:
+ *     a seek from the shared head position (head_off) to the request.
+ * Stream 0 (write-back, journal, metadata) and flushes use the shared
+ * model as before; a flush also flushes every copy written since its last
+ * flush.  Each request is still charged once, from max(arrival,
+ * busy_until), so invariants 1 and 2 hold; only the cost differs.
  */
 #include <errno.h>
 #include <string.h>
@@ -41,6 +60,22 @@
 
 #include "sched.h"
 #include "timedev.h"
+
+#define TD_MAX_STREAMS 64 /* copies kept; the least recently used goes */
+
+/* cfq: one stream's view of the disk (see the head of this file). */
+struct td_stream {
+	uint32_t id;		    /* sfs_io_req.stream, never 0 */
+	struct sfs_devmodel *model; /* owned: the copy only it uses */
+	sfs_ns_t vt_ns;		    /* the copy's clock */
+	sfs_ns_t slice_ns;	    /* service used in the open slice */
+	sfs_ns_t carry_ns;	    /* its last slice's cache write-out */
+	uint64_t epoch;		    /* td->epoch when the slice opened */
+	bool in_slice;		    /* a slice is open */
+	bool shared;		    /* another stream was served in it */
+	bool dirty;		    /* written since the copy's last flush */
+	uint64_t last_use;	    /* td->served at its last request */
+};
 
 struct timedev {
 	struct sfs_bdev *lower;	 /* owned */
@@ -51,6 +86,13 @@ struct timedev {
 	struct sfs_devmodel *model;	 /* owned; lock */
 	GPtrArray *old_models;		 /* replaced ones, freed at close */
 	struct sfs_sched *sched;	 /* owned; lock */
+	char *model_spec;		 /* for stream copies; lock */
+	bool slicing;			 /* sched has slices; fixed */
+	struct sfs_sched_slices slices;	 /* fixed */
+	GPtrArray *streams;		 /* struct td_stream; lock */
+	uint32_t last_stream;		 /* of the last request served; lock */
+	uint64_t served;		 /* device requests served; lock */
+	uint64_t epoch;			 /* idle gaps >= slice_idle; lock */
 	unsigned plugged;		 /* plug depth; lock */
 	uint64_t head_off;		 /* invariant 3; lock */
 	struct sfs_timedev_counters cnt; /* lock */
@@ -67,6 +109,172 @@ static struct timedev *td_of(struct sfs_bdev *bd)
 	return sfs_bdev_priv(bd);
 }
 
+/* Add the parts of c to acc (total_ns is summed by the caller). */
+static void cost_add(struct sfs_dev_cost *acc, const struct sfs_dev_cost *c)
+{
+	acc->overhead_ns += c->overhead_ns;
+	acc->seek_ns += c->seek_ns;
+	acc->rotation_ns += c->rotation_ns;
+	acc->transfer_ns += c->transfer_ns;
+	acc->seeks += c->seeks;
+	acc->seek_bytes += c->seek_bytes;
+	acc->seek_cyl += c->seek_cyl;
+}
+
+/* Write out what the stream's drive cache holds; its cost goes to acc. */
+static void td_stream_flush(struct td_stream *st, struct sfs_dev_cost *acc)
+{
+	struct sfs_io_req f = {SFS_IO_FLUSH, SFS_IO_OTHER, 0, 0, st->id};
+	struct sfs_dev_cost c;
+
+	if (!st->dirty)
+		return;
+	st->dirty = false;
+	if (sfs_devmodel_cost(st->model, &f, st->vt_ns, &c) != 0)
+		return;
+	st->vt_ns += c.total_ns;
+	cost_add(acc, &c);
+}
+
+static void td_stream_free(struct td_stream *st)
+{
+	sfs_devmodel_free(st->model);
+	g_free(st);
+}
+
+/*
+ * The copy of stream id, made at time now if it is new (*made set; the
+ * least recently used copy is evicted, its cache flushed at the cost of
+ * acc), or NULL if no copy can be made.  Caller holds td->lock.
+ */
+static struct td_stream *td_stream_get(struct timedev *td, uint32_t id,
+				       sfs_ns_t now, struct sfs_dev_cost *acc,
+				       bool *made)
+{
+	struct td_stream *st, *old = NULL;
+	guint old_i = 0;
+
+	*made = false;
+	for (guint i = 0; i < td->streams->len; i++) {
+		st = g_ptr_array_index(td->streams, i);
+		if (st->id == id)
+			return st;
+		if (!old || st->last_use < old->last_use) {
+			old = st;
+			old_i = i;
+		}
+	}
+	st = g_new0(struct td_stream, 1);
+	/* the spec was accepted when the device was made: this succeeds
+	 * unless memory runs out, and then the shared model serves */
+	if (sfs_devmodel_new(td->model_spec, &st->model, NULL) != 0) {
+		g_free(st);
+		return NULL;
+	}
+	if (td->streams->len >= TD_MAX_STREAMS) {
+		td_stream_flush(old, acc);
+		td_stream_free(old);
+		g_ptr_array_remove_index(td->streams, old_i);
+	}
+	st->id = id;
+	st->vt_ns = now;
+	g_ptr_array_add(td->streams, st);
+	*made = true;
+	return st;
+}
+
+/*
+ * A slice switch: the arm moves from the shared head position to req's
+ * first byte (the seek curve only; the copy adds the rotational wait).
+ * Nothing for models without an arm.  Caller holds td->lock.
+ */
+static void td_switch_seek(struct timedev *td, const struct sfs_io_req *req,
+			   struct sfs_dev_cost *acc)
+{
+	uint64_t from, to, d;
+	sfs_ns_t ns;
+
+	if (sfs_devmodel_cylinder(td->model, td->head_off, &from) != 0 ||
+	    sfs_devmodel_cylinder(td->model, req->off_bytes, &to) != 0)
+		return;
+	d = from > to ? from - to : to - from;
+	if (sfs_devmodel_seek_ns(td->model, d, req->op == SFS_IO_WRITE, &ns) !=
+	    0)
+		return;
+	td->cnt.slice_switches++;
+	acc->seek_ns += ns;
+	if (d) {
+		acc->seeks++;
+		acc->seek_cyl += d;
+		acc->seek_bytes += td->head_off > req->off_bytes
+				       ? td->head_off - req->off_bytes
+				       : req->off_bytes - td->head_off;
+	}
+}
+
+/*
+ * Cost of a read or write of a stream under per-process slices, started
+ * at `start` on the shared timeline (see the head of this file).  Returns
+ * false if it must go to the shared model instead.  Caller holds td->lock.
+ */
+static bool td_stream_cost(struct timedev *td, const struct sfs_io_req *req,
+			   sfs_ns_t start, struct sfs_dev_cost *cost)
+{
+	sfs_ns_t idle = start - td->cnt.busy_until_ns; /* start >= busy */
+	struct sfs_dev_cost extra = {0};
+	struct td_stream *st;
+	bool is_new;
+
+	if (td->served && idle >= td->slices.slice_idle_ns)
+		td->epoch++; /* nobody came back in time: every slice ends */
+	st = td_stream_get(td, req->stream, start, &extra, &is_new);
+	if (!st)
+		return false;
+	if (!is_new)
+		st->vt_ns += idle; /* its drive idled too (background work) */
+	if (!st->in_slice || st->epoch != td->epoch ||
+	    st->slice_ns >= td->slices.slice_sync_ns) {
+		/*
+		 * A new slice.  If someone else had the disk since this
+		 * stream's last request, the arm comes over from there.  A
+		 * new copy's head starts at offset 0 and its own seek stands
+		 * in for this one.
+		 */
+		if (!is_new && td->last_stream != st->id)
+			td_switch_seek(td, req, &extra);
+		st->in_slice = true;
+		st->slice_ns = st->carry_ns;
+		st->carry_ns = 0;
+		st->shared = false;
+		st->epoch = td->epoch;
+	} else if (td->last_stream != st->id) {
+		st->shared = true;
+	}
+	if (sfs_devmodel_cost(st->model, req, st->vt_ns, cost) != 0)
+		memset(cost, 0, sizeof(*cost));
+	st->vt_ns += cost->total_ns;
+	st->slice_ns += cost->total_ns;
+	st->dirty |= req->op == SFS_IO_WRITE;
+	st->last_use = td->served + 1;
+	if (st->slice_ns >= td->slices.slice_sync_ns && st->shared) {
+		/*
+		 * The slice ends with others waiting: the drive empties its
+		 * cache of this stream's writes before serving them.  That
+		 * write-out is disk time of this stream: it counts towards
+		 * its next slice, so a slice is slice_sync of its disk time.
+		 */
+		sfs_ns_t before = st->vt_ns;
+
+		td_stream_flush(st, &extra);
+		st->carry_ns = st->vt_ns - before;
+		st->in_slice = false;
+	}
+	cost_add(cost, &extra);
+	cost->total_ns = cost->overhead_ns + cost->seek_ns + cost->rotation_ns +
+			 cost->transfer_ns;
+	return true;
+}
+
 /*
  * Serve one device request on the model: it may start at `ready`, it was
  * submitted at `submit` and covers n requests.  Returns its completion.
@@ -80,8 +288,22 @@ static sfs_ns_t td_serve(struct timedev *td, const struct sfs_io_req *req,
 
 	rec.start_ns = MAX(ready, c->busy_until_ns);
 	/* requests reaching here passed the blockdev door: they are valid */
-	if (sfs_devmodel_cost(td->model, req, rec.start_ns, &rec.cost) != 0)
-		memset(&rec.cost, 0, sizeof(rec.cost));
+	if (!td->slicing || !req->stream || req->op == SFS_IO_FLUSH ||
+	    !td_stream_cost(td, req, rec.start_ns, &rec.cost)) {
+		if (sfs_devmodel_cost(td->model, req, rec.start_ns,
+				      &rec.cost) != 0)
+			memset(&rec.cost, 0, sizeof(rec.cost));
+		if (td->slicing && req->op == SFS_IO_FLUSH) {
+			/* a flush empties every stream's drive cache too */
+			for (guint i = 0; i < td->streams->len; i++)
+				td_stream_flush(
+				    g_ptr_array_index(td->streams, i),
+				    &rec.cost);
+			rec.cost.total_ns =
+			    rec.cost.overhead_ns + rec.cost.seek_ns +
+			    rec.cost.rotation_ns + rec.cost.transfer_ns;
+		}
+	}
 	rec.done_ns = rec.start_ns + rec.cost.total_ns;
 	rec.op = req->op;
 	rec.cat = req->cat;
@@ -103,6 +325,9 @@ static sfs_ns_t td_serve(struct timedev *td, const struct sfs_io_req *req,
 	c->cache_hits += rec.cost.cache_hit;
 	if (req->op != SFS_IO_FLUSH)
 		td->head_off = req->off_bytes + req->len_bytes;
+	/* a flush's destage leaves the arm anywhere: nobody's stream */
+	td->last_stream = req->op == SFS_IO_FLUSH ? 0 : req->stream;
+	td->served++;
 	if (td->log_fn)
 		td->log_fn(td->log_arg, &rec);
 	return rec.done_ns;
@@ -180,7 +405,8 @@ static void td_charge(struct timedev *td, const struct sfs_io_req *req,
 static int td_read(struct sfs_bdev *bd, uint64_t off, void *buf, size_t len)
 {
 	struct timedev *td = sfs_bdev_priv(bd);
-	struct sfs_io_req req = {SFS_IO_READ, sfs_bdev_req_cat(bd), off, len};
+	struct sfs_io_req req = {SFS_IO_READ, sfs_bdev_req_cat(bd), off, len,
+				 sfs_io_stream()};
 	sfs_ns_t now = sfs_clock_now_ns(td->clock);
 	int rc = sfs_bdev_read(td->lower, req.cat, off, buf, len);
 
@@ -193,7 +419,8 @@ static int td_write(struct sfs_bdev *bd, uint64_t off, const void *buf,
 		    size_t len)
 {
 	struct timedev *td = sfs_bdev_priv(bd);
-	struct sfs_io_req req = {SFS_IO_WRITE, sfs_bdev_req_cat(bd), off, len};
+	struct sfs_io_req req = {SFS_IO_WRITE, sfs_bdev_req_cat(bd), off, len,
+				 sfs_io_stream()};
 	sfs_ns_t now = sfs_clock_now_ns(td->clock);
 	int rc = sfs_bdev_write(td->lower, req.cat, off, buf, len);
 
@@ -206,7 +433,8 @@ static int td_write(struct sfs_bdev *bd, uint64_t off, const void *buf,
 static int td_zero(struct sfs_bdev *bd, uint64_t off, uint64_t len)
 {
 	struct timedev *td = sfs_bdev_priv(bd);
-	struct sfs_io_req req = {SFS_IO_WRITE, sfs_bdev_req_cat(bd), off, len};
+	struct sfs_io_req req = {SFS_IO_WRITE, sfs_bdev_req_cat(bd), off, len,
+				 sfs_io_stream()};
 	sfs_ns_t now = sfs_clock_now_ns(td->clock);
 	int rc = sfs_bdev_zero(td->lower, req.cat, off, len);
 
@@ -218,7 +446,8 @@ static int td_zero(struct sfs_bdev *bd, uint64_t off, uint64_t len)
 static int td_flush(struct sfs_bdev *bd)
 {
 	struct timedev *td = sfs_bdev_priv(bd);
-	struct sfs_io_req req = {SFS_IO_FLUSH, SFS_IO_OTHER, 0, 0};
+	struct sfs_io_req req = {SFS_IO_FLUSH, SFS_IO_OTHER, 0, 0,
+				 sfs_io_stream()};
 	sfs_ns_t now = sfs_clock_now_ns(td->clock);
 	int rc = sfs_bdev_flush(td->lower);
 
@@ -234,6 +463,8 @@ static void td_close(struct sfs_bdev *bd)
 	/* invariant 2: a batch left plugged is still charged */
 	td_drain(td, td_now(td));
 	sfs_bdev_close(td->lower);
+	g_ptr_array_free(td->streams, TRUE);
+	g_free(td->model_spec);
 	sfs_sched_free(td->sched);
 	sfs_devmodel_free(td->model);
 	g_ptr_array_free(td->old_models, TRUE);
@@ -286,6 +517,10 @@ int sfs_timedev_new(struct sfs_bdev *lower, struct sfs_clock *clock,
 			   err);
 	if (rc)
 		goto out_free;
+	td->slicing = sfs_sched_slices(td->sched, &td->slices) == 0;
+	td->model_spec = g_strdup(opts->model ? opts->model : "hdd-2009");
+	td->streams =
+	    g_ptr_array_new_with_free_func((GDestroyNotify)td_stream_free);
 	g_mutex_init(&td->lock);
 	*out = sfs_bdev_new(&td_ops, td, sfs_bdev_size_bytes(lower));
 	sfs_bdev_set_known_zero(*out, sfs_bdev_known_zero(lower));
@@ -444,6 +679,11 @@ int sfs_timedev_set_model(struct sfs_bdev *bd, const char *spec, char **err)
 	g_mutex_lock(&td->lock);
 	g_ptr_array_add(td->old_models, td->model);
 	td->model = m;
+	/* stream copies start over on the new model; what their caches held
+	 * is not charged */
+	g_ptr_array_set_size(td->streams, 0);
+	g_free(td->model_spec);
+	td->model_spec = g_strdup(spec);
 	g_mutex_unlock(&td->lock);
 	return 0;
 }

@@ -33,6 +33,13 @@
  * always reaches the device below at once, in submission order: only time
  * is reordered.
  *
+ * Per-process slices (sched=cfq): reads and writes carrying a stream id
+ * (sfs_io_req.stream, from sfs_io_set_stream) are charged on a copy of the
+ * model private to that stream, as if the disk served that stream alone
+ * for a slice, plus a seek at each slice switch; stream 0 (the
+ * filesystem's own write-back, journal and metadata) is charged on the
+ * shared model as with the other schedulers.  doc/device-models.md, 8.1.
+ *
  * Same requests in the same order on a virtual clock give the same times,
  * bit for bit.  Thread-safe: one lock per timing device; a caller sleeps
  * without holding it.  Details and caveats: doc/device-models.md.
@@ -95,10 +102,11 @@ struct sfs_timedev_counters {
 	uint64_t seeks;	     /* arm movements */
 	uint64_t seek_bytes; /* their total distance */
 	uint64_t seek_cyl;
-	uint64_t cache_hits;	/* drive-cache hits */
-	uint64_t merges;	/* requests merged into others */
-	uint64_t expired;	/* scheduler deadline dispatches */
-	sfs_ns_t busy_until_ns; /* the device is free from here */
+	uint64_t cache_hits;	 /* drive-cache hits */
+	uint64_t merges;	 /* requests merged into others */
+	uint64_t expired;	 /* scheduler deadline dispatches */
+	uint64_t slice_switches; /* cfq: slices opened with an arm move */
+	sfs_ns_t busy_until_ns;	 /* the device is free from here */
 };
 
 /*

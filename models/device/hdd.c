@@ -825,6 +825,14 @@ static void hdd_geometry(const struct sfs_devmodel *m,
 	out->rev_ns = h->rev_ns;
 }
 
+static uint64_t hdd_cylinder(const struct sfs_devmodel *m, uint64_t off)
+{
+	struct hdd_pos pos;
+
+	hdd_locate(m->priv, off, &pos);
+	return pos.cyl;
+}
+
 #define HDD_KNOB(k, t, d, lo, hi, h)                                           \
 	{                                                                      \
 		.key = #k, .type = (t),                                        \
@@ -900,4 +908,5 @@ const struct sfs_devmodel_ops sfs_devmodel_hdd_ops = {
     .service = hdd_service,
     .seek_time = hdd_seek_time,
     .geometry = hdd_geometry,
+    .cylinder = hdd_cylinder,
 };

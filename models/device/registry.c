@@ -501,6 +501,15 @@ int sfs_devmodel_seek_ns(const struct sfs_devmodel *m, uint64_t d_cyl,
 	return 0;
 }
 
+int sfs_devmodel_cylinder(const struct sfs_devmodel *m, uint64_t off,
+			  uint64_t *out)
+{
+	if (!m->ops->cylinder)
+		return -ENOTSUP;
+	*out = m->ops->cylinder(m, off);
+	return 0;
+}
+
 void sfs_devmodel_geometry(const struct sfs_devmodel *m,
 			   struct sfs_dev_geometry *out)
 {

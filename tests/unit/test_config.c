@@ -603,7 +603,7 @@ static void test_config_sched(void **state)
 	assert_string_equal(cfg.sched, "elevator,max_req=256K");
 	assert_true(cfg.ro);
 
-	expect_refused("sched=cfq", "elevator");
+	expect_refused("sched=bfq", "elevator");
 	expect_refused("sched=elevator,max_req=1", "max_req");
 	/* noop has no deadlines: not its knob, so an unknown option */
 	expect_unknown("sched=noop,read_expire_ms=5", "read_expire_ms");

@@ -64,7 +64,7 @@ static void refused(const char *spec, const char *w1, const char *w2)
 static struct sfs_dev_cost cost_of(struct sfs_devmodel *m, enum sfs_io_op op,
 				   uint64_t off, uint64_t len, sfs_ns_t now)
 {
-	struct sfs_io_req r = {op, SFS_IO_DATA, off, len};
+	struct sfs_io_req r = {op, SFS_IO_DATA, off, len, 0};
 	struct sfs_dev_cost c;
 
 	assert_int_equal(sfs_devmodel_cost(m, &r, now, &c), 0);
@@ -179,10 +179,10 @@ static void contract_one(const char *spec)
 {
 	struct sfs_devmodel *a = mk(spec), *b = mk(spec);
 	struct sfs_io_req bad[] = {
-	    {SFS_IO_READ, SFS_IO_DATA, 0, 0},		/* empty */
-	    {SFS_IO_FLUSH, SFS_IO_OTHER, 4096, 4096},	/* flush range */
-	    {SFS_IO_WRITE, SFS_IO_DATA, UINT64_MAX, 2}, /* overflow */
-	    {(enum sfs_io_op)7, SFS_IO_DATA, 0, 512},	/* no such op */
+	    {SFS_IO_READ, SFS_IO_DATA, 0, 0, 0},		/* empty */
+	    {SFS_IO_FLUSH, SFS_IO_OTHER, 4096, 4096, 0},	/* flush range */
+	    {SFS_IO_WRITE, SFS_IO_DATA, UINT64_MAX, 2, 0}, /* overflow */
+	    {(enum sfs_io_op)7, SFS_IO_DATA, 0, 512, 0},	/* no such op */
 	};
 	struct sfs_dev_cost c, d;
 	GRand *rnd = g_rand_new_with_seed(7);
@@ -214,7 +214,7 @@ static void contract_one(const char *spec)
 	}
 	/* time may not go backwards (the last request came after 0) */
 	{
-		struct sfs_io_req r = {SFS_IO_READ, SFS_IO_DATA, 0, 4096};
+		struct sfs_io_req r = {SFS_IO_READ, SFS_IO_DATA, 0, 4096, 0};
 
 		assert_int_equal(sfs_devmodel_cost(a, &r, 0, &d), -EINVAL);
 	}

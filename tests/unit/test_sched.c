@@ -5,7 +5,9 @@
  * front; elevator goes C-LOOK from the head, merges contiguous requests of
  * one op up to max_req (never across ops, never overlapping ones), and a
  * request past its deadline goes first, so a request behind the head does
- * not starve while new ones keep arriving ahead of it.
+ * not starve while new ones keep arriving ahead of it.  cfq orders a
+ * batch as the elevator does but merges only within one stream, and hands
+ * its slice knobs to the timing device.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -39,7 +41,7 @@ static struct sfs_sched *mk(const char *spec)
 static void add(struct sfs_sched *s, enum sfs_io_op op, uint64_t off,
 		uint64_t len, sfs_ns_t t)
 {
-	struct sfs_io_req r = {op, SFS_IO_DATA, off, len};
+	struct sfs_io_req r = {op, SFS_IO_DATA, off, len, 0};
 
 	assert_int_equal(sfs_sched_add(s, &r, t, NULL), 0);
 }
@@ -56,12 +58,18 @@ static struct sfs_sched_dispatch next(struct sfs_sched *s, uint64_t head,
 static void test_sched_bad_spec_refused(void **state)
 {
 	const char *bad[][2] = {
-	    {"cfq", "elevator"},
+	    {"bfq", "elevator"},
 	    {"", "noop"},
 	    {"elevator,max_req=huge", "max_req"},
 	    {"elevator,max_req=1", "max_req"},
 	    {"noop,read_expire_ms=5", "max_req"},
 	    {"elevator,write_expire_ms", "key=value"},
+	    {"bfq", "cfq"}, /* the message lists every scheduler */
+	    {"cfq,slice_sync_ms=0", "slice_sync_ms"},
+	    {"cfq,slice_idle_ms=-1", "slice_idle_ms"},
+	    {"cfq,slice_sync_ms=fast", "slice_sync_ms"},
+	    /* an idle wait as long as the slice leaves no slice */
+	    {"cfq,slice_sync_ms=10,slice_idle_ms=10", "below slice_sync_ms"},
 	};
 
 	for (unsigned i = 0; i < G_N_ELEMENTS(bad); i++) {
@@ -81,8 +89,8 @@ static void test_sched_bad_spec_refused(void **state)
 static void test_sched_refuses_flush_and_empty(void **state)
 {
 	struct sfs_sched *s = mk("elevator");
-	struct sfs_io_req flush = {SFS_IO_FLUSH, SFS_IO_OTHER, 0, 0};
-	struct sfs_io_req empty = {SFS_IO_WRITE, SFS_IO_DATA, 4096, 0};
+	struct sfs_io_req flush = {SFS_IO_FLUSH, SFS_IO_OTHER, 0, 0, 0};
+	struct sfs_io_req empty = {SFS_IO_WRITE, SFS_IO_DATA, 4096, 0, 0};
 	struct sfs_sched_dispatch d;
 
 	assert_int_equal(sfs_sched_add(s, &flush, 0, NULL), -EINVAL);
@@ -151,7 +159,7 @@ static void test_sched_elevator_merges_up_to_max_req(void **state)
 	for (unsigned i = 0; i < G_N_ELEMENTS(order); i++) {
 		struct sfs_io_req r = {
 		    SFS_IO_WRITE, order[i] == 0 ? SFS_IO_INODE : SFS_IO_DATA,
-		    order[i] * 64 * KiB, 64 * KiB};
+		    order[i] * 64 * KiB, 64 * KiB, 0};
 
 		assert_int_equal(sfs_sched_add(s, &r, i, NULL), 0);
 	}
@@ -264,6 +272,68 @@ static void test_sched_elevator_write_deadline_longer(void **state)
 	sfs_sched_free(s);
 }
 
+static void add_stream(struct sfs_sched *s, uint64_t off, uint64_t len,
+		       uint32_t stream)
+{
+	struct sfs_io_req r = {SFS_IO_WRITE, SFS_IO_DATA, off, len, stream};
+
+	assert_int_equal(sfs_sched_add(s, &r, 0, NULL), 0);
+}
+
+static void test_sched_cfq_merges_only_within_a_stream(void **state)
+{
+	struct sfs_sched *cfq = mk("cfq"), *elv = mk("elevator");
+	struct sfs_sched_dispatch d;
+
+	/* three contiguous writes: 0-4K and 8K-12K by stream 7, 4K-8K by 9 */
+	for (int i = 0; i < 2; i++) {
+		struct sfs_sched *s = i ? elv : cfq;
+
+		add_stream(s, 0, 4 * KiB, 7);
+		add_stream(s, 4 * KiB, 4 * KiB, 9);
+		add_stream(s, 8 * KiB, 4 * KiB, 7);
+	}
+	/* the elevator merges all three (same op, contiguous) */
+	d = next(elv, 0, 0);
+	assert_int_equal(d.n_orig, 3);
+	assert_int_equal(d.req.len_bytes, 12 * KiB);
+	/* cfq keeps the streams apart, in C-LOOK order, each with its id */
+	d = next(cfq, 0, 0);
+	assert_int_equal(d.n_orig, 1);
+	assert_int_equal(d.req.stream, 7);
+	d = next(cfq, d.req.off_bytes + d.req.len_bytes, 0);
+	assert_int_equal(d.req.off_bytes, 4 * KiB);
+	assert_int_equal(d.req.stream, 9);
+	d = next(cfq, 8 * KiB, 0);
+	assert_int_equal(d.req.off_bytes, 8 * KiB);
+	assert_true(sfs_sched_empty(cfq));
+	sfs_sched_free(cfq);
+	sfs_sched_free(elv);
+}
+
+static void test_sched_cfq_slices_from_knobs(void **state)
+{
+	struct sfs_sched *cfq = mk("cfq"), *tuned = mk("cfq,slice_sync_ms=40,"
+						       "slice_idle_ms=0");
+	struct sfs_sched *elv = mk("elevator");
+	struct sfs_sched_slices sl;
+
+	/* CFQ's defaults, ext-internals 7.4 */
+	assert_int_equal(sfs_sched_slices(cfq, &sl), 0);
+	assert_int_equal(sl.slice_sync_ns, 100 * MS);
+	assert_int_equal(sl.slice_idle_ns, 8 * MS);
+	assert_int_equal(sfs_sched_slices(tuned, &sl), 0);
+	assert_int_equal(sl.slice_sync_ns, 40 * MS);
+	assert_int_equal(sl.slice_idle_ns, 0);
+	/* the others have none */
+	assert_int_equal(sfs_sched_slices(elv, &sl), -ENOENT);
+	assert_string_equal(sfs_sched_name(cfq), "cfq");
+	assert_non_null(sfs_sched_knobs("cfq"));
+	sfs_sched_free(cfq);
+	sfs_sched_free(tuned);
+	sfs_sched_free(elv);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -276,6 +346,8 @@ int main(void)
 		test_sched_elevator_no_merge_across_ops_or_overlap),
 	    cmocka_unit_test(test_sched_elevator_deadline_prevents_starvation),
 	    cmocka_unit_test(test_sched_elevator_write_deadline_longer),
+	    cmocka_unit_test(test_sched_cfq_merges_only_within_a_stream),
+	    cmocka_unit_test(test_sched_cfq_slices_from_knobs),
 	};
 
 	return cmocka_run_group_tests_name("sched", tests, NULL, NULL);

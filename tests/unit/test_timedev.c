@@ -8,6 +8,15 @@
  * plug and unplug are charged in scheduler order, merged; a read drains
  * them first.  The same request sequence gives the same times, bit for bit.
  * Bad specs are refused and leave the lower device alone.
+ *
+ * sched=cfq: writers far apart, interleaved request by request, cost about
+ * what one writer costs (one seek per slice, not per request), far less
+ * than with the elevator at queue depth one; a writer whose records are
+ * interleaved on disk with the others' costs more than a contiguous one
+ * (the elevator ranks them the other way round); a lone writer, and the
+ * filesystem's own stream 0, see exactly the elevator's times; a flush
+ * empties every writer's drive cache; the same requests give the same
+ * times.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -40,7 +49,7 @@ static int ram_note(struct sfs_bdev *bd, enum sfs_io_op op, uint64_t off,
 		    uint64_t len)
 {
 	struct ram *r = sfs_bdev_priv(bd);
-	struct sfs_io_req q = {op, sfs_bdev_req_cat(bd), off, len};
+	struct sfs_io_req q = {op, sfs_bdev_req_cat(bd), off, len, 0};
 
 	if (r->fail)
 		return -EIO;
@@ -111,6 +120,29 @@ static struct sfs_bdev *ram_new(void)
 	r->data = g_malloc0(RAM_BYTES);
 	r->log = g_array_new(FALSE, FALSE, sizeof(struct sfs_io_req));
 	return sfs_bdev_new(&ram_ops, r, RAM_BYTES);
+}
+
+/* A device that keeps nothing: room for writers 1 GiB apart. */
+static int null_rw(struct sfs_bdev *bd, uint64_t off, void *buf, size_t len)
+{
+	return 0;
+}
+
+static int null_write(struct sfs_bdev *bd, uint64_t off, const void *buf,
+		      size_t len)
+{
+	return 0;
+}
+
+static const struct sfs_bdev_ops null_ops = {
+    .name = "testnull",
+    .read = null_rw,
+    .write = null_write,
+};
+
+static struct sfs_bdev *null_new(uint64_t size_bytes)
+{
+	return sfs_bdev_new(&null_ops, NULL, size_bytes);
 }
 
 /* ---- helpers ---- */
@@ -254,7 +286,7 @@ static void test_timedev_emulate_moves_virtual_clock_by_service(void **state)
 		sfs_ns_t before = sfs_clock_now_ns(c);
 		uint64_t off = (uint64_t)((i * 104729) % 3000) * 4096;
 		struct sfs_io_req q = {i % 3 ? SFS_IO_READ : SFS_IO_WRITE,
-				       SFS_IO_DATA, off, 32 * KiB};
+				       SFS_IO_DATA, off, 32 * KiB, 0};
 		struct sfs_dev_cost want;
 
 		if (q.op == SFS_IO_READ)
@@ -361,11 +393,11 @@ static void test_timedev_read_and_flush_drain_the_batch(void **state)
 }
 
 /* One seeded run: requests, batches, think time.  Fills log. */
-static sfs_ns_t run_workload(GArray *log)
+static sfs_ns_t run_workload(GArray *log, const char *sched)
 {
 	struct sfs_clock *c = sfs_clock_new_virtual();
 	struct sfs_bdev *bd =
-	    td_new(ram_new(), c, "hdd-2009", NULL, SFS_TIMEDEV_EMULATE, log);
+	    td_new(ram_new(), c, "hdd-2009", sched, SFS_TIMEDEV_EMULATE, log);
 	GRand *rnd = g_rand_new_with_seed(4242);
 	sfs_ns_t end;
 
@@ -405,7 +437,7 @@ static sfs_ns_t run_workload(GArray *log)
 static void test_timedev_same_sequence_same_times(void **state)
 {
 	GArray *a = rec_log(), *b = rec_log();
-	sfs_ns_t ta = run_workload(a), tb = run_workload(b);
+	sfs_ns_t ta = run_workload(a, NULL), tb = run_workload(b, NULL);
 
 	assert_true(ta > 0);
 	assert_int_equal(ta, tb);
@@ -453,7 +485,7 @@ static void test_timedev_bad_specs_leave_lower_alone(void **state)
 	const char *bad[][3] = {
 	    {"floppy", NULL, "hdd-2009"},
 	    {"hdd,rpm=fast", NULL, "rpm"},
-	    {"hdd-2009", "cfq", "elevator"},
+	    {"hdd-2009", "bfq", "elevator"},
 	    {"hdd,capacity=1M,zones=1,heads=1", NULL, "capacity"}, /* < ram */
 	};
 	struct sfs_timedev_opts o = {.mode = SFS_TIMEDEV_ACCOUNT};
@@ -527,6 +559,209 @@ static void test_timedev_close_charges_a_plugged_batch(void **state)
 	sfs_clock_free(c);
 }
 
+/* ---- sched=cfq: per-process slices ---- */
+
+#define NULL_BYTES (16ULL * 1024 * MiB)
+#define REC (256 * KiB)
+
+enum layout {
+	LAYOUT_APART,	   /* writer i at i GiB, its records contiguous */
+	LAYOUT_INTERLEAVED /* record k of writer i at (k * n + i) * REC */
+};
+
+/*
+ * n writers, stream ids 1..n, each writing nrec 256 KiB records, taken
+ * round robin (as the engine's lock hands them out), on a virtual clock
+ * in emulate mode.  Returns the modelled time; fills log if not NULL.
+ */
+static sfs_ns_t run_writers(const char *sched, unsigned n, unsigned nrec,
+			    enum layout lay, GArray *log,
+			    struct sfs_timedev_counters *k)
+{
+	struct sfs_clock *c = sfs_clock_new_virtual();
+	struct sfs_bdev *bd = td_new(null_new(NULL_BYTES), c, "hdd-2009", sched,
+				     SFS_TIMEDEV_EMULATE, log);
+	sfs_ns_t end;
+
+	for (unsigned r = 0; r < nrec; r++)
+		for (unsigned i = 0; i < n; i++) {
+			uint64_t off = lay == LAYOUT_APART
+					   ? i * 1024 * MiB + r * REC
+					   : ((uint64_t)r * n + i) * REC;
+
+			sfs_io_set_stream(i + 1);
+			wr(bd, SFS_IO_DATA, off, REC);
+		}
+	sfs_io_set_stream(0);
+	/* until every byte is on the media: no drive cache flatters it */
+	assert_int_equal(sfs_bdev_flush(bd), 0);
+	end = sfs_clock_now_ns(c);
+	if (k)
+		sfs_timedev_counters(bd, k);
+	sfs_bdev_close(bd);
+	sfs_clock_free(c);
+	return end;
+}
+
+static double mbps(unsigned n, unsigned nrec, sfs_ns_t ns)
+{
+	return (double)n * nrec * REC / ((double)ns / 1e9) / 1e6;
+}
+
+static void test_timedev_cfq_far_writers_seek_once_per_slice(void **state)
+{
+	struct sfs_timedev_counters k;
+	sfs_ns_t elv =
+	    run_writers("elevator", 2, 200, LAYOUT_APART, NULL, NULL);
+	sfs_ns_t noop = run_writers("noop", 2, 200, LAYOUT_APART, NULL, NULL);
+	sfs_ns_t cfq = run_writers("cfq", 2, 200, LAYOUT_APART, NULL, &k);
+	sfs_ns_t one =
+	    run_writers("elevator", 1, 400, LAYOUT_APART, NULL, NULL);
+
+	print_message("# 2 writers 1 GiB apart: elevator %.1f noop %.1f cfq "
+		      "%.1f MB/s; 1 writer %.1f MB/s; %llu slice switches\n",
+		      mbps(2, 200, elv), mbps(2, 200, noop), mbps(2, 200, cfq),
+		      mbps(1, 400, one), (unsigned long long)k.slice_switches);
+	/* at queue depth one the elevator has nothing to sort: a seek per
+	 * request; cfq: a seek per slice of 100 ms */
+	assert_true(cfq * 2 < elv);
+	assert_true(cfq * 2 < noop);
+	/* and so close to one writer alone (within 15 %) */
+	assert_true(cfq < one + one * 15 / 100);
+	/* 100 MiB at ~66 MB/s is ~1.6 s: some 16 slices, far fewer than the
+	 * 400 requests */
+	assert_true(k.slice_switches >= 8 && k.slice_switches <= 40);
+}
+
+static void test_timedev_cfq_interleaved_writer_costs_more(void **state)
+{
+	sfs_ns_t cfq_apart =
+	    run_writers("cfq", 8, 48, LAYOUT_APART, NULL, NULL);
+	sfs_ns_t cfq_mixed =
+	    run_writers("cfq", 8, 48, LAYOUT_INTERLEAVED, NULL, NULL);
+	sfs_ns_t elv_apart =
+	    run_writers("elevator", 8, 48, LAYOUT_APART, NULL, NULL);
+	sfs_ns_t elv_mixed =
+	    run_writers("elevator", 8, 48, LAYOUT_INTERLEAVED, NULL, NULL);
+
+	print_message("# 8 writers: cfq apart %.1f interleaved %.1f; elevator "
+		      "apart %.1f interleaved %.1f MB/s\n",
+		      mbps(8, 48, cfq_apart), mbps(8, 48, cfq_mixed),
+		      mbps(8, 48, elv_apart), mbps(8, 48, elv_mixed));
+	/* cfq: each writer's next record is 7 records on, a short seek and
+	 * a rotation away; a contiguous file streams (seed A's mechanism) */
+	assert_true(cfq_mixed > cfq_apart + cfq_apart / 2);
+	/* the elevator at queue depth one ranks them the other way round:
+	 * the interleaved layout is sequential as a whole */
+	assert_true(elv_apart > elv_mixed + elv_mixed / 2);
+}
+
+static void test_timedev_cfq_same_requests_same_times(void **state)
+{
+	GArray *a = rec_log(), *b = rec_log();
+	sfs_ns_t ta = run_writers("cfq", 4, 40, LAYOUT_INTERLEAVED, a, NULL);
+	sfs_ns_t tb = run_writers("cfq", 4, 40, LAYOUT_INTERLEAVED, b, NULL);
+
+	assert_true(ta > 0);
+	assert_int_equal(ta, tb);
+	assert_int_equal(a->len, b->len);
+	assert_memory_equal(a->data, b->data,
+			    a->len * sizeof(struct sfs_timedev_rec));
+	g_array_free(a, TRUE);
+	g_array_free(b, TRUE);
+}
+
+/* Records equal but for nothing: every time and every cost part. */
+static void assert_same_log(GArray *a, GArray *b)
+{
+	assert_int_equal(a->len, b->len);
+	for (guint i = 0; i < a->len; i++) {
+		struct sfs_timedev_rec *x = rec_at(a, i), *y = rec_at(b, i);
+
+		assert_int_equal(x->start_ns, y->start_ns);
+		assert_int_equal(x->done_ns, y->done_ns);
+		assert_memory_equal(&x->cost, &y->cost, sizeof(x->cost));
+	}
+}
+
+static void test_timedev_cfq_lone_writer_and_stream0_unchanged(void **state)
+{
+	GArray *elv = rec_log(), *cfq = rec_log();
+	GArray *elv0 = rec_log(), *cfq0 = rec_log();
+	struct sfs_timedev_counters k;
+
+	/* one process, with think time (slices end by idling, but nobody
+	 * else had the disk: no switch) */
+	for (int pass = 0; pass < 2; pass++) {
+		struct sfs_clock *c = sfs_clock_new_virtual();
+		struct sfs_bdev *bd =
+		    td_new(null_new(NULL_BYTES), c, "hdd-2009",
+			   pass ? "cfq" : "elevator", SFS_TIMEDEV_EMULATE,
+			   pass ? cfq : elv);
+
+		sfs_io_set_stream(4242);
+		for (int i = 0; i < 600; i++) {
+			wr(bd, SFS_IO_DATA, 3 * 1024 * MiB + i * REC, REC);
+			if (i % 50 == 49)
+				sfs_clock_advance(c, 20 * MS);
+			if (i % 100 == 99)
+				rd(bd, (uint64_t)i * MiB, 64 * KiB);
+		}
+		sfs_io_set_stream(0);
+		sfs_timedev_counters(bd, &k);
+		assert_int_equal(k.slice_switches, 0);
+		sfs_bdev_close(bd);
+		sfs_clock_free(c);
+	}
+	assert_int_equal(elv->len, 606);
+	assert_same_log(elv, cfq);
+	/* the filesystem's own requests (stream 0): the shared model */
+	run_workload(elv0, "elevator");
+	run_workload(cfq0, "cfq");
+	assert_true(elv0->len > 100);
+	assert_same_log(elv0, cfq0);
+	g_array_free(elv, TRUE);
+	g_array_free(cfq, TRUE);
+	g_array_free(elv0, TRUE);
+	g_array_free(cfq0, TRUE);
+}
+
+static void test_timedev_cfq_flush_empties_every_writers_cache(void **state)
+{
+	sfs_ns_t flush_ns[2];
+
+	for (int pass = 0; pass < 2; pass++) {
+		struct sfs_clock *c = sfs_clock_new_virtual();
+		GArray *log = rec_log();
+		struct sfs_bdev *bd =
+		    td_new(null_new(NULL_BYTES), c, "hdd-2009",
+			   pass ? "cfq" : "elevator", SFS_TIMEDEV_EMULATE, log);
+
+		/* two writers, 4 records each: the drive cache takes them */
+		for (int i = 0; i < 8; i++) {
+			sfs_io_set_stream(1 + i % 2);
+			wr(bd, SFS_IO_DATA, (i % 2) * 2048 * MiB + i / 2 * REC,
+			   REC);
+		}
+		sfs_io_set_stream(0);
+		for (guint i = 0; i < log->len; i++)
+			assert_true(rec_at(log, i)->cost.cache_hit);
+		assert_int_equal(sfs_bdev_flush(bd), 0);
+		flush_ns[pass] = rec_at(log, log->len - 1)->cost.total_ns;
+		/* 2 MiB reach the media: ~30 ms at 66 MB/s, whoever holds it */
+		assert_true(flush_ns[pass] > 25 * MS);
+		sfs_bdev_close(bd);
+		g_array_free(log, TRUE);
+		sfs_clock_free(c);
+	}
+	print_message("# flush after 8 cached writes: elevator %.1f ms, cfq "
+		      "%.1f ms\n",
+		      flush_ns[0] / 1e6, flush_ns[1] / 1e6);
+	/* cfq's two caches go out one region after the other: no more
+	 * than the shared cache's interleaved destage */
+	assert_true(flush_ns[1] <= flush_ns[0]);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -544,6 +779,13 @@ int main(void)
 	    cmocka_unit_test(test_timedev_bad_specs_leave_lower_alone),
 	    cmocka_unit_test(test_timedev_failed_request_not_charged),
 	    cmocka_unit_test(test_timedev_close_charges_a_plugged_batch),
+	    cmocka_unit_test(test_timedev_cfq_far_writers_seek_once_per_slice),
+	    cmocka_unit_test(test_timedev_cfq_interleaved_writer_costs_more),
+	    cmocka_unit_test(test_timedev_cfq_same_requests_same_times),
+	    cmocka_unit_test(
+		test_timedev_cfq_lone_writer_and_stream0_unchanged),
+	    cmocka_unit_test(
+		test_timedev_cfq_flush_empties_every_writers_cache),
 	};
 
 	return cmocka_run_group_tests_name("timedev", tests, NULL, NULL);
