@@ -678,6 +678,35 @@ static void mb_counters(struct mb_priv *m, struct sfs_mballoc_counters *c)
 	mb_each_pa(m, mb_sum_pa, c);
 }
 
+struct mb_walk {
+	int (*fn)(void *ctx, sfs_blk_t start, uint32_t len, sfs_ino_t owner);
+	void *ctx;
+	int rc;
+};
+
+static void mb_walk_pa(struct mb_pa *pa, void *ctx)
+{
+	struct mb_walk *w = ctx;
+
+	if (w->rc || pa->used >= pa->len)
+		return;
+	w->rc = w->fn(w->ctx, pa->pstart + pa->used, pa->len - pa->used,
+		      pa->owner ? pa->owner->ino : 0);
+}
+
+int sfs_mballoc_pa_walk(struct sfs_alloc *a,
+			int (*fn)(void *ctx, sfs_blk_t start, uint32_t len,
+				  sfs_ino_t owner),
+			void *ctx)
+{
+	struct mb_walk w = {fn, ctx, 0};
+
+	if (!a || a->ops != &sfs_mballoc_alloc_ops || !fn)
+		return -EINVAL;
+	mb_each_pa(a->priv, mb_walk_pa, &w);
+	return w.rc;
+}
+
 int sfs_mballoc_check(struct sfs_alloc *a, struct sfs_mballoc_counters *out)
 {
 	struct mb_priv *m;

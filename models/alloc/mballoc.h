@@ -56,5 +56,14 @@ int sfs_mballoc_set_params(struct sfs_alloc *a,
  * PAs (bits, free count, fragments, order counts) and copy the counters to
  * out (may be NULL).  0, -EINVAL if a is not mballoc, -EIO on a mismatch. */
 int sfs_mballoc_check(struct sfs_alloc *a, struct sfs_mballoc_counters *out);
+/*
+ * Call fn for the unused part of every live PA: [start, start+len), owner
+ * the inode of an inode PA or 0 for the locality group's.  Read-only (for
+ * checkers).  0, -EINVAL if a is not mballoc, or fn's first non-zero.
+ */
+int sfs_mballoc_pa_walk(struct sfs_alloc *a,
+			int (*fn)(void *ctx, sfs_blk_t start, uint32_t len,
+				  sfs_ino_t owner),
+			void *ctx);
 
 #endif /* SFS_MBALLOC_H */
