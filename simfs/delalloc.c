@@ -22,7 +22,9 @@
  *     into real, usually smaller, use) and the reservation is retried.
  * Placing one inode walks its delayed blocks in logical order, in runs of
  * consecutive blocks (at most 8 MiB, as ext4's writepages), maps each with
- * create through the inode's mapping model and writes the run at once.
+ * create through the inode's mapping model; the blocks become ordinary dirty
+ * buffers, written by whoever asked (the flusher's chunk as one sorted
+ * batch, fsync's file, sync's everything).
  * Because a whole run of one file is placed in one go, the placement model
  * sees it uninterrupted by other writers: files written side by side still
  * get contiguous blocks, and mballoc sizes its request from the file's
@@ -119,7 +121,9 @@ static sfs_ns_t da_oldest_cb(void *ctx)
 }
 
 static int flush_inode(struct sfs_fs *fs, struct sfs_inode *ip,
-		       enum sfs_da_why why, enum sfs_wb_reason wb);
+		       enum sfs_da_why why, GArray *placed);
+static int write_placed(struct sfs_fs *fs, GArray *placed,
+			enum sfs_wb_reason wb);
 
 /* Set while blocks are being placed: the cache must not ask again. */
 static bool da_busy(const struct sfs_fs *fs)
@@ -131,26 +135,37 @@ static int64_t da_writeback_cb(void *ctx, bool expired, sfs_ns_t cutoff_ns,
 			       uint64_t bytes, enum sfs_wb_reason why)
 {
 	struct sfs_fs *fs = ctx;
+	GArray *placed;
 	uint64_t done = 0;
 	GList *l;
+	int rc = 0;
 
 	if (da_busy(fs) || fs->ro || fs->error)
 		return 0;
+	/* Place whole inodes, oldest first, then write what they got as
+	 * one batch (sorted and merged by the cache), as the flusher would
+	 * write a chunk of dirty pages. */
+	placed = g_array_new(FALSE, FALSE, sizeof(sfs_blk_t));
 	while ((l = fs->da_inodes.head)) {
 		struct sfs_inode *ip = l->data;
 		uint64_t b = (uint64_t)ip->da->n * fs->bs;
-		int rc;
 
 		if (expired && ip->da->dirtied_ns > cutoff_ns)
 			break;
-		rc = flush_inode(fs, ip, SFS_DA_WRITEBACK, why);
+		rc = flush_inode(fs, ip, SFS_DA_WRITEBACK, placed);
 		if (rc)
-			return rc;
+			break;
 		done += b;
 		if (!expired && done >= bytes)
 			break;
 	}
-	return (int64_t)done;
+	{
+		int wrc = write_placed(fs, placed, why);
+		if (!rc)
+			rc = wrc;
+	}
+	g_array_free(placed, TRUE);
+	return rc ? rc : (int64_t)done;
 }
 
 static const struct sfs_cache_delayed da_cache_ops = {
@@ -355,16 +370,32 @@ void sfs_da_drop(struct sfs_fs *fs, struct sfs_inode *ip)
 
 /* ---- placing ---- */
 
+/* Write the placed blocks now, one batch; the list is emptied. */
+static int write_placed(struct sfs_fs *fs, GArray *placed,
+			enum sfs_wb_reason wb)
+{
+	int rc = 0;
+
+	if (placed && placed->len)
+		rc = sfs_cache_write_blocks_why(fs->cache,
+						(sfs_blk_t *)placed->data,
+						placed->len, wb);
+	if (placed)
+		g_array_set_size(placed, 0);
+	return rc;
+}
+
 /*
- * Place the run of n delayed blocks starting at logical block lblk and
- * write it now.  The blocks leave the store as they are placed.
+ * Place the run of n delayed blocks starting at logical block lblk: each
+ * gets its block and becomes an ordinary dirty buffer (joining the
+ * running transaction's ordered data under data=ordered); its number is
+ * appended to placed (NULL: nobody writes them now).  The blocks leave
+ * the store as they are placed.
  */
 static int place_run(struct sfs_fs *fs, struct sfs_inode *ip, uint32_t lblk,
-		     uint32_t n, enum sfs_wb_reason wb)
+		     uint32_t n, GArray *placed)
 {
 	struct sfs_da_inode *da = ip->da;
-	sfs_blk_t *written = g_new(sfs_blk_t, n);
-	uint32_t nw = 0;
 	int rc = 0;
 
 	for (uint32_t i = 0; i < n; i++) {
@@ -386,7 +417,8 @@ static int place_run(struct sfs_fs *fs, struct sfs_inode *ip, uint32_t lblk,
 		sfs_data_dirty(fs, b);
 		sfs_cache_put(fs->cache, b);
 		sfs_inode_note_dirty(ip, pblk, 1);
-		written[nw++] = pblk;
+		if (placed)
+			g_array_append_val(placed, pblk);
 		g_tree_remove(da->blocks, key);
 		da->n--;
 		fs->da_blocks--;
@@ -395,12 +427,6 @@ static int place_run(struct sfs_fs *fs, struct sfs_inode *ip, uint32_t lblk,
 		uint64_t end = (uint64_t)(lblk + i + 1) << fs->bs_log;
 		da->disksize = MAX(da->disksize, MIN(end, sfs_i_size(ip)));
 	}
-	if (nw) {
-		int wrc = sfs_cache_write_blocks_why(fs->cache, written, nw, wb);
-		if (!rc)
-			rc = wrc;
-	}
-	g_free(written);
 	return rc;
 }
 
@@ -430,7 +456,7 @@ static gboolean find_run(gpointer key, gpointer value, gpointer data)
 }
 
 static int flush_inode(struct sfs_fs *fs, struct sfs_inode *ip,
-		       enum sfs_da_why why, enum sfs_wb_reason wb)
+		       enum sfs_da_why why, GArray *placed)
 {
 	uint32_t pid = fs->cur_pid;
 	uint64_t before = fs->da_ctr.placed_blocks;
@@ -454,7 +480,7 @@ static int flush_inode(struct sfs_fs *fs, struct sfs_inode *ip,
 		    .max = MAX(DA_MAX_RUN_BYTES >> fs->bs_log, 1)};
 
 		g_tree_foreach(ip->da->blocks, find_run, &r);
-		rc = place_run(fs, ip, r.start, r.n, wb);
+		rc = place_run(fs, ip, r.start, r.n, placed);
 		fs->da_ctr.placed_runs++;
 		if (rc)
 			break;
@@ -491,14 +517,29 @@ static int flush_inode(struct sfs_fs *fs, struct sfs_inode *ip,
 	return rc;
 }
 
+/*
+ * fsync, sync and unmount write the placed buffers themselves (the file's
+ * dirty runs, every dirty buffer), sorted with everything else; an
+ * O_DIRECT writer and a failed reservation only need the blocks placed.
+ * auto_da_alloc writes the file's data now (ext4 starts that write-back
+ * at once), so it is on disk by the next commit in any data= mode.
+ */
 int sfs_da_flush_inode(struct sfs_fs *fs, struct sfs_inode *ip,
 		       enum sfs_da_why why)
 {
-	enum sfs_wb_reason wb = (why == SFS_DA_FSYNC || why == SFS_DA_SYNC)
-					? SFS_WB_SYNC
-					: SFS_WB_EXPLICIT;
+	GArray *placed = NULL;
+	int rc;
 
-	return flush_inode(fs, ip, why, wb);
+	if (why == SFS_DA_RENAME || why == SFS_DA_CLOSE)
+		placed = g_array_new(FALSE, FALSE, sizeof(sfs_blk_t));
+	rc = flush_inode(fs, ip, why, placed);
+	if (placed) {
+		int wrc = write_placed(fs, placed, SFS_WB_EXPLICIT);
+		if (!rc)
+			rc = wrc;
+		g_array_free(placed, TRUE);
+	}
+	return rc;
 }
 
 int sfs_da_flush_all(struct sfs_fs *fs, enum sfs_da_why why)
