@@ -485,9 +485,11 @@ static int flush_inode(struct sfs_fs *fs, struct sfs_inode *ip,
 		if (rc)
 			break;
 	}
-	if (rc && ip->da) {
+	if (rc == -ENOSPC && ip->da) {
 		/* The reserve should have made this impossible; as ext4,
-		 * report it and drop what cannot be placed. */
+		 * report it and drop what cannot be placed.  (Other errors,
+		 * such as a bitmap that could not be read, leave the rest
+		 * delayed: a later write-back tries again.) */
 		uint32_t lost = ip->da->n;
 		uint64_t died = fs->da_ctr.died_blocks;
 		fs->da_ctr.failed_blocks += lost;

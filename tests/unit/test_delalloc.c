@@ -529,6 +529,57 @@ static void test_da_small_files_and_remount(void **state)
 	sfs_tfs_free(t);
 }
 
+/*
+ * Device errors while delayed data is placed and written: fsync reports
+ * -EIO, nothing is lost from memory, and once the device recovers the
+ * same fsync succeeds and the data is on disk.
+ */
+static void test_da_device_errors(void **state)
+{
+	(void)state;
+	struct sfs_tfs *t = sfs_tfs_alloc();
+	struct sfs_config cfg;
+	struct sfs_bdev *bd, *fd;
+	struct sfs_fs *fs;
+	char *err = NULL;
+	sfs_ino_t f;
+	int eio = 0;
+
+	assert_int_equal(sfs_test_mkimage(t->img, 64 * MiB, 1024), 0);
+	assert_int_equal(sfs_bdev_open_file(t->img, 0, 0, &bd), 0);
+	fd = sfs_faultdev_new(bd);
+	sfs_config_defaults(&cfg);
+	assert_int_equal(sfs_config_parse(&cfg, "alloc=delalloc,mem=1M", NULL,
+					  &err),
+			 0);
+	assert_int_equal(sfs_fs_open(fd, &cfg, &fs, &err), 0);
+	f = mkfile(fs, SFS_ROOT_INO, "f");
+	for (uint64_t nth = 1; nth <= 4; nth++) {
+		uint64_t off = (nth - 1) * 300 * 1024;
+
+		assert_int_equal(put(fs, f, 9, off, 300 * 1024), 0);
+		sfs_faultdev_arm(fd, SFS_FAULT_READ | SFS_FAULT_WRITE, nth,
+				 true);
+		int rc = sfs_fsync(fs, f, false);
+		sfs_faultdev_disarm(fd);
+		if (rc) {
+			assert_int_equal(rc, -EIO);
+			eio++;
+		}
+		expect(fs, f, 9, 0, off + 300 * 1024, false);
+		assert_int_equal(sfs_fsync(fs, f, false), 0);
+		assert_int_equal(fs->da_blocks, 0);
+	}
+	assert_true(eio > 0);
+	assert_int_equal(fs->da_ctr.failed_blocks, 0);
+	assert_int_equal(sfs_release(fs, f), 0);
+	assert_int_equal(sfs_fs_close(fs), 0);
+	t->fs = sfs_test_open(t->img, "");
+	expect(t->fs, f, 9, 0, 4 * 300 * 1024, false);
+	sfs_tfs_assert_clean(t);
+	sfs_tfs_free(t);
+}
+
 static void test_da_config(void **state)
 {
 	(void)state;
@@ -573,6 +624,7 @@ int main(void)
 	    cmocka_unit_test(test_da_cache_writeback),
 	    cmocka_unit_test(test_da_off_with_data_journal),
 	    cmocka_unit_test(test_da_small_files_and_remount),
+	    cmocka_unit_test(test_da_device_errors),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
