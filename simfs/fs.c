@@ -1220,7 +1220,7 @@ static const char *const op_names[SFS_OP_COUNT] = {
 	[SFS_OP_READDIR] = "readdir",     [SFS_OP_STATFS] = "statfs",
 	[SFS_OP_GETXATTR] = "getxattr",   [SFS_OP_SETXATTR] = "setxattr",
 	[SFS_OP_LISTXATTR] = "listxattr", [SFS_OP_REMOVEXATTR] = "removexattr",
-	[SFS_OP_SYNC] = "sync",
+	[SFS_OP_SYNC] = "sync",           [SFS_OP_FALLOCATE] = "fallocate",
 };
 
 /* Stats section "ops": the workload as the engine saw it. */
@@ -1429,7 +1429,7 @@ static const char *const da_why_names[SFS_DA_NWHY] = {
 	[SFS_DA_WRITEBACK] = "writeback", [SFS_DA_FSYNC] = "fsync",
 	[SFS_DA_SYNC] = "sync",		  [SFS_DA_RENAME] = "rename",
 	[SFS_DA_CLOSE] = "close",	  [SFS_DA_DIRECT] = "direct",
-	[SFS_DA_ENOSPC] = "enospc",
+	[SFS_DA_ENOSPC] = "enospc",	  [SFS_DA_FALLOC] = "fallocate",
 };
 
 /* Stats section "delalloc": reservations and when blocks were placed. */

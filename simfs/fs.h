@@ -182,6 +182,16 @@ int sfs_write_ctx(struct sfs_fs *fs, sfs_ino_t ino, uint64_t off,
 		  const void *buf, size_t len, const struct sfs_ioctx *ctx,
 		  size_t *written_out);
 int sfs_fsync(struct sfs_fs *fs, sfs_ino_t ino, bool datasync);
+/*
+ * fallocate(2) mode 0 or SFS_FALLOC_KEEP_SIZE: give the holes of bytes
+ * [off, off+len) blocks now, as unwritten extents that read as zeros (ext4;
+ * extent-mapped files only, -EOPNOTSUPP for block-mapped ones, as ext4
+ * says for them).  Without KEEP_SIZE i_size grows to off+len.  Other modes
+ * -EOPNOTSUPP; -EINVAL for len 0; -ENOSPC keeps what was allocated.
+ */
+#define SFS_FALLOC_KEEP_SIZE 0x01
+int sfs_fallocate(struct sfs_fs *fs, sfs_ino_t ino, int mode, uint64_t off,
+		  uint64_t len);
 
 /*
  * Directory listing.  Entries are reported from cookie `off` on (0 = start,

@@ -64,6 +64,7 @@ enum sfs_op {
 	SFS_OP_LISTXATTR,
 	SFS_OP_REMOVEXATTR,
 	SFS_OP_SYNC,
+	SFS_OP_FALLOCATE,
 	SFS_OP_COUNT
 };
 
@@ -110,6 +111,7 @@ enum sfs_da_why {
 	SFS_DA_CLOSE,	      /* auto_da_alloc: closed after truncate to 0 */
 	SFS_DA_DIRECT,	      /* an O_DIRECT write to the file */
 	SFS_DA_ENOSPC,	      /* a reservation failed: place all, retry */
+	SFS_DA_FALLOC,	      /* fallocate over the file */
 	SFS_DA_NWHY
 };
 
@@ -336,6 +338,18 @@ static inline const struct sfs_map_ops *sfs_imap(struct sfs_fs *fs,
  * empty root; the first one sets the `extents` feature (models/alloc/
  * extent.c). */
 void sfs_extent_init_root(struct sfs_fs *fs, struct sfs_inode *ip);
+/*
+ * fallocate on an extent-mapped file: every hole of logical blocks
+ * [lblk, lblk+n) gets new blocks as unwritten extents (read as zeros until
+ * written); i_blocks grows, i_size does not change.  -ENOSPC keeps what
+ * was allocated before space ran out; -EFBIG past the map's reach.
+ */
+int sfs_extent_prealloc(struct sfs_fs *fs, struct sfs_inode *ip,
+			uint32_t lblk, uint32_t n);
+/* Is logical block lblk of ip inside an unwritten extent (allocated,
+ * reads as zeros)?  false for block-mapped inodes.  0 or -EIO. */
+int sfs_extent_unwritten(struct sfs_fs *fs, struct sfs_inode *ip,
+			 uint32_t lblk, bool *out);
 /*
  * Physical block for logical block lblk of ip.  With create, a hole is
  * filled (allocated and zeroed on disk view, i_blocks updated); without,

@@ -36,6 +36,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/falloc.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -1024,6 +1025,35 @@ static void sfs_fuse_fsync(fuse_req_t req, fuse_ino_t ino, int datasync,
 				 : -ESTALE);
 }
 
+static void sfs_fuse_fallocate(fuse_req_t req, fuse_ino_t ino, int mode,
+			       off_t offset, off_t length,
+			       struct fuse_file_info *fi)
+{
+	sfs_ino_t i = sfs_fuse_ino_in(ino);
+	int m = 0;
+
+	(void)fi;
+	if (sfs_ctl_of(ino) >= 0 || !i) {
+		fuse_reply_err(req, i ? EOPNOTSUPP : ESTALE);
+		return;
+	}
+	if (offset < 0 || length <= 0) {
+		fuse_reply_err(req, EINVAL);
+		return;
+	}
+	if (mode & FALLOC_FL_KEEP_SIZE) {
+		m |= SFS_FALLOC_KEEP_SIZE;
+		mode &= ~FALLOC_FL_KEEP_SIZE;
+	}
+	if (mode) { /* punch hole, zero range, collapse, insert: not yet */
+		fuse_reply_err(req, EOPNOTSUPP);
+		return;
+	}
+	sfs_fuse_reply_rc(req, sfs_fallocate(sfs_fuse_fs(req), i, m,
+					     (uint64_t)offset,
+					     (uint64_t)length));
+}
+
 /* ---- directories ---- */
 
 static void sfs_fuse_opendir(fuse_req_t req, fuse_ino_t ino,
@@ -1280,6 +1310,7 @@ static const struct fuse_lowlevel_ops sfs_fuse_ops = {
     .flush = sfs_fuse_flush,
     .release = sfs_fuse_release,
     .fsync = sfs_fuse_fsync,
+    .fallocate = sfs_fuse_fallocate,
     .opendir = sfs_fuse_opendir,
     .readdir = sfs_fuse_readdir,
     .releasedir = sfs_fuse_releasedir,

@@ -707,9 +707,15 @@ int sfs_write_ctx(struct sfs_fs *fs, sfs_ino_t ino, uint64_t off,
 			bool nw;
 			rc = sfs_imap(fs, ip)->map(fs, ip, lblk, false, &pblk,
 						   &nw);
+			/* fallocated (unwritten) blocks have their block:
+			 * written in place below, nothing to reserve */
+			bool prealloc = false;
+			if (!rc && pblk == 0)
+				rc = sfs_extent_unwritten(fs, ip, lblk,
+							  &prealloc);
 			if (rc)
 				goto out_size;
-			if (pblk == 0) {
+			if (pblk == 0 && !prealloc) {
 				size_t chunk = (size_t)MIN(
 				    (uint64_t)(fs->bs - boff), end - off);
 				rc = sfs_da_write(fs, ip, lblk, boff,
@@ -735,8 +741,15 @@ int sfs_write_ctx(struct sfs_fs *fs, sfs_ino_t ino, uint64_t off,
 							   &isnew);
 				if (rc)
 					break;
-				if (pblk == 0)
+				if (pblk == 0 && n > 0)
 					break; /* delalloc: a hole ends it */
+				if (pblk == 0) {
+					/* unwritten: converted in place */
+					rc = sfs_imap(fs, ip)->map(
+					    fs, ip, lblk, true, &pblk, &isnew);
+					if (rc)
+						break;
+				}
 				if (n == 0)
 					first = pblk;
 				else if (pblk != first + n) {
@@ -888,6 +901,64 @@ int sfs_fsync(struct sfs_fs *fs, sfs_ino_t ino, bool datasync)
 			rc = fsync_file(fs, ip);
 		sfs_iput(fs, ip);
 	}
+	sfs_op_end(fs);
+	return rc;
+}
+
+int sfs_fallocate(struct sfs_fs *fs, sfs_ino_t ino, int mode, uint64_t off,
+		  uint64_t len)
+{
+	struct sfs_inode *ip;
+	uint64_t end = off + len;
+	int rc;
+
+	if (!fs)
+		return -EINVAL;
+	if (mode & ~SFS_FALLOC_KEEP_SIZE)
+		return -EOPNOTSUPP;
+	if (len == 0)
+		return -EINVAL;
+	sfs_op_begin(fs, SFS_OP_FALLOCATE);
+	rc = sfs_iget(fs, ino, &ip);
+	if (rc)
+		goto out_unlock;
+	rc = sfs_check_writable(fs);
+	if (rc)
+		goto out_put;
+	if (!sfs_i_isreg(ip)) {
+		rc = sfs_i_isdir(ip) ? -EISDIR : -ENODEV;
+		goto out_put;
+	}
+	if (!(sfs_le32(ip->d.i_flags) & SFS_EXTENTS_FL)) {
+		rc = -EOPNOTSUPP; /* ext4: no preallocation in block maps */
+		goto out_put;
+	}
+	if (end < off || end > sfs_imap(fs, ip)->max_bytes(fs->bs)) {
+		rc = -EFBIG;
+		goto out_put;
+	}
+	/* delayed blocks in the range would be counted twice: place them */
+	rc = sfs_da_flush_inode(fs, ip, SFS_DA_FALLOC);
+	if (rc)
+		goto out_put;
+	uint64_t first = off >> fs->bs_log;
+	uint64_t last = (end - 1) >> fs->bs_log;
+	rc = sfs_extent_prealloc(fs, ip, (uint32_t)first,
+				 (uint32_t)(last - first + 1));
+	if (rc == 0 && !(mode & SFS_FALLOC_KEEP_SIZE) &&
+	    end > sfs_i_size(ip)) {
+		set_size(fs, ip, end);
+		sfs_i_touch(fs, ip, SFS_SET_MTIME);
+	}
+	sfs_i_touch(fs, ip, SFS_SET_CTIME);
+	{
+		int drc = sfs_inode_dirty(fs, ip);
+		if (rc == 0)
+			rc = drc;
+	}
+out_put:
+	sfs_iput(fs, ip);
+out_unlock:
 	sfs_op_end(fs);
 	return rc;
 }

@@ -908,6 +908,146 @@ static uint64_t ex_max_bytes(uint32_t bs)
 	return MIN(limit, 1ULL << 44);
 }
 
+/* Append unwritten extents covering [a, b) with new blocks to news;
+ * *goal moves along.  Blocks allocated are added to *added. */
+static int ex_fill(struct sfs_fs *fs, struct sfs_inode *ip, uint32_t a,
+		   uint32_t b, sfs_blk_t *goal, GArray *news, uint64_t *added)
+{
+	while (a < b) {
+		struct sfs_dextent e;
+		sfs_blk_t start;
+		uint32_t got;
+		int rc;
+
+		ip->next_lblk = a; /* mballoc's view of where the file grows */
+		rc = sfs_alloc_blocks(fs, ip, *goal, MIN(b - a, EX_UNINIT_MAX),
+				      &start, &got);
+		if (rc)
+			return rc;
+		ex_set(&e, a, got, start, true);
+		g_array_append_val(news, e);
+		*added += got;
+		*goal = start + got;
+		a += got;
+	}
+	return 0;
+}
+
+int sfs_extent_prealloc(struct sfs_fs *fs, struct sfs_inode *ip,
+			uint32_t lblk, uint32_t n)
+{
+	GArray *exts = g_array_new(FALSE, FALSE, sizeof(struct sfs_dextent));
+	GArray *blks = g_array_new(FALSE, FALSE, sizeof(sfs_blk_t));
+	GArray *news = g_array_new(FALSE, FALSE, sizeof(struct sfs_dextent));
+	GArray *all = g_array_new(FALSE, FALSE, sizeof(struct sfs_dextent));
+	uint32_t end = lblk + n, pos = lblk;
+	sfs_blk_t goal = sfs_group_first(fs, (ip->ino - 1) / fs->ipg);
+	uint64_t added = 0;
+	int rc, brc;
+
+	if (n == 0 || end < lblk || end == UINT32_MAX)
+		return -EFBIG;
+	rc = ex_collect(fs, ip, exts, blks);
+	/* the holes of [lblk, end), each continuing the extent before it */
+	for (guint i = 0; !rc && i < exts->len && pos < end; i++) {
+		const struct sfs_dextent *e =
+		    &g_array_index(exts, struct sfs_dextent, i);
+		uint32_t k = sfs_le32(e->ee_block), len = ex_len(e);
+
+		if (k + len <= pos) {
+			goal = ex_pblk(e) + len + (pos - (k + len));
+			continue;
+		}
+		if (k > pos) {
+			rc = ex_fill(fs, ip, pos, MIN(k, end), &goal, news,
+				     &added);
+			if (rc)
+				break;
+		}
+		pos = MAX(pos, k + len);
+		goal = ex_pblk(e) + len;
+	}
+	if (!rc && pos < end)
+		rc = ex_fill(fs, ip, pos, end, &goal, news, &added);
+	if (!news->len)
+		goto out;
+	/* merge the two sorted lists, joining contiguous unwritten pieces */
+	for (guint i = 0, j = 0; i < exts->len || j < news->len;) {
+		const struct sfs_dextent *e;
+		struct sfs_dextent *last =
+		    all->len ? &g_array_index(all, struct sfs_dextent,
+					      all->len - 1)
+			     : NULL;
+
+		if (j >= news->len ||
+		    (i < exts->len &&
+		     sfs_le32(g_array_index(exts, struct sfs_dextent, i)
+				  .ee_block) <
+			 sfs_le32(g_array_index(news, struct sfs_dextent, j)
+				      .ee_block)))
+			e = &g_array_index(exts, struct sfs_dextent, i++);
+		else
+			e = &g_array_index(news, struct sfs_dextent, j++);
+		if (last && ex_unwritten(last) && ex_unwritten(e) &&
+		    sfs_le32(last->ee_block) + ex_len(last) ==
+			sfs_le32(e->ee_block) &&
+		    ex_pblk(last) + ex_len(last) == ex_pblk(e) &&
+		    ex_len(last) + ex_len(e) <= EX_UNINIT_MAX) {
+			ex_set(last, sfs_le32(last->ee_block),
+			       ex_len(last) + ex_len(e), ex_pblk(last), true);
+			continue;
+		}
+		g_array_append_val(all, *e);
+	}
+	brc = ex_build(fs, ip, all, blks);
+	if (brc) {
+		/* no room for the tree: give the new blocks back */
+		for (guint j = 0; j < news->len; j++) {
+			const struct sfs_dextent *e =
+			    &g_array_index(news, struct sfs_dextent, j);
+			sfs_blocks_free(fs, ex_pblk(e), ex_len(e));
+		}
+		rc = brc;
+		goto out;
+	}
+	sfs_i_add_blocks(fs, ip, (int64_t)added);
+	brc = sfs_inode_dirty(fs, ip);
+	if (!rc)
+		rc = brc;
+out:
+	ip->next_lblk = 0;
+	ip->next_pblk = 0;
+	g_array_free(exts, TRUE);
+	g_array_free(blks, TRUE);
+	g_array_free(news, TRUE);
+	g_array_free(all, TRUE);
+	return rc;
+}
+
+int sfs_extent_unwritten(struct sfs_fs *fs, struct sfs_inode *ip,
+			 uint32_t lblk, bool *out)
+{
+	struct ex_path p;
+	struct ex_node *leaf;
+	int rc;
+
+	*out = false;
+	if (!(sfs_le32(ip->d.i_flags) & SFS_EXTENTS_FL))
+		return 0;
+	rc = ex_find(fs, ip, lblk, &p);
+	if (rc)
+		return rc;
+	leaf = &p.n[p.depth];
+	if (leaf->idx >= 0) {
+		const struct sfs_dextent *e =
+		    ex_ext(leaf->h, (uint32_t)leaf->idx);
+		*out = ex_unwritten(e) && lblk >= sfs_le32(e->ee_block) &&
+		       lblk < sfs_le32(e->ee_block) + ex_len(e);
+	}
+	ex_path_put(fs, &p);
+	return 0;
+}
+
 void sfs_extent_init_root(struct sfs_fs *fs, struct sfs_inode *ip)
 {
 	uint32_t incompat = sfs_le32(fs->sb.s_feature_incompat);

@@ -7,7 +7,9 @@
  * (including the sizes where ext2 switches to the indirect, double- and
  * triple-... mapping levels for the block size in use, and sparse files),
  * hard links, fast and slow symlinks, random modes, owners and mtimes, and
- * user.* xattrs.  What was written is recorded as the expectation
+ * user.* xattrs; a quarter of the files are preallocated first with
+ * fallocate(2) (unwritten extents on the extent-mapped presets, which
+ * must succeed; EOPNOTSUPP on block maps).  What was written is recorded as the expectation
  * (names, types, modes, owners, link counts, sizes, content hashes, link
  * targets).  Then:
  *   1. while mounted: the tree read back equals the expectation;
@@ -53,6 +55,8 @@ static GHashTable *origin;    /* hard-link name -> the original's entry */
 static GArray *xattrs;        /* struct xa */
 static GArray *mtimes;        /* struct mt */
 static uint64_t total_bytes;
+static bool extents;          /* the preset maps files with extents */
+static int fallocated;        /* files preallocated (or refused) */
 static const char *base;      /* <mnt>/tree */
 
 static char *full(const char *rel)
@@ -180,6 +184,22 @@ static void make_file(void)
 
 	if (fd < 0)
 		h_bail("create %s: %s", p, strerror(errno));
+	if (size && h_below(&rng, 4) == 0) {
+		/* preallocate (part of it past the end, kept or not): unwritten
+		 * extents on extent-mapped presets, refused on block maps */
+		int mode = h_below(&rng, 2) ? FALLOC_FL_KEEP_SIZE : 0;
+		off_t len = (off_t)(size + h_below(&rng, 3 * bs));
+		int rc = fallocate(fd, mode, 0, len);
+
+		if (extents && rc != 0)
+			h_bail("fallocate %s: %s", p, strerror(errno));
+		if (!extents && (rc == 0 || errno != EOPNOTSUPP))
+			h_bail("fallocate %s on a block map: %s", p,
+			       rc == 0 ? "succeeded" : strerror(errno));
+		fallocated++;
+		if (rc == 0 && mode == 0 && ftruncate(fd, (off_t)size) < 0)
+			h_bail("ftruncate %s: %s", p, strerror(errno));
+	}
 	if (sparse) {
 		/* a few random chunks; the rest stays a hole */
 		int chunks = 1 + (int)h_below(&rng, 8);
@@ -443,6 +463,8 @@ int main(int argc, char **argv)
 		mkfs_args[2] = "--preset";
 		mkfs_args[3] = preset;
 		mopts = g_strdup_printf("preset=%s", preset);
+		extents = strcmp(preset, "ext3i") == 0 ||
+			  g_str_has_prefix(preset, "ext4");
 	}
 	h_rng_seed(&rng, seed);
 	snprintf(bsarg, sizeof(bsarg), "%u", bs);
@@ -480,10 +502,12 @@ int main(int argc, char **argv)
 	for (int i = 0; i < nsyms; i++)
 		make_symlink();
 	finish();
-	h_diag("wrote %d dirs, %d files (%.1f MiB), %d hard links, %d "
-	       "symlinks, %u xattrs in %.1f s",
-	       ndirs, nfiles, total_bytes / (double)MiB, nlinks, nsyms,
+	h_diag("wrote %d dirs, %d files (%.1f MiB, %d fallocated%s), %d hard "
+	       "links, %d symlinks, %u xattrs in %.1f s",
+	       ndirs, nfiles, total_bytes / (double)MiB, fallocated,
+	       extents ? "" : ": refused, block maps", nlinks, nsyms,
 	       xattrs->len, h_now() - t0);
+	H_OK(fallocated > 0, "some files were preallocated");
 
 	compare(base, "mounted");
 	check_extras(base, "mounted", true);

@@ -22,6 +22,7 @@
 #include <cmocka.h>
 
 #include <errno.h>
+#include <fcntl.h>
 #include <ftw.h>
 #include <stdio.h>
 #include <string.h>
@@ -30,6 +31,7 @@
 #include <glib.h>
 
 #include "config.h"
+#include "fs_priv.h"
 #include "mkfs.h"
 #include "models/journal/jbd2.h"
 #include "testsupport.h"
@@ -285,4 +287,24 @@ void sfs_tfs_free(struct sfs_tfs *t)
 	g_free(t->img);
 	g_free(t->dir);
 	g_free(t);
+}
+
+sfs_ino_t sfs_test_mkfile(struct sfs_fs *fs, sfs_ino_t dir, const char *name)
+{
+	struct sfs_attr a;
+
+	assert_int_equal(
+	    sfs_mknod(fs, dir, name, SFS_S_IFREG | 0644, 0, 0, 0, &a), 0);
+	assert_int_equal(sfs_open(fs, a.ino, O_RDWR), 0);
+	return a.ino;
+}
+
+uint64_t sfs_test_free_blocks(struct sfs_fs *fs)
+{
+	uint64_t n;
+
+	sfs_lock(fs);
+	n = sfs_free_blocks(fs);
+	sfs_unlock(fs);
+	return n;
 }

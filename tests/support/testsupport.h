@@ -60,6 +60,11 @@ struct sfs_fs *sfs_test_open(const char *path, const char *opts);
  */
 bool sfs_test_fsck_clean(const char *path, char **output);
 
+/* A regular file `name` in dir, created and opened O_RDWR (release it). */
+sfs_ino_t sfs_test_mkfile(struct sfs_fs *fs, sfs_ino_t dir, const char *name);
+/* The filesystem's free-block count, under its lock. */
+uint64_t sfs_test_free_blocks(struct sfs_fs *fs);
+
 /* ---- the common fixture (testfs.c) ---- */
 struct sfs_tfs {
 	char *dir;	   /* private temp dir (removed by sfs_tfs_free) */

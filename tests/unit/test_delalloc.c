@@ -40,16 +40,6 @@ static struct sfs_tfs *open_fs(uint32_t bs, uint64_t size, const char *opts)
 	return t;
 }
 
-static sfs_ino_t mkfile(struct sfs_fs *fs, sfs_ino_t dir, const char *name)
-{
-	struct sfs_attr a;
-
-	assert_int_equal(
-	    sfs_mknod(fs, dir, name, SFS_S_IFREG | 0644, 0, 0, 0, &a), 0);
-	assert_int_equal(sfs_open(fs, a.ino, O_RDWR), 0);
-	return a.ino;
-}
-
 /* The byte pattern of file `tag` at offset off. */
 static uint8_t pat(unsigned tag, uint64_t off)
 {
@@ -112,16 +102,6 @@ static uint32_t data_extents(struct sfs_fs *fs, sfs_ino_t ino)
 	return n;
 }
 
-static uint64_t free_blocks(struct sfs_fs *fs)
-{
-	uint64_t n;
-
-	sfs_lock(fs);
-	n = sfs_free_blocks(fs);
-	sfs_unlock(fs);
-	return n;
-}
-
 static uint64_t avail_blocks(struct sfs_fs *fs)
 {
 	struct sfs_statfs st;
@@ -154,18 +134,18 @@ static void test_da_reserve_then_place(void **state)
 	(void)state;
 	struct sfs_tfs *t = open_fs(4096, 64 * MiB, "alloc=delalloc");
 	struct sfs_fs *fs = t->fs;
-	uint64_t free0 = free_blocks(fs), avail0 = avail_blocks(fs);
+	uint64_t free0 = sfs_test_free_blocks(fs), avail0 = avail_blocks(fs);
 	struct sfs_attr a;
 	sfs_ino_t f;
 
 	assert_true(fs->da_on);
-	f = mkfile(fs, SFS_ROOT_INO, "f");
-	free0 = free_blocks(fs);
+	f = sfs_test_mkfile(fs, SFS_ROOT_INO, "f");
+	free0 = sfs_test_free_blocks(fs);
 	avail0 = avail_blocks(fs);
 	assert_int_equal(put(fs, f, 1, 0, 100 * 4096 + 123), 0);
 	/* nothing placed: bitmaps and free count untouched, the reserve
 	 * shows in statfs and in st_blocks */
-	assert_int_equal(free_blocks(fs), free0);
+	assert_int_equal(sfs_test_free_blocks(fs), free0);
 	assert_true(avail_blocks(fs) <= avail0 - 101);
 	assert_int_equal(fs->da_blocks, 101);
 	assert_int_equal(data_extents(fs, f), 0);
@@ -181,7 +161,7 @@ static void test_da_reserve_then_place(void **state)
 	assert_int_equal(sfs_fsync(fs, f, false), 0);
 	assert_int_equal(fs->da_blocks, 0);
 	assert_int_equal(fs->da_meta, 0);
-	assert_int_equal(free_blocks(fs), free0 - 101);
+	assert_int_equal(sfs_test_free_blocks(fs), free0 - 101);
 	assert_int_equal(avail_blocks(fs), avail0 - 101);
 	assert_int_equal(data_extents(fs, f), 1);
 	assert_int_equal(disk_size(fs, f), 100 * 4096 + 123);
@@ -201,8 +181,8 @@ static void test_da_deleted_before_writeback(void **state)
 	(void)state;
 	struct sfs_tfs *t = open_fs(4096, 64 * MiB, "alloc=delalloc");
 	struct sfs_fs *fs = t->fs;
-	sfs_ino_t f = mkfile(fs, SFS_ROOT_INO, "tmp");
-	uint64_t free0 = free_blocks(fs), avail0 = avail_blocks(fs);
+	sfs_ino_t f = sfs_test_mkfile(fs, SFS_ROOT_INO, "tmp");
+	uint64_t free0 = sfs_test_free_blocks(fs), avail0 = avail_blocks(fs);
 
 	assert_int_equal(put(fs, f, 2, 0, 50 * 4096), 0);
 	assert_int_equal(sfs_unlink(fs, SFS_ROOT_INO, "tmp"), 0);
@@ -212,7 +192,7 @@ static void test_da_deleted_before_writeback(void **state)
 	assert_int_equal(fs->da_meta, 0);
 	assert_int_equal(fs->da_ctr.died_blocks, 50);
 	assert_int_equal(fs->da_ctr.placed_blocks, 0);
-	assert_int_equal(free_blocks(fs), free0);
+	assert_int_equal(sfs_test_free_blocks(fs), free0);
 	assert_int_equal(avail_blocks(fs), avail0);
 	sfs_tfs_assert_clean(t);
 	sfs_tfs_free(t);
@@ -232,7 +212,7 @@ static void interleave(const char *opts, uint32_t *max_ext)
 
 	for (int i = 0; i < 4; i++) {
 		g_snprintf(name, sizeof(name), "f%d", i);
-		f[i] = mkfile(fs, SFS_ROOT_INO, name);
+		f[i] = sfs_test_mkfile(fs, SFS_ROOT_INO, name);
 	}
 	for (uint32_t b = 0; b < 200; b++)
 		for (int i = 0; i < 4; i++)
@@ -285,7 +265,7 @@ static void fill_to_enospc(uint32_t bs, uint64_t size, const char *opts)
 	for (int k = 0; k < 3; k++) {
 		char name[8];
 		g_snprintf(name, sizeof(name), "f%d", k);
-		f[k] = mkfile(fs, SFS_ROOT_INO, name);
+		f[k] = sfs_test_mkfile(fs, SFS_ROOT_INO, name);
 	}
 	/* three growing files in turn, then single blocks to the end */
 	while ((rc = put(fs, f[i], (unsigned)i, len[i], chunk)) == 0) {
@@ -302,9 +282,9 @@ static void fill_to_enospc(uint32_t bs, uint64_t size, const char *opts)
 	assert_int_equal(fs->da_blocks, 0);
 	/* ENOSPC came only when the filesystem was really full: what is
 	 * left is less than the metadata estimate of one more block */
-	if (free_blocks(fs) > 8)
+	if (sfs_test_free_blocks(fs) > 8)
 		fail_msg("%s bs %u: %" PRIu64 " blocks free after ENOSPC",
-			 opts, bs, free_blocks(fs));
+			 opts, bs, sfs_test_free_blocks(fs));
 	for (int k = 0; k < 3; k++) {
 		expect(fs, f[k], (unsigned)k, 0, len[k], false);
 		assert_int_equal(sfs_release(fs, f[k]), 0);
@@ -335,13 +315,13 @@ static void test_da_auto_da_alloc_rename(void **state)
 			    on ? "alloc=delalloc,data=ordered"
 			       : "alloc=delalloc,data=ordered,noauto_da_alloc");
 		struct sfs_fs *fs = t->fs;
-		sfs_ino_t old = mkfile(fs, SFS_ROOT_INO, "conf");
+		sfs_ino_t old = sfs_test_mkfile(fs, SFS_ROOT_INO, "conf");
 		sfs_ino_t nw;
 
 		assert_int_equal(put(fs, old, 1, 0, 8192), 0);
 		assert_int_equal(sfs_fsync(fs, old, false), 0);
 		assert_int_equal(sfs_release(fs, old), 0);
-		nw = mkfile(fs, SFS_ROOT_INO, "conf.new");
+		nw = sfs_test_mkfile(fs, SFS_ROOT_INO, "conf.new");
 		assert_int_equal(put(fs, nw, 2, 0, 3 * 4096), 0);
 		assert_int_equal(sfs_release(fs, nw), 0);
 		assert_int_equal(
@@ -370,7 +350,7 @@ static void test_da_auto_da_alloc_truncate_close(void **state)
 	(void)state;
 	struct sfs_tfs *t = open_fs(4096, 64 * MiB, "alloc=delalloc");
 	struct sfs_fs *fs = t->fs;
-	sfs_ino_t f = mkfile(fs, SFS_ROOT_INO, "state");
+	sfs_ino_t f = sfs_test_mkfile(fs, SFS_ROOT_INO, "state");
 
 	assert_int_equal(put(fs, f, 1, 0, 5 * 4096), 0);
 	assert_int_equal(sfs_release(fs, f), 0);
@@ -396,7 +376,7 @@ static void test_da_truncate_partial(void **state)
 	(void)state;
 	struct sfs_tfs *t = open_fs(4096, 64 * MiB, "alloc=delalloc");
 	struct sfs_fs *fs = t->fs;
-	sfs_ino_t f = mkfile(fs, SFS_ROOT_INO, "t");
+	sfs_ino_t f = sfs_test_mkfile(fs, SFS_ROOT_INO, "t");
 	struct sfs_attr in = {.size = 6144}, out;
 
 	assert_int_equal(put(fs, f, 4, 0, 14336), 0); /* 3.5 blocks */
@@ -421,7 +401,7 @@ static void test_da_direct_write_places_first(void **state)
 	(void)state;
 	struct sfs_tfs *t = open_fs(4096, 64 * MiB, "alloc=delalloc");
 	struct sfs_fs *fs = t->fs;
-	sfs_ino_t f = mkfile(fs, SFS_ROOT_INO, "d");
+	sfs_ino_t f = sfs_test_mkfile(fs, SFS_ROOT_INO, "d");
 	struct sfs_ioctx ctx = {.flags = SFS_IOCTX_DIRECT};
 	uint8_t buf[4096];
 	size_t done;
@@ -451,7 +431,7 @@ static void test_da_cache_writeback(void **state)
 	    4096, 64 * MiB,
 	    "alloc=delalloc,mem=4M,dirty_ratio=20,dirty_background_ratio=10");
 	struct sfs_fs *fs = t->fs;
-	sfs_ino_t f = mkfile(fs, SFS_ROOT_INO, "big"), g;
+	sfs_ino_t f = sfs_test_mkfile(fs, SFS_ROOT_INO, "big"), g;
 
 	for (uint32_t b = 0; b < 2048; b += 16)
 		assert_int_equal(put(fs, f, 6, (uint64_t)b * 4096, 16 * 4096),
@@ -463,7 +443,7 @@ static void test_da_cache_writeback(void **state)
 	assert_int_equal(sfs_fsync(fs, f, false), 0);
 	assert_true(data_extents(fs, f) <= 4);
 
-	g = mkfile(fs, SFS_ROOT_INO, "small");
+	g = sfs_test_mkfile(fs, SFS_ROOT_INO, "small");
 	assert_int_equal(put(fs, g, 7, 0, 4096), 0);
 	assert_int_equal(fs->da_blocks, 1);
 	assert_int_equal(sfs_clock_advance(sfs_fs_clock(fs),
@@ -487,7 +467,7 @@ static void test_da_off_with_data_journal(void **state)
 	struct sfs_tfs *t =
 	    open_fs(4096, 64 * MiB, "alloc=delalloc,data=journal");
 	struct sfs_fs *fs = t->fs;
-	sfs_ino_t f = mkfile(fs, SFS_ROOT_INO, "j");
+	sfs_ino_t f = sfs_test_mkfile(fs, SFS_ROOT_INO, "j");
 
 	assert_false(fs->da_on);
 	assert_int_equal(put(fs, f, 8, 0, 3 * 4096), 0);
@@ -513,7 +493,7 @@ static void test_da_small_files_and_remount(void **state)
 	for (unsigned i = 0; i < 200; i++) {
 		char name[16];
 		g_snprintf(name, sizeof(name), "s%u", i);
-		ino[i] = mkfile(fs, d.ino, name);
+		ino[i] = sfs_test_mkfile(fs, d.ino, name);
 		assert_int_equal(put(fs, ino[i], i, 0, 700 + i * 13), 0);
 		assert_int_equal(sfs_release(fs, ino[i]), 0);
 		if (i % 3 == 0) {
@@ -553,7 +533,7 @@ static void test_da_device_errors(void **state)
 					  &err),
 			 0);
 	assert_int_equal(sfs_fs_open(fd, &cfg, &fs, &err), 0);
-	f = mkfile(fs, SFS_ROOT_INO, "f");
+	f = sfs_test_mkfile(fs, SFS_ROOT_INO, "f");
 	for (uint64_t nth = 1; nth <= 4; nth++) {
 		uint64_t off = (nth - 1) * 300 * 1024;
 
