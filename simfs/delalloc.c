@@ -155,6 +155,8 @@ static int64_t da_writeback_cb(void *ctx, bool expired, sfs_ns_t cutoff_ns,
 		rc = flush_inode(fs, ip, SFS_DA_WRITEBACK, placed);
 		if (rc)
 			break;
+		if (fs->da_inodes.head == l)
+			break; /* no progress: do not spin */
 		done += b;
 		if (!expired && done >= bytes)
 			break;

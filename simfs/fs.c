@@ -1176,10 +1176,10 @@ static int fs_sync_locked(struct sfs_fs *fs, enum sfs_commit_reason why)
 
 	if (fs->ro)
 		return 0;
-	/* delayed data is placed first: that changes the metadata below */
-	rc = sfs_da_flush_all(fs, SFS_DA_SYNC);
-	if (rc)
-		return rc;
+	/* delayed data is placed first: that changes the metadata below.
+	 * If some cannot be placed (error state, device error), what is
+	 * already in the cache is still written. */
+	int darc = sfs_da_flush_all(fs, SFS_DA_SYNC);
 	rc = write_super_and_gdt(fs);
 	if (rc)
 		return rc;
@@ -1188,7 +1188,8 @@ static int fs_sync_locked(struct sfs_fs *fs, enum sfs_commit_reason why)
 		if (rc)
 			return rc;
 	}
-	return sfs_cache_sync(fs->cache);
+	rc = sfs_cache_sync(fs->cache);
+	return rc ? rc : darc;
 }
 
 int sfs_fs_fsync_locked(struct sfs_fs *fs)
