@@ -952,7 +952,10 @@ static void sfs_fuse_read(fuse_req_t req, fuse_ino_t ino, size_t size,
 		fuse_reply_err(req, ENOMEM);
 		return;
 	}
+	/* the reader's requests carry its process (sched=cfq's slices) */
+	sfs_io_set_stream((uint32_t)fuse_req_ctx(req)->pid);
 	rc = sfs_read(sfs_fuse_fs(req), i, (uint64_t)off, size, buf, &got);
+	sfs_io_set_stream(0);
 	if (rc < 0)
 		sfs_fuse_reply_rc(req, rc);
 	else
