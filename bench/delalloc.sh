@@ -95,7 +95,7 @@ for row in $ROWS; do
 	IFS=: read -r label preset extra <<<"$row"
 	mount_row "$preset" "$extra" "$dir/s.json"
 	fio --name=w --directory="$mnt" --numjobs="$JOBS" --size="${SIZE}m" \
-		--bs=4k --rw=write --ioengine=psync --end_fsync=0 \
+		--bs=4k --rw=write --ioengine=psync --end_fsync=0 --fallocate=none \
 		--group_reporting --output-format=terse >/dev/null 2>&1
 	sync -f "$mnt" 2>/dev/null || true
 	"$SIMFS" umount "$mnt"

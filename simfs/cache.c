@@ -1259,6 +1259,17 @@ int sfs_cache_write_blocks_why(struct sfs_cache *c, const sfs_blk_t *blks,
 	return rc;
 }
 
+void sfs_cache_drop_clean(struct sfs_cache *c, const sfs_blk_t *blks,
+			  size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		struct cbuf *b = cache_lookup(c, blks[i]);
+
+		if (b && !b->dirty && is_idle(b))
+			evict(c, b);
+	}
+}
+
 void sfs_cache_set_delayed(struct sfs_cache *c,
 			   const struct sfs_cache_delayed *ops, void *ctx)
 {

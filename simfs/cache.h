@@ -271,6 +271,15 @@ void sfs_cache_set_delayed(struct sfs_cache *c,
 /* A writer added delayed data: throttle it as sfs_cache_dirty would. */
 void sfs_cache_balance(struct sfs_cache *c);
 
+/*
+ * Drop those of blks[0..n) that are cached, clean and idle (an O_DIRECT
+ * write went through: Linux invalidates the page cache over the range, so
+ * direct I/O does not push other data out of memory).  Counted as
+ * evictions.
+ */
+void sfs_cache_drop_clean(struct sfs_cache *c, const sfs_blk_t *blks,
+			  size_t n);
+
 /* Is block blk cached and dirty? */
 bool sfs_cache_is_dirty(struct sfs_cache *c, sfs_blk_t blk);
 /* Dirty bytes now, pinned buffers included. */

@@ -646,6 +646,10 @@ static int write_through(struct sfs_fs *fs, GArray *runs)
 			list[n++] = r->start + k;
 	}
 	rc = sfs_cache_write_blocks(fs->cache, list, n);
+	/* as the kernel invalidates the page cache after a direct write:
+	 * the data leaves memory (metadata and other files' data stay) */
+	if (rc == 0)
+		sfs_cache_drop_clean(fs->cache, list, n);
 	g_free(list);
 	return rc;
 }
