@@ -167,10 +167,29 @@ int sfs_frag_print_extents(struct sfs_fs *fs, sfs_ino_t ino, FILE *out)
 	}
 	map = sfs_imap(fs, ip)->name;
 	rc = sfs_frag_inode_runs(fs, ip, &runs);
+	/* unwritten (fallocated) blocks of each data run, as filefrag flags
+	 * them */
+	GArray *unw = g_array_new(FALSE, TRUE, sizeof(uint32_t));
+	for (guint i = 0; rc == 0 && i < runs->len; i++) {
+		const struct sfs_frag_run *r =
+		    &g_array_index(runs, struct sfs_frag_run, i);
+		uint32_t k = 0;
+
+		for (uint32_t b = 0; !r->meta && b < r->len && rc == 0; b++) {
+			bool u;
+			rc = sfs_extent_unwritten(fs, ip, r->lblk + b, &u);
+			k += u;
+		}
+		g_array_append_val(unw, k);
+	}
 	sfs_iput(fs, ip);
 	sfs_unlock(fs);
-	if (rc < 0)
+	if (rc < 0) {
+		g_array_unref(unw);
+		if (runs)
+			g_array_unref(runs);
 		return rc;
+	}
 
 	fprintf(out, "inode %u, %s map, block size %u\n", ino, map, fs->bs);
 	fprintf(out, "%5s %23s %23s %8s  %s\n", "ext", "logical_offset",
@@ -192,9 +211,18 @@ int sfs_frag_print_extents(struct sfs_fs *fs, sfs_ino_t ino, FILE *out)
 			g_snprintf(tag, sizeof(tag), "%u", n++);
 			data += r->len;
 		}
+		uint32_t k = g_array_index(unw, uint32_t, i);
+		char flag[40] = "";
+		if (r->meta)
+			g_strlcpy(flag, "metadata", sizeof(flag));
+		else if (k == r->len)
+			g_strlcpy(flag, "unwritten", sizeof(flag));
+		else if (k)
+			g_snprintf(flag, sizeof(flag), "%u unwritten", k);
 		fprintf(out, "%5s %23s %23s %8u  %s\n", tag, lo, ph, r->len,
-			r->meta ? "metadata" : "");
+			flag);
 	}
+	g_array_unref(unw);
 	fprintf(out,
 		"data blocks: %" G_GUINT64_FORMAT
 		", metadata blocks: %" G_GUINT64_FORMAT "\n",

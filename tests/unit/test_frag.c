@@ -241,6 +241,28 @@ static char *print_extents(struct sfs_fs *fs, sfs_ino_t ino, int *rc)
 	return text;
 }
 
+/* fallocated blocks are flagged unwritten, per run, until written. */
+static void test_print_unwritten(void **state)
+{
+	struct ctx *c = *state;
+	sfs_ino_t a = mkfile(c->fs, "pre");
+	char *text;
+	int rc;
+
+	assert_int_equal(sfs_fallocate(c->fs, a, 0, 0, 64 * 4096), 0);
+	text = print_extents(c->fs, a, &rc);
+	assert_int_equal(rc, 0);
+	assert_non_null(strstr(text, "      64  unwritten\n"));
+	g_free(text);
+	write_blocks(c->fs, a, 0, 4);
+	text = print_extents(c->fs, a, &rc);
+	assert_int_equal(rc, 0);
+	/* one physical run: 4 written blocks, then 60 unwritten */
+	assert_non_null(strstr(text, "      64  60 unwritten\n"));
+	assert_non_null(strstr(text, "1 extent found"));
+	g_free(text);
+}
+
 static void test_print_extents(void **state)
 {
 	struct ctx *c = *state;
@@ -315,6 +337,8 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_interleaved_blockmap,
 					    setup_blockmap, teardown),
 	    cmocka_unit_test_setup_teardown(test_free_hist_sums, setup_blockmap,
+					    teardown),
+	    cmocka_unit_test_setup_teardown(test_print_unwritten, setup_extent,
 					    teardown),
 	    cmocka_unit_test_setup_teardown(test_print_extents, setup_blockmap,
 					    teardown),
