@@ -9,7 +9,9 @@
  * rename of files and directories (over existing files and directories,
  * into themselves, RENAME_NOREPLACE / RENAME_EXCHANGE too), unlink, link,
  * mkdir, rmdir, symlink (dangling targets of 1..300 bytes, fast and slow),
- * chmod, lstat (type, mode, size, link count compared).  Names come from a
+ * chmod, lstat (type, mode, size, link count compared), and, where new
+ * files are extent-mapped (alloc=extent/mballoc/delalloc), fallocate with
+ * and without KEEP_SIZE.  Names come from a
  * small pool (collisions are the point) that includes a 255-byte name;
  * directories are picked by a random walk over B's real directories
  * (sorted, so the sequence depends only on the seed).
@@ -25,6 +27,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/falloc.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -55,16 +58,18 @@ enum op_type {
 	OP_SYMLINK,
 	OP_CHMOD,
 	OP_STAT,
+	OP_FALLOC,
 	OP_NTYPES
 };
 
 static const char *const op_names[] = {
 	"create", "write", "truncate", "read", "rename", "unlink",
 	"link",   "mkdir", "rmdir",    "symlink", "chmod", "lstat",
+	"fallocate",
 };
 
-/* relative weights */
-static const unsigned op_weight[OP_NTYPES] = {
+/* relative weights (fallocate: only where files are extent-mapped) */
+static unsigned op_weight[OP_NTYPES] = {
 	[OP_CREATE] = 10, [OP_WRITE] = 20, [OP_TRUNC] = 6, [OP_READ] = 6,
 	[OP_RENAME] = 12, [OP_UNLINK] = 8, [OP_LINK] = 6,  [OP_MKDIR] = 9,
 	[OP_RMDIR] = 5,   [OP_SYMLINK] = 5, [OP_CHMOD] = 5, [OP_STAT] = 5,
@@ -287,6 +292,12 @@ static void gen_op(struct op *o)
 		o->target = tgt;
 		break;
 	}
+	case OP_FALLOC:
+		o->p1 = any_path(85);
+		o->flags = h_below(&rng, 2) ? FALLOC_FL_KEEP_SIZE : 0;
+		o->off = pick_offset(ref_size(o->p1));
+		o->len = 1 + h_below(&rng, 200000);
+		break;
 	case OP_NTYPES:
 		break;
 	}
@@ -420,6 +431,15 @@ static void run_op(const struct op *o, const char *root, struct res *r)
 		}
 		break;
 	}
+	case OP_FALLOC:
+		fd = open(p1, O_WRONLY | O_NOFOLLOW);
+		step(r, fd < 0 ? -1 : 0);
+		if (fd >= 0) {
+			step(r, fallocate(fd, o->flags, (off_t)o->off,
+					  (off_t)o->len));
+			step(r, close(fd));
+		}
+		break;
 	case OP_NTYPES:
 		break;
 	}
@@ -498,6 +518,12 @@ int main(int argc, char **argv)
 	       (unsigned long long)seed, nops, bs, opts ? opts : "(none)",
 	       argv[0], argv[1], (unsigned long long)seed, nops, bs,
 	       opts ? " " : "", opts ? opts : "");
+	/* fallocate joins the mix where new files are extent-mapped (on
+	 * block maps it is EOPNOTSUPP, unlike the reference directory) */
+	if (opts && (strstr(opts, "alloc=extent") ||
+		     strstr(opts, "alloc=mballoc") ||
+		     strstr(opts, "alloc=delalloc")))
+		op_weight[OP_FALLOC] = 4;
 	h_rng_seed(&rng, seed);
 	umask(0);
 
