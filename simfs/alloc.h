@@ -60,7 +60,9 @@ struct sfs_alloc {
 struct sfs_map_ops {
 	const char *name;
 	/*
-	 * Map logical block lblk.  Sets *pblk_out (0 = hole).  With create a
+	 * Map logical block lblk.  Sets *pblk_out (0 = hole).  Without
+	 * create, *new_out tells a block that exists but is not initialised
+	 * (an unwritten extent: *pblk_out 0, reads as zeros).  With create a
 	 * hole is allocated (the new block is not zeroed here: the caller
 	 * writes it), metadata blocks (indirect) are allocated and zeroed as
 	 * needed, i_blocks and the allocation goal are updated.

@@ -332,15 +332,9 @@ static void da_drop_from(struct sfs_fs *fs, struct sfs_inode *ip,
 	da->n -= dropped;
 	fs->da_blocks -= dropped;
 	fs->da_ctr.died_blocks += dropped;
-	da->max_lblk = 0;
-	if (da->n) {
-		gpointer last = NULL;
-		keys = g_array_new(FALSE, FALSE, sizeof(gpointer));
-		g_tree_foreach(da->blocks, collect_key, keys);
-		last = g_array_index(keys, gpointer, keys->len - 1);
-		da->max_lblk = GPOINTER_TO_UINT(last);
-		g_array_free(keys, TRUE);
-	}
+	da->max_lblk = da->n ? GPOINTER_TO_UINT(g_tree_node_key(
+				   g_tree_node_last(da->blocks)))
+			     : 0;
 	da_trim_meta(fs, ip);
 	da_put(fs, ip);
 }
@@ -507,7 +501,6 @@ static int flush_inode(struct sfs_fs *fs, struct sfs_inode *ip,
 	}
 	fs->da_converting = false;
 	fs->cur_pid = pid;
-	fs->da_ctr.flushes[why]++;
 	fs->da_ctr.flush_blocks[why] += fs->da_ctr.placed_blocks - before;
 	if (rc == 0) {
 		/* the new i_size reaches the inode table */

@@ -176,8 +176,10 @@ int sfs_frag_print_extents(struct sfs_fs *fs, sfs_ino_t ino, FILE *out)
 		uint32_t k = 0;
 
 		for (uint32_t b = 0; !r->meta && b < r->len && rc == 0; b++) {
-			bool u;
-			rc = sfs_extent_unwritten(fs, ip, r->lblk + b, &u);
+			sfs_blk_t p;
+			bool u = false;
+			rc = sfs_imap(fs, ip)->map(fs, ip, r->lblk + b, false,
+						   &p, &u);
 			k += u;
 		}
 		g_array_append_val(unw, k);

@@ -123,7 +123,6 @@ struct sfs_da_counters {
 	uint64_t died_blocks;	   /* dropped unplaced: truncate, unlink */
 	uint64_t meta_reserved_peak; /* most metadata blocks held in reserve */
 	uint64_t enospc;	   /* writes refused: no room to reserve */
-	uint64_t flushes[SFS_DA_NWHY];	    /* placements, by reason */
 	uint64_t flush_blocks[SFS_DA_NWHY]; /* blocks placed, by reason */
 	uint64_t failed_blocks;	   /* could not be placed (error state) */
 };
@@ -346,10 +345,6 @@ void sfs_extent_init_root(struct sfs_fs *fs, struct sfs_inode *ip);
  */
 int sfs_extent_prealloc(struct sfs_fs *fs, struct sfs_inode *ip,
 			uint32_t lblk, uint32_t n);
-/* Is logical block lblk of ip inside an unwritten extent (allocated,
- * reads as zeros)?  false for block-mapped inodes.  0 or -EIO. */
-int sfs_extent_unwritten(struct sfs_fs *fs, struct sfs_inode *ip,
-			 uint32_t lblk, bool *out);
 /*
  * Physical block for logical block lblk of ip.  With create, a hole is
  * filled (allocated and zeroed on disk view, i_blocks updated); without,

@@ -711,15 +711,11 @@ int sfs_write_ctx(struct sfs_fs *fs, sfs_ino_t ino, uint64_t off,
 			bool nw;
 			rc = sfs_imap(fs, ip)->map(fs, ip, lblk, false, &pblk,
 						   &nw);
-			/* fallocated (unwritten) blocks have their block:
-			 * written in place below, nothing to reserve */
-			bool prealloc = false;
-			if (!rc && pblk == 0)
-				rc = sfs_extent_unwritten(fs, ip, lblk,
-							  &prealloc);
 			if (rc)
 				goto out_size;
-			if (pblk == 0 && !prealloc) {
+			/* nw: fallocated (unwritten), its block exists and is
+			 * converted below, nothing to reserve */
+			if (pblk == 0 && !nw) {
 				size_t chunk = (size_t)MIN(
 				    (uint64_t)(fs->bs - boff), end - off);
 				rc = sfs_da_write(fs, ip, lblk, boff,
@@ -740,20 +736,16 @@ int sfs_write_ctx(struct sfs_fs *fs, sfs_ino_t ino, uint64_t off,
 			while (n < max) {
 				sfs_blk_t pblk;
 				bool isnew;
+				/* delalloc: the first block is mapped or
+				 * unwritten (converted here); a later hole
+				 * ends the run */
 				rc = sfs_imap(fs, ip)->map(fs, ip, lblk + n,
-							   !delay, &pblk,
-							   &isnew);
+							   !delay || n == 0,
+							   &pblk, &isnew);
 				if (rc)
 					break;
-				if (pblk == 0 && n > 0)
-					break; /* delalloc: a hole ends it */
-				if (pblk == 0) {
-					/* unwritten: converted in place */
-					rc = sfs_imap(fs, ip)->map(
-					    fs, ip, lblk, true, &pblk, &isnew);
-					if (rc)
-						break;
-				}
+				if (pblk == 0)
+					break;
 				if (n == 0)
 					first = pblk;
 				else if (pblk != first + n) {

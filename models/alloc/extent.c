@@ -719,8 +719,10 @@ static int ex_map(struct sfs_fs *fs, struct sfs_inode *ip, uint32_t lblk,
 			*pblk_out = at;
 			return 0;
 		}
-		if (!create)
-			return 0; /* unwritten: reads as zeros */
+		if (!create) {
+			*new_out = true; /* unwritten: reads as zeros */
+			return 0;
+		}
 		rc = ex_convert(fs, ip, lblk, pblk_out);
 		if (rc)
 			return rc;
@@ -1022,30 +1024,6 @@ out:
 	g_array_free(news, TRUE);
 	g_array_free(all, TRUE);
 	return rc;
-}
-
-int sfs_extent_unwritten(struct sfs_fs *fs, struct sfs_inode *ip,
-			 uint32_t lblk, bool *out)
-{
-	struct ex_path p;
-	struct ex_node *leaf;
-	int rc;
-
-	*out = false;
-	if (!(sfs_le32(ip->d.i_flags) & SFS_EXTENTS_FL))
-		return 0;
-	rc = ex_find(fs, ip, lblk, &p);
-	if (rc)
-		return rc;
-	leaf = &p.n[p.depth];
-	if (leaf->idx >= 0) {
-		const struct sfs_dextent *e =
-		    ex_ext(leaf->h, (uint32_t)leaf->idx);
-		*out = ex_unwritten(e) && lblk >= sfs_le32(e->ee_block) &&
-		       lblk < sfs_le32(e->ee_block) + ex_len(e);
-	}
-	ex_path_put(fs, &p);
-	return 0;
 }
 
 void sfs_extent_init_root(struct sfs_fs *fs, struct sfs_inode *ip)
