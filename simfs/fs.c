@@ -756,16 +756,9 @@ static void inode_evict(struct sfs_fs *fs, struct sfs_inode *ip)
 /* Keep at most SFS_ICACHE_MAX unreferenced inodes. */
 static void icache_trim(struct sfs_fs *fs)
 {
-	GList *l = g_queue_peek_head_link(&fs->ilru);
-
-	/* an inode holding delayed blocks stays until they are placed */
-	while (l && fs->ilru.length > SFS_ICACHE_MAX) {
-		GList *next = l->next;
-		struct sfs_inode *ip = l->data;
-
-		if (!ip->da)
-			inode_evict(fs, ip);
-		l = next;
+	while (fs->ilru.length > SFS_ICACHE_MAX) {
+		GList *l = g_queue_peek_head_link(&fs->ilru);
+		inode_evict(fs, l->data);
 	}
 }
 
@@ -886,6 +879,10 @@ void sfs_iput(struct sfs_fs *fs, struct sfs_inode *ip)
 		inode_evict(fs, ip);
 		return;
 	}
+	/* an inode holding delayed blocks stays off the LRU (never evicted)
+	 * until they are placed: placing takes and drops a reference */
+	if (ip->da)
+		return;
 	ip->lru_link.data = ip;
 	g_queue_push_tail_link(&fs->ilru, &ip->lru_link);
 	icache_trim(fs);
