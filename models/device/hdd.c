@@ -415,9 +415,23 @@ static sfs_ns_t hdd_destage(struct hdd *h, uint64_t keep, sfs_ns_t until,
 		struct sfs_dev_cost part = {0};
 		struct hdd_access a;
 
-		hdd_plan(h, e.off, e.len, true, t, &a);
-		if (t + a.seek + a.rot + a.xfer > until)
+		/*
+		 * A destage that does not go on from where the last transfer
+		 * stopped, without a pause, is a new media access: the drive
+		 * sets it up (overhead_ms) before the arm can move, so a short
+		 * skip forward finds its sector already gone by and waits
+		 * most of a turn.
+		 */
+		sfs_ns_t setup = e.off != h->head_off || t != h->head_free
+				     ? ns_round(h->oh_ns)
+				     : 0;
+
+		hdd_plan(h, e.off, e.len, true, t + setup, &a);
+		if (t + setup + a.seek + a.rot + a.xfer > until)
 			break;
+		if (!bg)
+			cost->overhead_ns += setup;
+		t += setup;
 		hdd_commit(h, e.off, e.len, t, &a, bg ? &part : cost);
 		g_array_remove_index(h->wq, i);
 		h->wq_bytes -= e.len;
