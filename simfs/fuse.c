@@ -73,6 +73,7 @@ enum sfs_ctl {
 	SFS_CTL_STATS_TXT,  /* the same as the table */
 	SFS_CTL_CONFIG,	    /* knobs as key=value lines; writable */
 	SFS_CTL_LAST_ERROR, /* why the latest config write was refused */
+	SFS_CTL_SYNC,	    /* write anything: sync the whole filesystem */
 	SFS_CTL_N,
 };
 
@@ -85,7 +86,14 @@ static const struct {
     [SFS_CTL_STATS_TXT] = {"stats.txt", S_IFREG | 0444},
     [SFS_CTL_CONFIG] = {"config", S_IFREG | 0644},
     [SFS_CTL_LAST_ERROR] = {"last_error", S_IFREG | 0444},
+    [SFS_CTL_SYNC] = {"sync", S_IFREG | 0200},
 };
+
+/* Control files that take writes. */
+static bool sfs_ctl_writable(int c)
+{
+	return c == SFS_CTL_CONFIG || c == SFS_CTL_SYNC;
+}
 
 /* One open control file: its contents as of the open. */
 struct sfs_ctl_handle {
@@ -371,7 +379,9 @@ static void sfs_ctl_open(fuse_req_t req, int c, struct fuse_file_info *fi)
 		fuse_reply_err(req, EISDIR);
 		return;
 	}
-	if (c != SFS_CTL_CONFIG && (acc != O_RDONLY || (fi->flags & O_TRUNC))) {
+	if (c == SFS_CTL_SYNC ? acc != O_WRONLY
+			      : c != SFS_CTL_CONFIG &&
+				    (acc != O_RDONLY || (fi->flags & O_TRUNC))) {
 		fuse_reply_err(req, EACCES);
 		return;
 	}
@@ -460,6 +470,26 @@ static char *sfs_ctl_config_opts(const char *buf, size_t size, char **err)
 	return g_string_free(opts, FALSE);
 }
 
+/*
+ * A write to sync: what sync(2) does for a disk filesystem.  The kernel
+ * does not pass sync(2) or syncfs(2) on to a FUSE daemon, so this is the
+ * way to have every dirty block, delayed allocation and the journal on
+ * the image (and the modelled drive's write cache emptied) without
+ * unmounting.  The write returns when that is done, or with its error.
+ */
+static void sfs_ctl_sync(fuse_req_t req, size_t size)
+{
+	int rc = sfs_fs_sync(sfs_fuse_of(req)->fs);
+
+	if (rc < 0) {
+		fuse_log(FUSE_LOG_WARNING, "/%s/sync: %s\n", SFS_CTL_DIRNAME,
+			 g_strerror(-rc));
+		sfs_fuse_reply_rc(req, rc);
+	} else {
+		fuse_reply_write(req, size);
+	}
+}
+
 /* A write to config: each write(2) is one all-or-nothing change. */
 static void sfs_ctl_write(fuse_req_t req, int c, const char *buf, size_t size,
 			  struct fuse_file_info *fi)
@@ -468,8 +498,12 @@ static void sfs_ctl_write(fuse_req_t req, int c, const char *buf, size_t size,
 	char *opts = NULL, *err = NULL;
 	int rc = 0;
 
-	if (c != SFS_CTL_CONFIG || !sfs_ctl_handle(fi)) {
+	if (!sfs_ctl_writable(c) || !sfs_ctl_handle(fi)) {
 		fuse_reply_err(req, c == SFS_CTL_DIR ? EISDIR : EBADF);
+		return;
+	}
+	if (c == SFS_CTL_SYNC) {
+		sfs_ctl_sync(req, size);
 		return;
 	}
 	if (size > SFS_CTL_MAX_WRITE) {
@@ -648,12 +682,12 @@ static void sfs_fuse_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *st,
 		struct stat cst;
 
 		/* `echo x > config` may truncate first: a no-op; else EPERM */
-		if (sfs_ctl_of(ino) != SFS_CTL_CONFIG ||
+		if (!sfs_ctl_writable(sfs_ctl_of(ino)) ||
 		    (to_set & ~FUSE_SET_ATTR_SIZE) || st->st_size != 0) {
 			fuse_reply_err(req, EPERM);
 			return;
 		}
-		sfs_ctl_stat(sfs_fuse_of(req), SFS_CTL_CONFIG, &cst);
+		sfs_ctl_stat(sfs_fuse_of(req), sfs_ctl_of(ino), &cst);
 		fuse_reply_attr(req, &cst, 0);
 		return;
 	}

@@ -1329,6 +1329,78 @@ static void sfs_stats_usage(FILE *out)
 	      out);
 }
 
+static void sfs_sync_usage(FILE *out)
+{
+	fputs("usage: simfs sync MOUNTPOINT\n"
+	      "\n"
+	      "Write everything a simfs mount holds back to its image, as sync(2) does for\n"
+	      "a disk: delayed allocations placed, dirty blocks written, the journal\n"
+	      "committed, the modelled drive's write cache emptied.  Returns when that is\n"
+	      "done.  (sync(1) does not reach a FUSE daemon; this does, through\n"
+	      "MOUNTPOINT/.simfs/sync.)  The device time it takes is modelled as usual.\n"
+	      "\n"
+	      "options:\n"
+	      "  -h, --help  this help\n",
+	      out);
+}
+
+static int cmd_sync(int argc, char **argv)
+{
+	static const struct option longopts[] = {
+	    {"help", no_argument, NULL, 'h'},
+	    {NULL, 0, NULL, 0},
+	};
+	char *mnt, *source = NULL, *type = NULL, *path = NULL;
+	int c, fd, rc = SFS_EXIT_FAIL;
+
+	opterr = 0;
+	optind = 0;
+	while ((c = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
+		if (c == 'h') {
+			sfs_sync_usage(stdout);
+			return 0;
+		}
+		return sfs_opt_error("sync", argv, c);
+	}
+	if (argc - optind != 1) {
+		sfs_err("sync", "%s (usage: simfs sync MOUNTPOINT)",
+			argc - optind < 1 ? "MOUNTPOINT missing"
+					  : "too many arguments");
+		return SFS_EXIT_USAGE;
+	}
+	mnt = sfs_mountpoint_path(argv[optind]);
+	if (sfs_find_mount(mnt, &source, &type) < 0) {
+		sfs_err("sync", "%s is not mounted", mnt);
+		goto out;
+	}
+	if (strcmp(type, SFS_FUSE_TYPE) != 0) {
+		sfs_err("sync", "%s is not a simfs mount (type %s)", mnt, type);
+		goto out;
+	}
+	path = g_build_filename(mnt, ".simfs", "sync", NULL);
+	fd = open(path, O_WRONLY | O_CLOEXEC);
+	if (fd < 0) {
+		sfs_err("sync", "%s: %s", path, g_strerror(errno));
+		goto out;
+	}
+	if (write(fd, "1\n", 2) != 2) {
+		sfs_err("sync", "%s: sync failed: %s", mnt, g_strerror(errno));
+		close(fd);
+		goto out;
+	}
+	if (close(fd) != 0) {
+		sfs_err("sync", "%s: %s", path, g_strerror(errno));
+		goto out;
+	}
+	rc = 0;
+out:
+	g_free(path);
+	g_free(source);
+	g_free(type);
+	g_free(mnt);
+	return rc;
+}
+
 static int cmd_stats(int argc, char **argv)
 {
 	static const struct option longopts[] = {
@@ -1442,6 +1514,7 @@ static const struct sfs_cmd sfs_cmds[] = {
     {"mkfs", cmd_mkfs, "write a fresh ext2 (or ext3: -j) filesystem on an image"},
     {"mount", cmd_mount, "mount an image through FUSE"},
     {"umount", cmd_umount, "unmount and wait for the write-back"},
+    {"sync", cmd_sync, "write a mount's data and metadata back to its image"},
     {"inspect", cmd_inspect,
      "show an image's layout, an inode's map, "
      "free space"},

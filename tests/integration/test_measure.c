@@ -4,8 +4,8 @@
  *  - mount -o stats=FILE,iolog=FILE,device=hdd-2009 (clock=account, the
  *    mount's default);
  *  - /.simfs is found by name but not listed by readdir of the root; it
- *    holds stats, stats.txt, config, last_error; ".simfs" elsewhere is an
- *    ordinary name;
+ *    holds stats, stats.txt, config, last_error, sync; ".simfs" elsewhere
+ *    is an ordinary name;
  *  - /.simfs/stats is JSON: between two snapshots the engine counted
  *    exactly the reads and writes the test made, and their bytes; device
  *    bytes and requests by category add up to the totals; a slow reader of
@@ -14,6 +14,9 @@
  *    and a write mixing a good and a bad line are refused with EINVAL and
  *    change nothing (last_error says why); clock=emulate and a new device
  *    model take effect and read back; counters carry on;
+ *  - simfs sync MOUNTPOINT (and a write to /.simfs/sync) leaves no dirty
+ *    bytes and flushes the device, where sync(2) reaches nothing; the sync
+ *    file cannot be read; simfs sync refuses what is not a simfs mount;
  *  - nothing in /.simfs can be created, removed, renamed, chmod'ed,
  *    touched, linked or given an xattr;
  *  - after umount: the stats= file parses and agrees with the last live
@@ -244,11 +247,12 @@ static void check_control_dir(void)
 	d = g_dir_open(ctl, 0, NULL);
 	while (d && (name = g_dir_read_name(d)))
 		if (!strcmp(name, "stats") || !strcmp(name, "stats.txt") ||
-		    !strcmp(name, "config") || !strcmp(name, "last_error"))
+		    !strcmp(name, "config") || !strcmp(name, "last_error") ||
+		    !strcmp(name, "sync"))
 			n++;
 	if (d)
 		g_dir_close(d);
-	H_EQ(n, 4, "/.simfs lists stats, stats.txt, config, last_error");
+	H_EQ(n, 5, "/.simfs lists stats, stats.txt, config, last_error, sync");
 
 	/* elsewhere it is an ordinary name */
 	H_SYS(mkdir(sub, 0755), "mkdir sub");
@@ -302,6 +306,70 @@ static void check_control_is_untouchable(void)
 	g_free(cfg);
 	g_free(nw);
 	g_free(other);
+}
+
+/* Write 1 MiB without fsync; the daemon's cache now holds it dirty. */
+static void dirty_a_file(const char *name)
+{
+	char *f = g_build_filename(mnt, name, NULL);
+	char *buf = g_malloc0(1 << 20);
+	int fd = open(f, O_CREAT | O_WRONLY | O_TRUNC, 0644);
+
+	H_SYS(fd, "create %s", name);
+	if (fd >= 0) {
+		H_OK(write(fd, buf, 1 << 20) == 1 << 20, "write 1 MiB to %s",
+		     name);
+		close(fd);
+	}
+	g_free(buf);
+	g_free(f);
+}
+
+/* sync(2) does not reach the daemon; simfs sync and /.simfs/sync do. */
+static void check_sync(void)
+{
+	char *ctl = g_build_filename(mnt, ".simfs", "sync", NULL);
+	char *out = NULL, *err = NULL;
+	JsonNode *a, *b, *c;
+
+	dirty_a_file("unsynced");
+	sync();
+	a = live_stats("after sync(2)");
+	H_OK(jint(a, "cache.dirty_bytes") >= 1 << 20,
+	     "sync(2) left the daemon's dirty bytes (%lld)",
+	     jint(a, "cache.dirty_bytes"));
+	H_OK(h_runl(&out, &err, h_simfs(), "sync", mnt, NULL) == 0,
+	     "simfs sync MOUNTPOINT exits 0 (%s)", err ? err : "");
+	b = live_stats("after simfs sync");
+	H_EQ(jint(b, "cache.dirty_bytes"), 0, "no dirty bytes after simfs sync");
+	H_OK(jint(b, "device.submitted.flush.requests") >
+		 jint(a, "device.submitted.flush.requests"),
+	     "simfs sync flushed the device");
+	g_free(out);
+	g_free(err);
+	out = err = NULL;
+
+	dirty_a_file("unsynced2");
+	H_EQ(write_once(ctl, "1\n"), 0, "a write to /.simfs/sync");
+	c = live_stats("after a write to /.simfs/sync");
+	H_EQ(jint(c, "cache.dirty_bytes"), 0,
+	     "no dirty bytes after a write to /.simfs/sync");
+	H_ERR(open(ctl, O_RDONLY), EACCES, "open /.simfs/sync for reading");
+	char *plain = g_path_get_dirname(mnt);
+
+	H_OK(h_runl(&out, &err, h_simfs(), "sync", plain, NULL) != 0 && err &&
+		 strstr(err, "not mounted"),
+	     "simfs sync of a plain directory is refused");
+	g_free(plain);
+	g_free(out);
+	g_free(err);
+	if (a)
+		json_node_unref(a);
+	if (b)
+		json_node_unref(b);
+	if (c)
+		json_node_unref(c);
+	g_free(ctl);
 }
 
 /* A reader taking one open in small pieces sees one whole document. */
@@ -652,6 +720,7 @@ int main(int argc, char **argv)
 		check_counts(a, b);
 	check_slow_reader();
 	check_control_is_untouchable();
+	check_sync();
 	check_config();
 	H_OK(h_runl(&out, NULL, h_simfs(), "stats", mnt, NULL) == 0 &&
 		 strstr(out, "busy_ns"),
