@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
-# bench/iozone_writers.sh - iozone's "initial writers" and "rewriters"
-# phases with fio: N jobs each writing its own file with 256 KiB O_DIRECT
-# records, then writing it again in place, on the
+# bench/iozone_writers.sh - iozone's "initial writers", "rewriters" and
+# "readers" phases with fio: N jobs each writing its own file with 256 KiB
+# O_DIRECT records, then writing it again in place, then reading it, on the
 # hdd-2009 disk model in emulated time, for the ext2, ext3 and ext4
-# presets (seed table A).  Prints MB/s per preset and job count, and the
-# extents per file afterwards (simfs inspect IMAGE frag).  fio runs with
+# presets (seed table A).  Prints MB/s per preset and job count, the
+# extents per file afterwards (simfs inspect IMAGE frag), and each figure
+# as a fraction of ext4's with the same number of jobs.  fio runs with
 # --fallocate=none: iozone does not preallocate, and fio's default would
 # give each ext4 file its blocks up front.
 #
@@ -37,25 +38,46 @@ mkdir -p "$mnt"
 cleanup() { mountpoint -q "$mnt" && "$SIMFS" umount "$mnt" >/dev/null 2>&1; rm -rf "$dir"; }
 trap cleanup EXIT
 
-printf '%-8s %5s %9s %9s %s\n' preset jobs write rewrite "extents per file (mean / max)"
+# fio's terse output: field 7 is the read bandwidth, 48 the write
+# bandwidth (KiB/s); printed as MB/s (10^6 B/s), as seed A's tables.
+declare -A R
+printf '%-8s %5s %9s %9s %9s %s\n' preset jobs write rewrite read "extents per file (mean / max)"
 for preset in ext2 ext3 ext4; do
 	for n in $JOBS; do
 		img=$dir/img
 		rm -f "$img"
 		"$SIMFS" mkfs --preset "$preset" "$img" 4G >/dev/null
 		"$SIMFS" mount -o "preset=$preset,device=hdd-2009,sched=cfq,clock=emulate" "$img" "$mnt"
-		# initial writers, then rewriters over the same files
-		mbs=()
-		for pass in write rewrite; do
-			mbs+=("$(fio --name=w --directory="$mnt" --numjobs="$n" \
-				--size="${SIZE}m" --bs=256k --direct=1 --rw=write \
+		# initial writers, rewriters over the same files, then readers;
+		# between phases (untimed) the drive writes its cache out, as a
+		# real disk does in the idle time between iozone's phases
+		for pass in write rewrite read; do
+			"$SIMFS" sync "$mnt"
+			rw=write field=48
+			[[ $pass == read ]] && rw=read field=7
+			R[$preset:$n:$pass]=$(fio --name=w --directory="$mnt" --numjobs="$n" \
+				--size="${SIZE}m" --bs=256k --direct=1 --rw=$rw \
 				--ioengine=psync --fallocate=none --group_reporting \
 				--output-format=terse 2>/dev/null |
-				awk -F';' '{printf "%.1f", $48 / 1000 * 1.024}')")
+				awk -F';' -v f=$field '{printf "%.1f", $f / 1000 * 1.024}')
 		done
 		"$SIMFS" umount "$mnt"
 		frag=$("$SIMFS" inspect "$img" frag 2>/dev/null |
 			awk '/extents per file/ {print $0; exit}')
-		printf '%-8s %5s %9s %9s %s\n' "$preset" "$n" "${mbs[0]}" "${mbs[1]}" "${frag:-?}"
+		printf '%-8s %5s %9s %9s %9s %s\n' "$preset" "$n" "${R[$preset:$n:write]}" \
+			"${R[$preset:$n:rewrite]}" "${R[$preset:$n:read]}" "${frag:-?}"
+	done
+done
+echo
+echo "as a fraction of ext4 with the same number of jobs:"
+printf '%-8s %5s %9s %9s %9s\n' preset jobs write rewrite read
+for preset in ext2 ext3; do
+	for n in $JOBS; do
+		line=$(printf '%-8s %5s' "$preset" "$n")
+		for pass in write rewrite read; do
+			line+=$(awk -v a="${R[$preset:$n:$pass]}" -v b="${R[ext4:$n:$pass]}" \
+				'BEGIN { if (b > 0) printf " %9.2f", a / b; else printf " %9s", "?" }')
+		done
+		echo "$line"
 	done
 done

@@ -175,8 +175,14 @@ struct sfs_ioctx {
 			   allocation "colour" spreads writers over a group */
 };
 /* O_DIRECT: the data blocks written reach the device before the call
- * returns (metadata follows the journal and write-back as usual). */
+ * returns (metadata follows the journal and write-back as usual); data
+ * blocks read come from the device. */
 #define SFS_IOCTX_DIRECT 0x1
+/* sfs_read with a context (ctx may be NULL).  SFS_IOCTX_DIRECT: whole
+ * blocks come from the device, not the cache (dirty copies written first),
+ * and do not stay cached; no read-ahead. */
+int sfs_read_ctx(struct sfs_fs *fs, sfs_ino_t ino, uint64_t off, size_t len,
+		 void *buf, const struct sfs_ioctx *ctx, size_t *got_out);
 /* sfs_write with a context (ctx may be NULL). */
 int sfs_write_ctx(struct sfs_fs *fs, sfs_ino_t ino, uint64_t off,
 		  const void *buf, size_t len, const struct sfs_ioctx *ctx,

@@ -986,9 +986,14 @@ static void sfs_fuse_read(fuse_req_t req, fuse_ino_t ino, size_t size,
 		fuse_reply_err(req, ENOMEM);
 		return;
 	}
+	struct sfs_ioctx ctx = {
+		.flags = (fi && (fi->fh & SFS_FH_ODIRECT)) ? SFS_IOCTX_DIRECT : 0,
+		.pid = (uint32_t)fuse_req_ctx(req)->pid,
+	};
 	/* the reader's requests carry its process (sched=cfq's slices) */
-	sfs_io_set_stream((uint32_t)fuse_req_ctx(req)->pid);
-	rc = sfs_read(sfs_fuse_fs(req), i, (uint64_t)off, size, buf, &got);
+	sfs_io_set_stream(ctx.pid);
+	rc = sfs_read_ctx(sfs_fuse_fs(req), i, (uint64_t)off, size, buf, &ctx,
+			  &got);
 	sfs_io_set_stream(0);
 	if (rc < 0)
 		sfs_fuse_reply_rc(req, rc);

@@ -492,9 +492,40 @@ static bool atime_due(struct sfs_fs *fs, const struct sfs_inode *ip)
 	return (int64_t)now.tv_sec - (int64_t)at.tv_sec >= 24 * 3600;
 }
 
+/*
+ * O_DIRECT read of n whole blocks at pblk, as Linux does it: dirty cached
+ * copies are written first, then the blocks are read from the device
+ * whatever the cache holds, and do not stay in it.  Blocks pinned by the
+ * journal are read from memory (the device may not have them yet).
+ */
+static int read_direct(struct sfs_fs *fs, sfs_blk_t pblk, uint32_t n,
+		       void *dst)
+{
+	sfs_blk_t list[256];
+	int rc;
+
+	g_assert(n <= G_N_ELEMENTS(list));
+	for (uint32_t k = 0; k < n; k++)
+		list[k] = pblk + k;
+	rc = sfs_cache_write_blocks(fs->cache, list, n);
+	if (rc)
+		return rc;
+	sfs_cache_drop_clean(fs->cache, list, n);
+	rc = sfs_cache_read_run(fs->cache, pblk, n, SFS_IO_DATA, dst);
+	sfs_cache_drop_clean(fs->cache, list, n);
+	return rc;
+}
+
 int sfs_read(struct sfs_fs *fs, sfs_ino_t ino, uint64_t off, size_t len,
 	     void *buf, size_t *got_out)
 {
+	return sfs_read_ctx(fs, ino, off, len, buf, NULL, got_out);
+}
+
+int sfs_read_ctx(struct sfs_fs *fs, sfs_ino_t ino, uint64_t off, size_t len,
+		 void *buf, const struct sfs_ioctx *ctx, size_t *got_out)
+{
+	bool direct = ctx && (ctx->flags & SFS_IOCTX_DIRECT);
 	struct sfs_inode *ip;
 	uint8_t *dst = buf;
 	uint64_t size, end, start = off;
@@ -516,6 +547,12 @@ int sfs_read(struct sfs_fs *fs, sfs_ino_t ino, uint64_t off, size_t len,
 	if (off >= size || len == 0)
 		goto out_put;
 	end = MIN(size, off + len);
+	/* O_DIRECT reads what is on disk: delayed data is placed first */
+	if (direct && ip->da && !fs->ro) {
+		rc = sfs_da_flush_inode(fs, ip, SFS_DA_DIRECT);
+		if (rc)
+			goto out_put;
+	}
 	while (off < end) {
 		uint32_t lblk = (uint32_t)(off >> fs->bs_log);
 		uint32_t boff = (uint32_t)(off & (fs->bs - 1));
@@ -552,8 +589,9 @@ int sfs_read(struct sfs_fs *fs, sfs_ino_t ino, uint64_t off, size_t len,
 					break;
 				n++;
 			}
-			rc = sfs_cache_read_run(fs->cache, pblk, n, SFS_IO_DATA,
-						dst + done);
+			rc = direct ? read_direct(fs, pblk, n, dst + done)
+				    : sfs_cache_read_run(fs->cache, pblk, n,
+							 SFS_IO_DATA, dst + done);
 			if (rc)
 				goto out_put;
 			off += (uint64_t)n << fs->bs_log;
@@ -574,7 +612,8 @@ int sfs_read(struct sfs_fs *fs, sfs_ino_t ino, uint64_t off, size_t len,
 		off += chunk;
 		done += chunk;
 	}
-	ra_after_read(fs, ip, start, end, size);
+	if (!direct) /* O_DIRECT reads no more than asked */
+		ra_after_read(fs, ip, start, end, size);
 	if (!fs->ro && !fs->error && atime_due(fs, ip)) {
 		sfs_i_touch(fs, ip, SFS_SET_ATIME);
 		sfs_inode_dirty(fs, ip);

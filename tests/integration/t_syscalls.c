@@ -7,7 +7,8 @@
  * freed at close), hard-link counts, sparse files at 10 GiB and 64 GiB,
  * truncate grow/shrink zero fill, O_APPEND, ENOTEMPTY and friends, 255/256
  * byte names, symlinks fast and slow, chmod/chown/utimens, xattrs,
- * renameat2 NOREPLACE/EXCHANGE, directory link counts, statvfs.  Then:
+ * renameat2 NOREPLACE/EXCHANGE, directory link counts, statvfs, O_DIRECT
+ * reads and writes mixed with buffered ones on the same file.  Then:
  * snapshot the tree, umount, e2fsck -fn clean, remount, the same tree
  * (names, types, modes, owners, link counts, bytes, xattrs, mtimes), umount,
  * e2fsck clean again.
@@ -946,6 +947,50 @@ static void check_probes(const char *when)
 	}
 }
 
+/*
+ * O_DIRECT and buffered descriptors on one file see each other's bytes:
+ * a direct read after a buffered write (still dirty in the daemon's
+ * cache), a buffered read after a direct write, unaligned direct reads.
+ */
+static void t_direct(void)
+{
+	const char *d = "direct";
+	size_t n = 1 << 20;
+	uint8_t *a = aligned_alloc(4096, n), *b = aligned_alloc(4096, n);
+	uint8_t *back = aligned_alloc(4096, n);
+	int fb, fd;
+
+	case_dir(d);
+	fill_pattern(a, n, 11);
+	fill_pattern(b, n, 12);
+	fb = open(P(d, "f"), O_RDWR | O_CREAT, 0644);
+	fd = open(P(d, "f"), O_RDWR | O_DIRECT);
+	H_OK(fb >= 0 && fd >= 0, "a buffered and an O_DIRECT descriptor");
+	if (fb < 0 || fd < 0)
+		goto out;
+	H_EQ(pwrite(fb, a, n, 0), (ssize_t)n, "buffered write of 1 MiB");
+	H_OK(pread(fd, back, n, 0) == (ssize_t)n && !memcmp(back, a, n),
+	     "O_DIRECT read sees the buffered bytes");
+	H_EQ(pwrite(fd, b, 256 * KiB, 512 * KiB), (ssize_t)(256 * KiB),
+	     "O_DIRECT write of 256 KiB in the middle");
+	memcpy(a + 512 * KiB, b, 256 * KiB);
+	H_OK(pread(fb, back, n, 0) == (ssize_t)n && !memcmp(back, a, n),
+	     "buffered read sees the direct bytes");
+	H_OK(pread(fd, back, n, 0) == (ssize_t)n && !memcmp(back, a, n),
+	     "O_DIRECT read sees them too");
+	H_OK(pread(fd, back, 10000, 3000) == 10000 &&
+		 !memcmp(back, a + 3000, 10000),
+	     "unaligned O_DIRECT read");
+out:
+	if (fb >= 0)
+		close(fb);
+	if (fd >= 0)
+		close(fd);
+	free(a);
+	free(b);
+	free(back);
+}
+
 int main(int argc, char **argv)
 {
 	char *img, *mntp;
@@ -977,6 +1022,7 @@ int main(int argc, char **argv)
 	t_xattrs();
 	t_renameat2();
 	t_dirlinks();
+	t_direct();
 
 	h_diag("--- persistence of all of the above");
 	check_probes("mounted");

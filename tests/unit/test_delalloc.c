@@ -414,6 +414,20 @@ static void test_da_direct_write_places_first(void **state)
 	assert_int_equal(fs->da_ctr.flush_blocks[SFS_DA_DIRECT], 4);
 	expect(fs, f, 5, 0, 4 * 4096, false);
 	expect(fs, f, 5, 4 * 4096, 4 * 4096, true);
+
+	/* an O_DIRECT read reads the disk: delayed blocks are placed first */
+	uint8_t back[4 * 4096];
+	assert_int_equal(put(fs, f, 6, 16 * 4096, 4 * 4096), 0);
+	assert_int_equal(fs->da_blocks, 4);
+	assert_int_equal(sfs_read_ctx(fs, f, 16 * 4096, sizeof(back), back,
+				      &ctx, &done),
+			 0);
+	assert_int_equal(done, sizeof(back));
+	for (size_t i = 0; i < sizeof(back); i++)
+		assert_int_equal(back[i], pat(6, 16 * 4096 + i));
+	assert_int_equal(fs->da_blocks, 0);
+	assert_int_equal(fs->da_ctr.flush_blocks[SFS_DA_DIRECT], 8);
+	expect(fs, f, 6, 16 * 4096, 4 * 4096, false);
 	assert_int_equal(sfs_release(fs, f), 0);
 	sfs_tfs_assert_clean(t);
 	sfs_tfs_free(t);

@@ -448,9 +448,64 @@ static void test_inode_direct_and_colour(void **state)
 	sfs_unlock(c->fs);
 }
 
+/*
+ * O_DIRECT reads come from the device even when the cache holds the
+ * blocks, write dirty copies first, leave nothing cached and read nothing
+ * ahead; buffered reads of the same blocks are served from memory.
+ */
+static void test_inode_direct_read(void **state)
+{
+	struct ctx *c = *state;
+	struct sfs_ioctx direct = {.flags = SFS_IOCTX_DIRECT, .pid = 3};
+	sfs_ino_t ino = mkfile(c->fs, "f");
+	struct sfs_bdev_counters b0, b1, b2, b3;
+	static uint8_t buf[1 << 20], out[1 << 20];
+	size_t n;
+
+	fill(buf, sizeof(buf), 4);
+	wr(c->fs, ino, 0, buf, sizeof(buf)); /* buffered: dirty in the cache */
+	sfs_bdev_counters(sfs_fs_bdev(c->fs), &b0);
+	/* direct read of the first 64 KiB: written first, then read back */
+	assert_int_equal(sfs_read_ctx(c->fs, ino, 0, 65536, out, &direct, &n),
+			 0);
+	assert_int_equal(n, 65536);
+	assert_memory_equal(out, buf, 65536);
+	sfs_bdev_counters(sfs_fs_bdev(c->fs), &b1);
+	assert_true(b1.cat_bytes[SFS_IO_WRITE][SFS_IO_DATA] -
+			b0.cat_bytes[SFS_IO_WRITE][SFS_IO_DATA] >=
+		    65536);
+	assert_int_equal(b1.cat_bytes[SFS_IO_READ][SFS_IO_DATA] -
+			     b0.cat_bytes[SFS_IO_READ][SFS_IO_DATA],
+			 65536); /* exactly what was asked: no read-ahead */
+	/* again: the device again, nothing was kept */
+	assert_int_equal(sfs_read_ctx(c->fs, ino, 0, 65536, out, &direct, &n),
+			 0);
+	sfs_bdev_counters(sfs_fs_bdev(c->fs), &b2);
+	assert_int_equal(b2.cat_bytes[SFS_IO_READ][SFS_IO_DATA] -
+			     b1.cat_bytes[SFS_IO_READ][SFS_IO_DATA],
+			 65536);
+	assert_memory_equal(out, buf, 65536);
+	/* buffered reads of the rest (still cached, dirty): no device read */
+	assert_int_equal(sfs_read(c->fs, ino, 65536, sizeof(out) - 65536, out,
+				  &n),
+			 0);
+	assert_memory_equal(out, buf + 65536, sizeof(out) - 65536);
+	sfs_bdev_counters(sfs_fs_bdev(c->fs), &b3);
+	assert_int_equal(b3.cat_bytes[SFS_IO_READ][SFS_IO_DATA],
+			 b2.cat_bytes[SFS_IO_READ][SFS_IO_DATA]);
+	/* an unaligned direct read still returns the right bytes */
+	assert_int_equal(sfs_read_ctx(c->fs, ino, 1000, 10000, out, &direct,
+				      &n),
+			 0);
+	assert_int_equal(n, 10000);
+	assert_memory_equal(out, buf + 1000, 10000);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(test_inode_direct_read,
+						setup4k, teardown),
 		cmocka_unit_test_setup_teardown(test_inode_rw_alignments,
 						setup4k, teardown),
 		cmocka_unit_test_setup_teardown(test_inode_sparse_64g, setup4k,
