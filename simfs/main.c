@@ -1225,43 +1225,61 @@ static int sfs_umount_wait(const char *source, int fd)
 	}
 }
 
-static int cmd_umount(int argc, char **argv)
+/*
+ * The arguments of `simfs CMD [-h] MOUNTPOINT`: the mount point (absolute),
+ * its image and type, checked to be a simfs mount.  Returns 0, -1 after
+ * printing the help (exit 0), or the exit code after an error message.
+ * The caller g_frees *mnt, *source and *type in every case.
+ */
+static int sfs_mountpoint_args(const char *cmd, void (*usage)(FILE *),
+			       int argc, char **argv, char **mnt,
+			       char **source, char **type)
 {
 	static const struct option longopts[] = {
 	    {"help", no_argument, NULL, 'h'},
 	    {NULL, 0, NULL, 0},
 	};
-	char *mnt = NULL, *source = NULL, *type = NULL;
-	struct sfs_dsuper sb;
-	int c, fd = -1, rc;
+	int c;
 
+	*mnt = *source = *type = NULL;
 	opterr = 0;
 	optind = 0;
 	while ((c = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
 		if (c == 'h') {
-			sfs_umount_usage(stdout);
-			return 0;
+			usage(stdout);
+			return -1;
 		}
-		return sfs_opt_error("umount", argv, c);
+		return sfs_opt_error(cmd, argv, c);
 	}
 	if (argc - optind != 1) {
-		sfs_err("umount", "%s (usage: simfs umount MOUNTPOINT)",
+		sfs_err(cmd, "%s (usage: simfs %s MOUNTPOINT)",
 			argc - optind < 1 ? "MOUNTPOINT missing"
-					  : "too many arguments");
+					  : "too many arguments",
+			cmd);
 		return SFS_EXIT_USAGE;
 	}
-
-	mnt = sfs_mountpoint_path(argv[optind]);
-	rc = sfs_find_mount(mnt, &source, &type);
-	if (rc < 0) {
-		sfs_err("umount", "%s is not mounted", mnt);
-		rc = SFS_EXIT_FAIL;
-		goto out;
+	*mnt = sfs_mountpoint_path(argv[optind]);
+	if (sfs_find_mount(*mnt, source, type) < 0) {
+		sfs_err(cmd, "%s is not mounted", *mnt);
+		return SFS_EXIT_FAIL;
 	}
-	if (strcmp(type, SFS_FUSE_TYPE) != 0) {
-		sfs_err("umount", "%s is not a simfs mount (type %s)", mnt,
-			type);
-		rc = SFS_EXIT_FAIL;
+	if (strcmp(*type, SFS_FUSE_TYPE) != 0) {
+		sfs_err(cmd, "%s is not a simfs mount (type %s)", *mnt, *type);
+		return SFS_EXIT_FAIL;
+	}
+	return 0;
+}
+
+static int cmd_umount(int argc, char **argv)
+{
+	char *mnt, *source, *type;
+	struct sfs_dsuper sb;
+	int fd = -1, rc;
+
+	rc = sfs_mountpoint_args("umount", sfs_umount_usage, argc, argv, &mnt,
+				 &source, &type);
+	if (rc) {
+		rc = rc < 0 ? 0 : rc;
 		goto out;
 	}
 	/* opened before unmounting: the daemon may close it any moment */
@@ -1346,37 +1364,16 @@ static void sfs_sync_usage(FILE *out)
 
 static int cmd_sync(int argc, char **argv)
 {
-	static const struct option longopts[] = {
-	    {"help", no_argument, NULL, 'h'},
-	    {NULL, 0, NULL, 0},
-	};
-	char *mnt, *source = NULL, *type = NULL, *path = NULL;
-	int c, fd, rc = SFS_EXIT_FAIL;
+	char *mnt, *source, *type, *path = NULL;
+	int fd, rc;
 
-	opterr = 0;
-	optind = 0;
-	while ((c = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
-		if (c == 'h') {
-			sfs_sync_usage(stdout);
-			return 0;
-		}
-		return sfs_opt_error("sync", argv, c);
-	}
-	if (argc - optind != 1) {
-		sfs_err("sync", "%s (usage: simfs sync MOUNTPOINT)",
-			argc - optind < 1 ? "MOUNTPOINT missing"
-					  : "too many arguments");
-		return SFS_EXIT_USAGE;
-	}
-	mnt = sfs_mountpoint_path(argv[optind]);
-	if (sfs_find_mount(mnt, &source, &type) < 0) {
-		sfs_err("sync", "%s is not mounted", mnt);
+	rc = sfs_mountpoint_args("sync", sfs_sync_usage, argc, argv, &mnt,
+				 &source, &type);
+	if (rc) {
+		rc = rc < 0 ? 0 : rc;
 		goto out;
 	}
-	if (strcmp(type, SFS_FUSE_TYPE) != 0) {
-		sfs_err("sync", "%s is not a simfs mount (type %s)", mnt, type);
-		goto out;
-	}
+	rc = SFS_EXIT_FAIL;
 	path = g_build_filename(mnt, ".simfs", "sync", NULL);
 	fd = open(path, O_WRONLY | O_CLOEXEC);
 	if (fd < 0) {
