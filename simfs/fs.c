@@ -1722,6 +1722,24 @@ static void free_orphans(struct sfs_fs *fs)
 	g_ptr_array_free(orphans, TRUE);
 }
 
+/*
+ * The final write-back failed part way (a full host disk under the image,
+ * an I/O error), or an earlier step of the unmount did, but the
+ * superblock, written first, may already say "clean".  Write it again marked not clean and in error, so that nothing
+ * trusts the image before e2fsck has looked at it (simfs umount reads the
+ * state and fails).  Best effort: the device may refuse this too.
+ */
+static void mark_unclean_after_failed_sync(struct sfs_fs *fs, uint16_t st)
+{
+	sfs_blk_t blk = SFS_SUPER_OFFSET / fs->bs;
+
+	st = (uint16_t)((st & ~SFS_STATE_VALID) | SFS_STATE_ERROR);
+	fs->sb.s_state = sfs_cpu_to_le16(st);
+	if (super_io(fs, true) == 0 &&
+	    sfs_cache_write_blocks(fs->cache, &blk, 1) == 0)
+		sfs_bdev_flush(fs->bd);
+}
+
 int sfs_fs_close(struct sfs_fs *fs)
 {
 	int rc = 0;
@@ -1751,6 +1769,8 @@ int sfs_fs_close(struct sfs_fs *fs)
 			st = (uint16_t)((st & ~SFS_STATE_VALID) | SFS_STATE_ERROR);
 		fs->sb.s_state = sfs_cpu_to_le16(st);
 		int src = fs_sync_locked(fs, SFS_COMMIT_UNMOUNT);
+		if (src < 0 || rc < 0)
+			mark_unclean_after_failed_sync(fs, st);
 		if (!rc)
 			rc = src;
 	} else if (fs->error) {

@@ -1306,14 +1306,30 @@ static int cmd_umount(int argc, char **argv)
 	}
 
 	/* a daemon that died mid-way also releases the lock: check */
-	if (pread(fd, &sb, sizeof(sb), SFS_SUPER_OFFSET) == sizeof(sb) &&
-	    sfs_le16(sb.s_magic) == SFS_SUPER_MAGIC &&
-	    (!(sfs_le16(sb.s_state) & SFS_STATE_VALID) ||
-	     (sfs_le16(sb.s_state) & SFS_STATE_ERROR))) {
+	if (pread(fd, &sb, sizeof(sb), SFS_SUPER_OFFSET) != sizeof(sb) ||
+	    sfs_le16(sb.s_magic) != SFS_SUPER_MAGIC) {
+		sfs_err("umount", "cannot read the superblock of %s after "
+				  "unmounting; run e2fsck",
+			source);
+		rc = SFS_EXIT_FAIL;
+		goto out;
+	}
+	if (!(sfs_le16(sb.s_state) & SFS_STATE_VALID) ||
+	    (sfs_le16(sb.s_state) & SFS_STATE_ERROR)) {
 		sfs_err("umount",
 			"%s is not marked clean after unmounting "
 			"(write-back failed? see the system log); "
 			"run e2fsck",
+			source);
+		rc = SFS_EXIT_FAIL;
+		goto out;
+	}
+	/* a journaled image unmounted cleanly has an empty log */
+	if (sfs_le32(sb.s_feature_incompat) & SFS_FEATURE_INCOMPAT_RECOVER) {
+		sfs_err("umount",
+			"%s still needs journal recovery after unmounting "
+			"(write-back failed? see the system log); e2fsck -fy "
+			"or the next mount replays the log",
 			source);
 		rc = SFS_EXIT_FAIL;
 		goto out;

@@ -631,6 +631,25 @@ int h_kmount_type(const char *image, const char *mnt, const char *type,
 	return rc == 0 && h_is_mounted(mnt) ? 0 : -1;
 }
 
+int h_tmpfs(const char *mnt, const char *size)
+{
+	char *opts = g_strdup_printf("size=%s", size);
+	int rc;
+
+	if (mkdir(mnt, 0755) < 0 && errno != EEXIST) {
+		h_diag("mkdir %s: %s", mnt, strerror(errno));
+		g_free(opts);
+		return -1;
+	}
+	rc = mount("tmpfs", mnt, "tmpfs", 0, opts);
+	if (rc < 0)
+		h_diag("mount tmpfs at %s: %s", mnt, strerror(errno));
+	g_free(opts);
+	if (h_is_mounted(mnt))
+		mnt_add(mnt, false);
+	return rc < 0 ? -1 : 0;
+}
+
 int h_kumount(const char *mnt)
 {
 	int rc = h_runl(NULL, NULL, "umount", mnt, NULL);

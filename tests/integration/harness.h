@@ -67,6 +67,9 @@ int h_kmount(const char *image, const char *mnt, char **err);
 int h_kmount_type(const char *image, const char *mnt, const char *type,
 		  char **err);
 int h_kumount(const char *mnt);
+/* mount -t tmpfs -o size=SIZE at mnt (a small host disk that fills); 0 or
+ * -1.  Tracked like a kernel mount; h_kumount undoes it. */
+int h_tmpfs(const char *mnt, const char *size);
 /* Start tracking mnt if something is mounted there (a mount that was
  * expected to fail but did not), so that cleanup unmounts it. */
 void h_track(const char *mnt);

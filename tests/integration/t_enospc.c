@@ -15,6 +15,15 @@
  *  3. delete some files: the space comes back and a new 2 MiB file fits.
  *  4. umount, e2fsck -fn clean, remount, every file again by hash, umount,
  *     e2fsck clean.
+ *  5. the host disk under an image fills (a 12 MiB tmpfs holding a sparse
+ *     64 MiB image, 20 MiB written into the daemon's cache): simfs sync
+ *     fails saying so, and simfs umount fails.  Without a journal the
+ *     superblock is marked not clean and in error and e2fsck -fn does not
+ *     pass the image; with one (data=ordered) the log is left for
+ *     recovery, and after e2fsck -fy replays it the image checks clean.
+ *     Without a journal the data stays dirty: once the tmpfs grows, a
+ *     second simfs sync writes everything, the file reads back whole, and
+ *     the image unmounts clean and passes e2fsck -fn.
  *
  * usage: t_enospc SIMFS_BINARY
  */
@@ -116,6 +125,84 @@ static int count_dir(const char *dir)
 			n++;
 	closedir(d);
 	return n;
+}
+
+/* 5. The host disk under the image fills before write-back; with
+ * make_room, the tmpfs then grows and a second sync writes everything. */
+static void host_full(bool journaled, bool make_room)
+{
+	const char *jargs[] = {"-j", NULL};
+	char *hdir = h_path("hostfs"), *img = h_path("hostfs/img");
+	char *m = h_path("hostmnt"), *f = h_path("hostmnt/big");
+	char *err = NULL;
+	uint8_t sb[256];
+	int fd;
+
+	h_diag("--- host disk full, %s%s",
+	       journaled ? "data=ordered" : "no journal",
+	       make_room ? ", then room made" : "");
+	if (!H_OK(h_tmpfs(hdir, "12M") == 0, "a 12 MiB tmpfs for the image"))
+		goto out;
+	if (!H_OK(h_mkfs(img, "64M", journaled ? jargs : NULL) == 0,
+		  "mkfs a 64 MiB sparse image") ||
+	    !H_OK(h_mount(img, m, journaled ? "data=ordered" : NULL) == 0,
+		  "mount it"))
+		goto out_tmpfs;
+	uint8_t *buf = g_malloc(20 * MiB);
+	h_fill(&rng, buf, 20 * MiB);
+	/* with a journal the fs may go read-only once write-back fails */
+	fd = h_write_file(f, buf, 20 * MiB, 0644);
+	H_OK(fd == 0 || (journaled && fd == -EROFS),
+	     "20 MiB written into the daemon's cache (%s)", strerror(-fd));
+	H_OK(h_runl(NULL, &err, h_simfs(), "sync", m, NULL) != 0 && err &&
+		 strstr(err, "sync failed"),
+	     "simfs sync says the write-back failed");
+	g_free(err);
+	if (make_room) {
+		int herr = 0;
+
+		H_OK(h_runl(NULL, NULL, "mount", "-o", "remount,size=100M",
+			    hdir, NULL) == 0,
+		     "the tmpfs grows to 100 MiB");
+		H_OK(h_runl(NULL, NULL, h_simfs(), "sync", m, NULL) == 0,
+		     "a second simfs sync writes everything");
+		H_OK(h_hash_file(f, &herr) == h_hash_buf(buf, 20 * MiB) &&
+			 !herr,
+		     "the file reads back whole");
+	}
+	g_free(buf);
+	if (make_room)
+		H_OK(h_umount(m) == 0, "then simfs umount succeeds");
+	else
+		H_OK(h_umount(m) != 0 && !h_is_mounted(m),
+		     "simfs umount fails, and the mount is gone");
+	fd = open(img, O_RDONLY);
+	H_OK(fd >= 0 && pread(fd, sb, sizeof(sb), 1024) == sizeof(sb),
+	     "read the superblock");
+	if (fd >= 0)
+		close(fd);
+	if (make_room) {
+		H_OK(sb[0x3A] == 1, "the superblock says clean");
+		H_OK(h_fsck_clean(img, NULL), "e2fsck -fn passes the image");
+	} else if (journaled) {
+		H_OK(sb[0x60] & 0x4, "the log is left for recovery "
+				     "(needs_recovery)");
+		H_OK(h_runl(NULL, NULL, "e2fsck", "-fy", img, NULL) <= 2,
+		     "e2fsck -fy replays the log");
+		H_OK(h_fsck_clean(img, NULL), "then e2fsck -fn passes it");
+	} else {
+		H_OK((sb[0x3A] & 1) == 0 && (sb[0x3A] & 2) != 0,
+		     "the superblock says not clean, with errors");
+		H_OK(!h_fsck_clean(img, NULL),
+		     "e2fsck -fn does not pass the image");
+	}
+out_tmpfs:
+	H_OK(h_kumount(hdir) == 0, "unmount the tmpfs");
+out:
+	g_free(hdir);
+	g_free(img);
+	g_free(m);
+	g_free(f);
 }
 
 int main(int argc, char **argv)
@@ -283,6 +370,11 @@ int main(int argc, char **argv)
 	H_EQ(count_dir(idir), ninodes - 40, "the empty files are all there");
 	H_OK(h_umount(mnt) == 0, "umount");
 	H_OK(h_fsck_clean(img, NULL), "e2fsck -fn clean");
+
+	/* 5. the host disk fills */
+	host_full(false, false);
+	host_full(true, false);
+	host_full(false, true);
 	h_diag("t_enospc took %.1f s", h_now() - t0);
 	return h_done();
 }
