@@ -15,19 +15,22 @@
 # streams and a file interleaved with the others pays a seek per record
 # (doc/device-models.md 8.1, doc/benchmarks.md).
 #   bench/iozone_writers.sh [-B BUILDDIR] [-d WORKDIR] [-s MB_PER_FILE] [-j "1 8"]
+#                           [-p "ext2 ext3 ext4"]   (presets; ratios need ext4)
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 B=$root/build
 W=${TMPDIR:-/tmp}
 SIZE=128
 JOBS="1 8"
-while getopts "B:d:s:j:" o; do
+PRESETS="ext2 ext3 ext4"
+while getopts "B:d:s:j:p:" o; do
 	case $o in
 	B) B=$OPTARG ;;
 	d) W=$OPTARG ;;
 	s) SIZE=$OPTARG ;;
 	j) JOBS=$OPTARG ;;
-	*) echo "usage: $0 [-B BUILDDIR] [-d WORKDIR] [-s MB_PER_FILE] [-j JOBS]" >&2; exit 2 ;;
+	p) PRESETS=$OPTARG ;;
+	*) echo "usage: $0 [-B BUILDDIR] [-d WORKDIR] [-s MB_PER_FILE] [-j JOBS] [-p PRESETS]" >&2; exit 2 ;;
 	esac
 done
 SIMFS=$B/simfs
@@ -42,7 +45,7 @@ trap cleanup EXIT
 # bandwidth (KiB/s); printed as MB/s (10^6 B/s), as seed A's tables.
 declare -A R
 printf '%-8s %5s %9s %9s %9s %s\n' preset jobs write rewrite read "extents per file (mean / max)"
-for preset in ext2 ext3 ext4; do
+for preset in $PRESETS; do
 	for n in $JOBS; do
 		img=$dir/img
 		rm -f "$img"
@@ -71,11 +74,12 @@ done
 echo
 echo "as a fraction of ext4 with the same number of jobs:"
 printf '%-8s %5s %9s %9s %9s\n' preset jobs write rewrite read
-for preset in ext2 ext3; do
+for preset in $PRESETS; do
+	[[ $preset == ext4 ]] && continue
 	for n in $JOBS; do
 		line=$(printf '%-8s %5s' "$preset" "$n")
 		for pass in write rewrite read; do
-			line+=$(awk -v a="${R[$preset:$n:$pass]}" -v b="${R[ext4:$n:$pass]}" \
+			line+=$(awk -v a="${R[$preset:$n:$pass]}" -v b="${R[ext4:$n:$pass]:-}" \
 				'BEGIN { if (b > 0) printf " %9.2f", a / b; else printf " %9s", "?" }')
 		done
 		echo "$line"

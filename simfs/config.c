@@ -175,6 +175,12 @@ static const struct sfs_config_preset cfg_presets[] = {
     {"ext2", "data=none,alloc=blockmap,nodelalloc,dirs=orlov",
      "ext2: no journal, ext2 bitmap search, Orlov directories", false,
      NULL},
+    {"ext2rs",
+     "data=none,alloc=reservation,reservation_window=8,"
+     "reservation_max=1027,nodelalloc,dirs=orlov",
+     "ext2 with ext3's reservation windows, as Linux has it since "
+     "2.6.24 (seed A's ext2)",
+     false, NULL},
     {"ext3", "data=ordered,alloc=reservation,nodelalloc,dirs=orlov",
      "ext3 (2.6): ordered journal, reservation windows", true, NULL},
     {"ext3-writeback", "data=writeback,alloc=reservation,nodelalloc,"

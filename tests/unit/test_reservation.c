@@ -447,6 +447,13 @@ static void test_reservation_presets(void **state)
 	assert_int_equal(sfs_config_set(&cfg, "preset", "ext3rs", &err), 0);
 	assert_string_equal(cfg.alloc, "reservation");
 	assert_int_equal(cfg.reservation_max, 1027);
+	/* ext2 as 2.6.24+ has it: windows, no journal */
+	assert_int_equal(sfs_config_parse(&cfg, "preset=ext2rs", NULL, &err),
+			 0);
+	assert_string_equal(cfg.alloc, "reservation");
+	assert_string_equal(cfg.journal, "none");
+	assert_int_equal(cfg.reservation_window, 8);
+	assert_int_equal(sfs_config_set(&cfg, "preset", "ext3rs", &err), 0);
 
 	/* unknown: refused, config unchanged */
 	assert_int_equal(sfs_config_parse(&cfg, "preset=ext5", NULL, &err),
