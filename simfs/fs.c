@@ -1725,9 +1725,10 @@ static void free_orphans(struct sfs_fs *fs)
 /*
  * The final write-back failed part way (a full host disk under the image,
  * an I/O error), or an earlier step of the unmount did, but the
- * superblock, written first, may already say "clean".  Write it again marked not clean and in error, so that nothing
- * trusts the image before e2fsck has looked at it (simfs umount reads the
- * state and fails).  Best effort: the device may refuse this too.
+ * superblock, written first in the sorted batch, may already say "clean".
+ * Write it again, not clean and in error, so that nothing trusts the image
+ * before e2fsck has looked at it (simfs umount reads the state and
+ * fails).  Best effort: the device may refuse this too.
  */
 static void mark_unclean_after_failed_sync(struct sfs_fs *fs, uint16_t st)
 {

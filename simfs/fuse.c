@@ -379,9 +379,12 @@ static void sfs_ctl_open(fuse_req_t req, int c, struct fuse_file_info *fi)
 		fuse_reply_err(req, EISDIR);
 		return;
 	}
-	if (c == SFS_CTL_SYNC ? acc != O_WRONLY
-			      : c != SFS_CTL_CONFIG &&
-				    (acc != O_RDONLY || (fi->flags & O_TRUNC))) {
+	/* sync is write-only, config read-write, the rest read-only */
+	bool allowed = c == SFS_CTL_SYNC     ? acc == O_WRONLY
+		       : c == SFS_CTL_CONFIG ? true
+					     : acc == O_RDONLY &&
+						   !(fi->flags & O_TRUNC);
+	if (!allowed) {
 		fuse_reply_err(req, EACCES);
 		return;
 	}
