@@ -149,14 +149,17 @@ static const struct sfs_clock_ops clk_real_ops = {
 };
 
 /*
- * Wall-clock time (CLOCK_REALTIME) in ns since the Unix epoch.  Only for
- * anchoring inode time stamps at mount; intervals always come from a
- * struct sfs_clock.
+ * Wall-clock time in ns since the Unix epoch.  Only for anchoring time
+ * stamps (mkfs, mount); intervals always come from a struct sfs_clock.
+ * The coarse clock, as Linux stamps files and as time(2) reads it: the
+ * precise one runs up to a tick ahead, and e2fsck, which asks time(2),
+ * reports a superblock written in the first milliseconds of a second as
+ * written "in the future".
  */
 sfs_ns_t sfs_clock_wall_ns(void)
 {
 	struct timespec ts;
 
-	clock_gettime(CLOCK_REALTIME, &ts);
+	clock_gettime(CLOCK_REALTIME_COARSE, &ts);
 	return (sfs_ns_t)ts.tv_sec * SFS_NS_PER_S + (sfs_ns_t)ts.tv_nsec;
 }

@@ -55,7 +55,8 @@ void sfs_clock_sleep_until(struct sfs_clock *c, sfs_ns_t t_ns);
 /* Move a virtual clock forward by d_ns.  0, or -EINVAL on a real clock. */
 int sfs_clock_advance(struct sfs_clock *c, sfs_ns_t d_ns);
 
-/* Wall-clock time since the epoch: only to anchor time stamps at mount. */
+/* Wall-clock time since the epoch (the coarse clock, as time(2)): only to
+ * anchor time stamps at mkfs and mount. */
 sfs_ns_t sfs_clock_wall_ns(void);
 
 #endif /* SFS_CLOCK_H */

@@ -29,6 +29,7 @@
 
 #include <glib.h>
 
+#include "clock.h"
 #include "format.h"
 #include "mkfs.h"
 
@@ -721,7 +722,7 @@ int sfs_mkfs(struct sfs_bdev *bd, const struct sfs_mkfs_params *p, char **err)
 
 	m.zeroed = sfs_bdev_known_zero(bd);
 	m.now =
-	    p->time ? p->time : (uint32_t)(g_get_real_time() / G_USEC_PER_SEC);
+	    p->time ? p->time : (uint32_t)(sfs_clock_wall_ns() / SFS_NS_PER_S);
 	m.gdt = g_malloc0((size_t)m.g.desc_blocks * m.g.bs);
 	scratch = MAX(2, 1 + m.g.lpf_blocks);
 	scratch =

@@ -49,9 +49,16 @@ static int teardown(void **state)
 {
 	struct ctx *c = *state;
 
+	char *out = NULL;
+	bool clean;
+
 	if (c->fs)
 		assert_int_equal(sfs_fs_close(c->fs), 0);
-	assert_true(sfs_test_fsck_clean(c->img, NULL));
+	clean = sfs_test_fsck_clean(c->img, &out);
+	if (!clean)
+		print_error("e2fsck -fn %s:\n%s\n", c->img, out ? out : "");
+	g_free(out);
+	assert_true(clean);
 	sfs_test_rmtree(c->dir);
 	g_free(c->img);
 	g_free(c->dir);
