@@ -1772,37 +1772,47 @@ out:
 	return rc;
 }
 
-static bool image_needs_recovery(const char *img)
+/* The superblock field of `len` bytes (2 or 4, little endian) at `off` of
+ * img, or 0 if it cannot be read. */
+static uint32_t sb_field(const char *img, unsigned off, size_t len)
 {
-	uint8_t b[4];
+	uint8_t b[4] = {0};
 	int fd = open(img, O_RDONLY | O_CLOEXEC);
-	bool r = false;
 
 	if (fd < 0)
-		return false;
-	if (pread(fd, b, 4, SFS_SUPER_OFFSET + 0x60) == 4)
-		r = get32(b) & SFS_FEATURE_INCOMPAT_RECOVER;
+		return 0;
+	if (pread(fd, b, len, SFS_SUPER_OFFSET + off) != (ssize_t)len)
+		memset(b, 0, sizeof(b));
 	close(fd);
-	return r;
+	return get32(b);
+}
+
+static bool image_needs_recovery(const char *img)
+{
+	return sb_field(img, 0x60, 4) & SFS_FEATURE_INCOMPAT_RECOVER;
+}
+
+/*
+ * Does img's superblock say it was cleanly unmounted: state VALID without
+ * ERROR, and no journal recovery pending?  Then it must be consistent.
+ */
+static bool image_marked_clean(const char *img)
+{
+	uint32_t st = sb_field(img, 0x3A, 2);
+
+	return (st & (SFS_STATE_VALID | SFS_STATE_ERROR)) == SFS_STATE_VALID &&
+	       !image_needs_recovery(img);
 }
 
 /* The data= mode a mount of img with cfg gets: "auto" (or "") is ordered
  * on an image with a journal, none without (as fs.c decides). */
 static const char *effective_mode(const struct sfs_config *cfg, const char *img)
 {
-	uint8_t b[4];
-	int fd;
-	bool has = false;
-
 	if (cfg->journal[0] && strcmp(cfg->journal, "auto") != 0)
 		return cfg->journal;
-	fd = open(img, O_RDONLY | O_CLOEXEC);
-	if (fd >= 0) {
-		if (pread(fd, b, 4, SFS_SUPER_OFFSET + 0x5C) == 4)
-			has = get32(b) & SFS_FEATURE_COMPAT_HAS_JOURNAL;
-		close(fd);
-	}
-	return has ? "ordered" : "none";
+	return sb_field(img, 0x5C, 4) & SFS_FEATURE_COMPAT_HAS_JOURNAL
+		   ? "ordered"
+		   : "none";
 }
 
 /* simfs recovery: open (replays the journal) and close.  0 or -errno. */
@@ -2288,11 +2298,19 @@ int sfs_crash_check_point(const struct sfs_crash_params *p, uint64_t point,
 
 	/* e2fsck's view of the crashed image, then its own repair */
 	r->needs_recovery = image_needs_recovery(crashed);
-	rc = run_e2fsck("-fn", crashed, &ex, &r->crashed_clean, NULL);
+	r->marked_clean = image_marked_clean(crashed);
+	rc = run_e2fsck("-fn", crashed, &ex, &r->crashed_clean, &text);
 	if (rc == -ENOENT) {
 		g_strlcpy(r->why, "e2fsck not found", sizeof(r->why));
 		goto out;
 	}
+	/* every policy: an image that says it is clean is */
+	if (r->marked_clean && !r->crashed_clean) {
+		fsck_gist(text, msg, sizeof(msg));
+		viol(r, "marked clean but e2fsck -fn is not: %s", msg);
+	}
+	g_free(text);
+	text = NULL;
 	rc = copy_image(crashed, fixed);
 	if (rc) {
 		g_snprintf(r->why, sizeof(r->why), "cannot copy %s: %s",

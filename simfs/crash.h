@@ -118,6 +118,7 @@ struct sfs_crash_result {
 	int32_t lo_state;     /* last durable op (0 = after setup) */
 	int32_t state;	      /* matched model state, -1: none */
 	bool needs_recovery;  /* RECOVER set on the crashed image */
+	bool marked_clean;    /* its superblock says cleanly unmounted */
 	bool crashed_clean;   /* e2fsck -fn of the crashed image clean */
 	int fsck_y;	      /* e2fsck -fy exit on the copy */
 	bool repaired_clean;  /* e2fsck -fn after -fy clean */

@@ -1722,23 +1722,33 @@ static void free_orphans(struct sfs_fs *fs)
 	g_ptr_array_free(orphans, TRUE);
 }
 
+/* Write the superblock's block by itself and flush the device. */
+static int write_super_alone(struct sfs_fs *fs)
+{
+	sfs_blk_t blk = SFS_SUPER_OFFSET / fs->bs;
+	int rc = super_io(fs, true);
+
+	if (!rc)
+		rc = sfs_cache_write_blocks(fs->cache, &blk, 1);
+	if (!rc)
+		rc = sfs_bdev_flush(fs->bd);
+	return rc;
+}
+
 /*
  * The final write-back failed part way (a full host disk under the image,
- * an I/O error), or an earlier step of the unmount did, but the
- * superblock, written first in the sorted batch, may already say "clean".
- * Write it again, not clean and in error, so that nothing trusts the image
- * before e2fsck has looked at it (simfs umount reads the state and
- * fails).  Best effort: the device may refuse this too.
+ * an I/O error), or an earlier step of the unmount did.  The superblock on
+ * the device does not say "clean" (the final state is written last), but
+ * it does not say "in error" either, and a journaled image's may not ask
+ * for recovery.  Write it again, not clean and in error, so that nothing
+ * trusts the image before e2fsck has looked at it (simfs umount reads the
+ * state and fails).  Best effort: the device may refuse this too.
  */
 static void mark_unclean_after_failed_sync(struct sfs_fs *fs, uint16_t st)
 {
-	sfs_blk_t blk = SFS_SUPER_OFFSET / fs->bs;
-
 	st = (uint16_t)((st & ~SFS_STATE_VALID) | SFS_STATE_ERROR);
 	fs->sb.s_state = sfs_cpu_to_le16(st);
-	if (super_io(fs, true) == 0 &&
-	    sfs_cache_write_blocks(fs->cache, &blk, 1) == 0)
-		sfs_bdev_flush(fs->bd);
+	write_super_alone(fs);
 }
 
 int sfs_fs_close(struct sfs_fs *fs)
@@ -1759,17 +1769,26 @@ int sfs_fs_close(struct sfs_fs *fs)
 			if (!rc)
 				rc = sfs_jnl_close(fs->jnl);
 			fs->jnl_off = true;
-			if (!rc)
-				fs->sb.s_feature_incompat &= sfs_cpu_to_le32(
-					~SFS_FEATURE_INCOMPAT_RECOVER);
 		}
 		/* Restore the state found at mount (as ext2 does): an image
 		 * that was not clean stays so until e2fsck has checked it. */
 		uint16_t st = fs->mount_state;
 		if (fs->error)
 			st = (uint16_t)((st & ~SFS_STATE_VALID) | SFS_STATE_ERROR);
-		fs->sb.s_state = sfs_cpu_to_le16(st);
+		/*
+		 * Everything goes out and the device is flushed while the
+		 * superblock still says what it said while mounted; only then
+		 * the final state, in a write of its own (ext2_put_super's
+		 * order).  A crash or a failure in between leaves an image
+		 * that is not marked clean.
+		 */
 		int src = fs_sync_locked(fs, SFS_COMMIT_UNMOUNT);
+		if (src == 0 && rc == 0) {
+			fs->sb.s_state = sfs_cpu_to_le16(st);
+			fs->sb.s_feature_incompat &=
+			    sfs_cpu_to_le32(~SFS_FEATURE_INCOMPAT_RECOVER);
+			src = write_super_alone(fs);
+		}
 		if (src < 0 || rc < 0)
 			mark_unclean_after_failed_sync(fs, st);
 		if (!rc)
