@@ -138,6 +138,14 @@ struct sfs_devmodel_ops {
 	 */
 	int (*service)(struct sfs_devmodel *m, const struct sfs_io_req *req,
 		       sfs_ns_t now, struct sfs_dev_cost *cost);
+	/*
+	 * optional: write out what the drive's write cache holds, started at
+	 * now, as the drive does on its own (no command is sent, so no
+	 * command overhead); fills the parts of *cost like service.  NULL:
+	 * the model holds no writes.
+	 */
+	int (*writeout)(struct sfs_devmodel *m, sfs_ns_t now,
+			struct sfs_dev_cost *cost);
 	/* optional: forget all state; NULL: the door re-runs fini + init */
 	void (*reset)(struct sfs_devmodel *m);
 	/* optional: seek time over d_cyl cylinders (0 = no move) */
@@ -193,6 +201,14 @@ void sfs_devmodel_free(struct sfs_devmodel *m);
  */
 int sfs_devmodel_cost(struct sfs_devmodel *m, const struct sfs_io_req *req,
 		      sfs_ns_t now, struct sfs_dev_cost *cost);
+
+/*
+ * Cost of writing out the drive cache at time now without a flush command
+ * (ops->writeout): all zero for a model that holds no writes.  0, or
+ * -EINVAL if time goes backwards.
+ */
+int sfs_devmodel_writeout(struct sfs_devmodel *m, sfs_ns_t now,
+			  struct sfs_dev_cost *cost);
 
 /* Forget all state (head position, caches, clock of the model). */
 void sfs_devmodel_reset(struct sfs_devmodel *m);

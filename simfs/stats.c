@@ -544,6 +544,7 @@ void sfs_stats_put_timedev(struct sfs_stats_writer *w, struct sfs_bdev *bd)
 	sfs_stats_put_u64(w, "merges", c.merges);
 	sfs_stats_put_u64(w, "expired", c.expired);
 	sfs_stats_put_u64(w, "slice_switches", c.slice_switches);
+	sfs_stats_put_u64(w, "shared_writeouts", c.shared_writeouts);
 	sfs_stats_put_u64(w, "cache_hits", c.cache_hits);
 	sfs_stats_end(w);
 	sfs_stats_put_u64(w, "busy_ns", c.busy_ns);

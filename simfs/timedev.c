@@ -50,8 +50,13 @@
  *     a seek from the shared head position (head_off) to the request.
  * Stream 0 (write-back, journal, metadata) and flushes use the shared
  * model as before; a flush also flushes every copy written since its last
- * flush.  Each request is still charged once, from max(arrival,
- * busy_until), so invariants 1 and 2 hold; only the cost differs.
+ * flush.  A drive has one cache and one arm, so stream 0's writes still
+ * held by the shared model's cache are written out before the next
+ * stream's request (td_shared_writeout), ending that stream's slice: the
+ * shared model would otherwise count the time the streams used their
+ * copies as idle and destage them for free.  Each request is still
+ * charged once, from max(arrival, busy_until), so invariants 1 and 2
+ * hold; only the cost differs.
  */
 #include <errno.h>
 #include <string.h>
@@ -91,6 +96,8 @@ struct timedev {
 	struct sfs_sched_slices slices;	 /* fixed */
 	GPtrArray *streams;		 /* struct td_stream; lock */
 	uint32_t last_stream;		 /* of the last request served; lock */
+	bool shared_dirty;		 /* stream 0 wrote since the shared
+					    model's cache was last emptied */
 	uint64_t served;		 /* device requests served; lock */
 	uint64_t epoch;			 /* idle gaps >= slice_idle; lock */
 	unsigned plugged;		 /* plug depth; lock */
@@ -213,6 +220,36 @@ static void td_switch_seek(struct timedev *td, const struct sfs_io_req *req,
 }
 
 /*
+ * Stream 0's writes (write-back, journal commits) went into the shared
+ * model's drive cache.  No copy knows of them, and the shared model alone
+ * would take the time the streams spend on their copies for idle time and
+ * destage them for free.  A drive has one cache and one arm, so they are
+ * written out now, before the stream's request, at `start` (idle time
+ * really before it still destages them in the background) and charged to
+ * it.  The arm has left the stream's data: its slice ends here, its copy
+ * writing out what it holds as at any shared slice end, and the next
+ * slice starts with a switch seek.  Caller holds td->lock.
+ */
+static void td_shared_writeout(struct timedev *td, struct td_stream *st,
+			       sfs_ns_t start, struct sfs_dev_cost *acc)
+{
+	struct sfs_dev_cost c;
+
+	td->shared_dirty = false;
+	if (sfs_devmodel_writeout(td->model, start, &c) == 0 && c.total_ns) {
+		cost_add(acc, &c);
+		td->cnt.shared_writeouts++;
+	}
+	if (st->in_slice) {
+		sfs_ns_t before = st->vt_ns;
+
+		td_stream_flush(st, acc);
+		st->carry_ns = st->vt_ns - before;
+		st->in_slice = false;
+	}
+}
+
+/*
  * Cost of a read or write of a stream under per-process slices, started
  * at `start` on the shared timeline (see the head of this file).  Returns
  * false if it must go to the shared model instead.  Caller holds td->lock.
@@ -232,6 +269,8 @@ static bool td_stream_cost(struct timedev *td, const struct sfs_io_req *req,
 		return false;
 	if (!is_new)
 		st->vt_ns += idle; /* its drive idled too (background work) */
+	if (td->shared_dirty)
+		td_shared_writeout(td, st, start, &extra);
 	if (!st->in_slice || st->epoch != td->epoch ||
 	    st->slice_ns >= td->slices.slice_sync_ns) {
 		/*
@@ -293,6 +332,10 @@ static sfs_ns_t td_serve(struct timedev *td, const struct sfs_io_req *req,
 		if (sfs_devmodel_cost(td->model, req, rec.start_ns,
 				      &rec.cost) != 0)
 			memset(&rec.cost, 0, sizeof(rec.cost));
+		if (td->slicing)
+			td->shared_dirty = req->op == SFS_IO_WRITE ||
+					   (td->shared_dirty &&
+					    req->op != SFS_IO_FLUSH);
 		if (td->slicing && req->op == SFS_IO_FLUSH) {
 			/* a flush empties every stream's drive cache too */
 			for (guint i = 0; i < td->streams->len; i++)

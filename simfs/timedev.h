@@ -106,6 +106,8 @@ struct sfs_timedev_counters {
 	uint64_t merges;	 /* requests merged into others */
 	uint64_t expired;	 /* scheduler deadline dispatches */
 	uint64_t slice_switches; /* cfq: slices opened with an arm move */
+	uint64_t shared_writeouts; /* cfq: stream 0's cached writes
+				      written out before a stream's */
 	sfs_ns_t busy_until_ns;	 /* the device is free from here */
 };
 

@@ -651,6 +651,23 @@ static int hdd_flush(struct hdd *h, sfs_ns_t now, struct sfs_dev_cost *cost)
 	return 0;
 }
 
+/*
+ * The drive writes its cache out on its own, from now: what idle time
+ * before now allowed went in the background, the rest is destaged now in
+ * `destage` order.  Like a flush without the command.
+ */
+static int hdd_writeout(struct sfs_devmodel *m, sfs_ns_t now,
+			struct sfs_dev_cost *cost)
+{
+	struct hdd *h = m->priv;
+
+	hdd_catch_up(h, now, cost);
+	hdd_stop_stream(h, now);
+	h->head_free = MAX(h->head_free, now);
+	hdd_destage(h, 0, G_MAXUINT64, false, cost);
+	return 0;
+}
+
 static int hdd_service(struct sfs_devmodel *m, const struct sfs_io_req *req,
 		       sfs_ns_t now, struct sfs_dev_cost *cost)
 {
@@ -920,6 +937,7 @@ const struct sfs_devmodel_ops sfs_devmodel_hdd_ops = {
     .init = hdd_init,
     .fini = hdd_fini,
     .service = hdd_service,
+    .writeout = hdd_writeout,
     .seek_time = hdd_seek_time,
     .geometry = hdd_geometry,
     .cylinder = hdd_cylinder,

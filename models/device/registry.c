@@ -444,6 +444,16 @@ out_free_items:
 	return rc;
 }
 
+/* A model filled the parts of *cost for a request at now: sum them, and
+ * remember now (time never goes back on a model). */
+static void dm_done(struct sfs_devmodel *m, sfs_ns_t now,
+		    struct sfs_dev_cost *cost)
+{
+	cost->total_ns = cost->overhead_ns + cost->seek_ns + cost->rotation_ns +
+			 cost->transfer_ns;
+	m->last_now = now;
+}
+
 int sfs_devmodel_cost(struct sfs_devmodel *m, const struct sfs_io_req *req,
 		      sfs_ns_t now, struct sfs_dev_cost *cost)
 {
@@ -471,9 +481,24 @@ int sfs_devmodel_cost(struct sfs_devmodel *m, const struct sfs_io_req *req,
 	rc = m->ops->service(m, req, now, cost);
 	if (rc)
 		return rc;
-	cost->total_ns = cost->overhead_ns + cost->seek_ns + cost->rotation_ns +
-			 cost->transfer_ns;
-	m->last_now = now;
+	dm_done(m, now, cost);
+	return 0;
+}
+
+int sfs_devmodel_writeout(struct sfs_devmodel *m, sfs_ns_t now,
+			  struct sfs_dev_cost *cost)
+{
+	int rc;
+
+	if (!m || !cost || now < m->last_now)
+		return -EINVAL;
+	memset(cost, 0, sizeof(*cost));
+	if (!m->ops->writeout)
+		return 0;
+	rc = m->ops->writeout(m, now, cost);
+	if (rc)
+		return rc;
+	dm_done(m, now, cost);
 	return 0;
 }
 

@@ -532,6 +532,56 @@ static void test_devmodel_hdd_idle_time_destages(void **state)
 	sfs_devmodel_free(m);
 }
 
+/*
+ * A write-out is a flush without the command: the same destage of the same
+ * writes, minus flush_ms; idle time before it still destages for free; a
+ * model without a write cache has nothing to write.
+ */
+static void test_devmodel_writeout_is_a_flush_without_command(void **state)
+{
+	struct sfs_devmodel *a = mk("hdd-2009"), *b = mk("hdd-2009");
+	struct sfs_devmodel *ssd = mk("ssd");
+	struct sfs_dev_cost fa, wb;
+	sfs_ns_t now = 0;
+
+	/* the same eight scattered writes, at the same times, to a and b */
+	for (int i = 0; i < 8; i++) {
+		uint64_t off = (uint64_t)(i + 1) * 3 * GiB;
+		struct sfs_dev_cost ca = cost_of(a, SFS_IO_WRITE, off, 4 * KiB,
+						 now);
+
+		assert_true(cost_of(b, SFS_IO_WRITE, off, 4 * KiB, now)
+				.cache_hit);
+		now += ca.total_ns;
+	}
+	fa = cost_of(a, SFS_IO_FLUSH, 0, 0, now);
+	assert_int_equal(sfs_devmodel_writeout(b, now, &wb), 0);
+	/* eight scattered blocks: eight media accesses */
+	assert_int_equal(wb.seeks, fa.seeks);
+	assert_true(wb.total_ns > 8 * 4000000);
+	/* the command's 0.1 ms is the only overhead missing; starting
+	 * 0.1 ms earlier shifts the rotational waits by less than a turn */
+	assert_int_equal(wb.overhead_ns + 100000, fa.overhead_ns);
+	assert_true(wb.total_ns < fa.total_ns + 60e9 / 7200 &&
+		    fa.total_ns < wb.total_ns + 60e9 / 7200);
+	/* nothing left: a second write-out costs nothing */
+	assert_int_equal(sfs_devmodel_writeout(b, now + wb.total_ns, &wb), 0);
+	assert_int_equal(wb.total_ns, 0);
+	/* idle time destages in the background */
+	cost_of(b, SFS_IO_WRITE, GiB, 64 * KiB, now + fa.total_ns);
+	assert_int_equal(
+	    sfs_devmodel_writeout(b, now + fa.total_ns + 1000000000, &wb), 0);
+	assert_int_equal(wb.total_ns, 0);
+	/* time going backwards is refused; no cache, nothing to write */
+	assert_int_equal(sfs_devmodel_writeout(b, 0, &wb), -EINVAL);
+	cost_of(ssd, SFS_IO_WRITE, 0, 64 * KiB, 0);
+	assert_int_equal(sfs_devmodel_writeout(ssd, 1000, &wb), 0);
+	assert_int_equal(wb.total_ns, 0);
+	sfs_devmodel_free(a);
+	sfs_devmodel_free(b);
+	sfs_devmodel_free(ssd);
+}
+
 /* ---- ssd ---- */
 
 static void test_devmodel_ssd_channels_work_in_parallel(void **state)
@@ -674,6 +724,7 @@ int main(void)
 	    cmocka_unit_test(test_devmodel_hdd_write_cache_absorbs_until_full),
 	    cmocka_unit_test(test_devmodel_hdd_flush_drains_write_cache),
 	    cmocka_unit_test(test_devmodel_hdd_destage_skip_loses_a_turn),
+	    cmocka_unit_test(test_devmodel_writeout_is_a_flush_without_command),
 	    cmocka_unit_test(test_devmodel_hdd_idle_time_destages),
 	    cmocka_unit_test(test_devmodel_ssd_channels_work_in_parallel),
 	    cmocka_unit_test(test_devmodel_hdd2009_sequential_66mbps),
