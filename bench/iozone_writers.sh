@@ -49,7 +49,10 @@ for preset in $PRESETS; do
 	for n in $JOBS; do
 		img=$dir/img
 		rm -f "$img"
-		"$SIMFS" mkfs --preset "$preset" "$img" 4G >/dev/null
+		# room for the files and the journal: 4 GiB, or more for big runs
+		imgmb=$(( n * SIZE * 5 / 4 + 512 ))
+		(( imgmb < 4096 )) && imgmb=4096
+		"$SIMFS" mkfs --preset "$preset" "$img" "${imgmb}M" >/dev/null
 		"$SIMFS" mount -o "preset=$preset,device=hdd-2009,sched=cfq,clock=emulate" "$img" "$mnt"
 		# initial writers, rewriters over the same files, then readers;
 		# between phases (untimed) the drive writes its cache out, as a
