@@ -97,7 +97,7 @@ struct timedev {
 	GPtrArray *streams;		 /* struct td_stream; lock */
 	uint32_t last_stream;		 /* of the last request served; lock */
 	bool shared_dirty;		 /* stream 0 wrote since the shared
-					    model's cache was last emptied */
+					    model's cache was emptied; lock */
 	uint64_t served;		 /* device requests served; lock */
 	uint64_t epoch;			 /* idle gaps >= slice_idle; lock */
 	unsigned plugged;		 /* plug depth; lock */
@@ -722,9 +722,10 @@ int sfs_timedev_set_model(struct sfs_bdev *bd, const char *spec, char **err)
 	g_mutex_lock(&td->lock);
 	g_ptr_array_add(td->old_models, td->model);
 	td->model = m;
-	/* stream copies start over on the new model; what their caches held
-	 * is not charged */
+	/* stream copies start over on the new model, and so does the shared
+	 * cache; what the old caches held is not charged */
 	g_ptr_array_set_size(td->streams, 0);
+	td->shared_dirty = false;
 	g_free(td->model_spec);
 	td->model_spec = g_strdup(spec);
 	g_mutex_unlock(&td->lock);
