@@ -1772,45 +1772,47 @@ out:
 	return rc;
 }
 
-/* The superblock field of `len` bytes (2 or 4, little endian) at `off` of
- * img, or 0 if it cannot be read. */
-static uint32_t sb_field(const char *img, unsigned off, size_t len)
+/* The primary superblock of img into *sb; false (and *sb zeroed) if it
+ * cannot be read. */
+static bool image_super(const char *img, struct sfs_dsuper *sb)
 {
-	uint8_t b[4] = {0};
 	int fd = open(img, O_RDONLY | O_CLOEXEC);
+	bool ok = fd >= 0 && pread(fd, sb, sizeof(*sb), SFS_SUPER_OFFSET) ==
+				 (ssize_t)sizeof(*sb);
 
-	if (fd < 0)
-		return 0;
-	if (pread(fd, b, len, SFS_SUPER_OFFSET + off) != (ssize_t)len)
-		memset(b, 0, sizeof(b));
-	close(fd);
-	return get32(b);
+	if (fd >= 0)
+		close(fd);
+	if (!ok)
+		memset(sb, 0, sizeof(*sb));
+	return ok;
 }
 
 static bool image_needs_recovery(const char *img)
 {
-	return sb_field(img, 0x60, 4) & SFS_FEATURE_INCOMPAT_RECOVER;
+	struct sfs_dsuper sb;
+
+	image_super(img, &sb);
+	return sfs_le32(sb.s_feature_incompat) & SFS_FEATURE_INCOMPAT_RECOVER;
 }
 
-/*
- * Does img's superblock say it was cleanly unmounted: state VALID without
- * ERROR, and no journal recovery pending?  Then it must be consistent.
- */
+/* Does img say it was cleanly unmounted?  Then it must be consistent. */
 static bool image_marked_clean(const char *img)
 {
-	uint32_t st = sb_field(img, 0x3A, 2);
+	struct sfs_dsuper sb;
 
-	return (st & (SFS_STATE_VALID | SFS_STATE_ERROR)) == SFS_STATE_VALID &&
-	       !image_needs_recovery(img);
+	return image_super(img, &sb) && sfs_sb_marked_clean(&sb);
 }
 
 /* The data= mode a mount of img with cfg gets: "auto" (or "") is ordered
  * on an image with a journal, none without (as fs.c decides). */
 static const char *effective_mode(const struct sfs_config *cfg, const char *img)
 {
+	struct sfs_dsuper sb;
+
 	if (cfg->journal[0] && strcmp(cfg->journal, "auto") != 0)
 		return cfg->journal;
-	return sb_field(img, 0x5C, 4) & SFS_FEATURE_COMPAT_HAS_JOURNAL
+	image_super(img, &sb);
+	return sfs_le32(sb.s_feature_compat) & SFS_FEATURE_COMPAT_HAS_JOURNAL
 		   ? "ordered"
 		   : "none";
 }

@@ -21,6 +21,7 @@
 
 #include <assert.h>
 #include <endian.h>
+#include <stdbool.h>
 #include <stdint.h>
 
 typedef uint32_t sfs_blk_t; /* filesystem block number (no 64bit feature) */
@@ -198,6 +199,16 @@ struct sfs_dsuper {
 	uint8_t s_pad3[0x400 - 0x24C];
 };
 static_assert(sizeof(struct sfs_dsuper) == 1024, "superblock size");
+
+/* A superblock that says its filesystem was cleanly unmounted: VALID
+ * without ERROR, and no journal recovery pending. */
+static inline bool sfs_sb_marked_clean(const struct sfs_dsuper *sb)
+{
+	return (sfs_le16(sb->s_state) & (SFS_STATE_VALID | SFS_STATE_ERROR)) ==
+		   SFS_STATE_VALID &&
+	       !(sfs_le32(sb->s_feature_incompat) &
+		 SFS_FEATURE_INCOMPAT_RECOVER);
+}
 
 /* ---- group descriptor (32 bytes, no 64bit) ---- */
 struct sfs_dgroup {

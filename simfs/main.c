@@ -1314,23 +1314,20 @@ static int cmd_umount(int argc, char **argv)
 		rc = SFS_EXIT_FAIL;
 		goto out;
 	}
-	if (!(sfs_le16(sb.s_state) & SFS_STATE_VALID) ||
-	    (sfs_le16(sb.s_state) & SFS_STATE_ERROR)) {
+	/* clean: VALID without ERROR, and a journaled image's log empty */
+	if (!sfs_sb_marked_clean(&sb)) {
+		bool state_ok = (sfs_le16(sb.s_state) &
+				 (SFS_STATE_VALID | SFS_STATE_ERROR)) ==
+				SFS_STATE_VALID;
+
 		sfs_err("umount",
-			"%s is not marked clean after unmounting "
-			"(write-back failed? see the system log); "
-			"run e2fsck",
-			source);
-		rc = SFS_EXIT_FAIL;
-		goto out;
-	}
-	/* a journaled image unmounted cleanly has an empty log */
-	if (sfs_le32(sb.s_feature_incompat) & SFS_FEATURE_INCOMPAT_RECOVER) {
-		sfs_err("umount",
-			"%s still needs journal recovery after unmounting "
-			"(write-back failed? see the system log); e2fsck -fy "
-			"or the next mount replays the log",
-			source);
+			"%s %s after unmounting (write-back failed? see the "
+			"system log); %s",
+			source,
+			state_ok ? "still needs journal recovery"
+				 : "is not marked clean",
+			state_ok ? "e2fsck -fy or the next mount replays the log"
+				 : "run e2fsck");
 		rc = SFS_EXIT_FAIL;
 		goto out;
 	}

@@ -332,10 +332,9 @@ static sfs_ns_t td_serve(struct timedev *td, const struct sfs_io_req *req,
 		if (sfs_devmodel_cost(td->model, req, rec.start_ns,
 				      &rec.cost) != 0)
 			memset(&rec.cost, 0, sizeof(rec.cost));
-		if (td->slicing)
-			td->shared_dirty = req->op == SFS_IO_WRITE ||
-					   (td->shared_dirty &&
-					    req->op != SFS_IO_FLUSH);
+		/* stream 0's writes wait in the shared cache (rule 6) */
+		if (td->slicing && req->op != SFS_IO_READ)
+			td->shared_dirty = req->op == SFS_IO_WRITE;
 		if (td->slicing && req->op == SFS_IO_FLUSH) {
 			/* a flush empties every stream's drive cache too */
 			for (guint i = 0; i < td->streams->len; i++)

@@ -641,13 +641,20 @@ static int hdd_write(struct hdd *h, uint64_t off, uint64_t len, sfs_ns_t now,
 	return 0;
 }
 
-static int hdd_flush(struct hdd *h, sfs_ns_t now, struct sfs_dev_cost *cost)
+/* Destage everything queued, the head free from `from` on (>= now). */
+static void hdd_write_all(struct hdd *h, sfs_ns_t now, sfs_ns_t from,
+			  struct sfs_dev_cost *cost)
 {
 	hdd_stop_stream(h, now);
-	cost->overhead_ns = ns_round(h->flush_ns);
-	/* the command first, then everything queued */
-	h->head_free = MAX(h->head_free, now + cost->overhead_ns);
+	h->head_free = MAX(h->head_free, from);
 	hdd_destage(h, 0, G_MAXUINT64, false, cost);
+}
+
+static int hdd_flush(struct hdd *h, sfs_ns_t now, struct sfs_dev_cost *cost)
+{
+	/* the command first, then everything queued */
+	cost->overhead_ns = ns_round(h->flush_ns);
+	hdd_write_all(h, now, now + cost->overhead_ns, cost);
 	return 0;
 }
 
@@ -662,9 +669,7 @@ static int hdd_writeout(struct sfs_devmodel *m, sfs_ns_t now,
 	struct hdd *h = m->priv;
 
 	hdd_catch_up(h, now, cost);
-	hdd_stop_stream(h, now);
-	h->head_free = MAX(h->head_free, now);
-	hdd_destage(h, 0, G_MAXUINT64, false, cost);
+	hdd_write_all(h, now, now, cost);
 	return 0;
 }
 

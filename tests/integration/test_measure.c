@@ -363,12 +363,9 @@ static void check_sync(void)
 	g_free(plain);
 	g_free(out);
 	g_free(err);
-	if (a)
-		json_node_unref(a);
-	if (b)
-		json_node_unref(b);
-	if (c)
-		json_node_unref(c);
+	g_clear_pointer(&a, json_node_unref);
+	g_clear_pointer(&b, json_node_unref);
+	g_clear_pointer(&c, json_node_unref);
 	g_free(ctl);
 }
 
