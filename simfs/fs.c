@@ -1738,9 +1738,9 @@ static int write_super_alone(struct sfs_fs *fs)
 /*
  * The final write-back failed part way (a full host disk under the image,
  * an I/O error), or an earlier step of the unmount did.  The superblock on
- * the device does not say "clean" (the final state is written last), but
- * it does not say "in error" either, and a journaled image's may not ask
- * for recovery.  Write it again, not clean and in error, so that nothing
+ * the device does not say "clean" (the final state is written last, and a
+ * journaled image still asks for recovery), but it does not say "in
+ * error" either.  Write it again, not clean and in error, so that nothing
  * trusts the image before e2fsck has looked at it (simfs umount reads the
  * state and fails).  Best effort: the device may refuse this too.
  */
