@@ -870,6 +870,11 @@ void sfs_iput(struct sfs_fs *fs, struct sfs_inode *ip)
 	if (--ip->refs > 0 || ip->opens > 0)
 		return;
 	if (ip->deleted || sfs_i_nlink(ip) == 0) {
+		/* still held by the kernel: freed at its forget */
+		if (!ip->deleted && fs->klookups &&
+		    g_hash_table_contains(fs->klookups,
+					  GUINT_TO_POINTER(ip->ino)))
+			return;
 		if (!ip->deleted && !fs->ro) {
 			int rc = inode_free(fs, ip);
 			if (rc)
@@ -886,6 +891,105 @@ void sfs_iput(struct sfs_fs *fs, struct sfs_inode *ip)
 	ip->lru_link.data = ip;
 	g_queue_push_tail_link(&fs->ilru, &ip->lru_link);
 	icache_trim(fs);
+}
+
+/* Is ip nameless, unused by the engine and held only by the kernel? */
+static bool held_only_by_kernel(struct sfs_inode *ip)
+{
+	return !ip->deleted && ip->refs == 0 && ip->opens == 0 &&
+	       sfs_i_nlink(ip) == 0;
+}
+
+void sfs_kernel_ref(struct sfs_fs *fs, struct sfs_inode *ip)
+{
+	gpointer key = GUINT_TO_POINTER(ip->ino);
+	gsize held;
+
+	if (!fs->klookups)
+		return;
+	held = GPOINTER_TO_SIZE(g_hash_table_lookup(fs->klookups, key));
+	g_hash_table_insert(fs->klookups, key, GSIZE_TO_POINTER(held + 1));
+}
+
+void sfs_fs_count_lookups(struct sfs_fs *fs)
+{
+	sfs_lock(fs);
+	if (!fs->klookups)
+		fs->klookups = g_hash_table_new(g_direct_hash, g_direct_equal);
+	sfs_unlock(fs);
+}
+
+void sfs_forget(struct sfs_fs *fs, sfs_ino_t ino, uint64_t n)
+{
+	gpointer key = GUINT_TO_POINTER(ino);
+	struct sfs_inode *ip;
+	gsize held;
+
+	if (!fs)
+		return;
+	/* a verb's begin, but not a workload operation: not counted */
+	sfs_lock(fs);
+	fs_tick(fs);
+	if (!fs->klookups)
+		goto out;
+	held = GPOINTER_TO_SIZE(g_hash_table_lookup(fs->klookups, key));
+	if (held > n) {
+		g_hash_table_insert(fs->klookups, key,
+				    GSIZE_TO_POINTER(held - n));
+		goto out;
+	}
+	/* the last reference (or more than were counted: forget them all) */
+	g_hash_table_remove(fs->klookups, key);
+	ip = g_hash_table_lookup(fs->icache, key);
+	if (ip && held_only_by_kernel(ip)) {
+		ip->refs = 1;
+		sfs_iput(fs, ip); /* frees it */
+	}
+out:
+	sfs_op_end(fs); /* a freed inode ends a journal operation */
+}
+
+unsigned sfs_reclaim_unlinked_locked(struct sfs_fs *fs)
+{
+	GHashTableIter it;
+	gpointer key;
+	GPtrArray *gone;
+	unsigned n;
+
+	if (!fs->klookups || g_hash_table_size(fs->klookups) == 0)
+		return 0;
+	gone = g_ptr_array_new();
+	g_hash_table_iter_init(&it, fs->klookups);
+	while (g_hash_table_iter_next(&it, &key, NULL)) {
+		struct sfs_inode *ip = g_hash_table_lookup(fs->icache, key);
+
+		if (ip && held_only_by_kernel(ip)) {
+			g_ptr_array_add(gone, ip);
+			g_hash_table_iter_remove(&it);
+		}
+	}
+	for (guint i = 0; i < gone->len; i++) {
+		struct sfs_inode *ip = gone->pdata[i];
+
+		ip->refs = 1;
+		sfs_iput(fs, ip); /* frees it */
+	}
+	n = gone->len;
+	g_ptr_array_free(gone, TRUE);
+	return n;
+}
+
+unsigned sfs_reclaim_unlinked(struct sfs_fs *fs)
+{
+	unsigned n;
+
+	if (!fs)
+		return 0;
+	sfs_lock(fs);
+	fs_tick(fs);
+	n = sfs_reclaim_unlinked_locked(fs);
+	sfs_op_end(fs);
+	return n;
 }
 
 #define SFS_TOPDIR_FL_ 0x00020000 /* EXT3_TOPDIR_FL: Orlov top of a tree */
@@ -1146,6 +1250,8 @@ static void fs_free(struct sfs_fs *fs)
 	g_queue_init(&fs->ilru);
 	if (fs->icache)
 		g_hash_table_destroy(fs->icache);
+	if (fs->klookups)
+		g_hash_table_destroy(fs->klookups);
 	if (fs->cache)
 		sfs_cache_free(fs->cache);
 	if (fs->bd)
@@ -1706,6 +1812,10 @@ static void free_orphans(struct sfs_fs *fs)
 	GHashTableIter it;
 	gpointer v;
 	GPtrArray *orphans = g_ptr_array_new();
+
+	/* at unmount the kernel holds nothing any more */
+	if (fs->klookups)
+		g_hash_table_remove_all(fs->klookups);
 
 	g_hash_table_iter_init(&it, fs->icache);
 	while (g_hash_table_iter_next(&it, NULL, &v)) {

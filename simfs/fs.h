@@ -153,6 +153,30 @@ int sfs_rename(struct sfs_fs *fs, sfs_ino_t parent, const char *name,
 int sfs_readlink(struct sfs_fs *fs, sfs_ino_t ino, char *buf, size_t size,
 		 size_t *len_out);
 
+/*
+ * Lookup references, the FUSE contract.  Once sfs_fs_count_lookups is
+ * called, every successful sfs_lookup, sfs_mknod, sfs_mkdir, sfs_symlink
+ * and sfs_link counts one reference to the inode it returns, taken under
+ * the same lock as the answer; sfs_forget gives n of them back.  An inode
+ * that loses its last link is freed only when neither the kernel nor an
+ * open holds it: the kernel may still open it (a path walk that found the
+ * name just before a rename replaced it), and its number must not be
+ * handed to a new file meanwhile.  Without counting (the engine used
+ * directly), an unlinked inode goes with its last open, as before.
+ */
+void sfs_fs_count_lookups(struct sfs_fs *fs);
+void sfs_forget(struct sfs_fs *fs, sfs_ino_t ino, uint64_t n);
+/*
+ * The kernel sends its forget just after the unlink that made an inode
+ * nameless, but on another daemon thread: a statfs or an allocation may
+ * come first.  sfs_statfs frees such inodes (unlinked, not open, held only
+ * by the kernel) before counting, and an allocation that failed with
+ * -ENOSPC can call this and try once more if it returns non-zero (the
+ * number freed).  The kernel's later open of one gets -ESTALE, on which it
+ * looks the name up again.
+ */
+unsigned sfs_reclaim_unlinked(struct sfs_fs *fs);
+
 /* ---- open files ---- */
 /*
  * An open reference keeps an unlinked inode alive until the last

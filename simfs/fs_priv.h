@@ -157,6 +157,9 @@ struct sfs_fs {
 	bool gd_dirty;
 
 	GHashTable *icache;     /* sfs_ino_t -> struct sfs_inode * */
+	/* references the kernel holds (FUSE lookup counts): sfs_ino_t ->
+	 * count, entries only while non-zero; NULL when not counted */
+	GHashTable *klookups;
 	GQueue ilru;            /* cached inodes with no refs/opens, LRU first */
 	GRand *rand;            /* seeded: generation numbers */
 
@@ -275,6 +278,11 @@ int sfs_iget(struct sfs_fs *fs, sfs_ino_t ino, struct sfs_inode **out);
 /* Drop a reference; frees the inode on disk if it has no links and no
  * other references or opens. */
 void sfs_iput(struct sfs_fs *fs, struct sfs_inode *ip);
+/* A verb hands the kernel an entry for ip: one more lookup reference, if
+ * they are counted (sfs_fs_count_lookups).  Under fs->lock. */
+void sfs_kernel_ref(struct sfs_fs *fs, struct sfs_inode *ip);
+/* sfs_reclaim_unlinked under fs->lock. */
+unsigned sfs_reclaim_unlinked_locked(struct sfs_fs *fs);
 /* Copy ip->d into its inode-table block and mark that block dirty. */
 int sfs_inode_dirty(struct sfs_fs *fs, struct sfs_inode *ip);
 /*

@@ -17,8 +17,11 @@
  *     what costs device time.
  *  4. Permissions are the kernel's job (the mount always carries
  *     default_permissions); access() is not implemented.
- *  5. Lookup counts are not tracked: the engine reads inodes on demand and
- *     keeps unlinked-but-open inodes alive itself, so forget is a no-op.
+ *  5. Lookup counts are the engine's (sfs_fs_count_lookups, fs.h): the
+ *     verbs that answer with an entry count one reference under their own
+ *     lock, forget gives them back, and an unlinked inode the kernel still
+ *     holds is not freed (nor its number reused) until then.  A reply that
+ *     does not reach the kernel gives its reference back at once.
  *  6. The engine serialises calls with its own lock, so the multi-threaded
  *     loop needs no locking here.  struct sfs_fuse is written only before
  *     the loop starts, except its control-file state (ctl_lock).
@@ -197,20 +200,36 @@ static void sfs_fuse_fill_entry(const struct sfs_attr *a,
 	e->entry_timeout = SFS_FUSE_TIMEOUT;
 }
 
-/* Reply to lookup/mknod/mkdir/symlink/link with rc and the new entry. */
+/*
+ * rc is -ENOSPC: unlinked inodes whose forget has not come yet may hold
+ * the space (rule 5).  Free them; true if any were, and the caller tries
+ * once more.
+ */
+static bool sfs_fuse_reclaim(fuse_req_t req, int rc)
+{
+	return rc == -ENOSPC && sfs_reclaim_unlinked(sfs_fuse_fs(req)) > 0;
+}
+
+/* Reply to lookup/mknod/mkdir/symlink/link with rc and the new entry
+ * (whose lookup reference the engine counted if rc is 0: rule 5). */
 static void sfs_fuse_reply_entry(fuse_req_t req, int rc,
 				 const struct sfs_attr *a)
 {
 	struct fuse_entry_param e;
 
-	if (rc == 0 && !sfs_fuse_ino_ok(a->ino))
-		rc = -EIO; /* a directory entry naming inode 0 or 1 */
 	if (rc < 0) {
 		sfs_fuse_reply_rc(req, rc);
 		return;
 	}
+	if (!sfs_fuse_ino_ok(a->ino)) {
+		/* a directory entry naming inode 0 or 1 */
+		sfs_forget(sfs_fuse_fs(req), a->ino, 1);
+		fuse_reply_err(req, EIO);
+		return;
+	}
 	sfs_fuse_fill_entry(a, &e);
-	fuse_reply_entry(req, &e);
+	if (fuse_reply_entry(req, &e) != 0) /* interrupted */
+		sfs_forget(sfs_fuse_fs(req), a->ino, 1);
 }
 
 static void sfs_fuse_reply_attr(fuse_req_t req, int rc,
@@ -640,14 +659,26 @@ static void sfs_fuse_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 	sfs_fuse_reply_entry(req, rc, &a);
 }
 
+/* Rule 5.  The root and the control files are not counted. */
+static void sfs_fuse_forget_one(struct sfs_fs *fs, fuse_ino_t ino,
+				uint64_t nlookup)
+{
+	if (ino != FUSE_ROOT_ID && sfs_fuse_ino_in(ino))
+		sfs_forget(fs, sfs_fuse_ino_in(ino), nlookup);
+}
+
 static void sfs_fuse_forget(fuse_req_t req, fuse_ino_t ino, uint64_t nlookup)
 {
-	fuse_reply_none(req); /* rule 5 */
+	sfs_fuse_forget_one(sfs_fuse_fs(req), ino, nlookup);
+	fuse_reply_none(req);
 }
 
 static void sfs_fuse_forget_multi(fuse_req_t req, size_t count,
 				  struct fuse_forget_data *forgets)
 {
+	for (size_t i = 0; i < count; i++)
+		sfs_fuse_forget_one(sfs_fuse_fs(req), forgets[i].ino,
+				    forgets[i].nlookup);
 	fuse_reply_none(req);
 }
 
@@ -776,8 +807,10 @@ static void sfs_fuse_mknod(fuse_req_t req, fuse_ino_t parent, const char *name,
 	if (sfs_ctl_new_name(parent, name))
 		rc = sfs_ctl_new_name(parent, name);
 	else if (p)
-		rc = sfs_mknod(sfs_fuse_fs(req), p, name, mode, (uint32_t)rdev,
-			       uid, gid, &a);
+		do
+			rc = sfs_mknod(sfs_fuse_fs(req), p, name, mode,
+				       (uint32_t)rdev, uid, gid, &a);
+		while (sfs_fuse_reclaim(req, rc));
 	sfs_fuse_reply_entry(req, rc, &a);
 }
 
@@ -793,8 +826,10 @@ static void sfs_fuse_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name,
 	if (sfs_ctl_new_name(parent, name))
 		rc = sfs_ctl_new_name(parent, name);
 	else if (p)
-		rc = sfs_mkdir(sfs_fuse_fs(req), p, name,
-			       S_IFDIR | (mode & 07777), uid, gid, &a);
+		do
+			rc = sfs_mkdir(sfs_fuse_fs(req), p, name,
+				       S_IFDIR | (mode & 07777), uid, gid, &a);
+		while (sfs_fuse_reclaim(req, rc));
 	sfs_fuse_reply_entry(req, rc, &a);
 }
 
@@ -810,7 +845,10 @@ static void sfs_fuse_symlink(fuse_req_t req, const char *link,
 	if (sfs_ctl_new_name(parent, name))
 		rc = sfs_ctl_new_name(parent, name);
 	else if (p)
-		rc = sfs_symlink(sfs_fuse_fs(req), p, name, link, uid, gid, &a);
+		do
+			rc = sfs_symlink(sfs_fuse_fs(req), p, name, link, uid,
+					 gid, &a);
+		while (sfs_fuse_reclaim(req, rc));
 	sfs_fuse_reply_entry(req, rc, &a);
 }
 
@@ -826,7 +864,9 @@ static void sfs_fuse_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent,
 	else if (sfs_ctl_new_name(newparent, newname))
 		rc = sfs_ctl_new_name(newparent, newname);
 	else if (i && p)
-		rc = sfs_link(sfs_fuse_fs(req), i, p, newname, &a);
+		do
+			rc = sfs_link(sfs_fuse_fs(req), i, p, newname, &a);
+		while (sfs_fuse_reclaim(req, rc));
 	sfs_fuse_reply_entry(req, rc, &a);
 }
 
@@ -868,7 +908,10 @@ static void sfs_fuse_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
 	else if (!p || !np)
 		rc = -ESTALE;
 	else
-		rc = sfs_rename(sfs_fuse_fs(req), p, name, np, newname, flags);
+		do
+			rc = sfs_rename(sfs_fuse_fs(req), p, name, np, newname,
+					flags);
+		while (sfs_fuse_reclaim(req, rc));
 	sfs_fuse_reply_rc(req, rc);
 }
 
@@ -952,20 +995,27 @@ static void sfs_fuse_create(fuse_req_t req, fuse_ino_t parent, const char *name,
 	if (sfs_ctl_new_name(parent, name))
 		rc = sfs_ctl_new_name(parent, name);
 	else if (p)
-		rc = sfs_mknod(fs, p, name, S_IFREG | (mode & 07777), 0, uid,
-			       gid, &a);
-	if (rc == 0 && !sfs_fuse_ino_ok(a.ino))
-		rc = -EIO;
-	if (rc == 0)
-		rc = sfs_open(fs, a.ino, fi->flags);
+		do
+			rc = sfs_mknod(fs, p, name, S_IFREG | (mode & 07777), 0,
+				       uid, gid, &a);
+		while (sfs_fuse_reclaim(req, rc));
 	if (rc < 0) {
+		sfs_fuse_reply_rc(req, rc);
+		return;
+	}
+	/* from here the engine counts a lookup reference (rule 5) */
+	rc = sfs_fuse_ino_ok(a.ino) ? sfs_open(fs, a.ino, fi->flags) : -EIO;
+	if (rc < 0) {
+		sfs_forget(fs, a.ino, 1);
 		sfs_fuse_reply_rc(req, rc);
 		return;
 	}
 	sfs_fuse_set_direct(fi);
 	sfs_fuse_fill_entry(&a, &e);
-	if (fuse_reply_create(req, &e, fi) != 0)
+	if (fuse_reply_create(req, &e, fi) != 0) {
 		sfs_release(fs, a.ino);
+		sfs_forget(fs, a.ino, 1);
+	}
 }
 
 static void sfs_fuse_read(fuse_req_t req, fuse_ino_t ino, size_t size,
@@ -1028,8 +1078,10 @@ static void sfs_fuse_write(fuse_req_t req, fuse_ino_t ino, const char *buf,
 		.flags = (fi && (fi->fh & SFS_FH_ODIRECT)) ? SFS_IOCTX_DIRECT : 0,
 		.pid = (uint32_t)fuse_req_ctx(req)->pid,
 	};
-	rc = sfs_write_ctx(sfs_fuse_fs(req), i, (uint64_t)off, buf, size, &ctx,
-			   &written);
+	do
+		rc = sfs_write_ctx(sfs_fuse_fs(req), i, (uint64_t)off, buf,
+				   size, &ctx, &written);
+	while (written == 0 && sfs_fuse_reclaim(req, rc));
 	if (written > size)
 		written = size;
 	if (rc < 0 && written == 0)
@@ -1075,7 +1127,7 @@ static void sfs_fuse_fallocate(fuse_req_t req, fuse_ino_t ino, int mode,
 			       struct fuse_file_info *fi)
 {
 	sfs_ino_t i = sfs_fuse_ino_in(ino);
-	int m = 0;
+	int m = 0, rc;
 
 	(void)fi;
 	if (sfs_ctl_of(ino) >= 0 || !i) {
@@ -1094,9 +1146,11 @@ static void sfs_fuse_fallocate(fuse_req_t req, fuse_ino_t ino, int mode,
 		fuse_reply_err(req, EOPNOTSUPP);
 		return;
 	}
-	sfs_fuse_reply_rc(req, sfs_fallocate(sfs_fuse_fs(req), i, m,
-					     (uint64_t)offset,
-					     (uint64_t)length));
+	do
+		rc = sfs_fallocate(sfs_fuse_fs(req), i, m, (uint64_t)offset,
+				   (uint64_t)length);
+	while (sfs_fuse_reclaim(req, rc));
+	sfs_fuse_reply_rc(req, rc);
 }
 
 /* ---- directories ---- */
@@ -1243,14 +1297,20 @@ static void sfs_fuse_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name,
 			      const char *value, size_t size, int flags)
 {
 	sfs_ino_t i = sfs_fuse_ino_in(ino);
+	int rc;
 
 	if (sfs_ctl_of(ino) >= 0) {
 		fuse_reply_err(req, EPERM);
 		return;
 	}
-	sfs_fuse_reply_rc(
-	    req, i ? sfs_setxattr(sfs_fuse_fs(req), i, name, value, size, flags)
-		   : -ESTALE);
+	if (!i) {
+		fuse_reply_err(req, ESTALE);
+		return;
+	}
+	do
+		rc = sfs_setxattr(sfs_fuse_fs(req), i, name, value, size, flags);
+	while (sfs_fuse_reclaim(req, rc));
+	sfs_fuse_reply_rc(req, rc);
 }
 
 /* size 0 is a probe for the value's length (fuse_reply_xattr). */
@@ -1491,6 +1551,7 @@ int sfs_fuse_mount(struct sfs_fuse *f, struct sfs_fs *fs,
 		   const char *mountpoint)
 {
 	f->fs = fs;
+	sfs_fs_count_lookups(fs); /* rule 5 */
 	if (fuse_session_mount(f->se, mountpoint) != 0)
 		return -EIO;
 	f->mounted = true;

@@ -1005,6 +1005,8 @@ int sfs_statfs(struct sfs_fs *fs, struct sfs_statfs *out)
 	if (!fs || !out)
 		return -EINVAL;
 	sfs_op_begin(fs, SFS_OP_STATFS);
+	/* what only a late forget still holds is as good as free */
+	sfs_reclaim_unlinked_locked(fs);
 	/* Overhead as ext2's statfs counts it: block 0 (1 KiB blocks),
 	 * superblock and GDT copies, bitmaps and inode tables. */
 	overhead = fs->first_data_block;

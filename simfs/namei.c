@@ -257,8 +257,10 @@ static int nm_create(struct sfs_fs *fs, sfs_ino_t parent, const char *name,
 	rc2 = nm_touch_dir(fs, dp);
 	if (!rc)
 		rc = rc2;
-	if (!rc && out)
+	if (!rc && out) {
 		sfs_i_to_attr(fs, ip, out);
+		sfs_kernel_ref(fs, ip);
+	}
 out_put:
 	sfs_iput(fs, ip);
 out_put_dir:
@@ -291,6 +293,7 @@ int sfs_lookup(struct sfs_fs *fs, sfs_ino_t parent, const char *name,
 	rc = nm_get_child(fs, dp, name, len, &ip);
 	if (!rc) {
 		sfs_i_to_attr(fs, ip, out);
+		sfs_kernel_ref(fs, ip);
 		sfs_iput(fs, ip);
 	}
 	sfs_iput(fs, dp);
@@ -406,8 +409,10 @@ int sfs_link(struct sfs_fs *fs, sfs_ino_t ino, sfs_ino_t newparent,
 	rc2 = nm_touch_dir(fs, dp);
 	if (!rc)
 		rc = rc2;
-	if (!rc && out)
+	if (!rc && out) {
 		sfs_i_to_attr(fs, ip, out);
+		sfs_kernel_ref(fs, ip);
+	}
 out_put_dir:
 	sfs_iput(fs, dp);
 out_put:

@@ -492,6 +492,71 @@ static void test_namei_unlink_open_file(void **state)
 	sfs_tfs_free(t);
 }
 
+/*
+ * With lookup counting (the FUSE adapter's mode), an inode that loses its
+ * last name while the kernel holds it stays until the kernel forgets it:
+ * an open racing a rename over its name still finds the old file, and its
+ * number is not handed out again meanwhile.  statfs and
+ * sfs_reclaim_unlinked free such inodes early; unmount frees the rest.
+ */
+static void test_namei_kernel_lookups_hold_unlinked(void **state)
+{
+	struct sfs_tfs *t = tfs_new(4096);
+	struct sfs_statfs st0, st1;
+	struct sfs_attr a;
+	sfs_ino_t old, tmp, c, x, y;
+
+	(void)state;
+	sfs_fs_count_lookups(t->fs);
+	old = mkfile(t->fs, ROOT, "name"); /* one reference: the create */
+	write_str(t->fs, old, "old");
+	assert_int_equal(sfs_lookup(t->fs, ROOT, "name", &a), 0); /* two */
+	tmp = mkfile(t->fs, ROOT, "tmp");
+	write_str(t->fs, tmp, "new");
+	assert_int_equal(sfs_rename(t->fs, ROOT, "tmp", ROOT, "name", 0), 0);
+	assert_int_equal(ino_of(t->fs, ROOT, "name"), tmp);
+
+	/* the kernel opens what its path walk found before the rename */
+	assert_int_equal(nlink_of(t->fs, old), 0);
+	assert_int_equal(sfs_open(t->fs, old, O_RDONLY), 0);
+	assert_content(t->fs, old, "old");
+	assert_int_equal(sfs_release(t->fs, old), 0);
+	assert_int_equal(sfs_link(t->fs, old, ROOT, "back", &a), -ENOENT);
+	c = mkfile(t->fs, ROOT, "c");
+	assert_int_not_equal(c, old);
+
+	sfs_forget(t->fs, old, 1);
+	assert_int_equal(nlink_of(t->fs, old), 0); /* one reference left */
+	sfs_forget(t->fs, old, 1);
+	assert_int_equal(sfs_getattr(t->fs, old, &a), -ESTALE);
+	sfs_forget(t->fs, old, 1); /* more than were counted: ignored */
+
+	/* statfs frees what only a late forget would have */
+	assert_int_equal(sfs_statfs(t->fs, &st0), 0);
+	x = mkfile(t->fs, ROOT, "x");
+	write_str(t->fs, x, "some bytes");
+	assert_int_equal(sfs_unlink(t->fs, ROOT, "x"), 0);
+	assert_int_equal(nlink_of(t->fs, x), 0);
+	assert_int_equal(sfs_statfs(t->fs, &st1), 0);
+	assert_int_equal(st1.inodes_free, st0.inodes_free);
+	assert_int_equal(st1.blocks_free, st0.blocks_free);
+	assert_int_equal(sfs_getattr(t->fs, x, &a), -ESTALE);
+	sfs_forget(t->fs, x, 1); /* the forget that comes late */
+
+	/* as does a failed allocation, through sfs_reclaim_unlinked */
+	y = mkfile(t->fs, ROOT, "y");
+	assert_int_equal(sfs_unlink(t->fs, ROOT, "y"), 0);
+	assert_int_equal(sfs_reclaim_unlinked(t->fs), 1);
+	assert_int_equal(sfs_reclaim_unlinked(t->fs), 0);
+	assert_int_equal(sfs_getattr(t->fs, y, &a), -ESTALE);
+
+	/* one still held at unmount is freed there: e2fsck sees no orphan */
+	mkfile(t->fs, ROOT, "z");
+	assert_int_equal(sfs_unlink(t->fs, ROOT, "z"), 0);
+	sfs_tfs_assert_clean(t);
+	sfs_tfs_free(t);
+}
+
 /* Plain renames: within and across directories, over files and dirs. */
 static void test_namei_rename_replace(void **state)
 {
@@ -851,6 +916,7 @@ int main(void)
 	    cmocka_unit_test(test_namei_symlinks),
 	    cmocka_unit_test(test_namei_hard_links),
 	    cmocka_unit_test(test_namei_unlink_open_file),
+	    cmocka_unit_test(test_namei_kernel_lookups_hold_unlinked),
 	    cmocka_unit_test(test_namei_rename_replace),
 	    cmocka_unit_test(test_namei_rename_errors),
 	    cmocka_unit_test(test_namei_rename_noop_and_noreplace),
