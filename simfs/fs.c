@@ -800,9 +800,9 @@ int sfs_iget(struct sfs_fs *fs, sfs_ino_t ino, struct sfs_inode **out)
 	}
 	if (fs->inode_size > SFS_GOOD_OLD_INODE_SIZE &&
 	    sfs_le16(ip->d.i_extra_isize) > fs->inode_size - 128) {
-		g_free(ip);
 		sfs_fs_error(fs, -EIO, "inode %u: bad i_extra_isize %u", ino,
 			     sfs_le16(ip->d.i_extra_isize));
+		g_free(ip);
 		return -EIO;
 	}
 	ip->refs = 1;
