@@ -1180,6 +1180,15 @@ int sfs_inode_alloc(struct sfs_fs *fs, struct sfs_inode *dir, uint32_t mode,
 			     "bitmap", ino);
 		return -EIO;
 	}
+	/* A corrupt bitmap can call an inode free that is in use (cached,
+	 * not deleted): taking it would leave two inodes with one number. */
+	ip = g_hash_table_lookup(fs->icache, GUINT_TO_POINTER(ino));
+	if (ip && !ip->deleted) {
+		sfs_cache_put(fs->cache, b);
+		sfs_fs_error(fs, -EIO, "inode %u is in use but free in the "
+			     "bitmap", ino);
+		return -EIO;
+	}
 	bit_set(b->data, idx);
 	sfs_meta_dirty(fs, b);
 	sfs_cache_put(fs->cache, b);
