@@ -1238,9 +1238,32 @@ static void inode_free_cb(gpointer p)
 	g_free(ip);
 }
 
+/*
+ * The inodes still cached when the filesystem goes may hold state outside
+ * the table: delayed blocks (an unmount that could not write them: a
+ * journaled filesystem in error) and placement state (a file given an xattr
+ * block but never opened).  Dropped as on eviction, while the cache and
+ * the placement model are still there.
+ */
+static void icache_drop_state(struct sfs_fs *fs)
+{
+	GHashTableIter it;
+	gpointer ip;
+
+	if (!fs->icache || !fs->alloc)
+		return;
+	g_hash_table_iter_init(&it, fs->icache);
+	while (g_hash_table_iter_next(&it, NULL, &ip)) {
+		sfs_da_drop(fs, ip);
+		if (fs->alloc->ops->release_inode)
+			fs->alloc->ops->release_inode(fs->alloc, ip);
+	}
+}
+
 static void fs_free(struct sfs_fs *fs)
 {
 	flusher_stop(fs);
+	icache_drop_state(fs);
 	if (fs->jnl)
 		sfs_jnl_free(fs->jnl); /* before the cache it pins buffers in */
 	fs->jnl = NULL;
