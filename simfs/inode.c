@@ -57,7 +57,14 @@ void sfs_i_add_blocks(struct sfs_fs *fs, struct sfs_inode *ip, int64_t delta)
 	uint64_t sectors = sfs_le32(ip->d.i_blocks);
 	int64_t d = delta * (int64_t)(fs->bs / 512);
 
-	assert(d >= 0 || (uint64_t)-d <= sectors);
+	if (d < 0 && (uint64_t)-d > sectors) {
+		/* i_blocks comes from the image: a corrupt count is an
+		 * error, not a wrap-around */
+		sfs_fs_error(fs, -EIO, "inode %u: i_blocks %llu is less than "
+			     "the %lld sectors freed", ip->ino,
+			     (unsigned long long)sectors, (long long)-d);
+		d = -(int64_t)sectors;
+	}
 	ip->d.i_blocks = sfs_cpu_to_le32((uint32_t)(sectors + d));
 }
 
