@@ -434,8 +434,11 @@ static int jl_read_inode(const struct jl_reader *r, const struct sfs_dsuper *sb,
 	uint8_t *buf;
 	int rc;
 
+	/* a power of two no larger than the block: no slot straddles two
+	 * blocks (the superblock is not checked yet: recovery comes first) */
 	if (ino == 0 || ino > sfs_le32(sb->s_inodes_count) || ipg == 0 ||
-	    isize < SFS_GOOD_OLD_INODE_SIZE || isize > r->bs) {
+	    isize < SFS_GOOD_OLD_INODE_SIZE || isize > r->bs ||
+	    (isize & (isize - 1))) {
 		set_err(err,
 			"journal inode %u out of range (or bad inode "
 			"geometry)",
