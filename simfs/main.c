@@ -709,6 +709,13 @@ static uint64_t sfs_json_u64_at(JsonNode *root, const char *prefix,
 	return v;
 }
 
+/* The engine's messages (a filesystem error's reason, warnings) once the
+ * daemon's stderr is /dev/null. */
+static void printerr_to_syslog(const gchar *msg)
+{
+	syslog(LOG_ERR, "%s", msg);
+}
+
 /*
  * sfs_fs_close_fn of a daemon: one line to syslog with the run's totals,
  * after the final write-back.  A timing device reports under
@@ -757,6 +764,7 @@ static void sfs_mount_ready(void *arg)
 		return;
 	openlog("simfs", LOG_PID, LOG_DAEMON);
 	sfs_fuse_log_to_syslog();
+	g_set_printerr_handler(printerr_to_syslog);
 	fd = open("/dev/null", O_RDWR | O_CLOEXEC);
 	if (fd >= 0) {
 		dup2(fd, STDIN_FILENO);
