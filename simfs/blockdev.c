@@ -35,6 +35,7 @@
 #include <glib.h>
 
 #include "blockdev.h"
+#include "lock.h"
 
 #define BDF_BOUNCE_BYTES (1u << 20) /* bounce buffer for O_DIRECT */
 #define BDF_SECTOR 512u		    /* O_DIRECT granularity we accept */
@@ -48,7 +49,7 @@ struct sfs_bdev {
 	enum sfs_io_cat cur_cat; /* category of the request in ops, if any */
 	sfs_bdev_hook_fn hook;	 /* may be NULL */
 	void *hook_arg;
-	GMutex ctr_lock; /* protects ctr */
+	sfs_mutex ctr_lock; /* protects ctr */
 	struct sfs_bdev_counters ctr;
 };
 
@@ -111,7 +112,7 @@ struct sfs_bdev *sfs_bdev_new(const struct sfs_bdev_ops *ops, void *priv,
 	bd->priv = priv;
 	bd->size_bytes = size_bytes;
 	bd->cur_cat = SFS_IO_OTHER;
-	g_mutex_init(&bd->ctr_lock);
+	sfs_mutex_init(&bd->ctr_lock);
 	return bd;
 }
 
@@ -155,23 +156,23 @@ void sfs_bdev_counters(const struct sfs_bdev *bd, struct sfs_bdev_counters *out)
 {
 	struct sfs_bdev *mbd = (struct sfs_bdev *)bd;
 
-	g_mutex_lock(&mbd->ctr_lock);
+	sfs_mutex_lock(&mbd->ctr_lock);
 	*out = bd->ctr;
-	g_mutex_unlock(&mbd->ctr_lock);
+	sfs_mutex_unlock(&mbd->ctr_lock);
 }
 
 /* Count one request that reached the door in range; rc is its result. */
 static void bd_account(struct sfs_bdev *bd, const struct sfs_io_req *req,
 		       int rc)
 {
-	g_mutex_lock(&bd->ctr_lock);
+	sfs_mutex_lock(&bd->ctr_lock);
 	bd->ctr.reqs[req->op]++;
 	bd->ctr.bytes[req->op] += req->len_bytes;
 	bd->ctr.cat_reqs[req->op][req->cat]++;
 	bd->ctr.cat_bytes[req->op][req->cat] += req->len_bytes;
 	if (rc)
 		bd->ctr.errors++;
-	g_mutex_unlock(&bd->ctr_lock);
+	sfs_mutex_unlock(&bd->ctr_lock);
 }
 
 /* Reject a request outside the device (or malformed): -EINVAL, counted. */
@@ -180,9 +181,9 @@ static int bd_check(struct sfs_bdev *bd, enum sfs_io_cat cat, uint64_t off,
 {
 	if ((unsigned)cat >= SFS_IO_NCAT || len == 0 || (need_buf && !buf) ||
 	    off > bd->size_bytes || len > bd->size_bytes - off) {
-		g_mutex_lock(&bd->ctr_lock);
+		sfs_mutex_lock(&bd->ctr_lock);
 		bd->ctr.errors++;
-		g_mutex_unlock(&bd->ctr_lock);
+		sfs_mutex_unlock(&bd->ctr_lock);
 		return -EINVAL;
 	}
 	return 0;
@@ -328,7 +329,7 @@ void sfs_bdev_close(struct sfs_bdev *bd)
 		return;
 	if (bd->ops->close)
 		bd->ops->close(bd);
-	g_mutex_clear(&bd->ctr_lock);
+	sfs_mutex_clear(&bd->ctr_lock);
 	g_free(bd);
 }
 

@@ -1296,7 +1296,7 @@ static void fs_free(struct sfs_fs *fs)
 		sfs_clock_free(fs->clock);
 	g_free(fs->gd);
 	g_free(fs->err_msg);
-	g_mutex_clear(&fs->lock);
+	sfs_mutex_clear(&fs->lock);
 	g_free(fs);
 }
 
@@ -1680,7 +1680,7 @@ int sfs_fs_open(struct sfs_bdev *bd, const struct sfs_config *cfg,
 		return -EINVAL;
 	}
 	fs = g_new0(struct sfs_fs, 1);
-	g_mutex_init(&fs->lock);
+	sfs_mutex_init(&fs->lock);
 	g_queue_init(&fs->ilru);
 	fs->cfg = *cfg;
 	fs->bd = bd;

@@ -30,6 +30,7 @@
 #include <glib.h>
 
 #include "alloc.h"
+#include "lock.h"
 #include "cache.h"
 #include "fs.h"
 
@@ -128,7 +129,7 @@ struct sfs_da_counters {
 };
 
 struct sfs_fs {
-	GMutex lock;
+	sfs_mutex lock;
 	struct sfs_config cfg;
 	struct sfs_bdev *bd;
 	struct sfs_cache *cache;
@@ -201,8 +202,8 @@ struct sfs_fs {
 };
 
 /* ---- locking ---- */
-static inline void sfs_lock(struct sfs_fs *fs) { g_mutex_lock(&fs->lock); }
-static inline void sfs_unlock(struct sfs_fs *fs) { g_mutex_unlock(&fs->lock); }
+static inline void sfs_lock(struct sfs_fs *fs) { sfs_mutex_lock(&fs->lock); }
+static inline void sfs_unlock(struct sfs_fs *fs) { sfs_mutex_unlock(&fs->lock); }
 
 /* ---- counting ---- */
 static inline void sfs_count_op(struct sfs_fs *fs, enum sfs_op op)

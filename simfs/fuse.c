@@ -54,6 +54,7 @@
 
 #include "clock.h"
 #include "fuse_adapter.h"
+#include "lock.h"
 #include "stats.h"
 
 #define SFS_FUSE_TIMEOUT 1.0		/* entry and attr validity, s */
@@ -113,7 +114,7 @@ struct sfs_fuse {
 	void (*ready)(void *arg); /* called once, from init */
 	void *ready_arg;
 	struct timespec ctl_time; /* time stamps of the control files */
-	GMutex ctl_lock;
+	sfs_mutex ctl_lock;
 	uint64_t ctl_size[SFS_CTL_N]; /* latest snapshot's size; ctl_lock */
 	unsigned ctl_open[SFS_CTL_N]; /* open handles; ctl_lock */
 	char *last_error;	      /* of a config write, or NULL; ctl_lock */
@@ -313,10 +314,10 @@ static char *sfs_ctl_render(struct sfs_fuse *f, enum sfs_ctl c, size_t *len)
 		free(text);
 		return out;
 	case SFS_CTL_LAST_ERROR:
-		g_mutex_lock(&f->ctl_lock);
+		sfs_mutex_lock(&f->ctl_lock);
 		out = f->last_error ? g_strconcat(f->last_error, "\n", NULL)
 				    : g_strdup("");
-		g_mutex_unlock(&f->ctl_lock);
+		sfs_mutex_unlock(&f->ctl_lock);
 		*len = strlen(out);
 		return out;
 	default:
@@ -346,10 +347,10 @@ static void sfs_ctl_stat(struct sfs_fuse *f, enum sfs_ctl c, struct stat *st)
 	st->st_atim = st->st_mtim = st->st_ctim = f->ctl_time;
 	if (c == SFS_CTL_DIR)
 		return;
-	g_mutex_lock(&f->ctl_lock);
+	sfs_mutex_lock(&f->ctl_lock);
 	fresh = f->ctl_open[c] == 0;
 	size = f->ctl_size[c];
-	g_mutex_unlock(&f->ctl_lock);
+	sfs_mutex_unlock(&f->ctl_lock);
 	if (fresh) {
 		size_t len = 0;
 		char *text = sfs_ctl_render(f, c, &len);
@@ -417,18 +418,18 @@ static void sfs_ctl_open(fuse_req_t req, int c, struct fuse_file_info *fi)
 			return;
 		}
 	}
-	g_mutex_lock(&f->ctl_lock);
+	sfs_mutex_lock(&f->ctl_lock);
 	f->ctl_open[c]++;
 	if (h->data)
 		f->ctl_size[c] = h->len;
-	g_mutex_unlock(&f->ctl_lock);
+	sfs_mutex_unlock(&f->ctl_lock);
 	fi->direct_io = 1;
 	fi->keep_cache = 0;
 	fi->fh = (uint64_t)(uintptr_t)h;
 	if (fuse_reply_open(req, fi) != 0) {
-		g_mutex_lock(&f->ctl_lock);
+		sfs_mutex_lock(&f->ctl_lock);
 		f->ctl_open[c]--;
-		g_mutex_unlock(&f->ctl_lock);
+		sfs_mutex_unlock(&f->ctl_lock);
 		g_free(h->data);
 		g_free(h);
 	}
@@ -539,12 +540,12 @@ static void sfs_ctl_write(fuse_req_t req, int c, const char *buf, size_t size,
 		else if (*opts)
 			rc = sfs_fs_set_knobs(f->fs, opts, &err);
 	}
-	g_mutex_lock(&f->ctl_lock);
+	sfs_mutex_lock(&f->ctl_lock);
 	g_free(f->last_error);
 	f->last_error = NULL;
 	if (rc < 0)
 		f->last_error = g_strdup(err ? err : g_strerror(-rc));
-	g_mutex_unlock(&f->ctl_lock);
+	sfs_mutex_unlock(&f->ctl_lock);
 	if (rc < 0) {
 		fuse_log(FUSE_LOG_WARNING, "/%s/config: write refused: %s\n",
 			 SFS_CTL_DIRNAME, err ? err : g_strerror(-rc));
@@ -562,10 +563,10 @@ static void sfs_ctl_release(fuse_req_t req, int c, struct fuse_file_info *fi)
 	struct sfs_ctl_handle *h = sfs_ctl_handle(fi);
 
 	if (h && c > SFS_CTL_DIR) {
-		g_mutex_lock(&f->ctl_lock);
+		sfs_mutex_lock(&f->ctl_lock);
 		if (f->ctl_open[c])
 			f->ctl_open[c]--;
-		g_mutex_unlock(&f->ctl_lock);
+		sfs_mutex_unlock(&f->ctl_lock);
 		g_free(h->data);
 		g_free(h);
 	}
@@ -1519,7 +1520,7 @@ int sfs_fuse_new(const char *opts, bool debug, struct sfs_fuse **out)
 
 	fuse_set_log_func(sfs_fuse_log_stderr);
 	f = g_new0(struct sfs_fuse, 1);
-	g_mutex_init(&f->ctl_lock);
+	sfs_mutex_init(&f->ctl_lock);
 	wall = sfs_clock_wall_ns();
 	f->ctl_time.tv_sec = (time_t)(wall / SFS_NS_PER_S);
 	f->ctl_time.tv_nsec = (long)(wall % SFS_NS_PER_S);
@@ -1542,7 +1543,7 @@ int sfs_fuse_new(const char *opts, bool debug, struct sfs_fuse **out)
 
 out_free:
 	fuse_opt_free_args(&args);
-	g_mutex_clear(&f->ctl_lock);
+	sfs_mutex_clear(&f->ctl_lock);
 	g_free(f);
 	return rc;
 }
@@ -1604,6 +1605,6 @@ void sfs_fuse_free(struct sfs_fuse *f)
 		fuse_session_unmount(f->se);
 	fuse_session_destroy(f->se);
 	g_free(f->last_error);
-	g_mutex_clear(&f->ctl_lock);
+	sfs_mutex_clear(&f->ctl_lock);
 	g_free(f);
 }

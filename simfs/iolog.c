@@ -24,6 +24,7 @@
 #include <glib.h>
 
 #include "iolog.h"
+#include "lock.h"
 #include "timedev.h"
 
 #define IOLOG_PENDING 8 /* requests in flight the hook can time */
@@ -35,7 +36,7 @@ struct iolog_pending {
 };
 
 struct sfs_iolog {
-	GMutex lock;
+	sfs_mutex lock;
 	FILE *f;
 	bool is_stdout;	      /* "-": not closed */
 	int err;	      /* first error, -errno; sticky */
@@ -80,7 +81,7 @@ int sfs_iolog_open(const char *path, struct sfs_iolog **out)
 			return -errno;
 	}
 	log = g_new0(struct sfs_iolog, 1);
-	g_mutex_init(&log->lock);
+	sfs_mutex_init(&log->lock);
 	log->f = f;
 	log->is_stdout = f == stdout;
 	if (fputs("# simfs iolog v1\n"
@@ -115,9 +116,9 @@ int sfs_iolog_record(struct sfs_iolog *log, const struct sfs_iolog_rec *r)
 
 	if (!log || !r)
 		return -EINVAL;
-	g_mutex_lock(&log->lock);
+	sfs_mutex_lock(&log->lock);
 	rc = iolog_write_locked(log, r);
-	g_mutex_unlock(&log->lock);
+	sfs_mutex_unlock(&log->lock);
 	return rc;
 }
 
@@ -125,9 +126,9 @@ uint64_t sfs_iolog_count(struct sfs_iolog *log)
 {
 	uint64_t n;
 
-	g_mutex_lock(&log->lock);
+	sfs_mutex_lock(&log->lock);
 	n = log->count;
-	g_mutex_unlock(&log->lock);
+	sfs_mutex_unlock(&log->lock);
 	return n;
 }
 
@@ -135,9 +136,9 @@ uint64_t sfs_iolog_failed(struct sfs_iolog *log)
 {
 	uint64_t n;
 
-	g_mutex_lock(&log->lock);
+	sfs_mutex_lock(&log->lock);
 	n = log->failed;
-	g_mutex_unlock(&log->lock);
+	sfs_mutex_unlock(&log->lock);
 	return n;
 }
 
@@ -154,7 +155,7 @@ int sfs_iolog_close(struct sfs_iolog *log)
 	} else if (fclose(log->f) == EOF && !rc) {
 		rc = -errno;
 	}
-	g_mutex_clear(&log->lock);
+	sfs_mutex_clear(&log->lock);
 	g_free(log);
 	return rc;
 }
@@ -166,19 +167,19 @@ int sfs_iolog_close(struct sfs_iolog *log)
 void sfs_iolog_set_time_source(struct sfs_iolog *log, sfs_iolog_now_fn now,
 			       void *ctx)
 {
-	g_mutex_lock(&log->lock);
+	sfs_mutex_lock(&log->lock);
 	log->now = now;
 	log->now_ctx = now ? ctx : NULL;
-	g_mutex_unlock(&log->lock);
+	sfs_mutex_unlock(&log->lock);
 }
 
 void sfs_iolog_chain_hook(struct sfs_iolog *log, sfs_bdev_hook_fn next,
 			  void *next_arg)
 {
-	g_mutex_lock(&log->lock);
+	sfs_mutex_lock(&log->lock);
 	log->next = next;
 	log->next_arg = next ? next_arg : NULL;
-	g_mutex_unlock(&log->lock);
+	sfs_mutex_unlock(&log->lock);
 }
 
 int sfs_iolog_hook(void *arg, const struct sfs_io_req *req, bool done,
@@ -191,12 +192,12 @@ int sfs_iolog_hook(void *arg, const struct sfs_io_req *req, bool done,
 	sfs_ns_t t = 0;
 	int rc = 0;
 
-	g_mutex_lock(&log->lock);
+	sfs_mutex_lock(&log->lock);
 	now = log->now;
 	now_ctx = log->now_ctx;
 	next = log->next;
 	next_arg = log->next_arg;
-	g_mutex_unlock(&log->lock);
+	sfs_mutex_unlock(&log->lock);
 
 	if (next)
 		rc = next(next_arg, req, done, result);
@@ -205,7 +206,7 @@ int sfs_iolog_hook(void *arg, const struct sfs_io_req *req, bool done,
 	if (now)
 		t = now(now_ctx);
 
-	g_mutex_lock(&log->lock);
+	sfs_mutex_lock(&log->lock);
 	if (!done) {
 		for (unsigned i = 0; i < IOLOG_PENDING; i++) {
 			if (!log->pending[i].req) {
@@ -237,7 +238,7 @@ int sfs_iolog_hook(void *arg, const struct sfs_io_req *req, bool done,
 			iolog_write_locked(log, &r);
 		}
 	}
-	g_mutex_unlock(&log->lock);
+	sfs_mutex_unlock(&log->lock);
 	return 0;
 }
 

@@ -60,7 +60,7 @@ struct st_source {
 };
 
 struct sfs_stats {
-	GMutex lock;
+	sfs_mutex lock;
 	GPtrArray *sources; /* struct st_source *, in order; by lock */
 };
 
@@ -315,7 +315,7 @@ struct sfs_stats *sfs_stats_new(void)
 {
 	struct sfs_stats *st = g_new0(struct sfs_stats, 1);
 
-	g_mutex_init(&st->lock);
+	sfs_mutex_init(&st->lock);
 	st->sources = g_ptr_array_new();
 	return st;
 }
@@ -327,7 +327,7 @@ void sfs_stats_free(struct sfs_stats *st)
 	for (guint i = 0; i < st->sources->len; i++)
 		source_free(st->sources->pdata[i]);
 	g_ptr_array_free(st->sources, TRUE);
-	g_mutex_clear(&st->lock);
+	sfs_mutex_clear(&st->lock);
 	g_free(st);
 }
 
@@ -353,7 +353,7 @@ int sfs_stats_add_source_full(struct sfs_stats *st, const char *section,
 	    strcmp(section, ST_VERSION_KEY) == 0 ||
 	    !g_utf8_validate(section, -1, NULL))
 		return -EINVAL;
-	g_mutex_lock(&st->lock);
+	sfs_mutex_lock(&st->lock);
 	if (source_index(st, section) >= 0) {
 		rc = -EEXIST;
 		goto out_unlock;
@@ -365,7 +365,7 @@ int sfs_stats_add_source_full(struct sfs_stats *st, const char *section,
 	src->destroy = destroy;
 	g_ptr_array_add(st->sources, src);
 out_unlock:
-	g_mutex_unlock(&st->lock);
+	sfs_mutex_unlock(&st->lock);
 	return rc;
 }
 
@@ -382,11 +382,11 @@ int sfs_stats_remove_source(struct sfs_stats *st, const char *section)
 
 	if (!st || !section)
 		return -EINVAL;
-	g_mutex_lock(&st->lock);
+	sfs_mutex_lock(&st->lock);
 	i = source_index(st, section);
 	if (i >= 0)
 		src = g_ptr_array_steal_index(st->sources, (guint)i);
-	g_mutex_unlock(&st->lock);
+	sfs_mutex_unlock(&st->lock);
 	if (!src)
 		return -ENOENT;
 	source_free(src);
@@ -402,10 +402,10 @@ int sfs_stats_freeze_source(struct sfs_stats *st, const char *section)
 
 	if (!st || !section)
 		return -EINVAL;
-	g_mutex_lock(&st->lock);
+	sfs_mutex_lock(&st->lock);
 	i = source_index(st, section);
 	if (i < 0) {
-		g_mutex_unlock(&st->lock);
+		sfs_mutex_unlock(&st->lock);
 		return -ENOENT;
 	}
 	src = st->sources->pdata[i];
@@ -417,7 +417,7 @@ int sfs_stats_freeze_source(struct sfs_stats *st, const char *section)
 		src->ctx = NULL;
 		src->destroy = NULL;
 	}
-	g_mutex_unlock(&st->lock);
+	sfs_mutex_unlock(&st->lock);
 	if (destroy)
 		destroy(ctx);
 	return 0;
@@ -429,9 +429,9 @@ bool sfs_stats_has_source(struct sfs_stats *st, const char *section)
 
 	if (!st || !section)
 		return false;
-	g_mutex_lock(&st->lock);
+	sfs_mutex_lock(&st->lock);
 	found = source_index(st, section) >= 0;
-	g_mutex_unlock(&st->lock);
+	sfs_mutex_unlock(&st->lock);
 	return found;
 }
 
@@ -594,7 +594,7 @@ int sfs_stats_add_bdev(struct sfs_stats *st, const char *section,
 
 struct cache_src {
 	struct sfs_cache *cache;
-	GMutex *lock; /* serialises the cache, or NULL */
+	sfs_mutex *lock; /* serialises the cache, or NULL */
 };
 
 static void cache_source(void *ctx, struct sfs_stats_writer *w)
@@ -602,14 +602,14 @@ static void cache_source(void *ctx, struct sfs_stats_writer *w)
 	struct cache_src *cs = ctx;
 
 	if (cs->lock)
-		g_mutex_lock(cs->lock);
+		sfs_mutex_lock(cs->lock);
 	sfs_stats_put_cache(w, cs->cache);
 	if (cs->lock)
-		g_mutex_unlock(cs->lock);
+		sfs_mutex_unlock(cs->lock);
 }
 
 int sfs_stats_add_cache(struct sfs_stats *st, const char *section,
-			struct sfs_cache *c, GMutex *lock)
+			struct sfs_cache *c, sfs_mutex *lock)
 {
 	struct cache_src *cs;
 	int rc;
@@ -634,11 +634,11 @@ static struct st_node *snapshot_tree(struct sfs_stats *st)
 {
 	struct st_node *root = node_new("", ST_SECTION);
 
-	g_mutex_lock(&st->lock);
+	sfs_mutex_lock(&st->lock);
 	for (guint i = 0; i < st->sources->len; i++)
 		g_ptr_array_add(root->v.kids,
 				source_run(st->sources->pdata[i]));
-	g_mutex_unlock(&st->lock);
+	sfs_mutex_unlock(&st->lock);
 	return root;
 }
 

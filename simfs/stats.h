@@ -28,7 +28,7 @@
  *           sfs_stats_put_hist(w, "write_size_bytes", &fs->ctr.wsize);
  *   }
  *
- * Locking: st->lock (one GMutex) is held while sources are added, removed
+ * Locking: st->lock (one sfs_mutex) is held while sources are added, removed
  * and while a snapshot runs their callbacks, so a source removed is never
  * called again once sfs_stats_remove_source returns.  Lock order: st->lock
  * first, then whatever a callback takes (a layer's own lock).  So never add
@@ -49,6 +49,7 @@
 
 #include "blockdev.h"
 #include "cache.h"
+#include "lock.h"
 
 /* ---- histograms: log2 buckets, embedded in a layer's own struct ---- */
 
@@ -190,7 +191,7 @@ int sfs_stats_add_bdev(struct sfs_stats *st, const char *section,
  * from the thread that uses the cache.  Remove or freeze before freeing c.
  */
 int sfs_stats_add_cache(struct sfs_stats *st, const char *section,
-			struct sfs_cache *c, GMutex *lock);
+			struct sfs_cache *c, sfs_mutex *lock);
 
 /*
  * Section `section` with a timing device's counters: the model, requests

@@ -63,6 +63,7 @@
 
 #include <glib.h>
 
+#include "lock.h"
 #include "sched.h"
 #include "timedev.h"
 
@@ -86,7 +87,7 @@ struct timedev {
 	struct sfs_bdev *lower;	 /* owned */
 	struct sfs_clock *clock; /* the caller's */
 	gint mode;		 /* enum sfs_timedev_mode; atomic */
-	GMutex lock;
+	sfs_mutex lock;
 	sfs_ns_t skew_ns;		 /* device time - clock time; lock */
 	struct sfs_devmodel *model;	 /* owned; lock */
 	GPtrArray *old_models;		 /* replaced ones, freed at close */
@@ -424,7 +425,7 @@ static void td_charge(struct timedev *td, const struct sfs_io_req *req,
 	struct sfs_timedev_counters *c = &td->cnt;
 	sfs_ns_t done, skew;
 
-	g_mutex_lock(&td->lock);
+	sfs_mutex_lock(&td->lock);
 	skew = td->skew_ns;
 	now += skew;
 	c->reqs[req->op]++;
@@ -433,12 +434,12 @@ static void td_charge(struct timedev *td, const struct sfs_io_req *req,
 	c->cat_bytes[req->op][req->cat] += req->len_bytes;
 	if (td->plugged && req->op == SFS_IO_WRITE &&
 	    sfs_sched_add(td->sched, req, now, NULL) == 0) {
-		g_mutex_unlock(&td->lock);
+		sfs_mutex_unlock(&td->lock);
 		return;
 	}
 	td_drain(td, now);
 	done = td_serve(td, req, now, now, 1);
-	g_mutex_unlock(&td->lock);
+	sfs_mutex_unlock(&td->lock);
 	td_wait(td, done, skew);
 }
 
@@ -510,7 +511,7 @@ static void td_close(struct sfs_bdev *bd)
 	sfs_sched_free(td->sched);
 	sfs_devmodel_free(td->model);
 	g_ptr_array_free(td->old_models, TRUE);
-	g_mutex_clear(&td->lock);
+	sfs_mutex_clear(&td->lock);
 	g_free(td);
 }
 
@@ -563,7 +564,7 @@ int sfs_timedev_new(struct sfs_bdev *lower, struct sfs_clock *clock,
 	td->model_spec = g_strdup(opts->model ? opts->model : "hdd-2009");
 	td->streams =
 	    g_ptr_array_new_with_free_func((GDestroyNotify)td_stream_free);
-	g_mutex_init(&td->lock);
+	sfs_mutex_init(&td->lock);
 	*out = sfs_bdev_new(&td_ops, td, sfs_bdev_size_bytes(lower));
 	sfs_bdev_set_known_zero(*out, sfs_bdev_known_zero(lower));
 	return 0;
@@ -592,9 +593,9 @@ int sfs_timedev_plug(struct sfs_bdev *bd)
 
 	if (!td)
 		return -EINVAL;
-	g_mutex_lock(&td->lock);
+	sfs_mutex_lock(&td->lock);
 	td->plugged++;
-	g_mutex_unlock(&td->lock);
+	sfs_mutex_unlock(&td->lock);
 	return 0;
 }
 
@@ -605,19 +606,19 @@ int sfs_timedev_unplug(struct sfs_bdev *bd)
 
 	if (!td)
 		return -EINVAL;
-	g_mutex_lock(&td->lock);
+	sfs_mutex_lock(&td->lock);
 	if (!td->plugged) {
-		g_mutex_unlock(&td->lock);
+		sfs_mutex_unlock(&td->lock);
 		return -EINVAL;
 	}
 	if (--td->plugged) {
-		g_mutex_unlock(&td->lock);
+		sfs_mutex_unlock(&td->lock);
 		return 0;
 	}
 	td_drain(td, td_now(td));
 	done = td->cnt.busy_until_ns;
 	skew = td->skew_ns;
-	g_mutex_unlock(&td->lock);
+	sfs_mutex_unlock(&td->lock);
 	td_wait(td, done, skew);
 	return 0;
 }
@@ -628,9 +629,9 @@ int sfs_timedev_counters(struct sfs_bdev *bd, struct sfs_timedev_counters *out)
 
 	if (!td)
 		return -EINVAL;
-	g_mutex_lock(&td->lock);
+	sfs_mutex_lock(&td->lock);
 	*out = td->cnt;
-	g_mutex_unlock(&td->lock);
+	sfs_mutex_unlock(&td->lock);
 	return 0;
 }
 
@@ -640,10 +641,10 @@ int sfs_timedev_set_log(struct sfs_bdev *bd, sfs_timedev_log_fn fn, void *arg)
 
 	if (!td)
 		return -EINVAL;
-	g_mutex_lock(&td->lock);
+	sfs_mutex_lock(&td->lock);
 	td->log_fn = fn;
 	td->log_arg = fn ? arg : NULL;
-	g_mutex_unlock(&td->lock);
+	sfs_mutex_unlock(&td->lock);
 	return 0;
 }
 
@@ -654,9 +655,9 @@ const struct sfs_devmodel *sfs_timedev_model(struct sfs_bdev *bd)
 
 	if (!td)
 		return NULL;
-	g_mutex_lock(&td->lock);
+	sfs_mutex_lock(&td->lock);
 	m = td->model;
-	g_mutex_unlock(&td->lock);
+	sfs_mutex_unlock(&td->lock);
 	return m;
 }
 
@@ -677,7 +678,7 @@ int sfs_timedev_set_mode(struct sfs_bdev *bd, enum sfs_timedev_mode mode)
 
 	if (!td || (mode != SFS_TIMEDEV_ACCOUNT && mode != SFS_TIMEDEV_EMULATE))
 		return -EINVAL;
-	g_mutex_lock(&td->lock);
+	sfs_mutex_lock(&td->lock);
 	if (g_atomic_int_get(&td->mode) != SFS_TIMEDEV_EMULATE &&
 	    mode == SFS_TIMEDEV_EMULATE && !sfs_clock_is_virtual(td->clock)) {
 		/* forgive account mode's backlog: idle from now on */
@@ -686,7 +687,7 @@ int sfs_timedev_set_mode(struct sfs_bdev *bd, enum sfs_timedev_mode mode)
 			td->skew_ns += td->cnt.busy_until_ns - now;
 	}
 	g_atomic_int_set(&td->mode, mode);
-	g_mutex_unlock(&td->lock);
+	sfs_mutex_unlock(&td->lock);
 	return 0;
 }
 
@@ -718,7 +719,7 @@ int sfs_timedev_set_model(struct sfs_bdev *bd, const char *spec, char **err)
 		sfs_devmodel_free(m);
 		return -EINVAL;
 	}
-	g_mutex_lock(&td->lock);
+	sfs_mutex_lock(&td->lock);
 	g_ptr_array_add(td->old_models, td->model);
 	td->model = m;
 	/* stream copies start over on the new model, and so does the shared
@@ -727,7 +728,7 @@ int sfs_timedev_set_model(struct sfs_bdev *bd, const char *spec, char **err)
 	td->shared_dirty = false;
 	g_free(td->model_spec);
 	td->model_spec = g_strdup(spec);
-	g_mutex_unlock(&td->lock);
+	sfs_mutex_unlock(&td->lock);
 	return 0;
 }
 

@@ -638,11 +638,11 @@ static void test_stats_cache_source_reports_hits_and_misses(void **state)
 	struct sfs_stats *st = sfs_stats_new();
 	struct sfs_cache *c = NULL;
 	struct sfs_buf *b;
-	GMutex lock;
+	sfs_mutex lock;
 	JsonNode *j;
 	char *text;
 
-	g_mutex_init(&lock);
+	sfs_mutex_init(&lock);
 	assert_int_equal(sfs_cache_new(ram, 1024, 1 << 20, &c), 0);
 	assert_int_equal(sfs_stats_add_cache(st, "cache", c, &lock), 0);
 	assert_int_equal(sfs_stats_add_cache(st, "cache", c, NULL), -EEXIST);
@@ -667,7 +667,7 @@ static void test_stats_cache_source_reports_hits_and_misses(void **state)
 	sfs_stats_free(st);
 	sfs_cache_free(c);
 	sfs_bdev_close(ram);
-	g_mutex_clear(&lock);
+	sfs_mutex_clear(&lock);
 }
 
 static void test_stats_timedev_source_reports_model_time(void **state)
