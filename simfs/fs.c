@@ -1147,6 +1147,26 @@ static void set_id(uint16_t *lo, uint16_t *hi, uint32_t id)
 	*hi = sfs_cpu_to_le16((uint16_t)(id >> 16));
 }
 
+/* Does inode ino's slot on disk hold a live inode?  1, 0, or -errno. */
+static int slot_in_use(struct sfs_fs *fs, sfs_ino_t ino)
+{
+	const struct sfs_dinode *d;
+	struct sfs_buf *b;
+	sfs_blk_t blk;
+	uint32_t off;
+	int rc;
+
+	inode_loc(fs, ino, &blk, &off);
+	rc = sfs_cache_get(fs->cache, blk, SFS_IO_INODE, &b);
+	if (rc)
+		return rc;
+	d = (const struct sfs_dinode *)(b->data + off);
+	rc = d->i_mode != 0 && sfs_le16(d->i_links_count) != 0 &&
+	     d->i_dtime == 0;
+	sfs_cache_put(fs->cache, b);
+	return rc;
+}
+
 int sfs_inode_alloc(struct sfs_fs *fs, struct sfs_inode *dir, uint32_t mode,
 		    uint32_t uid, uint32_t gid, struct sfs_inode **out)
 {
@@ -1180,11 +1200,15 @@ int sfs_inode_alloc(struct sfs_fs *fs, struct sfs_inode *dir, uint32_t mode,
 			     "bitmap", ino);
 		return -EIO;
 	}
-	/* A corrupt bitmap can call an inode free that is in use (cached,
-	 * not deleted): taking it would leave two inodes with one number. */
+	/* A corrupt bitmap can call an inode free that is in use (cached and
+	 * not deleted, or on disk with links and no deletion time): taking
+	 * it would leave two files with one number. */
 	ip = g_hash_table_lookup(fs->icache, GUINT_TO_POINTER(ino));
-	if (ip && !ip->deleted) {
+	rc = ip && !ip->deleted ? 1 : ip ? 0 : slot_in_use(fs, ino);
+	if (rc) {
 		sfs_cache_put(fs->cache, b);
+		if (rc < 0)
+			return rc;
 		sfs_fs_error(fs, -EIO, "inode %u is in use but free in the "
 			     "bitmap", ino);
 		return -EIO;

@@ -1214,6 +1214,28 @@ static void test_fuzzimage_live_inode_free_in_bitmap(void **state)
 	fz_leak_check("live inode free in the bitmap");
 }
 
+/* The same with the live inode not in memory: its slot on disk tells. */
+static void test_fuzzimage_uncached_inode_free_in_bitmap(void **state)
+{
+	struct fz_state *st = *state;
+	sfs_ino_t ino = ino_of(st, 0, "small");
+	uint8_t *map = st->work + st->img[0].ibitmap_off;
+	struct sfs_attr a;
+	struct sfs_fs *fs;
+
+	map[(ino - 1) / 8] &= (uint8_t) ~(1u << ((ino - 1) % 8));
+	fs = fz_open(st, "");
+	assert_non_null(fs);
+	assert_int_equal(
+	    sfs_mknod(fs, SFS_ROOT_INO, "new", SFS_S_IFREG | 0644, 0, 0, 0, &a),
+	    -EIO);
+	assert_int_equal(sfs_lookup(fs, SFS_ROOT_INO, "small", &a), 0);
+	assert_int_equal(a.ino, ino);
+	assert_int_equal(sfs_lookup(fs, SFS_ROOT_INO, "new", &a), -ENOENT);
+	sfs_fs_close(fs);
+	fz_leak_check("uncached live inode free in the bitmap");
+}
+
 /* An inode size that is not a power of two, seen by the journal before
  * the superblock checks: refused, with no read past the inode's block. */
 static void test_fuzzimage_journal_odd_inode_size(void **state)
@@ -1271,6 +1293,7 @@ int main(void)
 	    cmocka_unit_test(test_fuzzimage_bad_extra_isize),
 	    cmocka_unit_test(test_fuzzimage_iblocks_too_small),
 	    cmocka_unit_test(test_fuzzimage_live_inode_free_in_bitmap),
+	    cmocka_unit_test(test_fuzzimage_uncached_inode_free_in_bitmap),
 	    cmocka_unit_test(test_fuzzimage_journal_odd_inode_size),
 	    cmocka_unit_test(test_fuzzimage_unmount_drops_inode_state),
 	};
