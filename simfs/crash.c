@@ -209,6 +209,8 @@ enum wop_kind {
 	W_FSYNC,
 	W_SYNC,
 	W_UNMOUNT,
+	W_OPEN,	 /* an open reference: the file outlives its last name */
+	W_CLOSE, /* its release */
 };
 
 /* One op of a workload, as issued (plain data). */
@@ -436,8 +438,8 @@ static void model_apply(struct model *m, const struct wop *op, bool durable)
 }
 
 static const char *const wop_names[] = {
-    "create", "mkdir", "write", "trunc", "rename",
-    "unlink", "rmdir", "fsync", "sync",	 "unmount",
+    "create", "mkdir", "write", "trunc", "rename", "unlink",
+    "rmdir",  "fsync", "sync",	"unmount", "open",   "close",
 };
 
 static void wop_desc(const struct wop *op, char *buf, size_t len)
@@ -464,7 +466,9 @@ static void wop_desc(const struct wop *op, char *buf, size_t len)
 		g_snprintf(buf, len, "%s %s", n, op->name);
 		break;
 	case W_FSYNC:
-		g_snprintf(buf, len, "fsync #%u", op->a);
+	case W_OPEN:
+	case W_CLOSE:
+		g_snprintf(buf, len, "%s #%u", n, op->a);
 		break;
 	default:
 		g_snprintf(buf, len, "%s", n);
@@ -590,6 +594,10 @@ static int w_engine(struct wctx *w, struct wop *op)
 		return sfs_rmdir(fs, o->ino, op->name);
 	case W_FSYNC:
 		return sfs_fsync(fs, o->ino, false);
+	case W_OPEN:
+		return sfs_open(fs, o->ino, O_RDWR);
+	case W_CLOSE:
+		return sfs_release(fs, o->ino);
 	case W_SYNC:
 		return sfs_fs_sync(fs);
 	case W_UNMOUNT:
@@ -700,6 +708,13 @@ static void w_fsync(struct wctx *w, uint32_t id)
 	w_issue(w, &op);
 }
 
+static void w_open(struct wctx *w, uint32_t id, bool open)
+{
+	struct wop op = {.kind = open ? W_OPEN : W_CLOSE, .a = id};
+
+	w_issue(w, &op);
+}
+
 static void w_sync(struct wctx *w)
 {
 	struct wop op = {.kind = W_SYNC};
@@ -793,6 +808,38 @@ static void wl_unlink(struct wctx *w)
 	w_fsync(w, n);
 	w_unlink(w, 0, "u2");
 	w_file(w, 0, "n1", 4);
+}
+
+static void wl_orphan_setup(struct wctx *w)
+{
+	w_file(w, 0, "o0", 4);
+	w_file(w, 0, "o1", 5);
+	w_file(w, 0, "o2", 3);
+}
+
+/*
+ * Files that lose their last name while open (the orphan list): their
+ * blocks stay theirs until the last close, then new files take them; one
+ * is still open when the power goes, and recovery must free it.
+ */
+static void wl_orphan(struct wctx *w)
+{
+	uint32_t o0 = model_lookup(w->m, 0, "o0");
+	uint32_t o1 = model_lookup(w->m, 0, "o1");
+	uint32_t n;
+
+	w_open(w, o0, true);
+	w_open(w, o1, true);
+	w_unlink(w, 0, "o0");
+	n = w_file(w, 0, "n0", 4);
+	w_fsync(w, n);
+	w_unlink(w, 0, "o1");
+	w_unlink(w, 0, "o2");
+	w_open(w, o0, false);
+	w_file(w, 0, "n1", 6);
+	w_sync(w);
+	w_write(w, n, 4, 2);
+	w_fsync(w, n);
 }
 
 static void wl_truncate_setup(struct wctx *w)
@@ -1004,6 +1051,8 @@ static const struct workload workloads[] = {
      wl_rename},
     {"unlink", "unlink files, then new files take their blocks",
      wl_unlink_setup, wl_unlink},
+    {"orphan", "unlink open files, close one, new files take its blocks",
+     wl_orphan_setup, wl_orphan},
     {"truncate", "shrink, reuse, grow over a hole, rewrite in place",
      wl_truncate_setup, wl_truncate},
     {"dirs", "mkdir/rmdir a tree, move directories", NULL, wl_dirs},

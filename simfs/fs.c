@@ -762,7 +762,12 @@ static void icache_trim(struct sfs_fs *fs)
 	}
 }
 
-int sfs_iget(struct sfs_fs *fs, sfs_ino_t ino, struct sfs_inode **out)
+/*
+ * sfs_iget, or with `orphan` an inode named by the on-disk orphan list: in
+ * use (a mode) but possibly without links, its i_dtime the next link.
+ */
+static int iget_slot(struct sfs_fs *fs, sfs_ino_t ino, bool orphan,
+		     struct sfs_inode **out)
 {
 	struct sfs_inode *ip;
 	struct sfs_buf *b;
@@ -793,8 +798,9 @@ int sfs_iget(struct sfs_fs *fs, sfs_ino_t ino, struct sfs_inode **out)
 	ip->ino = ino;
 	memcpy(&ip->d, b->data + off, fs->inode_size);
 	sfs_cache_put(fs->cache, b);
-	if (sfs_le16(ip->d.i_links_count) == 0 || ip->d.i_mode == 0 ||
-	    ip->d.i_dtime != 0) {
+	if (ip->d.i_mode == 0 ||
+	    (!orphan && (sfs_le16(ip->d.i_links_count) == 0 ||
+			 ip->d.i_dtime != 0))) {
 		g_free(ip);
 		return -ESTALE;
 	}
@@ -811,6 +817,157 @@ int sfs_iget(struct sfs_fs *fs, sfs_ino_t ino, struct sfs_inode **out)
 	return 0;
 }
 
+int sfs_iget(struct sfs_fs *fs, sfs_ino_t ino, struct sfs_inode **out)
+{
+	return iget_slot(fs, ino, false, out);
+}
+
+/* ---- the orphan list (ext3_orphan_add / ext3_orphan_del) ---- */
+
+/* Kept only where a crash is recovered from a log: ext2 (and ext4 with no
+ * journal) leave a nameless inode to e2fsck. */
+static bool orphans_kept(const struct sfs_fs *fs)
+{
+	return sfs_jnl_journaled(fs->jnl) && !fs->ro && !fs->error;
+}
+
+/* ip has no name but stays in use: put it at the head of the list, in the
+ * same transaction as the change that took its last link. */
+static void orphan_add(struct sfs_fs *fs, struct sfs_inode *ip)
+{
+	if (ip->orphan || !orphans_kept(fs))
+		return;
+	ip->d.i_dtime = fs->sb.s_last_orphan;
+	fs->sb.s_last_orphan = sfs_cpu_to_le32(ip->ino);
+	fs->sb_dirty = true;
+	g_queue_push_head(&fs->orphans, ip);
+	ip->orphan = true;
+	if (sfs_inode_dirty(fs, ip))
+		sfs_fs_error(fs, -EIO, "inode %u: cannot write its orphan "
+			     "link", ip->ino);
+}
+
+/* Take ip off the list: its predecessor (or the superblock) now names
+ * the inode after it. */
+static void orphan_del(struct sfs_fs *fs, struct sfs_inode *ip)
+{
+	GList *l;
+
+	if (!ip->orphan)
+		return;
+	l = g_queue_find(&fs->orphans, ip);
+	if (!l->prev) {
+		fs->sb.s_last_orphan = ip->d.i_dtime;
+		fs->sb_dirty = true;
+	} else {
+		struct sfs_inode *prev = l->prev->data;
+
+		prev->d.i_dtime = ip->d.i_dtime;
+		if (sfs_inode_dirty(fs, prev))
+			sfs_fs_error(fs, -EIO, "inode %u: cannot write its "
+				     "orphan link", prev->ino);
+	}
+	g_queue_delete_link(&fs->orphans, l);
+	ip->orphan = false;
+	ip->d.i_dtime = 0;
+}
+
+/* Copy inode ino's slot as it is on disk (through the cache). */
+static int slot_read(struct sfs_fs *fs, sfs_ino_t ino, struct sfs_dinode *out)
+{
+	struct sfs_buf *b;
+	sfs_blk_t blk;
+	uint32_t off;
+	int rc;
+
+	inode_loc(fs, ino, &blk, &off);
+	rc = sfs_cache_get(fs->cache, blk, SFS_IO_INODE, &b);
+	if (rc)
+		return rc;
+	memset(out, 0, sizeof(*out));
+	memcpy(out, b->data + off, MIN(sizeof(*out), (size_t)fs->inode_size));
+	sfs_cache_put(fs->cache, b);
+	return 0;
+}
+
+/* Does the orphan list hold together: inodes in the table, in use, no
+ * loop?  0, or -EIO with the inode that breaks it in *bad. */
+static int orphan_list_check(struct sfs_fs *fs, sfs_ino_t *bad)
+{
+	uint32_t max = sfs_le32(fs->sb.s_inodes_count);
+	GHashTable *seen = g_hash_table_new(g_direct_hash, g_direct_equal);
+	sfs_ino_t ino = sfs_le32(fs->sb.s_last_orphan);
+	struct sfs_dinode d;
+	int rc = 0;
+
+	while (ino && rc == 0) {
+		*bad = ino;
+		if (ino < SFS_FIRST_INO || ino > max ||
+		    !g_hash_table_add(seen, GUINT_TO_POINTER(ino)))
+			rc = -EIO;
+		else if ((rc = slot_read(fs, ino, &d)) == 0 && d.i_mode == 0)
+			rc = -EIO;
+		else
+			ino = sfs_le32(d.i_dtime);
+	}
+	g_hash_table_destroy(seen);
+	return rc;
+}
+
+/*
+ * Mount: finish what a crash left on the orphan list (ext3_orphan_cleanup).
+ * An inode there without links lost its last name while in use: it is
+ * freed now.  One with links was being truncated (the kernel lists those
+ * too): its blocks past i_size go.  A list that leaves the inode table,
+ * names a free inode or loops is an error, and the list is left alone.
+ * The number of inodes dealt with, or -errno.
+ */
+static int orphan_cleanup(struct sfs_fs *fs)
+{
+	sfs_ino_t ino = sfs_le32(fs->sb.s_last_orphan), bad = 0;
+	GPtrArray *held;
+	int rc, n;
+
+	if (!ino || fs->ro)
+		return 0;
+	rc = orphan_list_check(fs, &bad);
+	if (rc) {
+		sfs_fs_error(fs, -EIO, "the orphan list is broken at inode %u",
+			     bad);
+		return rc;
+	}
+	held = g_ptr_array_new();
+	while (ino) {
+		struct sfs_inode *ip;
+
+		rc = iget_slot(fs, ino, true, &ip);
+		if (rc)
+			break;
+		g_ptr_array_add(held, ip);
+		g_queue_push_tail(&fs->orphans, ip);
+		ip->orphan = true;
+		ino = sfs_le32(ip->d.i_dtime);
+	}
+	for (guint i = 0; i < held->len && rc == 0; i++) {
+		struct sfs_inode *ip = held->pdata[i];
+
+		if (sfs_i_nlink(ip) == 0)
+			continue; /* freed by its sfs_iput below */
+		orphan_del(fs, ip);
+		rc = sfs_imap(fs, ip)->truncate(
+		    fs, ip, (uint32_t)((sfs_i_size(ip) + fs->bs - 1) >>
+				       fs->bs_log));
+		if (rc == 0)
+			rc = sfs_inode_dirty(fs, ip);
+	}
+	n = (int)held->len;
+	/* in list order: each nameless inode is the head when it is freed */
+	for (guint i = 0; i < held->len; i++)
+		sfs_iput(fs, held->pdata[i]);
+	g_ptr_array_free(held, TRUE);
+	return rc ? rc : n;
+}
+
 /* Free inode ip on disk: blocks, xattrs, bitmap bit, counts. */
 static int inode_free(struct sfs_fs *fs, struct sfs_inode *ip)
 {
@@ -822,6 +979,7 @@ static int inode_free(struct sfs_fs *fs, struct sfs_inode *ip)
 	int rc;
 
 	sfs_da_drop(fs, ip); /* unplaced data dies with the file */
+	orphan_del(fs, ip);
 	/* Only files, directories and slow symlinks own blocks: a device's
 	 * i_block holds its number, a fast symlink's its target. */
 	uint32_t type = sfs_i_mode(ip) & SFS_S_IFMT;
@@ -867,14 +1025,17 @@ static int inode_free(struct sfs_fs *fs, struct sfs_inode *ip)
 void sfs_iput(struct sfs_fs *fs, struct sfs_inode *ip)
 {
 	assert(ip->refs > 0);
-	if (--ip->refs > 0 || ip->opens > 0)
+	if (--ip->refs > 0)
 		return;
+	if (ip->opens > 0 ||
+	    (!ip->deleted && sfs_i_nlink(ip) == 0 && fs->klookups &&
+	     g_hash_table_contains(fs->klookups, GUINT_TO_POINTER(ip->ino)))) {
+		/* open, or still held by the kernel (freed at its forget) */
+		if (!ip->deleted && sfs_i_nlink(ip) == 0)
+			orphan_add(fs, ip);
+		return;
+	}
 	if (ip->deleted || sfs_i_nlink(ip) == 0) {
-		/* still held by the kernel: freed at its forget */
-		if (!ip->deleted && fs->klookups &&
-		    g_hash_table_contains(fs->klookups,
-					  GUINT_TO_POINTER(ip->ino)))
-			return;
 		if (!ip->deleted && !fs->ro) {
 			int rc = inode_free(fs, ip);
 			if (rc)
@@ -1150,21 +1311,13 @@ static void set_id(uint16_t *lo, uint16_t *hi, uint32_t id)
 /* Does inode ino's slot on disk hold a live inode?  1, 0, or -errno. */
 static int slot_in_use(struct sfs_fs *fs, sfs_ino_t ino)
 {
-	const struct sfs_dinode *d;
-	struct sfs_buf *b;
-	sfs_blk_t blk;
-	uint32_t off;
-	int rc;
+	struct sfs_dinode d;
+	int rc = slot_read(fs, ino, &d);
 
-	inode_loc(fs, ino, &blk, &off);
-	rc = sfs_cache_get(fs->cache, blk, SFS_IO_INODE, &b);
 	if (rc)
 		return rc;
-	d = (const struct sfs_dinode *)(b->data + off);
-	rc = d->i_mode != 0 && sfs_le16(d->i_links_count) != 0 &&
-	     d->i_dtime == 0;
-	sfs_cache_put(fs->cache, b);
-	return rc;
+	return d.i_mode != 0 && sfs_le16(d.i_links_count) != 0 &&
+	       d.i_dtime == 0;
 }
 
 int sfs_inode_alloc(struct sfs_fs *fs, struct sfs_inode *dir, uint32_t mode,
@@ -1304,6 +1457,7 @@ static void fs_free(struct sfs_fs *fs)
 	}
 	/* the LRU links live inside the inodes the table frees */
 	g_queue_init(&fs->ilru);
+	g_queue_clear(&fs->orphans);
 	if (fs->icache)
 		g_hash_table_destroy(fs->icache);
 	if (fs->klookups)
@@ -1848,6 +2002,11 @@ int sfs_fs_open(struct sfs_bdev *bd, const struct sfs_config *cfg,
 					      g_strerror(-rc));
 			goto out_free;
 		}
+		rc = orphan_cleanup(fs);
+		if (rc > 0)
+			g_printerr("simfs: freed %d inode%s left on the orphan "
+				   "list\n",
+				   rc, rc == 1 ? "" : "s");
 	}
 	flusher_start(fs);
 	*out = fs;

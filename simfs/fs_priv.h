@@ -82,6 +82,7 @@ struct sfs_inode {
 	int refs;              /* sfs_iget references */
 	int opens;             /* sfs_open without sfs_release */
 	bool deleted;          /* freed on disk; only stale references remain */
+	bool orphan;           /* on the on-disk orphan list (fs->orphans) */
 	struct sfs_dir_index *dindex; /* directories: name index, or NULL */
 	/* ext2 allocation goal state (ext2_find_goal's i_next_alloc_*): */
 	uint32_t next_lblk;    /* logical block after the last one allocated */
@@ -162,6 +163,10 @@ struct sfs_fs {
 	 * count, entries only while non-zero; NULL when not counted */
 	GHashTable *klookups;
 	GQueue ilru;            /* cached inodes with no refs/opens, LRU first */
+	/* the orphan list, in its on-disk order from s_last_orphan: nameless
+	 * inodes still in use, each i_dtime naming the next (doc/internals.md
+	 * section 3) */
+	GQueue orphans;
 	GRand *rand;            /* seeded: generation numbers */
 
 	/* measurement (shared by all layers) */

@@ -584,6 +584,102 @@ static void test_journal_refuses_without_log(void **state)
 	g_free(img2);
 }
 
+/* The i_dtime of inode ino as the engine holds it (the orphan link). */
+static sfs_ino_t orphan_next(struct sfs_fs *fs, sfs_ino_t ino)
+{
+	struct sfs_inode *ip;
+	sfs_ino_t next;
+
+	assert_int_equal(sfs_iget(fs, ino, &ip), 0);
+	next = sfs_le32(ip->d.i_dtime);
+	sfs_iput(fs, ip);
+	return next;
+}
+
+/*
+ * Files that lose their last name while open go on the orphan list
+ * (s_last_orphan, then each i_dtime), newest first, in the transaction
+ * that unlinked them, and come off it when freed.  After a power cut with
+ * two of them still open, the next mount frees them, and e2fsck finds
+ * the image clean; the blocks and inodes are back.  Without a journal
+ * there is no list (e2fsck's job, as with ext2).
+ */
+static void test_journal_orphan_list(void **state)
+{
+	struct ctx *c = *state;
+	uint8_t *bytes = g_malloc(IMG_BYTES);
+	struct sfs_statfs st0, st1;
+	struct sfs_attr a;
+	struct sfs_fs *fs = open_ram(c, "ordered", NULL, bytes, NULL, true);
+	sfs_ino_t f, g, h;
+
+	assert_int_equal(sfs_statfs(fs, &st0), 0);
+	f = mkfile(fs, SFS_ROOT_INO, "f");
+	g = mkfile(fs, SFS_ROOT_INO, "g");
+	h = mkfile(fs, SFS_ROOT_INO, "h");
+	wr(fs, f, 0, 20000, 'f');
+	wr(fs, g, 0, 5000, 'g');
+	wr(fs, h, 0, 3000, 'h');
+	for (sfs_ino_t i = f; i <= h; i++)
+		assert_int_equal(sfs_open(fs, i, O_RDWR), 0);
+	assert_int_equal(sfs_unlink(fs, SFS_ROOT_INO, "f"), 0);
+	assert_int_equal(sfs_le32(fs->sb.s_last_orphan), f);
+	assert_int_equal(orphan_next(fs, f), 0);
+	assert_int_equal(sfs_unlink(fs, SFS_ROOT_INO, "g"), 0);
+	assert_int_equal(sfs_unlink(fs, SFS_ROOT_INO, "h"), 0);
+	assert_int_equal(sfs_le32(fs->sb.s_last_orphan), h);
+	assert_int_equal(orphan_next(fs, h), g);
+	assert_int_equal(orphan_next(fs, g), f);
+	/* from the middle: h now names f */
+	assert_int_equal(sfs_release(fs, g), 0);
+	assert_int_equal(orphan_next(fs, h), f);
+	check_bytes(fs, f, 20000, 'f');
+	assert_int_equal(sfs_fs_sync(fs), 0);
+	sfs_fs_abort(fs); /* power cut with f and h open */
+
+	assert_int_equal(sfs_le32(super_of(bytes)->s_last_orphan), h);
+	fs = open_ram(c, "ordered", NULL, bytes, NULL, false);
+	assert_int_equal(sfs_le32(fs->sb.s_last_orphan), 0);
+	assert_int_equal(sfs_getattr(fs, f, &a), -ESTALE);
+	assert_int_equal(sfs_getattr(fs, h, &a), -ESTALE);
+	/* freed blocks are free once the freeing transaction commits */
+	assert_int_equal(sfs_fs_sync(fs), 0);
+	assert_int_equal(sfs_statfs(fs, &st1), 0);
+	assert_int_equal(st1.inodes_free, st0.inodes_free);
+	assert_int_equal(st1.blocks_free, st0.blocks_free);
+	assert_int_equal(sfs_fs_close(fs), 0);
+	check_clean(c, bytes, "after the orphans were freed");
+
+	fs = open_ram(c, "none", NULL, bytes, NULL, true);
+	f = mkfile(fs, SFS_ROOT_INO, "f");
+	assert_int_equal(sfs_open(fs, f, O_RDWR), 0);
+	assert_int_equal(sfs_unlink(fs, SFS_ROOT_INO, "f"), 0);
+	assert_int_equal(fs->sb.s_last_orphan, 0);
+	assert_int_equal(sfs_release(fs, f), 0);
+	assert_int_equal(sfs_fs_close(fs), 0);
+	g_free(bytes);
+}
+
+/* A broken orphan list (a link to a free inode) is an error at mount,
+ * and the list is left for e2fsck. */
+static void test_journal_orphan_list_broken(void **state)
+{
+	struct ctx *c = *state;
+	uint8_t *bytes = g_malloc(IMG_BYTES);
+	struct sfs_dsuper *sb = (struct sfs_dsuper *)(bytes + SFS_SUPER_OFFSET);
+	struct sfs_attr a;
+	struct sfs_fs *fs;
+
+	memcpy(bytes, c->base, IMG_BYTES);
+	sb->s_last_orphan = sfs_cpu_to_le32(40); /* never used */
+	fs = open_ram(c, "ordered", NULL, bytes, NULL, false);
+	assert_int_equal(sfs_mkdir(fs, SFS_ROOT_INO, "d", 0755, 0, 0, &a),
+			 -EROFS);
+	assert_int_equal(sfs_le32(fs->sb.s_last_orphan), 40);
+	sfs_fs_close(fs);
+	g_free(bytes);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -604,6 +700,10 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_journal_external_device,
 						setup, teardown),
 		cmocka_unit_test_setup_teardown(test_journal_runtime_knobs,
+						setup, teardown),
+		cmocka_unit_test_setup_teardown(test_journal_orphan_list,
+						setup, teardown),
+		cmocka_unit_test_setup_teardown(test_journal_orphan_list_broken,
 						setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
