@@ -1075,8 +1075,10 @@ void sfs_kernel_ref(struct sfs_fs *fs, struct sfs_inode *ip)
 void sfs_fs_count_lookups(struct sfs_fs *fs)
 {
 	sfs_lock(fs);
-	if (!fs->klookups)
+	if (!fs->klookups) {
 		fs->klookups = g_hash_table_new(g_direct_hash, g_direct_equal);
+		fs->kghosts = g_hash_table_new(g_direct_hash, g_direct_equal);
+	}
 	sfs_unlock(fs);
 }
 
@@ -1093,6 +1095,20 @@ void sfs_forget(struct sfs_fs *fs, sfs_ino_t ino, uint64_t n)
 	fs_tick(fs);
 	if (!fs->klookups)
 		goto out;
+	/* first the references to an earlier inode of this number */
+	held = GPOINTER_TO_SIZE(g_hash_table_lookup(fs->kghosts, key));
+	if (held) {
+		gsize paid = MIN(held, n);
+
+		if (held > paid)
+			g_hash_table_insert(fs->kghosts, key,
+					    GSIZE_TO_POINTER(held - paid));
+		else
+			g_hash_table_remove(fs->kghosts, key);
+		n -= paid;
+		if (n == 0)
+			goto out;
+	}
 	held = GPOINTER_TO_SIZE(g_hash_table_lookup(fs->klookups, key));
 	if (held > n) {
 		g_hash_table_insert(fs->klookups, key,
@@ -1113,7 +1129,7 @@ out:
 unsigned sfs_reclaim_unlinked_locked(struct sfs_fs *fs)
 {
 	GHashTableIter it;
-	gpointer key;
+	gpointer key, count;
 	GPtrArray *gone;
 	unsigned n;
 
@@ -1121,10 +1137,16 @@ unsigned sfs_reclaim_unlinked_locked(struct sfs_fs *fs)
 		return 0;
 	gone = g_ptr_array_new();
 	g_hash_table_iter_init(&it, fs->klookups);
-	while (g_hash_table_iter_next(&it, &key, NULL)) {
+	while (g_hash_table_iter_next(&it, &key, &count)) {
 		struct sfs_inode *ip = g_hash_table_lookup(fs->icache, key);
 
 		if (ip && held_only_by_kernel(ip)) {
+			gsize ghost = GPOINTER_TO_SIZE(
+			    g_hash_table_lookup(fs->kghosts, key));
+
+			g_hash_table_insert(
+			    fs->kghosts, key,
+			    GSIZE_TO_POINTER(ghost + GPOINTER_TO_SIZE(count)));
 			g_ptr_array_add(gone, ip);
 			g_hash_table_iter_remove(&it);
 		}
@@ -1462,6 +1484,8 @@ static void fs_free(struct sfs_fs *fs)
 		g_hash_table_destroy(fs->icache);
 	if (fs->klookups)
 		g_hash_table_destroy(fs->klookups);
+	if (fs->kghosts)
+		g_hash_table_destroy(fs->kghosts);
 	if (fs->cache)
 		sfs_cache_free(fs->cache);
 	if (fs->bd)
@@ -2029,8 +2053,10 @@ static void free_orphans(struct sfs_fs *fs)
 	GPtrArray *orphans = g_ptr_array_new();
 
 	/* at unmount the kernel holds nothing any more */
-	if (fs->klookups)
+	if (fs->klookups) {
 		g_hash_table_remove_all(fs->klookups);
+		g_hash_table_remove_all(fs->kghosts);
+	}
 
 	g_hash_table_iter_init(&it, fs->icache);
 	while (g_hash_table_iter_next(&it, NULL, &v)) {

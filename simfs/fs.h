@@ -173,7 +173,8 @@ void sfs_forget(struct sfs_fs *fs, sfs_ino_t ino, uint64_t n);
  * by the kernel) before counting, and an allocation that failed with
  * -ENOSPC can call this and try once more if it returns non-zero (the
  * number freed).  The kernel's later open of one gets -ESTALE, on which it
- * looks the name up again.
+ * looks the name up again; its later forget of one is not counted against
+ * a new file that has the number by then.
  */
 unsigned sfs_reclaim_unlinked(struct sfs_fs *fs);
 

@@ -162,6 +162,10 @@ struct sfs_fs {
 	/* references the kernel holds (FUSE lookup counts): sfs_ino_t ->
 	 * count, entries only while non-zero; NULL when not counted */
 	GHashTable *klookups;
+	/* references the kernel still holds to inodes freed early
+	 * (sfs_reclaim_unlinked) whose numbers may have gone to new files:
+	 * its forgets pay these off first.  sfs_ino_t -> count */
+	GHashTable *kghosts;
 	GQueue ilru;            /* cached inodes with no refs/opens, LRU first */
 	/* the orphan list, in its on-disk order from s_last_orphan: nameless
 	 * inodes still in use, each i_dtime naming the next (doc/internals.md

@@ -504,7 +504,7 @@ static void test_namei_kernel_lookups_hold_unlinked(void **state)
 	struct sfs_tfs *t = tfs_new(4096);
 	struct sfs_statfs st0, st1;
 	struct sfs_attr a;
-	sfs_ino_t old, tmp, c, x, y;
+	sfs_ino_t old, tmp, c, x, y, y2;
 
 	(void)state;
 	sfs_fs_count_lookups(t->fs);
@@ -549,6 +549,16 @@ static void test_namei_kernel_lookups_hold_unlinked(void **state)
 	assert_int_equal(sfs_reclaim_unlinked(t->fs), 1);
 	assert_int_equal(sfs_reclaim_unlinked(t->fs), 0);
 	assert_int_equal(sfs_getattr(t->fs, y, &a), -ESTALE);
+
+	/* y's number goes to a new file; the kernel's late forget of the old
+	 * y must not count against the new one, which it also holds */
+	y2 = mkfile(t->fs, ROOT, "y2");
+	assert_int_equal(y2, y);
+	sfs_forget(t->fs, y, 1); /* the old y's */
+	assert_int_equal(sfs_unlink(t->fs, ROOT, "y2"), 0);
+	assert_int_equal(nlink_of(t->fs, y2), 0); /* still held */
+	sfs_forget(t->fs, y2, 1);
+	assert_int_equal(sfs_getattr(t->fs, y2, &a), -ESTALE);
 
 	/* one still held at unmount is freed there: e2fsck sees no orphan */
 	mkfile(t->fs, ROOT, "z");
