@@ -840,7 +840,8 @@ static void orphan_add(struct sfs_fs *fs, struct sfs_inode *ip)
 	ip->d.i_dtime = fs->sb.s_last_orphan;
 	fs->sb.s_last_orphan = sfs_cpu_to_le32(ip->ino);
 	fs->sb_dirty = true;
-	g_queue_push_head(&fs->orphans, ip);
+	ip->orphan_link.data = ip;
+	g_queue_push_head_link(&fs->orphans, &ip->orphan_link);
 	ip->orphan = true;
 	if (sfs_inode_dirty(fs, ip))
 		sfs_fs_error(fs, -EIO, "inode %u: cannot write its orphan "
@@ -851,11 +852,10 @@ static void orphan_add(struct sfs_fs *fs, struct sfs_inode *ip)
  * the inode after it. */
 static void orphan_del(struct sfs_fs *fs, struct sfs_inode *ip)
 {
-	GList *l;
+	GList *l = &ip->orphan_link;
 
 	if (!ip->orphan)
 		return;
-	l = g_queue_find(&fs->orphans, ip);
 	if (!l->prev) {
 		fs->sb.s_last_orphan = ip->d.i_dtime;
 		fs->sb_dirty = true;
@@ -867,7 +867,7 @@ static void orphan_del(struct sfs_fs *fs, struct sfs_inode *ip)
 			sfs_fs_error(fs, -EIO, "inode %u: cannot write its "
 				     "orphan link", prev->ino);
 	}
-	g_queue_delete_link(&fs->orphans, l);
+	g_queue_unlink(&fs->orphans, l);
 	ip->orphan = false;
 	ip->d.i_dtime = 0;
 }
@@ -944,7 +944,8 @@ static int orphan_cleanup(struct sfs_fs *fs)
 		if (rc)
 			break;
 		g_ptr_array_add(held, ip);
-		g_queue_push_tail(&fs->orphans, ip);
+		ip->orphan_link.data = ip;
+		g_queue_push_tail_link(&fs->orphans, &ip->orphan_link);
 		ip->orphan = true;
 		ino = sfs_le32(ip->d.i_dtime);
 	}
@@ -1479,7 +1480,7 @@ static void fs_free(struct sfs_fs *fs)
 	}
 	/* the LRU links live inside the inodes the table frees */
 	g_queue_init(&fs->ilru);
-	g_queue_clear(&fs->orphans);
+	g_queue_init(&fs->orphans); /* its links live in the inodes */
 	if (fs->icache)
 		g_hash_table_destroy(fs->icache);
 	if (fs->klookups)

@@ -83,6 +83,7 @@ struct sfs_inode {
 	int opens;             /* sfs_open without sfs_release */
 	bool deleted;          /* freed on disk; only stale references remain */
 	bool orphan;           /* on the on-disk orphan list (fs->orphans) */
+	GList orphan_link;     /* its place there (data = self) */
 	struct sfs_dir_index *dindex; /* directories: name index, or NULL */
 	/* ext2 allocation goal state (ext2_find_goal's i_next_alloc_*): */
 	uint32_t next_lblk;    /* logical block after the last one allocated */
