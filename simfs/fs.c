@@ -831,8 +831,8 @@ static bool orphans_kept(const struct sfs_fs *fs)
 	return sfs_jnl_journaled(fs->jnl) && !fs->ro && !fs->error;
 }
 
-/* ip has no name but stays in use: put it at the head of the list, in the
- * same transaction as the change that took its last link. */
+/* ip has no name: put it at the head of the list, in the same
+ * transaction as the change that took its last link. */
 static void orphan_add(struct sfs_fs *fs, struct sfs_inode *ip)
 {
 	if (ip->orphan || !orphans_kept(fs))
@@ -1026,16 +1026,20 @@ static int inode_free(struct sfs_fs *fs, struct sfs_inode *ip)
 void sfs_iput(struct sfs_fs *fs, struct sfs_inode *ip)
 {
 	assert(ip->refs > 0);
+	/* A nameless inode is on the orphan list from the operation that
+	 * took its last name until the one that frees it, as ext3_unlink
+	 * lists it at once: whoever else still uses it, a crash in between
+	 * leaves it where recovery finds it.  Freed here and now, it comes
+	 * off again in the same operation. */
+	if (!ip->deleted && sfs_i_nlink(ip) == 0)
+		orphan_add(fs, ip);
 	if (--ip->refs > 0)
 		return;
+	/* open, or still held by the kernel (freed at its forget) */
 	if (ip->opens > 0 ||
 	    (!ip->deleted && sfs_i_nlink(ip) == 0 && fs->klookups &&
-	     g_hash_table_contains(fs->klookups, GUINT_TO_POINTER(ip->ino)))) {
-		/* open, or still held by the kernel (freed at its forget) */
-		if (!ip->deleted && sfs_i_nlink(ip) == 0)
-			orphan_add(fs, ip);
+	     g_hash_table_contains(fs->klookups, GUINT_TO_POINTER(ip->ino))))
 		return;
-	}
 	if (ip->deleted || sfs_i_nlink(ip) == 0) {
 		if (!ip->deleted && !fs->ro) {
 			int rc = inode_free(fs, ip);
