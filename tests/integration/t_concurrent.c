@@ -46,10 +46,10 @@
 
 #define KiB 1024
 #define NWORKERS 4
-#define NOWN 6	       /* a worker's own file names: wN/o0..o5 */
+#define NOWN 6		    /* a worker's own file names: wN/o0..o5 */
 #define OWN_MAX (384 * KiB) /* an own file never grows past this */
-#define NSHARED 8      /* shared/f0..f7 */
-#define NSDIRS 3       /* shared/d0..d2 */
+#define NSHARED 8	    /* shared/f0..f7 */
+#define NSDIRS 3	    /* shared/d0..d2 */
 #define REC_MAX (48 * KiB)
 #define REC_MAGIC 0x73696d6673726563ULL /* "simfsrec" */
 #define DIO_ALIGN 4096
@@ -62,12 +62,12 @@ struct worker {
 	int id;
 	const char *mnt;
 	struct h_rng rng;
-	char *dir;		  /* MNT/wN */
-	GByteArray *own[NOWN];	  /* the bytes of oK, or NULL if absent */
-	bool subdir;		  /* wN/sub exists */
-	unsigned seq;		  /* records published */
+	char *dir;	       /* MNT/wN */
+	GByteArray *own[NOWN]; /* the bytes of oK, or NULL if absent */
+	bool subdir;	       /* wN/sub exists */
+	unsigned seq;	       /* records published */
 	int errors;
-	uint8_t *buf;		  /* scratch, OWN_MAX + REC_MAX, aligned */
+	uint8_t *buf; /* scratch, OWN_MAX + REC_MAX, aligned */
 };
 
 /* The header of a shared record; the payload follows. */
@@ -75,12 +75,12 @@ struct rec_head {
 	uint64_t magic;
 	uint32_t worker;
 	uint32_t seq;
-	uint64_t len;	/* payload bytes */
-	uint64_t hash;	/* XXH3 of the payload */
+	uint64_t len;  /* payload bytes */
+	uint64_t hash; /* XXH3 of the payload */
 };
 
 static void wfail(struct worker *w, const char *fmt, ...)
-	__attribute__((format(printf, 2, 3)));
+    __attribute__((format(printf, 2, 3)));
 
 static void wfail(struct worker *w, const char *fmt, ...)
 {
@@ -146,8 +146,9 @@ static void own_verify(struct worker *w, int k, const char *why)
 	} else if (n < 0) {
 		wfail(w, "%s: read o%d: %s", why, k, strerror((int)-n));
 	} else if ((size_t)n != a->len || memcmp(w->buf, a->data, a->len)) {
-		wfail(w, "%s: o%d differs from what was written (%ld bytes "
-			 "read, %u expected)",
+		wfail(w,
+		      "%s: o%d differs from what was written (%ld bytes "
+		      "read, %u expected)",
 		      why, k, n, a->len);
 	}
 	g_free(p);
@@ -261,8 +262,8 @@ static void own_step(struct worker *w)
 		int rc = w->subdir ? rmdir(p) : mkdir(p, 0755);
 
 		if (rc < 0)
-			wfail(w, "%s %s: %s", w->subdir ? "rmdir" : "mkdir",
-			      p, strerror(errno));
+			wfail(w, "%s %s: %s", w->subdir ? "rmdir" : "mkdir", p,
+			      strerror(errno));
 		else
 			w->subdir = !w->subdir;
 		g_free(p);
@@ -435,9 +436,9 @@ static void write_manifest(struct worker *w, const char *path)
 		GByteArray *a = w->own[k];
 
 		if (a)
-			fprintf(m, "o%d %u %llu\n", k, a->len,
-				(unsigned long long)h_hash_buf(a->data,
-							       a->len));
+			fprintf(
+			    m, "o%d %u %llu\n", k, a->len,
+			    (unsigned long long)h_hash_buf(a->data, a->len));
 	}
 	if (fclose(m) != 0)
 		wfail(w, "manifest %s: %s", path, strerror(errno));
@@ -584,8 +585,9 @@ static void run_workers(const char *mnt, uint64_t seed, int ops,
 		syncs++;
 		usleep(200 * 1000);
 	}
-	H_EQ(failed, 0, "%d workers x %d operations, with %d simfs sync + "
-			"stats alongside (%.1f s)",
+	H_EQ(failed, 0,
+	     "%d workers x %d operations, with %d simfs sync + "
+	     "stats alongside (%.1f s)",
 	     NWORKERS, ops, syncs, h_now() - t0);
 }
 
@@ -641,7 +643,8 @@ int main(int argc, char **argv)
 	    {"ext4", "ext4", "preset=ext4,mem=4M"},
 	    {"journal", "ext3-journal", "preset=ext3-journal,mem=2M"},
 	    /* the timing device: each worker a CFQ stream of its own */
-	    {"ext3-cfq", "ext3", "preset=ext3,mem=2M,device=hdd-2009,sched=cfq"},
+	    {"ext3-cfq", "ext3",
+	     "preset=ext3,mem=2M,device=hdd-2009,sched=cfq"},
 	};
 	uint64_t seed = 1;
 	int ops = 6000;
