@@ -12,16 +12,19 @@
  *    every read of a whole file must equal the copy, at once;
  *  - shares a directory with the others (shared/), on a small pool of
  *    names where they collide on purpose: it publishes records (written
- *    under a private temporary name, then renamed over fN), reads records,
- *    links, unlinks, makes and removes directories dN and files inside
- *    them, and lists the directory.  A collision may answer ENOENT,
+ *    under a private temporary name, then renamed over fN), appends
+ *    fixed-size records to shared/log with O_APPEND, reads records, links,
+ *    unlinks, makes and removes directories dN and files inside them, and
+ *    lists the directory.  A collision may answer ENOENT,
  *    EEXIST or ENOTEMPTY; any other error fails the test.  A record read
  *    back must be whole: its header's length and hash must match its
  *    bytes, so a read never sees half of one record or another file's
  *    blocks.
  *
  * Afterwards each worker's files are checked against the manifest it
- * left (size and hash of every file), and every shared record again; then
+ * left (size and hash of every file), every shared record again, and the
+ * log, which must hold every worker's appends, whole and in each worker's
+ * order, one after another; then
  * umount, e2fsck -fn clean, remount, the same checks, umount, e2fsck.
  * This runs once per configuration: the ext2 block map under a small
  * cache (write-back all the time), the ext3 preset with a one-second
@@ -52,6 +55,7 @@
 #define NSDIRS 3	    /* shared/d0..d2 */
 #define REC_MAX (48 * KiB)
 #define REC_MAGIC 0x73696d6673726563ULL /* "simfsrec" */
+#define LOG_REC 512			/* one O_APPEND record of shared/log */
 #define DIO_ALIGN 4096
 #define DEADLINE_S 240 /* for all workers of one configuration */
 
@@ -66,6 +70,7 @@ struct worker {
 	GByteArray *own[NOWN]; /* the bytes of oK, or NULL if absent */
 	bool subdir;	       /* wN/sub exists */
 	unsigned seq;	       /* records published */
+	unsigned appends;      /* records appended to shared/log */
 	int errors;
 	uint8_t *buf; /* scratch, OWN_MAX + REC_MAX, aligned */
 };
@@ -336,6 +341,36 @@ static void shared_publish(struct worker *w, const char *dst)
 	g_free(tmp);
 }
 
+/* Append one record to shared/log with O_APPEND, in one write(2): the
+ * appends of all workers must end up whole, one after another. */
+static void shared_append(struct worker *w)
+{
+	struct rec_head h = {.magic = REC_MAGIC,
+			     .worker = (uint32_t)w->id,
+			     .seq = w->appends,
+			     .len = LOG_REC - sizeof(h)};
+	char *log = g_strdup_printf("%s/shared/log", w->mnt);
+	int fd = open(log, O_WRONLY | O_CREAT | O_APPEND, 0644);
+	ssize_t n;
+
+	if (fd < 0) {
+		wfail(w, "open %s for appending: %s", log, strerror(errno));
+		g_free(log);
+		return;
+	}
+	h_fill(&w->rng, w->buf + sizeof(h), h.len);
+	h.hash = h_hash_buf(w->buf + sizeof(h), h.len);
+	memcpy(w->buf, &h, sizeof(h));
+	n = write(fd, w->buf, LOG_REC);
+	if (n != LOG_REC)
+		wfail(w, "append to %s: %zd bytes, %s", log, n,
+		      n < 0 ? strerror(errno) : "short");
+	else
+		w->appends++;
+	close(fd);
+	g_free(log);
+}
+
 static void shared_list(struct worker *w, const char *dir)
 {
 	DIR *d = opendir(dir);
@@ -352,7 +387,7 @@ static void shared_list(struct worker *w, const char *dir)
 
 		if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
 			continue;
-		if (!strchr("ftdx", e->d_name[0]))
+		if (!strchr("ftdxl", e->d_name[0]))
 			wfail(w, "%s lists a name nobody made: '%s'", dir,
 			      e->d_name);
 		p = g_strdup_printf("%s/%s", dir, e->d_name);
@@ -376,8 +411,10 @@ static void shared_step(struct worker *w)
 	const char *what = NULL, *obj = f;
 	int rc = 0;
 
-	if (op < 30) {
+	if (op < 24) {
 		shared_publish(w, f);
+	} else if (op < 30) {
+		shared_append(w);
 	} else if (op < 55) {
 		shared_read(w, f);
 	} else if (op < 62) {
@@ -432,6 +469,7 @@ static void write_manifest(struct worker *w, const char *path)
 		wfail(w, "manifest %s: %s", path, strerror(errno));
 		return;
 	}
+	fprintf(m, "appends %u\n", w->appends);
 	for (int k = 0; k < NOWN; k++) {
 		GByteArray *a = w->own[k];
 
@@ -472,8 +510,10 @@ static int worker_main(int id, const char *mnt, uint64_t seed, int ops,
 
 /* ------------------------------------------------------------ parent */
 
-/* Every worker's files as its manifest lists them, and nothing more. */
-static void check_manifests(const char *mnt, char **manifest, const char *when)
+/* Every worker's files as its manifest lists them, and nothing more;
+ * appends[id] gets how many log records worker id appended. */
+static void check_manifests(const char *mnt, char **manifest, const char *when,
+			    unsigned *appends)
 {
 	for (int id = 0; id < NWORKERS; id++) {
 		char *text = NULL;
@@ -492,6 +532,8 @@ static void check_manifests(const char *mnt, char **manifest, const char *when)
 			struct stat st;
 			int err = 0;
 
+			if (sscanf(*l, "appends %u", &appends[id]) == 1)
+				continue;
 			if (sscanf(*l, "%15s %llu %llu", name, &size, &hash) !=
 			    3)
 				continue;
@@ -510,6 +552,44 @@ static void check_manifests(const char *mnt, char **manifest, const char *when)
 		g_strfreev(lines);
 		g_free(text);
 	}
+}
+
+/* shared/log: every worker's appends, each whole, in its own order. */
+static void check_log(const char *mnt, const unsigned *appends,
+		      const char *when)
+{
+	char *p = g_strdup_printf("%s/shared/log", mnt);
+	unsigned next[NWORKERS] = {0}, total = 0, good = 0;
+	bool told = false;
+	gchar *bytes = NULL;
+	gsize n = 0;
+
+	for (int id = 0; id < NWORKERS; id++)
+		total += appends[id];
+	if (!g_file_get_contents(p, &bytes, &n, NULL))
+		n = 0;
+	H_EQ(n, (gsize)total * LOG_REC, "%s: shared/log holds the %u appends",
+	     when, total);
+	for (gsize off = 0; off + LOG_REC <= n; off += LOG_REC) {
+		struct rec_head h;
+		char *why = NULL;
+
+		memcpy(&h, bytes + off, sizeof(h));
+		if (record_whole((uint8_t *)bytes + off, LOG_REC, &why) &&
+		    h.worker < NWORKERS && h.seq == next[h.worker]) {
+			next[h.worker]++;
+			good++;
+		} else if (!told) {
+			h_diag("%s: shared/log record %zu: %s", when,
+			       (size_t)(off / LOG_REC),
+			       why ? why : "out of its worker's order");
+			told = true;
+		}
+		g_free(why);
+	}
+	H_EQ(good, total, "%s: every appended record whole and in order", when);
+	g_free(bytes);
+	g_free(p);
 }
 
 /* Every shared record whole (shared/fN and the x files' sizes). */
@@ -603,6 +683,7 @@ static void run_conf(const struct conf *c, uint64_t seed, int ops)
 	char *mnt = h_path("mnt-%s", c->name);
 	char *sh = g_build_filename(mnt, "shared", NULL);
 	char *manifest[NWORKERS];
+	unsigned appends[NWORKERS] = {0};
 	const char *extra[] = {"--preset", c->mkfs_preset, NULL};
 
 	h_diag("configuration %s: -o %s", c->name, c->opts);
@@ -616,14 +697,16 @@ static void run_conf(const struct conf *c, uint64_t seed, int ops)
 		h_bail("mkdir %s: %s", sh, strerror(errno));
 
 	run_workers(mnt, seed, ops, manifest);
-	check_manifests(mnt, manifest, c->name);
+	check_manifests(mnt, manifest, c->name, appends);
+	check_log(mnt, appends, c->name);
 	check_shared(mnt, c->name);
 	H_OK(h_umount(mnt) == 0, "%s: umount", c->name);
 	H_OK(h_fsck_clean(img, NULL), "%s: e2fsck -fn clean", c->name);
 
 	if (h_mount(img, mnt, c->opts) != 0)
 		h_bail("remount failed");
-	check_manifests(mnt, manifest, "remounted");
+	check_manifests(mnt, manifest, "remounted", appends);
+	check_log(mnt, appends, "remounted");
 	check_shared(mnt, "remounted");
 	H_OK(h_umount(mnt) == 0, "%s: umount after remount", c->name);
 	H_OK(h_fsck_clean(img, NULL), "%s: e2fsck -fn clean again", c->name);
