@@ -8,8 +8,9 @@
  *
  *  - keeps a few files of its own in its own directory (wN/) and a copy of
  *    their bytes in memory: random writes (some O_DIRECT), appends,
- *    truncates, renames, unlinks, fsyncs, a subdirectory made and removed;
- *    every read of a whole file must equal the copy, at once;
+ *    truncates, renames, unlinks, fsyncs, an extended attribute (user.k)
+ *    set, removed and read, a subdirectory made and removed; every read of
+ *    a whole file (and its attribute) must equal the copy, at once;
  *  - shares a directory with the others (shared/), on a small pool of
  *    names where they collide on purpose: it publishes records (written
  *    under a private temporary name, then renamed over fN), appends
@@ -22,10 +23,10 @@
  *    blocks.
  *
  * Afterwards each worker's files are checked against the manifest it
- * left (size and hash of every file), every shared record again, and the
- * log, which must hold every worker's appends, whole and in each worker's
- * order, one after another; then
- * umount, e2fsck -fn clean, remount, the same checks, umount, e2fsck.
+ * left (size, hash and attribute of every file), every shared record
+ * again, and the log, which must hold every worker's appends, whole and
+ * in each worker's order, one after another; then umount, e2fsck -fn
+ * clean, remount, the same checks, umount, e2fsck.
  * This runs once per configuration: the ext2 block map under a small
  * cache (write-back all the time), the ext3 preset with a one-second
  * commit, ext4's preset (mballoc, delayed allocation), data=journal, and
@@ -45,6 +46,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <sys/xattr.h>
 #include <unistd.h>
 
 #define KiB 1024
@@ -56,6 +58,8 @@
 #define REC_MAX (48 * KiB)
 #define REC_MAGIC 0x73696d6673726563ULL /* "simfsrec" */
 #define LOG_REC 512			/* one O_APPEND record of shared/log */
+#define XNAME "user.k" /* the extended attribute an own file may carry */
+#define XVAL_MAX 200
 #define DIO_ALIGN 4096
 #define DEADLINE_S 240 /* for all workers of one configuration */
 
@@ -68,6 +72,7 @@ struct worker {
 	struct h_rng rng;
 	char *dir;	       /* MNT/wN */
 	GByteArray *own[NOWN]; /* the bytes of oK, or NULL if absent */
+	char *xval[NOWN];      /* oK's user.k, or NULL if it has none */
 	bool subdir;	       /* wN/sub exists */
 	unsigned seq;	       /* records published */
 	unsigned appends;      /* records appended to shared/log */
@@ -155,6 +160,48 @@ static void own_verify(struct worker *w, int k, const char *why)
 		      "%s: o%d differs from what was written (%ld bytes "
 		      "read, %u expected)",
 		      why, k, n, a->len);
+	} else {
+		char v[XVAL_MAX + 1];
+		ssize_t xn = getxattr(p, XNAME, v, sizeof(v));
+		const char *want = w->xval[k];
+
+		if (want ? xn != (ssize_t)strlen(want) || memcmp(v, want, xn)
+			 : xn >= 0 || errno != ENODATA)
+			wfail(w, "%s: o%d's %s is not what was set (%zd: %s)",
+			      why, k, XNAME, xn, xn < 0 ? strerror(errno) : "");
+	}
+	g_free(p);
+}
+
+/* Set, remove or check oK's user.k (the file exists). */
+static void own_xattr(struct worker *w, int k)
+{
+	char *p = own_path(w, k);
+	unsigned what = (unsigned)h_below(&w->rng, 3);
+
+	if (what == 0) { /* set a new value: a few to XVAL_MAX hex digits */
+		size_t len = 1 + (size_t)h_below(&w->rng, XVAL_MAX);
+		char *v = g_malloc(len + 1);
+
+		for (size_t i = 0; i < len; i++)
+			v[i] = "0123456789abcdef"[h_below(&w->rng, 16)];
+		v[len] = '\0';
+		if (setxattr(p, XNAME, v, len, 0) < 0) {
+			wfail(w, "setxattr o%d: %s", k, strerror(errno));
+			g_free(v);
+		} else {
+			g_free(w->xval[k]);
+			w->xval[k] = v;
+		}
+	} else if (what == 1) {
+		int rc = removexattr(p, XNAME);
+
+		if (w->xval[k] ? rc < 0 : rc == 0 || errno != ENODATA)
+			wfail(w, "removexattr o%d: %s", k,
+			      rc < 0 ? strerror(errno) : "succeeded");
+		g_clear_pointer(&w->xval[k], g_free);
+	} else {
+		own_verify(w, k, "xattr");
 	}
 	g_free(p);
 }
@@ -207,7 +254,7 @@ static void own_step(struct worker *w)
 	size_t size = a ? a->len : 0;
 	unsigned op = (unsigned)h_below(&w->rng, 100);
 
-	if (op < 40) { /* write somewhere at or before the end */
+	if (op < 36) { /* write somewhere at or before the end */
 		size_t off = (size_t)h_below(&w->rng, size + 64 * KiB);
 		size_t len = 1 + (size_t)h_below(&w->rng, 64 * KiB);
 		bool direct = h_below(&w->rng, 4) == 0;
@@ -219,9 +266,11 @@ static void own_step(struct worker *w)
 		if (off + len > OWN_MAX)
 			off = OWN_MAX - len;
 		own_write(w, k, off, len, direct);
-	} else if (op < 60) {
+	} else if (op < 54) {
 		own_verify(w, k, "read");
-	} else if (op < 70 && a) { /* truncate */
+	} else if (op < 64 && a) {
+		own_xattr(w, k);
+	} else if (op < 72 && a) { /* truncate */
 		size_t to = (size_t)h_below(&w->rng, size + 32 * KiB);
 		char *p = own_path(w, k);
 
@@ -237,7 +286,7 @@ static void own_step(struct worker *w)
 				memset(a->data + old, 0, to - old);
 		}
 		g_free(p);
-	} else if (op < 80 && a) { /* rename oK over oJ */
+	} else if (op < 81 && a) { /* rename oK over oJ */
 		int j = (int)h_below(&w->rng, NOWN);
 		char *p = own_path(w, k), *q = own_path(w, j);
 
@@ -249,6 +298,8 @@ static void own_step(struct worker *w)
 				g_byte_array_unref(w->own[j]);
 			w->own[j] = a;
 			w->own[k] = NULL;
+			g_free(w->xval[j]);
+			w->xval[j] = g_steal_pointer(&w->xval[k]);
 		}
 		g_free(p);
 		g_free(q);
@@ -260,6 +311,7 @@ static void own_step(struct worker *w)
 		} else {
 			g_byte_array_unref(a);
 			w->own[k] = NULL;
+			g_clear_pointer(&w->xval[k], g_free);
 		}
 		g_free(p);
 	} else { /* the subdirectory comes and goes */
@@ -474,9 +526,9 @@ static void write_manifest(struct worker *w, const char *path)
 		GByteArray *a = w->own[k];
 
 		if (a)
-			fprintf(
-			    m, "o%d %u %llu\n", k, a->len,
-			    (unsigned long long)h_hash_buf(a->data, a->len));
+			fprintf(m, "o%d %u %llu %s\n", k, a->len,
+				(unsigned long long)h_hash_buf(a->data, a->len),
+				w->xval[k] ? w->xval[k] : "-");
 	}
 	if (fclose(m) != 0)
 		wfail(w, "manifest %s: %s", path, strerror(errno));
@@ -526,21 +578,28 @@ static void check_manifests(const char *mnt, char **manifest, const char *when,
 		}
 		lines = g_strsplit(text, "\n", -1);
 		for (char **l = lines; *l && **l; l++) {
-			char name[16];
+			char name[16], xv[XVAL_MAX + 1], got[XVAL_MAX + 1];
 			unsigned long long size, hash;
+			ssize_t xn;
+			int xerr;
 			char *p;
 			struct stat st;
 			int err = 0;
 
 			if (sscanf(*l, "appends %u", &appends[id]) == 1)
 				continue;
-			if (sscanf(*l, "%15s %llu %llu", name, &size, &hash) !=
-			    3)
+			if (sscanf(*l, "%15s %llu %llu %200s", name, &size,
+				   &hash, xv) != 4)
 				continue;
 			listed++;
 			p = g_strdup_printf("%s/w%d/%s", mnt, id, name);
+			xn = getxattr(p, XNAME, got, sizeof(got) - 1);
+			xerr = xn < 0 ? errno : 0;
+			got[MAX(xn, 0)] = '\0';
 			if (stat(p, &st) == 0 && (uint64_t)st.st_size == size &&
-			    h_hash_file(p, &err) == hash && err == 0)
+			    h_hash_file(p, &err) == hash && err == 0 &&
+			    (strcmp(xv, "-") == 0 ? xerr == ENODATA
+						  : strcmp(got, xv) == 0))
 				found++;
 			else
 				h_diag("%s: %s is not as worker %d left it",
