@@ -981,6 +981,8 @@ static int inode_free(struct sfs_fs *fs, struct sfs_inode *ip)
 
 	sfs_da_drop(fs, ip); /* unplaced data dies with the file */
 	orphan_del(fs, ip);
+	if (fs->knameless)
+		g_hash_table_remove(fs->knameless, GUINT_TO_POINTER(ip->ino));
 	/* Only files, directories and slow symlinks own blocks: a device's
 	 * i_block holds its number, a fast symlink's its target. */
 	uint32_t type = sfs_i_mode(ip) & SFS_S_IFMT;
@@ -1035,11 +1037,14 @@ void sfs_iput(struct sfs_fs *fs, struct sfs_inode *ip)
 		orphan_add(fs, ip);
 	if (--ip->refs > 0)
 		return;
-	/* open, or still held by the kernel (freed at its forget) */
-	if (ip->opens > 0 ||
-	    (!ip->deleted && sfs_i_nlink(ip) == 0 && fs->klookups &&
-	     g_hash_table_contains(fs->klookups, GUINT_TO_POINTER(ip->ino))))
+	if (ip->opens > 0)
 		return;
+	/* nameless but still held by the kernel: freed at its forget */
+	if (!ip->deleted && sfs_i_nlink(ip) == 0 && fs->klookups &&
+	    g_hash_table_contains(fs->klookups, GUINT_TO_POINTER(ip->ino))) {
+		g_hash_table_add(fs->knameless, GUINT_TO_POINTER(ip->ino));
+		return;
+	}
 	if (ip->deleted || sfs_i_nlink(ip) == 0) {
 		if (!ip->deleted && !fs->ro) {
 			int rc = inode_free(fs, ip);
@@ -1083,6 +1088,7 @@ void sfs_fs_count_lookups(struct sfs_fs *fs)
 	if (!fs->klookups) {
 		fs->klookups = g_hash_table_new(g_direct_hash, g_direct_equal);
 		fs->kghosts = g_hash_table_new(g_direct_hash, g_direct_equal);
+		fs->knameless = g_hash_table_new(g_direct_hash, g_direct_equal);
 	}
 	sfs_unlock(fs);
 }
@@ -1134,27 +1140,27 @@ out:
 unsigned sfs_reclaim_unlinked_locked(struct sfs_fs *fs)
 {
 	GHashTableIter it;
-	gpointer key, count;
+	gpointer key;
 	GPtrArray *gone;
 	unsigned n;
 
-	if (!fs->klookups || g_hash_table_size(fs->klookups) == 0)
+	if (!fs->knameless || g_hash_table_size(fs->knameless) == 0)
 		return 0;
 	gone = g_ptr_array_new();
-	g_hash_table_iter_init(&it, fs->klookups);
-	while (g_hash_table_iter_next(&it, &key, &count)) {
+	g_hash_table_iter_init(&it, fs->knameless);
+	while (g_hash_table_iter_next(&it, &key, NULL)) {
 		struct sfs_inode *ip = g_hash_table_lookup(fs->icache, key);
+		gsize count, ghost;
 
-		if (ip && held_only_by_kernel(ip)) {
-			gsize ghost = GPOINTER_TO_SIZE(
-			    g_hash_table_lookup(fs->kghosts, key));
-
-			g_hash_table_insert(
-			    fs->kghosts, key,
-			    GSIZE_TO_POINTER(ghost + GPOINTER_TO_SIZE(count)));
-			g_ptr_array_add(gone, ip);
-			g_hash_table_iter_remove(&it);
-		}
+		g_hash_table_iter_remove(&it); /* an open puts it back later */
+		if (!ip || !held_only_by_kernel(ip))
+			continue;
+		count = GPOINTER_TO_SIZE(g_hash_table_lookup(fs->klookups, key));
+		ghost = GPOINTER_TO_SIZE(g_hash_table_lookup(fs->kghosts, key));
+		g_hash_table_insert(fs->kghosts, key,
+				    GSIZE_TO_POINTER(ghost + count));
+		g_hash_table_remove(fs->klookups, key);
+		g_ptr_array_add(gone, ip);
 	}
 	for (guint i = 0; i < gone->len; i++) {
 		struct sfs_inode *ip = gone->pdata[i];
@@ -1491,6 +1497,8 @@ static void fs_free(struct sfs_fs *fs)
 		g_hash_table_destroy(fs->klookups);
 	if (fs->kghosts)
 		g_hash_table_destroy(fs->kghosts);
+	if (fs->knameless)
+		g_hash_table_destroy(fs->knameless);
 	if (fs->cache)
 		sfs_cache_free(fs->cache);
 	if (fs->bd)
@@ -2061,6 +2069,7 @@ static void free_orphans(struct sfs_fs *fs)
 	if (fs->klookups) {
 		g_hash_table_remove_all(fs->klookups);
 		g_hash_table_remove_all(fs->kghosts);
+		g_hash_table_remove_all(fs->knameless);
 	}
 
 	g_hash_table_iter_init(&it, fs->icache);

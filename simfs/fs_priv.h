@@ -167,6 +167,9 @@ struct sfs_fs {
 	 * (sfs_reclaim_unlinked) whose numbers may have gone to new files:
 	 * its forgets pay these off first.  sfs_ino_t -> count */
 	GHashTable *kghosts;
+	/* nameless inodes kept only for the kernel (sfs_iput), the ones
+	 * sfs_reclaim_unlinked looks at: a set of sfs_ino_t */
+	GHashTable *knameless;
 	GQueue ilru;            /* cached inodes with no refs/opens, LRU first */
 	/* the orphan list, in its on-disk order from s_last_orphan: nameless
 	 * inodes still in use, each i_dtime naming the next (doc/internals.md
