@@ -181,18 +181,20 @@ static const struct sfs_config_preset cfg_presets[] = {
      "ext2 with ext3's reservation windows, as Linux has it since "
      "2.6.24 (seed A's ext2)",
      false, NULL},
-    {"ext3", "data=ordered,alloc=reservation,nodelalloc,dirs=orlov",
-     "ext3 (2.6): ordered journal, reservation windows", true, NULL},
-    {"ext3-writeback", "data=writeback,alloc=reservation,nodelalloc,"
+    {"ext3", "data=ordered,alloc=blockmap,nodelalloc,dirs=orlov",
+     "classic ext3 (2.4, 2.6 before ~2.6.10): ordered journal, ext2's "
+     "block-by-block placement",
+     true, NULL},
+    {"ext3-writeback", "data=writeback,alloc=blockmap,nodelalloc,"
      "dirs=orlov",
-     "ext3, data=writeback", true, NULL},
-    {"ext3-journal", "data=journal,alloc=reservation,nodelalloc,dirs=orlov",
-     "ext3, data=journal", true, NULL},
+     "classic ext3, data=writeback", true, NULL},
+    {"ext3-journal", "data=journal,alloc=blockmap,nodelalloc,dirs=orlov",
+     "classic ext3, data=journal", true, NULL},
     {"ext3rs",
      "data=ordered,alloc=reservation,reservation_window=8,"
      "reservation_max=1027,nodelalloc,dirs=orlov",
-     "ext3 with reservation windows spelled out (2.6 default: 8 blocks, "
-     "max 1027)",
+     "ext3 with reservation windows, Linux's default since ~2.6.10 "
+     "(8 blocks, max 1027; seed A's ext3)",
      true, NULL},
     {"ext3i", "data=ordered,alloc=mballoc,delalloc,dirs=orlov",
      "ext3 journal with extents + mballoc + delayed allocation (early "

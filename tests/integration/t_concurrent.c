@@ -30,7 +30,8 @@
  * This runs once per configuration: the ext2 block map under a small
  * cache (write-back all the time), the ext3 preset with a one-second
  * commit, ext4's preset (mballoc, delayed allocation), data=journal, and
- * ext3 on the modelled disk under CFQ (a stream per worker process).
+ * ext3rs (reservation windows) on the modelled disk under CFQ (a stream
+ * per worker process).
  *
  * usage: t_concurrent SIMFS_BINARY [SEED [OPS_PER_WORKER]]  (1, 6000)
  */
@@ -784,9 +785,10 @@ int main(int argc, char **argv)
 	    {"ext3-commit1", "ext3", "preset=ext3,mem=2M,commit=1"},
 	    {"ext4", "ext4", "preset=ext4,mem=4M"},
 	    {"journal", "ext3-journal", "preset=ext3-journal,mem=2M"},
-	    /* the timing device: each worker a CFQ stream of its own */
-	    {"ext3-cfq", "ext3",
-	     "preset=ext3,mem=2M,device=hdd-2009,sched=cfq"},
+	    /* the timing device: each worker a CFQ stream of its own; ext3
+	       as 2.6.26 has it, with reservation windows */
+	    {"ext3rs-cfq", "ext3rs",
+	     "preset=ext3rs,mem=2M,device=hdd-2009,sched=cfq"},
 	};
 	uint64_t seed = 1;
 	int ops = 6000;

@@ -425,10 +425,20 @@ static void test_reservation_presets(void **state)
 
 	(void)state;
 	sfs_config_defaults(&cfg);
+	/* classic ext3 places block by block; ext3rs adds the windows */
 	assert_int_equal(sfs_config_parse(&cfg, "preset=ext3", NULL, &err), 0);
 	assert_string_equal(cfg.preset, "ext3");
 	assert_string_equal(cfg.journal, "ordered");
+	assert_string_equal(cfg.alloc, "blockmap");
+	assert_int_equal(
+	    sfs_config_parse(&cfg, "preset=ext3-journal", NULL, &err), 0);
+	assert_string_equal(cfg.journal, "journal");
+	assert_string_equal(cfg.alloc, "blockmap");
+	assert_int_equal(sfs_config_parse(&cfg, "preset=ext3rs", NULL, &err),
+			 0);
+	assert_string_equal(cfg.journal, "ordered");
 	assert_string_equal(cfg.alloc, "reservation");
+	assert_int_equal(cfg.reservation_window, 8);
 
 	/* later options override, wherever the preset stands */
 	sfs_config_defaults(&cfg);
