@@ -173,8 +173,9 @@ static void cfg_atime_list(GString *out)
  */
 static const struct sfs_config_preset cfg_presets[] = {
     {"ext2", "data=none,alloc=blockmap,nodelalloc,dirs=orlov",
-     "ext2: no journal, ext2 bitmap search, Orlov directories", false,
-     NULL},
+     "classic ext2: no journal, block-by-block bitmap search, Orlov "
+     "directories",
+     false, NULL},
     {"ext2rs",
      "data=none,alloc=reservation,reservation_window=8,"
      "reservation_max=1027,nodelalloc,dirs=orlov",
@@ -185,7 +186,8 @@ static const struct sfs_config_preset cfg_presets[] = {
      "classic ext3 (2.4, 2.6 before ~2.6.10): ordered journal, ext2's "
      "block-by-block placement",
      true, NULL},
-    {"ext3-writeback", "data=writeback,alloc=blockmap,nodelalloc,"
+    {"ext3-writeback",
+     "data=writeback,alloc=blockmap,nodelalloc,"
      "dirs=orlov",
      "classic ext3, data=writeback", true, NULL},
     {"ext3-journal", "data=journal,alloc=blockmap,nodelalloc,dirs=orlov",
