@@ -762,6 +762,31 @@ static void icache_trim(struct sfs_fs *fs)
 	}
 }
 
+/* Copy inode ino's slot as it is on disk (through the cache). */
+static int slot_read(struct sfs_fs *fs, sfs_ino_t ino, struct sfs_dinode *out)
+{
+	struct sfs_buf *b;
+	sfs_blk_t blk;
+	uint32_t off;
+	int rc;
+
+	inode_loc(fs, ino, &blk, &off);
+	rc = sfs_cache_get(fs->cache, blk, SFS_IO_INODE, &b);
+	if (rc)
+		return rc;
+	memset(out, 0, sizeof(*out));
+	memcpy(out, b->data + off, MIN(sizeof(*out), (size_t)fs->inode_size));
+	sfs_cache_put(fs->cache, b);
+	return 0;
+}
+
+/* A live inode: a mode, links, no deletion time. */
+static bool slot_live(const struct sfs_dinode *d)
+{
+	return d->i_mode != 0 && sfs_le16(d->i_links_count) != 0 &&
+	       d->i_dtime == 0;
+}
+
 /*
  * sfs_iget, or with `orphan` an inode named by the on-disk orphan list: in
  * use (a mode) but possibly without links, its i_dtime the next link.
@@ -770,9 +795,6 @@ static int iget_slot(struct sfs_fs *fs, sfs_ino_t ino, bool orphan,
 		     struct sfs_inode **out)
 {
 	struct sfs_inode *ip;
-	struct sfs_buf *b;
-	sfs_blk_t blk;
-	uint32_t off;
 	int rc;
 
 	if (ino == 0 || ino > sfs_le32(fs->sb.s_inodes_count) ||
@@ -790,17 +812,14 @@ static int iget_slot(struct sfs_fs *fs, sfs_ino_t ino, bool orphan,
 		*out = ip;
 		return 0;
 	}
-	inode_loc(fs, ino, &blk, &off);
-	rc = sfs_cache_get(fs->cache, blk, SFS_IO_INODE, &b);
-	if (rc)
-		return rc;
 	ip = g_new0(struct sfs_inode, 1);
 	ip->ino = ino;
-	memcpy(&ip->d, b->data + off, fs->inode_size);
-	sfs_cache_put(fs->cache, b);
-	if (ip->d.i_mode == 0 ||
-	    (!orphan && (sfs_le16(ip->d.i_links_count) == 0 ||
-			 ip->d.i_dtime != 0))) {
+	rc = slot_read(fs, ino, &ip->d);
+	if (rc) {
+		g_free(ip);
+		return rc;
+	}
+	if (orphan ? ip->d.i_mode == 0 : !slot_live(&ip->d)) {
 		g_free(ip);
 		return -ESTALE;
 	}
@@ -870,24 +889,6 @@ static void orphan_del(struct sfs_fs *fs, struct sfs_inode *ip)
 	g_queue_unlink(&fs->orphans, l);
 	ip->orphan = false;
 	ip->d.i_dtime = 0;
-}
-
-/* Copy inode ino's slot as it is on disk (through the cache). */
-static int slot_read(struct sfs_fs *fs, sfs_ino_t ino, struct sfs_dinode *out)
-{
-	struct sfs_buf *b;
-	sfs_blk_t blk;
-	uint32_t off;
-	int rc;
-
-	inode_loc(fs, ino, &blk, &off);
-	rc = sfs_cache_get(fs->cache, blk, SFS_IO_INODE, &b);
-	if (rc)
-		return rc;
-	memset(out, 0, sizeof(*out));
-	memcpy(out, b->data + off, MIN(sizeof(*out), (size_t)fs->inode_size));
-	sfs_cache_put(fs->cache, b);
-	return 0;
 }
 
 /* Does the orphan list hold together: inodes in the table, in use, no
@@ -1347,10 +1348,7 @@ static int slot_in_use(struct sfs_fs *fs, sfs_ino_t ino)
 	struct sfs_dinode d;
 	int rc = slot_read(fs, ino, &d);
 
-	if (rc)
-		return rc;
-	return d.i_mode != 0 && sfs_le16(d.i_links_count) != 0 &&
-	       d.i_dtime == 0;
+	return rc ? rc : slot_live(&d);
 }
 
 int sfs_inode_alloc(struct sfs_fs *fs, struct sfs_inode *dir, uint32_t mode,
