@@ -342,6 +342,7 @@ struct bdf {
 	bool direct; /* fd is O_DIRECT */
 	bool blkdev; /* a block device, not a regular file */
 	bool rdonly;
+	bool nosync; /* flushes stay in the host's cache until close */
 	uint32_t dio_align; /* O_DIRECT offset/length unit, bytes */
 	uint32_t mem_align; /* O_DIRECT buffer alignment, bytes */
 	uint8_t *bounce;    /* BDF_BOUNCE_BYTES, mem_align-aligned, lazy */
@@ -508,7 +509,7 @@ static int bdf_flush(struct sfs_bdev *bd)
 {
 	struct bdf *f = sfs_bdev_priv(bd);
 
-	if (f->rdonly)
+	if (f->rdonly || f->nosync)
 		return 0;
 	if (fdatasync(f->fd) < 0)
 		return -EIO;
@@ -546,6 +547,9 @@ static void bdf_close(struct sfs_bdev *bd)
 {
 	struct bdf *f = sfs_bdev_priv(bd);
 
+	if (f->nosync && !f->rdonly && fdatasync(f->fd) < 0)
+		g_printerr("simfs: syncing the image at close failed: %s\n",
+			   g_strerror(errno));
 	close(f->fd); /* also drops the flock */
 	free(f->bounce);
 	g_free(f);
@@ -602,7 +606,8 @@ int sfs_bdev_open_file(const char *path, unsigned flags, uint64_t size_bytes,
 		       struct sfs_bdev **out)
 {
 	const unsigned known =
-	    SFS_BDEV_RDONLY | SFS_BDEV_DIRECT | SFS_BDEV_EXCL | SFS_BDEV_CREATE;
+	    SFS_BDEV_RDONLY | SFS_BDEV_DIRECT | SFS_BDEV_EXCL | SFS_BDEV_CREATE |
+	    SFS_BDEV_NOSYNC;
 	struct stat st;
 	struct bdf *f;
 	struct sfs_bdev *bd;
@@ -670,6 +675,7 @@ int sfs_bdev_open_file(const char *path, unsigned flags, uint64_t size_bytes,
 	f->direct = (flags & SFS_BDEV_DIRECT) != 0;
 	f->blkdev = S_ISBLK(st.st_mode);
 	f->rdonly = (flags & SFS_BDEV_RDONLY) != 0;
+	f->nosync = (flags & SFS_BDEV_NOSYNC) != 0;
 	bdf_dio_align(f);
 	bd = sfs_bdev_new(&bdf_ops, f, size);
 	bd->known_zero = zero;

@@ -101,6 +101,9 @@ struct sfs_bdev_ops {
 #define SFS_BDEV_DIRECT 0x2 /* O_DIRECT: bypass the host page cache */
 #define SFS_BDEV_EXCL 0x4   /* take an exclusive lock: refuse if in use */
 #define SFS_BDEV_CREATE 0x8 /* create the image file if missing */
+/* Flushes are not passed to the host (a simulation, whose durability on
+ * the host does not matter until the end): one fdatasync at close. */
+#define SFS_BDEV_NOSYNC 0x10
 
 /*
  * Open an image file or block device.  For a regular file the size is the

@@ -106,6 +106,9 @@ struct timedev {
 	struct sfs_timedev_counters cnt; /* lock */
 	sfs_timedev_log_fn log_fn;	 /* lock */
 	void *log_arg;			 /* lock */
+	const struct sfs_timedev_sink *sink; /* event-driven mode, or NULL;
+						set before use, fixed */
+	void *sink_arg;
 };
 
 static const struct sfs_bdev_ops td_ops;
@@ -432,6 +435,16 @@ static void td_charge(struct timedev *td, const struct sfs_io_req *req,
 	c->bytes[req->op] += req->len_bytes;
 	c->cat_reqs[req->op][req->cat]++;
 	c->cat_bytes[req->op][req->cat] += req->len_bytes;
+	if (td->sink) {
+		/* event-driven: the driver times it; a plugged write waits
+		 * with its batch, anything else at once */
+		bool batch = td->plugged && req->op == SFS_IO_WRITE;
+		sfs_mutex_unlock(&td->lock);
+		td->sink->submit(td->sink_arg, req);
+		if (!batch)
+			td->sink->wait(td->sink_arg);
+		return;
+	}
 	if (td->plugged && req->op == SFS_IO_WRITE &&
 	    sfs_sched_add(td->sched, req, now, NULL) == 0) {
 		sfs_mutex_unlock(&td->lock);
@@ -615,6 +628,11 @@ int sfs_timedev_unplug(struct sfs_bdev *bd)
 		sfs_mutex_unlock(&td->lock);
 		return 0;
 	}
+	if (td->sink) {
+		sfs_mutex_unlock(&td->lock);
+		td->sink->wait(td->sink_arg);
+		return 0;
+	}
 	td_drain(td, td_now(td));
 	done = td->cnt.busy_until_ns;
 	skew = td->skew_ns;
@@ -730,6 +748,98 @@ int sfs_timedev_set_model(struct sfs_bdev *bd, const char *spec, char **err)
 	td->model_spec = g_strdup(spec);
 	sfs_mutex_unlock(&td->lock);
 	return 0;
+}
+
+/* ---- the event-driven mode (a driver of virtual time) ---- */
+
+int sfs_timedev_set_sink(struct sfs_bdev *bd, const struct sfs_timedev_sink *s,
+			 void *arg)
+{
+	struct timedev *td = td_of(bd);
+
+	if (!td)
+		return -EINVAL;
+	sfs_mutex_lock(&td->lock);
+	td->sink = s;
+	td->sink_arg = arg;
+	sfs_mutex_unlock(&td->lock);
+	return 0;
+}
+
+int sfs_timedev_queue(struct sfs_bdev *bd, const struct sfs_io_req *req,
+		      sfs_ns_t arrival_ns, void *cookie)
+{
+	struct timedev *td = td_of(bd);
+	int rc;
+
+	if (!td)
+		return -EINVAL;
+	sfs_mutex_lock(&td->lock);
+	rc = sfs_sched_add(td->sched, req, arrival_ns, cookie);
+	sfs_mutex_unlock(&td->lock);
+	return rc;
+}
+
+size_t sfs_timedev_queued(struct sfs_bdev *bd)
+{
+	struct timedev *td = td_of(bd);
+	size_t n;
+
+	if (!td)
+		return 0;
+	sfs_mutex_lock(&td->lock);
+	n = sfs_sched_queued(td->sched);
+	sfs_mutex_unlock(&td->lock);
+	return n;
+}
+
+int sfs_timedev_dispatch(struct sfs_bdev *bd, sfs_ns_t now,
+			 struct sfs_timedev_served *out)
+{
+	struct timedev *td = td_of(bd);
+	struct sfs_sched_dispatch d;
+
+	if (!td)
+		return -EINVAL;
+	sfs_mutex_lock(&td->lock);
+	if (sfs_sched_dispatch_next(td->sched, td->head_off,
+				    MAX(now, td->cnt.busy_until_ns),
+				    &d) != 0) {
+		sfs_mutex_unlock(&td->lock);
+		return -ENOENT;
+	}
+	sfs_ns_t submit = d.orig[0].arrival_ns;
+	for (size_t i = 1; i < d.n_orig; i++)
+		submit = MIN(submit, d.orig[i].arrival_ns);
+	td->cnt.merges += d.n_orig - 1;
+	td->cnt.expired += d.expired;
+	out->done_ns = td_serve(td, &d.req, now, submit, (unsigned)d.n_orig);
+	out->n = MIN(d.n_orig, G_N_ELEMENTS(out->cookies));
+	out->n_total = d.n_orig;
+	for (size_t i = 0; i < out->n; i++)
+		out->cookies[i] = d.orig[i].cookie;
+	out->more = NULL;
+	if (d.n_orig > G_N_ELEMENTS(out->cookies)) {
+		out->more = g_new(void *, d.n_orig);
+		for (size_t i = 0; i < d.n_orig; i++)
+			out->more[i] = d.orig[i].cookie;
+	}
+	sfs_mutex_unlock(&td->lock);
+	return 0;
+}
+
+sfs_ns_t sfs_timedev_serve_flush(struct sfs_bdev *bd, sfs_ns_t now)
+{
+	struct timedev *td = td_of(bd);
+	struct sfs_io_req req = {SFS_IO_FLUSH, SFS_IO_OTHER, 0, 0, 0};
+	sfs_ns_t done;
+
+	if (!td)
+		return now;
+	sfs_mutex_lock(&td->lock);
+	done = td_serve(td, &req, now, now, 1);
+	sfs_mutex_unlock(&td->lock);
+	return done;
 }
 
 static const struct sfs_bdev_ops td_ops = {

@@ -162,4 +162,43 @@ int sfs_timedev_set_mode(struct sfs_bdev *bd, enum sfs_timedev_mode mode);
  */
 int sfs_timedev_set_model(struct sfs_bdev *bd, const char *spec, char **err);
 
+/* ---- event-driven mode: a driver of virtual time (simfs run, run.h) ----
+ *
+ * With a sink installed the device times nothing itself: each request is
+ * still done below at once (the data) and counted as submitted, then handed
+ * to sink->submit; where the emulate mode would make the caller wait (any
+ * request outside a batch, the end of a batch) sink->wait is called.  The
+ * driver queues the requests at their arrival (sfs_timedev_queue), and each
+ * time the modelled device is free asks for the next one in the
+ * scheduler's order (sfs_timedev_dispatch), which is served on the model
+ * exactly as in the other modes (merging, cfq slices, counters, log).
+ */
+struct sfs_timedev_sink {
+	/* a request was done below and waits for its modelled service */
+	void (*submit)(void *arg, const struct sfs_io_req *req);
+	/* the submitter waits for everything it submitted so far */
+	void (*wait)(void *arg);
+};
+/* Install (s) or remove (NULL) the sink. 0, or -EINVAL. */
+int sfs_timedev_set_sink(struct sfs_bdev *bd, const struct sfs_timedev_sink *s,
+			 void *arg);
+/* Queue a read or write that arrived at arrival_ns (0 or -EINVAL). */
+int sfs_timedev_queue(struct sfs_bdev *bd, const struct sfs_io_req *req,
+		      sfs_ns_t arrival_ns, void *cookie);
+size_t sfs_timedev_queued(struct sfs_bdev *bd);
+/* What one dispatch served: the queued requests it covered (the first
+ * 16 in cookies, all of them in `more` when there were more: g_free). */
+struct sfs_timedev_served {
+	sfs_ns_t done_ns;
+	size_t n, n_total;
+	void *cookies[16];
+	void **more;
+};
+/* The device is free at now: serve the scheduler's next request.  0, or
+ * -ENOENT when nothing is queued. */
+int sfs_timedev_dispatch(struct sfs_bdev *bd, sfs_ns_t now,
+			 struct sfs_timedev_served *out);
+/* Serve a cache flush starting at now; its completion. */
+sfs_ns_t sfs_timedev_serve_flush(struct sfs_bdev *bd, sfs_ns_t now);
+
 #endif /* SFS_TIMEDEV_H */
