@@ -97,6 +97,8 @@ void sfs_now(struct sfs_fs *fs, struct timespec *out)
  * commit, a checkpoint for log space, and a commit that makes blocks freed
  * in the running transaction allocatable when space runs short.
  */
+static bool fs_enospc_commit_due(struct sfs_fs *fs);
+
 static void fs_tick(struct sfs_fs *fs)
 {
 	int rc;
@@ -108,8 +110,7 @@ static void fs_tick(struct sfs_fs *fs)
 		sfs_fs_error(fs, rc, "write-back failed");
 	if (!fs->jnl)
 		return;
-	uint64_t pend = sfs_jnl_pending_free(fs->jnl);
-	if (pend && sfs_free_blocks(fs) < MAX(pend, fs->blocks_count / 64)) {
+	if (fs_enospc_commit_due(fs)) {
 		rc = sfs_jnl_commit(fs->jnl, SFS_COMMIT_ENOSPC);
 		if (rc)
 			return;
@@ -170,7 +171,91 @@ void sfs_op_begin(struct sfs_fs *fs, enum sfs_op op)
 {
 	sfs_lock(fs);
 	sfs_count_op(fs, op);
-	fs_tick(fs);
+	if (!fs->driver)
+		fs_tick(fs); /* a driver calls the ticks as their own actors */
+}
+
+/* ---- a driver of virtual time (fs.h, simfs run) ---- */
+
+void sfs_fs_set_driver(struct sfs_fs *fs, const struct sfs_fs_driver *d,
+		       void *arg)
+{
+	sfs_lock(fs);
+	fs->driver = d;
+	fs->driver_arg = arg;
+	sfs_unlock(fs);
+}
+
+bool sfs_fs_commit_busy(struct sfs_fs *fs)
+{
+	return fs->driver && fs->driver->commit_busy &&
+	       fs->driver->commit_busy(fs->driver_arg);
+}
+
+void sfs_fs_commit_started(struct sfs_fs *fs)
+{
+	if (fs->driver && fs->driver->commit_started)
+		fs->driver->commit_started(fs->driver_arg);
+}
+
+/* Blocks freed in the running transaction are wanted (fs_tick's rule). */
+static bool fs_enospc_commit_due(struct sfs_fs *fs)
+{
+	uint64_t pend = fs->jnl ? sfs_jnl_pending_free(fs->jnl) : 0;
+
+	return pend && sfs_free_blocks(fs) < MAX(pend, fs->blocks_count / 64);
+}
+
+sfs_ns_t sfs_fs_writeback_deadline(struct sfs_fs *fs)
+{
+	sfs_ns_t t;
+
+	sfs_lock(fs);
+	t = fs->ro || fs->error ? UINT64_MAX
+				: sfs_cache_next_deadline(fs->cache);
+	sfs_unlock(fs);
+	return t;
+}
+
+sfs_ns_t sfs_fs_journal_deadline(struct sfs_fs *fs)
+{
+	sfs_ns_t t = UINT64_MAX;
+
+	sfs_lock(fs);
+	if (fs->jnl && !fs->ro && !fs->error)
+		t = fs_enospc_commit_due(fs) ? sfs_clock_now_ns(fs->clock)
+					     : sfs_jnl_next_deadline(fs->jnl);
+	sfs_unlock(fs);
+	return t;
+}
+
+int sfs_fs_writeback_tick(struct sfs_fs *fs)
+{
+	int rc = 0;
+
+	sfs_lock(fs);
+	if (!fs->ro && !fs->error) {
+		rc = sfs_cache_tick(fs->cache);
+		if (rc)
+			sfs_fs_error(fs, rc, "write-back failed");
+	}
+	sfs_unlock(fs);
+	return rc;
+}
+
+int sfs_fs_journal_tick(struct sfs_fs *fs)
+{
+	int rc = 0;
+
+	sfs_lock(fs);
+	if (fs->jnl && !fs->ro && !fs->error) {
+		if (fs_enospc_commit_due(fs))
+			rc = sfs_jnl_commit(fs->jnl, SFS_COMMIT_ENOSPC);
+		if (!rc)
+			rc = sfs_jnl_tick(fs->jnl);
+	}
+	sfs_unlock(fs);
+	return rc;
 }
 
 void sfs_op_end(struct sfs_fs *fs)
@@ -725,6 +810,8 @@ int sfs_inode_dirty(struct sfs_fs *fs, struct sfs_inode *ip)
 	rc = sfs_cache_get(fs->cache, blk, SFS_IO_INODE, &b);
 	if (rc)
 		return rc;
+	if (fs->jnl)
+		ip->jtid = sfs_jnl_running_tid(fs->jnl);
 	memcpy(b->data + off, &ip->d, fs->inode_size);
 	if (ip->da) {
 		/* delayed data: the disk's size stops at placed blocks */

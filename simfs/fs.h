@@ -125,6 +125,31 @@ void sfs_fs_get_config(struct sfs_fs *fs, struct sfs_config *out);
  */
 int sfs_fs_set_knobs(struct sfs_fs *fs, const char *opts, char **err);
 
+/*
+ * A driver of virtual time (simfs run, run.h) runs many clients through one
+ * engine by events.  With a driver set, operations no longer do the
+ * flusher's and the journal's timed work at their start: the driver calls
+ * sfs_fs_writeback_tick and sfs_fs_journal_tick as actors of their own when
+ * the deadlines come, so no client waits for write-back it did not cause.
+ * Group commit: an fsync that needs a commit while commit_busy says one is
+ * still in flight returns -EINPROGRESS, having written its data; the driver
+ * calls it again once that commit is done, and the commit then carries
+ * every fsync that joined the transaction meanwhile, as jbd2's does.
+ */
+struct sfs_fs_driver {
+	bool (*commit_busy)(void *arg);	   /* a commit's I/O is in flight */
+	void (*commit_started)(void *arg); /* the caller's op is committing */
+};
+void sfs_fs_set_driver(struct sfs_fs *fs, const struct sfs_fs_driver *d,
+		       void *arg);
+/* When write-back (flusher, background threshold) or a journal commit or
+ * checkpoint is next due (UINT64_MAX: nothing is). */
+sfs_ns_t sfs_fs_writeback_deadline(struct sfs_fs *fs);
+sfs_ns_t sfs_fs_journal_deadline(struct sfs_fs *fs);
+/* Do what is due now; 0 or -errno (the filesystem then is in error). */
+int sfs_fs_writeback_tick(struct sfs_fs *fs);
+int sfs_fs_journal_tick(struct sfs_fs *fs);
+
 /* ---- namespace ---- */
 int sfs_lookup(struct sfs_fs *fs, sfs_ino_t parent, const char *name,
 	       struct sfs_attr *out);

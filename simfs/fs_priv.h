@@ -75,6 +75,18 @@ struct sfs_run {
 	uint32_t n;
 };
 
+/*
+ * Work the CPU model charges that no layer counted already (cpucount.c,
+ * doc/cpu-model.md).  Plain increments at the site; protected by fs->lock.
+ */
+struct sfs_cpu_ctr {
+	uint64_t blocks_mapped; /* map() calls: logical blocks looked up */
+	uint64_t blocks_alloc;	/* blocks handed out by the placement model */
+	uint64_t extent_steps;	/* extent nodes searched, mballoc extents
+				   measured */
+	uint64_t dir_entries;	/* directory records examined */
+};
+
 /* One in-memory inode.  Protected by fs->lock. */
 struct sfs_inode {
 	sfs_ino_t ino;
@@ -103,6 +115,8 @@ struct sfs_inode {
 	struct sfs_da_inode *da; /* blocks written but not placed, or NULL */
 	bool da_flush_on_close;  /* auto_da_alloc: truncated to zero, place
 				    its data when it is closed */
+	uint32_t jtid;           /* journal: the transaction of its last
+				    change (ext4's i_sync_tid) */
 };
 
 /* Why delayed blocks were placed (counted per reason). */
@@ -197,6 +211,8 @@ struct sfs_fs {
 	struct sfs_bdev *jdev;    /* external journal device, or NULL */
 	GThread *flusher;         /* real clock: idle-time ticks, or NULL */
 	bool flusher_stop;        /* protected by lock */
+	const struct sfs_fs_driver *driver; /* simfs run's, or NULL; fixed */
+	void *driver_arg;
 	bool jnl_off;             /* buffers bypass the journal (mount and
 				     unmount superblock writes) */
 
@@ -207,6 +223,9 @@ struct sfs_fs {
 	uint64_t da_blocks;      /* delayed data blocks, all inodes */
 	uint64_t da_meta;        /* metadata blocks reserved for them */
 	struct sfs_da_counters da_ctr;
+
+	/* CPU model work counts no other layer keeps (cpucount.c) */
+	struct sfs_cpu_ctr cpu_ctr;
 
 	struct sfs_alloc *alloc;          /* placement model */
 	const struct sfs_map_ops *map;    /* mapping model */
@@ -231,6 +250,10 @@ static inline void sfs_count_op(struct sfs_fs *fs, enum sfs_op op)
  */
 void sfs_op_begin(struct sfs_fs *fs, enum sfs_op op);
 void sfs_op_end(struct sfs_fs *fs);
+/* The driver's view of commits (fs.h, struct sfs_fs_driver): false and a
+ * no-op without a driver. */
+bool sfs_fs_commit_busy(struct sfs_fs *fs);
+void sfs_fs_commit_started(struct sfs_fs *fs);
 
 /* ---- the two doors for changed buffers ---- */
 /* A metadata buffer (bitmap, inode table, directory, indirect, xattr,

@@ -915,8 +915,22 @@ static int fsync_file(struct sfs_fs *fs, struct sfs_inode *ip)
 		rc = sfs_cache_write_blocks(fs->cache, list, n);
 		g_free(list);
 	}
-	if (rc == 0 && journaled)
+	if (rc == 0 && journaled && fs->driver) {
+		/* group commit under a driver (fs.h, struct sfs_fs_driver),
+		 * as ext4_sync_file with jbd2: the inode's last change is in
+		 * the running transaction (commit it, once the commit in
+		 * flight is done) or in the one in flight (wait for it), or
+		 * already durable (nothing to commit) */
+		uint32_t run = sfs_jnl_running_tid(fs->jnl);
+		bool busy = sfs_fs_commit_busy(fs);
+
+		if (busy && (ip->jtid == run || ip->jtid == run - 1))
+			rc = -EINPROGRESS;
+		else if (ip->jtid == run)
+			rc = sfs_jnl_commit(fs->jnl, SFS_COMMIT_FSYNC);
+	} else if (rc == 0 && journaled) {
 		rc = sfs_jnl_commit(fs->jnl, SFS_COMMIT_FSYNC);
+	}
 	if (rc == 0)
 		rc = sfs_bdev_flush(fs->bd);
 out:

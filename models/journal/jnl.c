@@ -481,6 +481,11 @@ static int write_ordered_data(struct sfs_jnl *j, struct sfs_txn *t)
 	return rc;
 }
 
+uint32_t sfs_jnl_running_tid(const struct sfs_jnl *j)
+{
+	return j && j->run ? j->run->tid : 0;
+}
+
 int sfs_jnl_commit(struct sfs_jnl *j, enum sfs_commit_reason why)
 {
 	struct sfs_fs *fs = j->fs;
@@ -493,6 +498,7 @@ int sfs_jnl_commit(struct sfs_jnl *j, enum sfs_commit_reason why)
 
 	if (!j->ops->journaled || txn_empty(t))
 		return 0;
+	sfs_fs_commit_started(fs);
 
 	/* 1. deferred frees, 2. counts: both join this transaction.  A freed
 	 * block this transaction had changed is not logged (it is revoked);
