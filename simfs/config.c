@@ -17,14 +17,17 @@
  * models/alloc/registry.c, data= against the journal registry (the one
  * place a new journal policy is listed until its registry exists), device=
  * against the device models and presets (devmodel.h), sched= against the
- * I/O schedulers (sched.h).
+ * I/O schedulers (sched.h), cpu= against the CPU model's presets
+ * (cpumodel.h).  cpu= and cpus= describe the machine, not the filesystem:
+ * no preset sets them.
  *
- * Spec knobs (device=, sched=) take "NAME[,key=value...]".  Since an option
- * string is itself comma separated, "device=hdd,rpm=7200,mem=1G" is read as:
- * a token "key=value" whose key is no simfs knob but is a knob of the model
- * named by the latest spec knob (else of an earlier one) is appended to that
- * spec; everything else is handled as usual (mem=1G is simfs's).  A spec is
- * checked whole, by building the model once, after the whole string is read.
+ * Spec knobs (device=, sched=, cpu=) take "NAME[,key=value...]".  Since an
+ * option string is itself comma separated, "device=hdd,rpm=7200,mem=1G" is
+ * read as: a token "key=value" whose key is no simfs knob but is a knob of
+ * the model named by the latest spec knob (else of an earlier one) is
+ * appended to that spec; everything else is handled as usual (mem=1G is
+ * simfs's).  A spec is checked whole, by building the model once, after the
+ * whole string is read.
  *
  * Knobs flagged CFG_RUNTIME may change while mounted
  * (sfs_config_parse_runtime, used by the engine's sfs_fs_set_knobs).
@@ -37,6 +40,7 @@
 
 #include "alloc.h"
 #include "config.h"
+#include "cpumodel.h"
 #include "devmodel.h"
 #include "cache.h"
 #include "journal.h"
@@ -313,6 +317,29 @@ static void cfg_sched_list(GString *out)
 					       out->len ? ", " : "", names[i]);
 }
 
+/* cpu=: a CPU model spec (cpumodel.h). */
+static int cfg_cpu_check(const char *spec, char **err)
+{
+	struct sfs_cpumodel *m = NULL;
+	int rc = sfs_cpumodel_new(spec, &m, err);
+
+	sfs_cpumodel_free(m);
+	return rc;
+}
+
+static const struct sfs_knob *cfg_cpu_knobs(const char *name)
+{
+	return sfs_cpumodel_find_preset(name) ? sfs_cpumodel_knobs() : NULL;
+}
+
+static void cfg_cpu_list(GString *out)
+{
+	const struct sfs_cpu_preset *p;
+
+	for (unsigned i = 0; (p = sfs_cpumodel_nth_preset(i)); i++)
+		g_string_append_printf(out, "%s%s", i ? ", " : "", p->name);
+}
+
 /* The valid values of a CHOICE knob, "a, b, c" (g_free it). */
 static char *cfg_knob_choices(const struct cfg_knob *k)
 {
@@ -533,6 +560,28 @@ static const struct cfg_knob cfg_knobs[] = {
 		"emulates the modelled disk (simfs mount: account)",
     },
     {
+	.name = "cpu",
+	.type = CFG_SPEC,
+	.offset = KNOB_OFF(cpu),
+	.def = "core2-2009",
+	.names = cfg_cpu_list,
+	.check = cfg_cpu_check,
+	.subknobs = cfg_cpu_knobs,
+	.metavar = "SPEC",
+	.help = "simfs run's CPU model: PRESET[,knob=value...] "
+		"(doc/cpu-model.md; a mount uses the real CPU)",
+    },
+    {
+	.name = "cpus",
+	.type = CFG_UINT,
+	.offset = KNOB_OFF(cpus),
+	.def = "1",
+	.min = 1,
+	.max = 1024,
+	.metavar = "N",
+	.help = "processors simfs run's clients share",
+    },
+    {
 	.name = "stats",
 	.type = CFG_PATH,
 	.offset = KNOB_OFF(stats_path),
@@ -547,6 +596,16 @@ static const struct cfg_knob cfg_knobs[] = {
 	.def = "",
 	.metavar = "FILE",
 	.help = "log every device request to FILE (simfs plot iolog)",
+    },
+    {
+	.name = "trace",
+	.type = CFG_PATH,
+	.offset = KNOB_OFF(trace_path),
+	.def = "",
+	.metavar = "FILE",
+	.help = "record every operation of a mount to FILE, the written "
+		"bytes to FILE.data (traces/README.md; replay: simfs run "
+		"--trace FILE)",
     },
     {
 	.name = "preset",

@@ -31,8 +31,14 @@ struct sfs_config {
 				       device at all */
 	char sched[SFS_SPEC_LEN];   /* I/O scheduler spec: "elevator", "noop" */
 	char clock[SFS_NAME_LEN];   /* "virtual", "account" or "emulate" */
+	char cpu[SFS_SPEC_LEN];     /* CPU model spec of simfs run: "core2-2009",
+				       "piii-1ghz,per_call_ns=3000"
+				       (cpumodel.h); mounts ignore it */
+	uint32_t cpus;              /* processors simfs run's clients share */
 	char stats_path[SFS_PATH_LEN]; /* JSON report at unmount, or "" */
 	char iolog_path[SFS_PATH_LEN]; /* device request log, or "" */
+	char trace_path[SFS_PATH_LEN]; /* operation trace of a mount
+					  (traces/README.md), or "" */
 	/* page cache write-back (doc/cache.md); 0 keeps the preset's value */
 	char vm[SFS_NAME_LEN];      /* preset: "2.6", "2.6.22", "modern" */
 	uint32_t dirty_ratio;       /* % of mem= */

@@ -376,6 +376,7 @@ static int dir_index_build(struct sfs_fs *fs, struct sfs_inode *dp)
 			struct sfs_ddirent *de = de_at(b->data, off);
 
 			rl = de_rec_len(de);
+			fs->cpu_ctr.dir_entries++;
 			if (!de->inode)
 				continue;
 			rc = dix_reserve(ix, 1);
@@ -438,13 +439,16 @@ static int dir_find(struct sfs_fs *fs, struct sfs_inode *dp, const char *name,
 		struct sfs_ddirent *de = NULL;
 		struct sfs_buf *b;
 
+		fs->cpu_ctr.dir_entries++;
 		if (ix->slots[i].hash != h)
 			continue;
 		rc = dir_get_block(fs, dp, pos / fs->bs, &b, NULL);
 		if (rc)
 			return rc;
-		for (off = 0; off < want; off += rl)
+		for (off = 0; off < want; off += rl) {
 			rl = de_rec_len(de_at(b->data, off));
+			fs->cpu_ctr.dir_entries++;
+		}
 		if (off == want)
 			de = de_at(b->data, off);
 		if (!de || !de->inode) {
@@ -500,6 +504,7 @@ static int dir_block_insert(struct sfs_fs *fs, uint8_t *data, uint32_t lblk,
 		uint32_t used;
 
 		rl = de_rec_len(de);
+		fs->cpu_ctr.dir_entries++;
 		if (lblk == 0 && off == 0)
 			continue;
 		if (!de->inode) {
@@ -531,6 +536,7 @@ static uint32_t dir_block_room(struct sfs_fs *fs, uint8_t *data, uint32_t lblk)
 		uint32_t avail;
 
 		rl = de_rec_len(de);
+		fs->cpu_ctr.dir_entries++;
 		if (lblk == 0 && off == 0)
 			continue;
 		avail = de->inode ? rl - SFS_DIRENT_LEN(de->name_len) : rl;
@@ -708,6 +714,7 @@ int sfs_dir_remove(struct sfs_fs *fs, struct sfs_inode *dp, const char *name,
 	for (uint32_t o = 0; o < off; o += rl) {
 		prev = de_at(b->data, o);
 		rl = de_rec_len(prev);
+		fs->cpu_ctr.dir_entries++;
 	}
 	de = de_at(b->data, off);
 	rl = de_rec_len(de);
@@ -857,6 +864,7 @@ int sfs_dir_iterate(struct sfs_fs *fs, struct sfs_inode *dp, uint64_t off,
 			uint64_t next;
 
 			rl = de_rec_len(de);
+			fs->cpu_ctr.dir_entries++;
 			if (o < skip || !de->inode)
 				continue;
 			next = (uint64_t)lblk * fs->bs + o + rl;

@@ -121,6 +121,7 @@ static int bitmap_new_blocks(struct sfs_alloc *a, struct sfs_inode *ip,
 			return rc;
 		*start_out = sfs_group_first(fs, g) + bit;
 		*got_out = n;
+		fs->cpu_ctr.blocks_alloc += n;
 		return 0;
 	}
 	return -ENOSPC;

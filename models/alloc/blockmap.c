@@ -122,6 +122,7 @@ static int bm_map(struct sfs_fs *fs, struct sfs_inode *ip, uint32_t lblk,
 
 	*pblk_out = 0;
 	*new_out = false;
+	fs->cpu_ctr.blocks_mapped++;
 	if (depth < 0)
 		return -EFBIG;
 	for (k = 0;; k++) {

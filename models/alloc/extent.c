@@ -214,6 +214,8 @@ static int ex_find(struct sfs_fs *fs, struct sfs_inode *ip, uint32_t lblk,
 		int depth = sfs_le16(h->eh_depth);
 		int i = ex_search(h, lblk);
 
+		fs->cpu_ctr.extent_steps++;
+
 		if (depth == 0) {
 			p->n[l].idx = i;
 			p->depth = l;
@@ -698,6 +700,7 @@ static int ex_map(struct sfs_fs *fs, struct sfs_inode *ip, uint32_t lblk,
 
 	*pblk_out = 0;
 	*new_out = false;
+	fs->cpu_ctr.blocks_mapped++;
 	if (lblk == UINT32_MAX)
 		return -EFBIG;
 	rc = ex_find(fs, ip, lblk, &p);

@@ -281,6 +281,7 @@ static int mb_mark_disk(struct sfs_alloc *a, sfs_blk_t blk, uint32_t n)
 	if (rc)
 		return rc;
 	m->grp[gi].seen_free = (uint16_t)(m->grp[gi].seen_free - n);
+	a->fs->cpu_ctr.blocks_alloc += n;
 	return 0;
 }
 
@@ -389,6 +390,7 @@ static void mb_complex_scan(struct sfs_alloc *a, struct mb_ac *ac, uint32_t gi)
 		while (e < g->nblocks && !mb_test(g->bits, e))
 			e++;
 		a->words_scanned += (e - i) / 8;
+		a->fs->cpu_ctr.extent_steps++;
 		mb_measure(m, ac, gi, i, e - i);
 		i = e;
 	}

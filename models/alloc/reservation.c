@@ -221,6 +221,7 @@ static int rsv_alloc_in_group(struct sfs_alloc *a, struct rsv_fs *r,
 		r->ctr.allocs_in_window++;
 		*start_out = s;
 		*got_out = n;
+		fs->cpu_ctr.blocks_alloc += n;
 		return 0;
 	}
 	sfs_cache_put(fs->cache, b);
@@ -256,6 +257,7 @@ static int rsv_plain_in_group(struct sfs_alloc *a, uint32_t g,
 		return rc;
 	*start_out = s;
 	*got_out = n;
+	fs->cpu_ctr.blocks_alloc += n;
 	return 0;
 }
 
