@@ -28,15 +28,15 @@ struct sfs_workload {
 };
 
 static const char *const wop_names[SFS_WOP_NTYPES] = {
-    [SFS_WOP_OPEN] = "open",	     [SFS_WOP_CLOSE] = "close",
-    [SFS_WOP_READ] = "read",	     [SFS_WOP_WRITE] = "write",
-    [SFS_WOP_FSYNC] = "fsync",	     [SFS_WOP_FTRUNCATE] = "ftruncate",
-    [SFS_WOP_UNLINK] = "unlink",     [SFS_WOP_MKDIR] = "mkdir",
-    [SFS_WOP_RMDIR] = "rmdir",	     [SFS_WOP_RENAME] = "rename",
-    [SFS_WOP_STAT] = "stat",	     [SFS_WOP_READDIR] = "readdir",
-    [SFS_WOP_SYMLINK] = "symlink",   [SFS_WOP_LINK] = "link",
-    [SFS_WOP_SYNC] = "sync",	     [SFS_WOP_THINK] = "think",
-    [SFS_WOP_BARRIER] = "barrier",   [SFS_WOP_STATFS] = "statfs",
+    [SFS_WOP_OPEN] = "open",	   [SFS_WOP_CLOSE] = "close",
+    [SFS_WOP_READ] = "read",	   [SFS_WOP_WRITE] = "write",
+    [SFS_WOP_FSYNC] = "fsync",	   [SFS_WOP_FTRUNCATE] = "ftruncate",
+    [SFS_WOP_UNLINK] = "unlink",   [SFS_WOP_MKDIR] = "mkdir",
+    [SFS_WOP_RMDIR] = "rmdir",	   [SFS_WOP_RENAME] = "rename",
+    [SFS_WOP_STAT] = "stat",	   [SFS_WOP_READDIR] = "readdir",
+    [SFS_WOP_SYMLINK] = "symlink", [SFS_WOP_LINK] = "link",
+    [SFS_WOP_SYNC] = "sync",	   [SFS_WOP_THINK] = "think",
+    [SFS_WOP_BARRIER] = "barrier", [SFS_WOP_STATFS] = "statfs",
 };
 
 const char *sfs_wop_name(enum sfs_wop_type t)
@@ -69,7 +69,8 @@ static int parse_time(const char *text, sfs_ns_t *out)
 static int parse_bool(const char *text, uint64_t *out)
 {
 	if (!text || !strcmp(text, "1") || !g_ascii_strcasecmp(text, "yes") ||
-	    !g_ascii_strcasecmp(text, "true") || !g_ascii_strcasecmp(text, "on"))
+	    !g_ascii_strcasecmp(text, "true") ||
+	    !g_ascii_strcasecmp(text, "on"))
 		*out = 1;
 	else if (!strcmp(text, "0") || !g_ascii_strcasecmp(text, "no") ||
 		 !g_ascii_strcasecmp(text, "false") ||
@@ -191,14 +192,15 @@ int sfs_workload_new(const char *spec, struct sfs_workload **out, char **err)
 	w->texts = g_new0(char *, np + 1);
 	for (size_t i = 0; i < np; i++) {
 		const struct sfs_wl_param *p = &ops->params[i];
-		const char *def = p->def ? p->def
-			      : p->type == SFS_WLP_STRING ? ""
-			      : p->type == SFS_WLP_BOOL   ? "no"
-							  : "0";
+		const char *def = p->def		      ? p->def
+				  : p->type == SFS_WLP_STRING ? ""
+				  : p->type == SFS_WLP_BOOL   ? "no"
+							      : "0";
 		w->texts[i] = g_strdup(def);
 		if (param_set(p, w->texts[i], &w->vals[i])) {
 			*err = g_strdup_printf("workload %s: bad default for "
-					       "%s", ops->name, p->name);
+					       "%s",
+					       ops->name, p->name);
 			rc = -EINVAL;
 			goto out;
 		}
@@ -259,6 +261,18 @@ out:
 	return rc;
 }
 
+struct sfs_workload *sfs_workload_wrap(const struct sfs_workload_ops *ops,
+				       void *st)
+{
+	struct sfs_workload *w = g_new0(struct sfs_workload, 1);
+
+	w->ops = ops;
+	w->vals = g_new0(struct sfs_wl_value, 1);
+	w->texts = g_new0(char *, 1);
+	w->st = st;
+	return w;
+}
+
 const struct sfs_workload_ops *sfs_workload_ops_of(const struct sfs_workload *w)
 {
 	return w->ops;
@@ -285,8 +299,8 @@ void sfs_workload_done(struct sfs_workload *w, unsigned c,
 		w->ops->done(w->st, c, op, rc);
 }
 
-void sfs_workload_report(struct sfs_workload *w,
-			 const struct sfs_wl_result *r, FILE *out)
+void sfs_workload_report(struct sfs_workload *w, const struct sfs_wl_result *r,
+			 FILE *out)
 {
 	if (w->ops->report)
 		w->ops->report(w->st, r, out);
@@ -334,8 +348,7 @@ struct sfs_wl_phase *sfs_wl_result_enter(struct sfs_wl_result *r,
 	return ph;
 }
 
-static struct sfs_wl_lat *phase_lat(struct sfs_wl_phase *ph,
-				    const char *label)
+static struct sfs_wl_lat *phase_lat(struct sfs_wl_phase *ph, const char *label)
 {
 	for (uint64_t i = 0; i < ph->nlat; i++)
 		if (strcmp(ph->lat[i].label, label) == 0)
@@ -396,8 +409,9 @@ sfs_ns_t sfs_wl_lat_percentile(const struct sfs_wl_lat *l, double p)
 	for (unsigned b = 0; b < SFS_WL_LAT_BUCKETS; b++) {
 		seen += l->bucket[b];
 		if (seen >= want) {
-			sfs_ns_t hi = b + 1 >= 64 ? UINT64_MAX
-						  : (((sfs_ns_t)1 << (b + 1)) - 1);
+			sfs_ns_t hi = b + 1 >= 64
+					  ? UINT64_MAX
+					  : (((sfs_ns_t)1 << (b + 1)) - 1);
 			return MIN(hi, l->max_ns);
 		}
 	}
@@ -424,9 +438,9 @@ const struct sfs_wl_lat *sfs_wl_phase_lat(const struct sfs_wl_phase *ph,
 
 void sfs_wl_result_print(const struct sfs_wl_result *r, FILE *out)
 {
-	fprintf(out, "%-16s %10s %9s %10s %10s %9s %9s %9s %9s %9s\n",
-		"phase", "ops", "seconds", "MB/s", "ops/s", "p50 ms",
-		"p99 ms", "max ms", "cpu s", "disk s");
+	fprintf(out, "%-22s %10s %9s %10s %10s %9s %9s %9s %9s %9s\n", "phase",
+		"ops", "seconds", "MB/s", "ops/s", "p50 ms", "p99 ms", "max ms",
+		"cpu s", "disk s");
 	for (uint64_t i = 0; i < r->nphases; i++) {
 		const struct sfs_wl_phase *ph = &r->phases[i];
 		double s = (double)(ph->end_ns - ph->start_ns) / 1e9;
@@ -440,7 +454,7 @@ void sfs_wl_result_print(const struct sfs_wl_result *r, FILE *out)
 				all.bucket[b] += ph->lat[k].bucket[b];
 		}
 		fprintf(out,
-			"%-16s %10" PRIu64 " %9.3f %10.2f %10.1f %9.3f %9.3f "
+			"%-22s %10" PRIu64 " %9.3f %10.2f %10.1f %9.3f %9.3f "
 			"%9.3f %9.3f %9.3f\n",
 			ph->name, ph->ops, s, s > 0 ? mb / s : 0.0,
 			s > 0 ? (double)ph->ops / s : 0.0,
@@ -450,7 +464,8 @@ void sfs_wl_result_print(const struct sfs_wl_result *r, FILE *out)
 			(double)ph->dev_busy_ns / 1e9);
 	}
 	if (r->mismatches)
-		fprintf(out, "%" PRIu64 " operations gave another result than "
+		fprintf(out,
+			"%" PRIu64 " operations gave another result than "
 			"expected; the first: %s\n",
 			r->mismatches, r->first_error_what);
 }

@@ -62,26 +62,27 @@ enum sfs_wop_type {
 
 #define SFS_WOP_DATASYNC 0x1 /* fsync flags */
 #define SFS_WOP_ANY 1	     /* expect: any result is fine */
-#define SFS_WOP_OFF_CUR UINT64_MAX /* read/write at the handle's position
-				      (which then moves past it) */
+#define SFS_WOP_OFF_CUR                                                        \
+	UINT64_MAX /* read/write at the handle's position                      \
+		      (which then moves past it) */
 
 struct sfs_wop {
 	enum sfs_wop_type type;
-	int fd;		     /* the client's handle number (>= 0) */
-	const char *path;    /* the generator's; valid until its next call */
-	const char *path2;   /* rename/symlink/link target */
-	uint64_t off;	     /* bytes, or SFS_WOP_OFF_CUR */
-	uint64_t len;	     /* bytes */
-	const void *data;    /* WRITE: the bytes (len of them), or NULL: the
-				runner makes them; the generator's, valid
-				until its next call */
-	uint32_t flags;	     /* open(2) flags; fsync: SFS_WOP_DATASYNC */
-	uint32_t mode;	     /* permission bits for open/mkdir */
-	sfs_ns_t think_ns;   /* the client's own time before this op */
-	int expect;	     /* expected result: 0, -errno or SFS_WOP_ANY */
-	const char *label;   /* what the report counts it as ("WriteX");
-				NULL: the type's name */
-	const char *phase;   /* non-NULL: this op starts that phase */
+	int fd;		   /* the client's handle number (>= 0) */
+	const char *path;  /* the generator's; valid until its next call */
+	const char *path2; /* rename/symlink/link target */
+	uint64_t off;	   /* bytes, or SFS_WOP_OFF_CUR */
+	uint64_t len;	   /* bytes */
+	const void *data;  /* WRITE: the bytes (len of them), or NULL: the
+			      runner makes them; the generator's, valid
+			      until its next call */
+	uint32_t flags;	   /* open(2) flags; fsync: SFS_WOP_DATASYNC */
+	uint32_t mode;	   /* permission bits for open/mkdir */
+	sfs_ns_t think_ns; /* the client's own time before this op */
+	int expect;	   /* expected result: 0, -errno or SFS_WOP_ANY */
+	const char *label; /* what the report counts it as ("WriteX");
+			      NULL: the type's name */
+	const char *phase; /* non-NULL: this op starts that phase */
 };
 
 /* ---- parameters: each workload declares a table ---- */
@@ -125,13 +126,13 @@ struct sfs_wl_lat {
 
 struct sfs_wl_phase {
 	char name[64];
-	sfs_ns_t start_ns;    /* first client entered it */
-	sfs_ns_t end_ns;      /* last op of it finished */
-	uint64_t bytes_read;  /* by READ ops */
+	sfs_ns_t start_ns;	/* first client entered it */
+	sfs_ns_t end_ns;	/* last op of it finished */
+	uint64_t bytes_read;	/* by READ ops */
 	uint64_t bytes_written; /* by WRITE ops */
-	uint64_t ops;	      /* all but THINK and BARRIER */
-	sfs_ns_t cpu_ns;      /* modelled CPU ("sys") time charged in it */
-	sfs_ns_t dev_busy_ns; /* modelled device busy time while it ran */
+	uint64_t ops;		/* all but THINK and BARRIER */
+	sfs_ns_t cpu_ns;	/* modelled CPU ("sys") time charged in it */
+	sfs_ns_t dev_busy_ns;	/* modelled device busy time while it ran */
 	uint64_t nlat;
 	struct sfs_wl_lat *lat; /* nlat labels, in first-seen order */
 };
@@ -211,14 +212,19 @@ void sfs_workload_list(FILE *out, bool params);
  */
 int sfs_workload_new(const char *spec, struct sfs_workload **out, char **err);
 void sfs_workload_free(struct sfs_workload *w);
-const struct sfs_workload_ops *sfs_workload_ops_of(const struct sfs_workload *w);
+/* A workload from an ops table and a state made by the caller (tests,
+ * other front ends); it owns st from here on (ops->fini frees it). */
+struct sfs_workload *sfs_workload_wrap(const struct sfs_workload_ops *ops,
+				       void *st);
+const struct sfs_workload_ops *
+sfs_workload_ops_of(const struct sfs_workload *w);
 unsigned sfs_workload_clients(struct sfs_workload *w);
 int sfs_workload_next(struct sfs_workload *w, unsigned c, sfs_ns_t now,
 		      struct sfs_wop *out, char **err);
 void sfs_workload_done(struct sfs_workload *w, unsigned c,
 		       const struct sfs_wop *op, int rc);
-void sfs_workload_report(struct sfs_workload *w,
-			 const struct sfs_wl_result *r, FILE *out);
+void sfs_workload_report(struct sfs_workload *w, const struct sfs_wl_result *r,
+			 FILE *out);
 
 /* The name of an op type ("write"). */
 const char *sfs_wop_name(enum sfs_wop_type t);
