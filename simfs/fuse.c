@@ -34,6 +34,18 @@
  *     open (direct_io, so the kernel asks for every byte); writes to
  *     `config` go to sfs_fs_set_knobs.  Nothing can be created, removed,
  *     renamed, linked, chmod'ed or touched in there: EPERM.
+ *  8. Recording (mount option trace=FILE, traces/README.md): with a
+ *     recorder, each request that maps to a workload op is written as one
+ *     trace line (sfs_rec_*): caller's pid, path from the root (the
+ *     recorder learns inode -> (parent, name) from every entry reply and
+ *     rename), handle number (fi->fh >> 1, given out at open/create),
+ *     result and the engine clock's time around the call.  Lookups are
+ *     the kernel's path walk: not recorded; getattr is recorded as stat
+ *     for non-directories only (a directory's getattr is mostly the
+ *     permission check of a walk); mknod, chmod/chown/utimes, flush,
+ *     fsyncdir, xattrs, readlink and fallocate are not recorded; readdir
+ *     is recorded once per listing (offset 0).  Without trace= the
+ *     adapter does nothing of this (one NULL test per request).
  */
 #define FUSE_USE_VERSION 312
 
@@ -56,6 +68,8 @@
 #include "fuse_adapter.h"
 #include "lock.h"
 #include "stats.h"
+#include "trace.h"
+#include "workload.h" /* SFS_WOP_DATASYNC */
 
 #define SFS_FUSE_TIMEOUT 1.0		/* entry and attr validity, s */
 #define SFS_FUSE_MAX_WRITE (1u << 20)	/* bytes per WRITE request */
@@ -118,6 +132,8 @@ struct sfs_fuse {
 	uint64_t ctl_size[SFS_CTL_N]; /* latest snapshot's size; ctl_lock */
 	unsigned ctl_open[SFS_CTL_N]; /* open handles; ctl_lock */
 	char *last_error;	      /* of a config write, or NULL; ctl_lock */
+	struct sfs_trace_recorder *trace; /* trace=, or NULL (rule 8); set
+					     before the loop */
 };
 
 /* ---- translation helpers ---- */
@@ -261,6 +277,119 @@ static void sfs_fuse_owner(fuse_req_t req, uint32_t *uid, uint32_t *gid)
 static struct sfs_fuse *sfs_fuse_of(fuse_req_t req)
 {
 	return fuse_req_userdata(req);
+}
+
+/* ---- recording (rule 8) ---- */
+
+/* The kernel's O_LARGEFILE: in the flags of every open a 64-bit process
+ * makes (its <fcntl.h> defines O_LARGEFILE as 0), so not the
+ * application's choice: not recorded. */
+#if defined(__x86_64__) || defined(__i386__)
+#define SFS_KERNEL_O_LARGEFILE 0100000u
+#elif defined(__aarch64__) || defined(__arm__)
+#define SFS_KERNEL_O_LARGEFILE 0400000u
+#else
+#define SFS_KERNEL_O_LARGEFILE 0u
+#endif
+
+/* The recorder of the mount, or NULL when trace= is not given. */
+static struct sfs_trace_recorder *sfs_rec(fuse_req_t req)
+{
+	return sfs_fuse_of(req)->trace;
+}
+
+/* The time a request's service starts (0 without a recorder). */
+static sfs_ns_t sfs_rec_start(fuse_req_t req)
+{
+	struct sfs_trace_recorder *t = sfs_rec(req);
+
+	return t ? sfs_trace_now(t) : 0;
+}
+
+/* The handle number of an open file (0: none given out). */
+static int64_t sfs_rec_fd(const struct fuse_file_info *fi)
+{
+	return fi ? (int64_t)(fi->fh >> 1) : 0;
+}
+
+/* A record of op for req, started at t0_ns, with every other field
+ * absent. */
+static void sfs_rec_init(fuse_req_t req, struct sfs_trace_rec *r,
+			 enum sfs_trace_op op, sfs_ns_t t0_ns)
+{
+	sfs_trace_rec_init(r);
+	r->op = op;
+	r->t_ns = t0_ns;
+	r->client = (uint64_t)fuse_req_ctx(req)->pid;
+}
+
+/* Write r with result rc, its service ending now.  A request the kernel
+ * sent on its own (pid 0: a release) counts as the handle's opener's. */
+static void sfs_rec_done(fuse_req_t req, struct sfs_trace_rec *r, int rc,
+			 const void *data)
+{
+	struct sfs_trace_recorder *t = sfs_rec(req);
+	sfs_ns_t now = sfs_trace_now(t);
+
+	if (r->client == 0 && r->fd > 0)
+		r->client = sfs_trace_handle_client(t, r->fd, false);
+	r->result = rc > 0 || rc < -4095 ? -EIO : rc;
+	r->dur_ns = now > r->t_ns ? now - r->t_ns : 0;
+	sfs_trace_record(t, r, data);
+}
+
+/* Record an op on one path: (ino, name) or, name NULL, ino itself. */
+static void sfs_rec_path(fuse_req_t req, enum sfs_trace_op op, sfs_ns_t t0,
+			 fuse_ino_t ino, const char *name, uint32_t mode,
+			 int rc)
+{
+	struct sfs_trace_recorder *t = sfs_rec(req);
+	struct sfs_trace_rec r;
+	char *path = sfs_trace_path(t, ino, name);
+
+	sfs_rec_init(req, &r, op, t0);
+	r.path = path;
+	r.mode = mode;
+	sfs_rec_done(req, &r, rc, NULL);
+	g_free(path);
+}
+
+/* Record an op on a handle (close, fsync, ftruncate); none: nothing. */
+static void sfs_rec_handle(fuse_req_t req, enum sfs_trace_op op, sfs_ns_t t0,
+			   const struct fuse_file_info *fi, uint32_t flags,
+			   uint64_t len, int rc)
+{
+	struct sfs_trace_rec r;
+
+	if (sfs_rec_fd(fi) <= 0)
+		return;
+	sfs_rec_init(req, &r, op, t0);
+	r.fd = sfs_rec_fd(fi);
+	r.flags = flags;
+	r.len = len;
+	sfs_rec_done(req, &r, rc, NULL);
+}
+
+/* An open (or create) of (ino, name): give it a handle if it succeeded
+ * and record it. */
+static void sfs_rec_open(fuse_req_t req, sfs_ns_t t0, fuse_ino_t ino,
+			 const char *name, struct fuse_file_info *fi,
+			 uint32_t mode, int rc)
+{
+	struct sfs_trace_recorder *t = sfs_rec(req);
+	struct sfs_trace_rec r;
+	char *path = sfs_trace_path(t, ino, name);
+
+	sfs_rec_init(req, &r, SFS_TOP_OPEN, t0);
+	r.path = path;
+	r.flags = (uint32_t)fi->flags & ~SFS_KERNEL_O_LARGEFILE;
+	r.mode = mode;
+	if (rc == 0) {
+		r.fd = sfs_trace_open_handle(t, r.client);
+		fi->fh |= (uint64_t)r.fd << 1;
+	}
+	sfs_rec_done(req, &r, rc, NULL);
+	g_free(path);
 }
 
 /* Print into a memory buffer: *len_out bytes (free() the result). */
@@ -657,6 +786,9 @@ static void sfs_fuse_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 	}
 	if (p)
 		rc = sfs_lookup(sfs_fuse_fs(req), p, name, &a);
+	if (rc == 0 && sfs_rec(req))
+		sfs_trace_learn(sfs_rec(req), sfs_fuse_ino_out(a.ino), parent,
+				name);
 	sfs_fuse_reply_entry(req, rc, &a);
 }
 
@@ -696,8 +828,13 @@ static void sfs_fuse_getattr(fuse_req_t req, fuse_ino_t ino,
 		fuse_reply_attr(req, &st, 0);
 		return;
 	}
+	sfs_ns_t t0 = sfs_rec_start(req);
+
 	if (i)
 		rc = sfs_getattr(sfs_fuse_fs(req), i, &a);
+	if (sfs_rec(req) && fuse_req_ctx(req)->pid &&
+	    !(rc == 0 && S_ISDIR(a.mode)))
+		sfs_rec_path(req, SFS_TOP_STAT, t0, ino, NULL, 0, rc);
 	sfs_fuse_reply_attr(req, rc, &a);
 }
 
@@ -768,10 +905,27 @@ static void sfs_fuse_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *st,
 		valid |= SFS_SET_CTIME;
 		in.ctime = st->st_ctim;
 	}
+	sfs_ns_t t0 = sfs_rec_start(req);
+
 	if (valid == 0)
 		rc = sfs_getattr(sfs_fuse_fs(req), i, &out);
 	else
 		rc = sfs_setattr(sfs_fuse_fs(req), i, &in, valid, &out);
+	if (sfs_rec(req) && (valid & SFS_SET_SIZE)) {
+		if (sfs_rec_fd(fi) > 0) {
+			sfs_rec_handle(req, SFS_TOP_FTRUNCATE, t0, fi, 0,
+				       in.size, rc);
+		} else {
+			struct sfs_trace_rec r;
+			char *path = sfs_trace_path(sfs_rec(req), ino, NULL);
+
+			sfs_rec_init(req, &r, SFS_TOP_TRUNCATE, t0);
+			r.path = path;
+			r.len = in.size;
+			sfs_rec_done(req, &r, rc, NULL);
+			g_free(path);
+		}
+	}
 	sfs_fuse_reply_attr(req, rc, &out);
 }
 
@@ -812,6 +966,9 @@ static void sfs_fuse_mknod(fuse_req_t req, fuse_ino_t parent, const char *name,
 			rc = sfs_mknod(sfs_fuse_fs(req), p, name, mode,
 				       (uint32_t)rdev, uid, gid, &a);
 		while (sfs_fuse_reclaim(req, rc));
+	if (rc == 0 && sfs_rec(req))
+		sfs_trace_learn(sfs_rec(req), sfs_fuse_ino_out(a.ino), parent,
+				name);
 	sfs_fuse_reply_entry(req, rc, &a);
 }
 
@@ -823,6 +980,8 @@ static void sfs_fuse_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name,
 	struct sfs_attr a;
 	int rc = -ESTALE;
 
+	sfs_ns_t t0 = sfs_rec_start(req);
+
 	sfs_fuse_owner(req, &uid, &gid);
 	if (sfs_ctl_new_name(parent, name))
 		rc = sfs_ctl_new_name(parent, name);
@@ -831,6 +990,13 @@ static void sfs_fuse_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name,
 			rc = sfs_mkdir(sfs_fuse_fs(req), p, name,
 				       S_IFDIR | (mode & 07777), uid, gid, &a);
 		while (sfs_fuse_reclaim(req, rc));
+	if (sfs_rec(req) && sfs_ctl_of(parent) < 0) {
+		sfs_rec_path(req, SFS_TOP_MKDIR, t0, parent, name,
+			     (uint32_t)mode & 07777, rc);
+		if (rc == 0)
+			sfs_trace_learn(sfs_rec(req), sfs_fuse_ino_out(a.ino),
+					parent, name);
+	}
 	sfs_fuse_reply_entry(req, rc, &a);
 }
 
@@ -842,6 +1008,8 @@ static void sfs_fuse_symlink(fuse_req_t req, const char *link,
 	struct sfs_attr a;
 	int rc = -ESTALE;
 
+	sfs_ns_t t0 = sfs_rec_start(req);
+
 	sfs_fuse_owner(req, &uid, &gid);
 	if (sfs_ctl_new_name(parent, name))
 		rc = sfs_ctl_new_name(parent, name);
@@ -850,6 +1018,19 @@ static void sfs_fuse_symlink(fuse_req_t req, const char *link,
 			rc = sfs_symlink(sfs_fuse_fs(req), p, name, link, uid,
 					 gid, &a);
 		while (sfs_fuse_reclaim(req, rc));
+	if (sfs_rec(req) && sfs_ctl_of(parent) < 0) {
+		struct sfs_trace_rec r;
+		char *path2 = sfs_trace_path(sfs_rec(req), parent, name);
+
+		sfs_rec_init(req, &r, SFS_TOP_SYMLINK, t0);
+		r.path = link; /* the target: text, not a name in the tree */
+		r.path2 = path2;
+		sfs_rec_done(req, &r, rc, NULL);
+		g_free(path2);
+		if (rc == 0)
+			sfs_trace_learn(sfs_rec(req), sfs_fuse_ino_out(a.ino),
+					parent, name);
+	}
 	sfs_fuse_reply_entry(req, rc, &a);
 }
 
@@ -859,6 +1040,9 @@ static void sfs_fuse_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent,
 	sfs_ino_t i = sfs_fuse_ino_in(ino), p = sfs_fuse_ino_in(newparent);
 	struct sfs_attr a;
 	int rc = -ESTALE;
+	sfs_ns_t t0 = sfs_rec_start(req);
+	char *old =
+	    sfs_rec(req) ? sfs_trace_path(sfs_rec(req), ino, NULL) : NULL;
 
 	if (sfs_ctl_of(ino) >= 0)
 		rc = -EPERM;
@@ -868,29 +1052,59 @@ static void sfs_fuse_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent,
 		do
 			rc = sfs_link(sfs_fuse_fs(req), i, p, newname, &a);
 		while (sfs_fuse_reclaim(req, rc));
+	if (old && sfs_ctl_of(ino) < 0 && sfs_ctl_of(newparent) < 0) {
+		struct sfs_trace_rec r;
+		char *path2 = sfs_trace_path(sfs_rec(req), newparent, newname);
+
+		sfs_rec_init(req, &r, SFS_TOP_LINK, t0);
+		r.path = old;
+		r.path2 = path2;
+		sfs_rec_done(req, &r, rc, NULL);
+		g_free(path2);
+		/* the latest name of an inode is the one paths use */
+		if (rc == 0)
+			sfs_trace_learn(sfs_rec(req), ino, newparent, newname);
+	}
+	g_free(old);
 	sfs_fuse_reply_entry(req, rc, &a);
 }
 
 static void sfs_fuse_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
 	sfs_ino_t p = sfs_fuse_ino_in(parent);
+	sfs_ns_t t0 = sfs_rec_start(req);
+	int rc;
 
-	if (sfs_ctl_old_name(parent, name))
+	if (sfs_ctl_old_name(parent, name)) {
 		sfs_fuse_reply_rc(req, sfs_ctl_old_name(parent, name));
-	else
-		sfs_fuse_reply_rc(req, p ? sfs_unlink(sfs_fuse_fs(req), p, name)
-					 : -ESTALE);
+		return;
+	}
+	rc = p ? sfs_unlink(sfs_fuse_fs(req), p, name) : -ESTALE;
+	if (sfs_rec(req)) {
+		sfs_rec_path(req, SFS_TOP_UNLINK, t0, parent, name, 0, rc);
+		if (rc == 0)
+			sfs_trace_unlearn(sfs_rec(req), parent, name);
+	}
+	sfs_fuse_reply_rc(req, rc);
 }
 
 static void sfs_fuse_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
 	sfs_ino_t p = sfs_fuse_ino_in(parent);
+	sfs_ns_t t0 = sfs_rec_start(req);
+	int rc;
 
-	if (sfs_ctl_old_name(parent, name))
+	if (sfs_ctl_old_name(parent, name)) {
 		sfs_fuse_reply_rc(req, sfs_ctl_old_name(parent, name));
-	else
-		sfs_fuse_reply_rc(req, p ? sfs_rmdir(sfs_fuse_fs(req), p, name)
-					 : -ESTALE);
+		return;
+	}
+	rc = p ? sfs_rmdir(sfs_fuse_fs(req), p, name) : -ESTALE;
+	if (sfs_rec(req)) {
+		sfs_rec_path(req, SFS_TOP_RMDIR, t0, parent, name, 0, rc);
+		if (rc == 0)
+			sfs_trace_unlearn(sfs_rec(req), parent, name);
+	}
+	sfs_fuse_reply_rc(req, rc);
 }
 
 static void sfs_fuse_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
@@ -898,6 +1112,7 @@ static void sfs_fuse_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
 			    unsigned int flags)
 {
 	sfs_ino_t p = sfs_fuse_ino_in(parent), np = sfs_fuse_ino_in(newparent);
+	sfs_ns_t t0 = sfs_rec_start(req);
 	int rc;
 
 	if (flags & ~(unsigned)(RENAME_NOREPLACE | RENAME_EXCHANGE) ||
@@ -913,6 +1128,22 @@ static void sfs_fuse_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
 			rc = sfs_rename(sfs_fuse_fs(req), p, name, np, newname,
 					flags);
 		while (sfs_fuse_reclaim(req, rc));
+	if (sfs_rec(req) && sfs_ctl_of(parent) < 0 &&
+	    sfs_ctl_of(newparent) < 0) {
+		struct sfs_trace_rec r;
+		char *a = sfs_trace_path(sfs_rec(req), parent, name);
+		char *b = sfs_trace_path(sfs_rec(req), newparent, newname);
+
+		sfs_rec_init(req, &r, SFS_TOP_RENAME, t0);
+		r.path = a;
+		r.path2 = b;
+		sfs_rec_done(req, &r, rc, NULL);
+		g_free(a);
+		g_free(b);
+		if (rc == 0)
+			sfs_trace_moved(sfs_rec(req), parent, name, newparent,
+					newname, flags & RENAME_EXCHANGE);
+	}
 	sfs_fuse_reply_rc(req, rc);
 }
 
@@ -970,12 +1201,18 @@ static void sfs_fuse_open(fuse_req_t req, fuse_ino_t ino,
 		sfs_ctl_open(req, sfs_ctl_of(ino), fi);
 		return;
 	}
+	sfs_ns_t t0 = sfs_rec_start(req);
+
 	rc = i ? sfs_open(fs, i, fi->flags) : -ESTALE;
 	if (rc < 0) {
+		if (sfs_rec(req))
+			sfs_rec_open(req, t0, ino, NULL, fi, 0, rc);
 		sfs_fuse_reply_rc(req, rc);
 		return;
 	}
 	sfs_fuse_set_direct(fi);
+	if (sfs_rec(req))
+		sfs_rec_open(req, t0, ino, NULL, fi, 0, 0);
 	/* the request was interrupted: no release will come for this open */
 	if (fuse_reply_open(req, fi) != 0)
 		sfs_release(fs, i);
@@ -991,6 +1228,8 @@ static void sfs_fuse_create(fuse_req_t req, fuse_ino_t parent, const char *name,
 	struct fuse_entry_param e;
 	struct sfs_attr a;
 	int rc = -ESTALE;
+	sfs_ns_t t0 = sfs_rec_start(req);
+	bool rec = sfs_rec(req) && sfs_ctl_of(parent) < 0;
 
 	sfs_fuse_owner(req, &uid, &gid);
 	if (sfs_ctl_new_name(parent, name))
@@ -1001,17 +1240,29 @@ static void sfs_fuse_create(fuse_req_t req, fuse_ino_t parent, const char *name,
 				       uid, gid, &a);
 		while (sfs_fuse_reclaim(req, rc));
 	if (rc < 0) {
+		if (rec)
+			sfs_rec_open(req, t0, parent, name, fi,
+				     (uint32_t)mode & 07777, rc);
 		sfs_fuse_reply_rc(req, rc);
 		return;
 	}
 	/* from here the engine counts a lookup reference (rule 5) */
 	rc = sfs_fuse_ino_ok(a.ino) ? sfs_open(fs, a.ino, fi->flags) : -EIO;
 	if (rc < 0) {
+		if (rec)
+			sfs_rec_open(req, t0, parent, name, fi,
+				     (uint32_t)mode & 07777, rc);
 		sfs_forget(fs, a.ino, 1);
 		sfs_fuse_reply_rc(req, rc);
 		return;
 	}
 	sfs_fuse_set_direct(fi);
+	if (rec) {
+		sfs_rec_open(req, t0, parent, name, fi, (uint32_t)mode & 07777,
+			     0);
+		sfs_trace_learn(sfs_rec(req), sfs_fuse_ino_out(a.ino), parent,
+				name);
+	}
 	sfs_fuse_fill_entry(&a, &e);
 	if (fuse_reply_create(req, &e, fi) != 0) {
 		sfs_release(fs, a.ino);
@@ -1044,11 +1295,23 @@ static void sfs_fuse_read(fuse_req_t req, fuse_ino_t ino, size_t size,
 		.flags = (fi && (fi->fh & SFS_FH_ODIRECT)) ? SFS_IOCTX_DIRECT : 0,
 		.pid = (uint32_t)fuse_req_ctx(req)->pid,
 	};
+	sfs_ns_t t0 = sfs_rec_start(req);
+
 	/* the reader's requests carry its process (sched=cfq's slices) */
 	sfs_io_set_stream(ctx.pid);
 	rc = sfs_read_ctx(sfs_fuse_fs(req), i, (uint64_t)off, size, buf, &ctx,
 			  &got);
 	sfs_io_set_stream(0);
+	if (sfs_rec(req) && sfs_rec_fd(fi) > 0) {
+		struct sfs_trace_rec r;
+
+		sfs_rec_init(req, &r, SFS_TOP_READ, t0);
+		r.fd = sfs_rec_fd(fi);
+		r.off = (uint64_t)off;
+		r.len = size;
+		r.done = rc < 0 ? 0 : MIN(got, size);
+		sfs_rec_done(req, &r, rc < 0 ? rc : 0, NULL);
+	}
 	if (rc < 0)
 		sfs_fuse_reply_rc(req, rc);
 	else
@@ -1079,12 +1342,24 @@ static void sfs_fuse_write(fuse_req_t req, fuse_ino_t ino, const char *buf,
 		.flags = (fi && (fi->fh & SFS_FH_ODIRECT)) ? SFS_IOCTX_DIRECT : 0,
 		.pid = (uint32_t)fuse_req_ctx(req)->pid,
 	};
+	sfs_ns_t t0 = sfs_rec_start(req);
+
 	do
 		rc = sfs_write_ctx(sfs_fuse_fs(req), i, (uint64_t)off, buf,
 				   size, &ctx, &written);
 	while (written == 0 && sfs_fuse_reclaim(req, rc));
 	if (written > size)
 		written = size;
+	if (sfs_rec(req) && sfs_rec_fd(fi) > 0) {
+		struct sfs_trace_rec r;
+
+		sfs_rec_init(req, &r, SFS_TOP_WRITE, t0);
+		r.fd = sfs_rec_fd(fi);
+		r.off = (uint64_t)off;
+		r.len = size;
+		r.done = written;
+		sfs_rec_done(req, &r, rc < 0 && written == 0 ? rc : 0, buf);
+	}
 	if (rc < 0 && written == 0)
 		sfs_fuse_reply_rc(req, rc);
 	else
@@ -1103,11 +1378,20 @@ static void sfs_fuse_release(fuse_req_t req, fuse_ino_t ino,
 {
 	sfs_ino_t i = sfs_fuse_ino_in(ino);
 
+	sfs_ns_t t0;
+	int rc;
+
 	if (sfs_ctl_of(ino) >= 0) {
 		sfs_ctl_release(req, sfs_ctl_of(ino), fi);
 		return;
 	}
-	sfs_fuse_reply_rc(req, i ? sfs_release(sfs_fuse_fs(req), i) : -ESTALE);
+	t0 = sfs_rec_start(req);
+	rc = i ? sfs_release(sfs_fuse_fs(req), i) : -ESTALE;
+	if (sfs_rec(req) && sfs_rec_fd(fi) > 0) {
+		sfs_rec_handle(req, SFS_TOP_CLOSE, t0, fi, 0, 0, rc);
+		sfs_trace_handle_client(sfs_rec(req), sfs_rec_fd(fi), true);
+	}
+	sfs_fuse_reply_rc(req, rc);
 }
 
 static void sfs_fuse_fsync(fuse_req_t req, fuse_ino_t ino, int datasync,
@@ -1115,12 +1399,18 @@ static void sfs_fuse_fsync(fuse_req_t req, fuse_ino_t ino, int datasync,
 {
 	sfs_ino_t i = sfs_fuse_ino_in(ino);
 
+	sfs_ns_t t0 = sfs_rec_start(req);
+	int rc;
+
 	if (sfs_ctl_of(ino) >= 0) {
 		fuse_reply_err(req, 0); /* nothing to write back */
 		return;
 	}
-	sfs_fuse_reply_rc(req, i ? sfs_fsync(sfs_fuse_fs(req), i, datasync != 0)
-				 : -ESTALE);
+	rc = i ? sfs_fsync(sfs_fuse_fs(req), i, datasync != 0) : -ESTALE;
+	if (sfs_rec(req)) /* a directory's fsync has no handle: skipped */
+		sfs_rec_handle(req, SFS_TOP_FSYNC, t0, fi,
+			       datasync ? SFS_WOP_DATASYNC : 0, 0, rc);
+	sfs_fuse_reply_rc(req, rc);
 }
 
 static void sfs_fuse_fallocate(fuse_req_t req, fuse_ino_t ino, int mode,
@@ -1246,8 +1536,13 @@ static void sfs_fuse_readdir(fuse_req_t req, fuse_ino_t ino, size_t size,
 		fuse_reply_err(req, ENOMEM);
 		return;
 	}
+	sfs_ns_t t0 = sfs_rec_start(req);
+
 	rc = sfs_readdir(sfs_fuse_fs(req), i, (uint64_t)off, sfs_fuse_filldir,
 			 &d);
+	if (sfs_rec(req) && off == 0) /* a listing's first chunk */
+		sfs_rec_path(req, SFS_TOP_READDIR, t0, ino, NULL, 0,
+			     rc < 0 && d.pos == 0 ? rc : 0);
 	/* entries already gathered go out; the error returns next time */
 	if (rc < 0 && d.pos == 0)
 		sfs_fuse_reply_rc(req, rc);
@@ -1272,9 +1567,16 @@ static void sfs_fuse_statfs(fuse_req_t req, fuse_ino_t ino)
 {
 	struct sfs_statfs s;
 	struct statvfs sv;
+	sfs_ns_t t0 = sfs_rec_start(req);
 	int rc;
 
 	rc = sfs_statfs(sfs_fuse_fs(req), &s);
+	if (sfs_rec(req)) {
+		struct sfs_trace_rec r;
+
+		sfs_rec_init(req, &r, SFS_TOP_STATFS, t0);
+		sfs_rec_done(req, &r, rc, NULL);
+	}
 	if (rc < 0) {
 		sfs_fuse_reply_rc(req, rc);
 		return;
@@ -1548,13 +1850,41 @@ out_free:
 	return rc;
 }
 
+/* Finish the trace (rule 8): every request has been answered. */
+static void sfs_fuse_trace_close(struct sfs_fuse *f)
+{
+	int rc = sfs_trace_recorder_free(f->trace);
+
+	f->trace = NULL;
+	if (rc < 0)
+		fuse_log(FUSE_LOG_ERR, "writing the trace failed: %s\n",
+			 g_strerror(-rc));
+}
+
 int sfs_fuse_mount(struct sfs_fuse *f, struct sfs_fs *fs,
 		   const char *mountpoint)
 {
+	struct sfs_config cfg;
+
 	f->fs = fs;
 	sfs_fs_count_lookups(fs); /* rule 5 */
-	if (fuse_session_mount(f->se, mountpoint) != 0)
+	sfs_fs_get_config(fs, &cfg);
+	if (cfg.trace_path[0] && !f->trace) {
+		char *err = NULL;
+		int rc = sfs_trace_recorder_new(
+		    cfg.trace_path, sfs_fs_clock(fs), &f->trace, &err);
+
+		if (rc < 0) {
+			fuse_log(FUSE_LOG_ERR, "trace=%s: %s\n", cfg.trace_path,
+				 err ? err : g_strerror(-rc));
+			g_free(err);
+			return -EIO;
+		}
+	}
+	if (fuse_session_mount(f->se, mountpoint) != 0) {
+		sfs_fuse_trace_close(f);
 		return -EIO;
+	}
 	f->mounted = true;
 	return 0;
 }
@@ -1583,6 +1913,7 @@ int sfs_fuse_serve(struct sfs_fuse *f, void (*ready)(void *arg), void *arg)
 	fuse_loop_cfg_set_idle_threads(cfg, SFS_FUSE_IDLE_THREADS);
 	rc = fuse_session_loop_mt(f->se, cfg);
 	fuse_loop_cfg_destroy(cfg);
+	sfs_fuse_trace_close(f);
 	/* > 0: the signal that ended the loop; that is a normal end */
 	if (rc > 0)
 		rc = 0;
@@ -1604,6 +1935,7 @@ void sfs_fuse_free(struct sfs_fuse *f)
 	if (f->mounted)
 		fuse_session_unmount(f->se);
 	fuse_session_destroy(f->se);
+	sfs_fuse_trace_close(f);
 	g_free(f->last_error);
 	sfs_mutex_clear(&f->ctl_lock);
 	g_free(f);

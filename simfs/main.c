@@ -59,7 +59,9 @@
 #include "models/journal/jbd2.h"
 #include "plot.h"
 #include "sched.h"
+#include "run.h"
 #include "stats.h"
+#include "trace.h"
 
 #ifndef SFS_VERSION
 #define SFS_VERSION "0.1.0"
@@ -975,6 +977,7 @@ static int cmd_mount(int argc, char **argv)
 	/* the daemon runs in "/": file knobs are taken from here */
 	sfs_mount_absolute(cfg.stats_path, sizeof(cfg.stats_path));
 	sfs_mount_absolute(cfg.iolog_path, sizeof(cfg.iolog_path));
+	sfs_mount_absolute(cfg.trace_path, sizeof(cfg.trace_path));
 	reserved = sfs_mount_reserved_opt(unknown);
 	if (reserved) {
 		sfs_err("mount",
@@ -1539,6 +1542,10 @@ static const struct sfs_cmd sfs_cmds[] = {
     {"plot", cmd_plot, "draw I/O-log timelines and block-layout maps"},
     {"crash", cmd_crash,
      "crash-test a workload: cut the power, recover, check the promise"},
+    {"run", sfs_cmd_run,
+     "run a workload through the engine in virtual time (or on a path)"},
+    {"trace", sfs_cmd_trace,
+     "convert (from strace) and summarise operation traces"},
     {"stats", cmd_stats, "print a run's statistics (JSON file or live mount)"},
     {"help", cmd_help, "show help for a command"},
 };

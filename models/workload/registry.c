@@ -20,9 +20,9 @@ extern const struct sfs_workload_ops sfs_wl_dbench_ops;
 extern const struct sfs_workload_ops sfs_wl_trace_ops;
 
 static const struct sfs_workload_ops *const workloads[] = {
-    &sfs_wl_dd_ops,	 &sfs_wl_untar_ops,   &sfs_wl_compilebench_ops,
-    &sfs_wl_iozone_ops,	 &sfs_wl_tiobench_ops, &sfs_wl_bonnie_ops,
-    &sfs_wl_fsmark_ops,	 &sfs_wl_postmark_ops, &sfs_wl_dbench_ops,
+    &sfs_wl_dd_ops,	&sfs_wl_untar_ops,    &sfs_wl_compilebench_ops,
+    &sfs_wl_iozone_ops, &sfs_wl_tiobench_ops, &sfs_wl_bonnie_ops,
+    &sfs_wl_fsmark_ops, &sfs_wl_postmark_ops, &sfs_wl_dbench_ops,
     &sfs_wl_trace_ops,
 };
 
