@@ -90,6 +90,8 @@ static void run_usage(FILE *out)
 	    "                        (any mounted filesystem), timed on the "
 	    "wall clock\n"
 	    "  -q, --quiet           no engine statistics table\n"
+	    "      --results FILE    every metric as CSV (workload,phase,"
+	    "metric,value,unit)\n"
 	    "      --list            the workloads and their parameters\n"
 	    "  -h, --help            this text\n"
 	    "\n"
@@ -143,6 +145,42 @@ static int make_image(const char *path, uint64_t size, bool journaled,
 	return rc;
 }
 
+/* The result as CSV (workload.h, sfs_workload_write_metrics) plus the
+ * run's counters as phase "all".  0, or -1 after a message. */
+static int write_results(const char *path, struct sfs_workload *w,
+			 const struct sfs_wl_result *res,
+			 const struct sfs_run_counters *c)
+{
+	const char *wl = sfs_workload_ops_of(w)->name;
+	FILE *f = fopen(path, "w");
+
+	if (!f) {
+		run_err("cannot write %s: %s", path, g_strerror(errno));
+		return -1;
+	}
+	sfs_workload_write_metrics(w, res, f);
+	sfs_wl_metric_row(f, wl, "all", "modelled_s", (double)c->end_ns / 1e9,
+			  "s");
+	sfs_wl_metric_row(f, wl, "all", "cpu_s", (double)c->cpu_ns / 1e9, "s");
+	sfs_wl_metric_row(f, wl, "all", "commits", (double)c->commits_seen,
+			  "commits");
+	sfs_wl_metric_row(f, wl, "all", "fsync_waits", (double)c->fsync_waits,
+			  "fsyncs");
+	sfs_wl_metric_row(f, wl, "all", "queue_max", (double)c->max_queue,
+			  "requests");
+	sfs_wl_metric_row(f, wl, "all", "queue_mean", c->mean_queue,
+			  "requests");
+	sfs_wl_metric_row(f, wl, "all", "dev_requests", (double)c->dev_requests,
+			  "requests");
+	sfs_wl_metric_row(f, wl, "all", "mismatches", (double)res->mismatches,
+			  "ops");
+	if (fclose(f) != 0) {
+		run_err("cannot write %s: %s", path, g_strerror(errno));
+		return -1;
+	}
+	return 0;
+}
+
 static bool has_fs(const char *path)
 {
 	struct stat st;
@@ -185,12 +223,14 @@ int sfs_cmd_run(int argc, char **argv)
 	    {"seed", required_argument, NULL, 's'},
 	    {"path", required_argument, NULL, 'p'},
 	    {"quiet", no_argument, NULL, 'q'},
+	    {"results", required_argument, NULL, 'R'},
 	    {"list", no_argument, NULL, 'l'},
 	    {"help", no_argument, NULL, 'h'},
 	    {NULL, 0, NULL, 0},
 	};
 	GString *opts = g_string_new("device=hdd-2009");
 	char *spec = NULL, *path = NULL, *err = NULL, *tmpdir = NULL;
+	char *results = NULL;
 	const char *image = NULL;
 	uint64_t size = RUN_DEFAULT_SIZE, jsize = 0, seed = 1;
 	bool fresh = false, quiet = false;
@@ -248,6 +288,10 @@ int sfs_cmd_run(int argc, char **argv)
 			break;
 		case 'q':
 			quiet = true;
+			break;
+		case 'R':
+			g_free(results);
+			results = g_strdup(optarg);
 			break;
 		case 'l':
 			sfs_workload_list(stdout, true);
@@ -349,13 +393,15 @@ int sfs_cmd_run(int argc, char **argv)
 	struct sfs_wl_result res;
 	char *rerr = NULL;
 
+	status = 0;
 	rc = sfs_run_engine(fs, w, &ro, &res, &cnt, &rerr);
 	sfs_workload_report(w, &res, stdout);
 	printf("\n");
 	sfs_wl_result_print(&res, stdout);
 	sfs_run_counters_print(&cnt, stdout);
 	printf("\n");
-	status = 0;
+	if (results && write_results(results, w, &res, &cnt) < 0)
+		status = RUN_EXIT_FAIL;
 	if (rc) {
 		run_err("%s", rerr ? rerr : g_strerror(-rc));
 		status = RUN_EXIT_FAIL;
@@ -389,6 +435,7 @@ out:
 	g_string_free(opts, TRUE);
 	g_free(spec);
 	g_free(path);
+	g_free(results);
 	g_free(err);
 	return status;
 }

@@ -59,6 +59,7 @@
 #include "models/journal/jbd2.h"
 #include "plot.h"
 #include "sched.h"
+#include "experiment.h"
 #include "run.h"
 #include "stats.h"
 #include "trace.h"
@@ -1542,6 +1543,8 @@ static const struct sfs_cmd sfs_cmds[] = {
     {"plot", cmd_plot, "draw I/O-log timelines and block-layout maps"},
     {"crash", cmd_crash,
      "crash-test a workload: cut the power, recover, check the promise"},
+    {"bench", sfs_cmd_bench,
+     "run an experiment file: cells in parallel, tables, plots, a report"},
     {"run", sfs_cmd_run,
      "run a workload through the engine in virtual time (or on a path)"},
     {"trace", sfs_cmd_trace,

@@ -490,3 +490,82 @@ uint64_t sfs_wl_rng_below(struct sfs_wl_rng *r, uint64_t n)
 {
 	return n ? sfs_wl_rng_next(r) % n : 0;
 }
+
+/* ---- metrics as CSV rows ---- */
+
+void sfs_wl_metric_row(FILE *out, const char *workload, const char *phase,
+		       const char *metric, double value, const char *unit)
+{
+	fprintf(out, "%s,%s,%s,%.9g,%s\n", workload, phase, metric, value,
+		unit);
+}
+
+struct metric_ctx {
+	FILE *out;
+	const char *wl;
+};
+
+static void metric_emit(void *ctx, const char *phase, const char *metric,
+			double value, const char *unit)
+{
+	struct metric_ctx *m = ctx;
+
+	sfs_wl_metric_row(m->out, m->wl, phase, metric, value, unit);
+}
+
+void sfs_workload_write_metrics(struct sfs_workload *w,
+				const struct sfs_wl_result *r, FILE *out)
+{
+	const char *wl = w->ops->name;
+
+	fprintf(out, "workload,phase,metric,value,unit\n");
+	for (uint64_t i = 0; i < r->nphases; i++) {
+		const struct sfs_wl_phase *ph = &r->phases[i];
+		double s = (double)(ph->end_ns - ph->start_ns) / 1e9;
+		double mb = (double)(ph->bytes_read + ph->bytes_written) / 1e6;
+		struct sfs_wl_lat all = {.max_ns = 0};
+
+		for (uint64_t k = 0; k < ph->nlat; k++) {
+			all.count += ph->lat[k].count;
+			all.sum_ns += ph->lat[k].sum_ns;
+			all.max_ns = MAX(all.max_ns, ph->lat[k].max_ns);
+			for (unsigned b = 0; b < SFS_WL_LAT_BUCKETS; b++)
+				all.bucket[b] += ph->lat[k].bucket[b];
+		}
+		sfs_wl_metric_row(out, wl, ph->name, "seconds", s, "s");
+		sfs_wl_metric_row(out, wl, ph->name, "ops", (double)ph->ops,
+				  "ops");
+		sfs_wl_metric_row(out, wl, ph->name, "mb_s",
+				  s > 0 ? mb / s : 0, "MB/s");
+		sfs_wl_metric_row(out, wl, ph->name, "ops_s",
+				  s > 0 ? (double)ph->ops / s : 0, "ops/s");
+		sfs_wl_metric_row(out, wl, ph->name, "bytes_read",
+				  (double)ph->bytes_read, "B");
+		sfs_wl_metric_row(out, wl, ph->name, "bytes_written",
+				  (double)ph->bytes_written, "B");
+		sfs_wl_metric_row(out, wl, ph->name, "lat_avg_ms",
+				  all.count ? (double)all.sum_ns /
+						  (double)all.count / 1e6
+					    : 0,
+				  "ms");
+		sfs_wl_metric_row(out, wl, ph->name, "lat_p50_ms",
+				  (double)sfs_wl_lat_percentile(&all, 50) / 1e6,
+				  "ms");
+		sfs_wl_metric_row(out, wl, ph->name, "lat_p95_ms",
+				  (double)sfs_wl_lat_percentile(&all, 95) / 1e6,
+				  "ms");
+		sfs_wl_metric_row(out, wl, ph->name, "lat_p99_ms",
+				  (double)sfs_wl_lat_percentile(&all, 99) / 1e6,
+				  "ms");
+		sfs_wl_metric_row(out, wl, ph->name, "lat_max_ms",
+				  (double)all.max_ns / 1e6, "ms");
+		sfs_wl_metric_row(out, wl, ph->name, "cpu_s",
+				  (double)ph->cpu_ns / 1e9, "s");
+		sfs_wl_metric_row(out, wl, ph->name, "disk_s",
+				  (double)ph->dev_busy_ns / 1e9, "s");
+	}
+	if (w->ops->metrics) {
+		struct metric_ctx m = {out, wl};
+		w->ops->metrics(w->st, r, metric_emit, &m);
+	}
+}

@@ -196,6 +196,14 @@ struct sfs_workload_ops {
 	void (*done)(void *st, unsigned c, const struct sfs_wop *op, int rc);
 	/* Print what the real benchmark prints, from the result. */
 	void (*report)(void *st, const struct sfs_wl_result *r, FILE *out);
+	/* Optional: the benchmark's own headline figures as metrics (dbench
+	 * "throughput_mb_s" of phase "run", iozone "children_kb_s" of each
+	 * test), for tables: emit(ctx, phase, metric, value, unit) each. */
+	void (*metrics)(void *st, const struct sfs_wl_result *r,
+			void (*emit)(void *ctx, const char *phase,
+				     const char *metric, double value,
+				     const char *unit),
+			void *ctx);
 	void (*fini)(void *st);
 };
 
@@ -225,6 +233,19 @@ void sfs_workload_done(struct sfs_workload *w, unsigned c,
 		       const struct sfs_wop *op, int rc);
 void sfs_workload_report(struct sfs_workload *w, const struct sfs_wl_result *r,
 			 FILE *out);
+
+/*
+ * Every metric of a result as CSV rows "workload,phase,metric,value,unit"
+ * (a header line first): per phase seconds, ops, mb_s, ops_s, bytes,
+ * latency (avg, p50, p95, p99, max in ms), modelled cpu_s and disk_s, then
+ * the workload's own (ops->metrics).  Values with %.9g: the same result
+ * gives the same bytes.
+ */
+void sfs_workload_write_metrics(struct sfs_workload *w,
+				const struct sfs_wl_result *r, FILE *out);
+/* One more row in that form (for the runner's own counters). */
+void sfs_wl_metric_row(FILE *out, const char *workload, const char *phase,
+		       const char *metric, double value, const char *unit);
 
 /* The name of an op type ("write"). */
 const char *sfs_wop_name(enum sfs_wop_type t);
