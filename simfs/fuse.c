@@ -911,6 +911,16 @@ static void sfs_fuse_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *st,
 		rc = sfs_getattr(sfs_fuse_fs(req), i, &out);
 	else
 		rc = sfs_setattr(sfs_fuse_fs(req), i, &in, valid, &out);
+	if (sfs_rec(req) && (valid & SFS_SET_MODE)) {
+		struct sfs_trace_rec r;
+		char *path = sfs_trace_path(sfs_rec(req), ino, NULL);
+
+		sfs_rec_init(req, &r, SFS_TOP_CHMOD, t0);
+		r.path = path;
+		r.mode = in.mode & 07777;
+		sfs_rec_done(req, &r, rc, NULL);
+		g_free(path);
+	}
 	if (sfs_rec(req) && (valid & SFS_SET_SIZE)) {
 		if (sfs_rec_fd(fi) > 0) {
 			sfs_rec_handle(req, SFS_TOP_FTRUNCATE, t0, fi, 0,

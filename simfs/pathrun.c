@@ -510,6 +510,9 @@ static int client_serve(struct pr_client *cl, const struct sfs_wop *op,
 		return 0;
 	case SFS_WOP_STATFS:
 		return fstatvfs(dfd, &sv) ? -errno : 0;
+	case SFS_WOP_CHMOD:
+		return fchmodat(dfd, rel(op->path), op->mode & 07777, 0) ? -errno
+									   : 0;
 	default:
 		return -EINVAL;
 	}

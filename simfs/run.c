@@ -654,6 +654,15 @@ static int do_op(struct run *r, struct actor *a, uint64_t *bytes,
 	}
 	case SFS_WOP_SYNC:
 		return sfs_fs_sync(r->fs);
+	case SFS_WOP_CHMOD:
+		rc = resolve(r, a->path, &ino, steps);
+		if (rc == 0)
+			rc = sfs_getattr(r->fs, ino, &at);
+		if (rc == 0) {
+			at.mode = (at.mode & ~07777u) | (op->mode & 07777);
+			rc = sfs_setattr(r->fs, ino, &at, SFS_SET_MODE, &at);
+		}
+		return rc;
 	case SFS_WOP_UNLINK:
 	case SFS_WOP_RMDIR:
 	case SFS_WOP_MKDIR:

@@ -82,6 +82,7 @@ static const struct {
     [SFS_TOP_LINK] = {"link", TF_PATH | TF_PATH2, SFS_WOP_LINK},
     [SFS_TOP_SYNC] = {"sync", 0, SFS_WOP_SYNC},
     [SFS_TOP_STATFS] = {"statfs", 0, SFS_WOP_STATFS},
+    [SFS_TOP_CHMOD] = {"chmod", TF_PATH | TF_MODE, SFS_WOP_CHMOD},
 };
 
 const char *sfs_trace_op_name(enum sfs_trace_op op)

@@ -59,6 +59,7 @@ enum sfs_trace_op {
 	SFS_TOP_LINK,
 	SFS_TOP_SYNC,
 	SFS_TOP_STATFS,
+	SFS_TOP_CHMOD, /* path, mode */
 	SFS_TOP_N
 };
 

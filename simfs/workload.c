@@ -37,6 +37,7 @@ static const char *const wop_names[SFS_WOP_NTYPES] = {
     [SFS_WOP_SYMLINK] = "symlink", [SFS_WOP_LINK] = "link",
     [SFS_WOP_SYNC] = "sync",	   [SFS_WOP_THINK] = "think",
     [SFS_WOP_BARRIER] = "barrier", [SFS_WOP_STATFS] = "statfs",
+    [SFS_WOP_CHMOD] = "chmod",
 };
 
 const char *sfs_wop_name(enum sfs_wop_type t)

@@ -57,6 +57,7 @@ enum sfs_wop_type {
 	SFS_WOP_THINK,	   /* nothing but the think time (len unused) */
 	SFS_WOP_BARRIER,   /* wait for the other clients (see above) */
 	SFS_WOP_STATFS,	   /* statfs(2) of the root */
+	SFS_WOP_CHMOD,	   /* path, mode (the permission bits) */
 	SFS_WOP_NTYPES
 };
 
