@@ -119,60 +119,31 @@ static void fs_tick(struct sfs_fs *fs)
 }
 
 /*
- * The flusher of a mount on the real clock: what fs_tick does at operation
- * boundaries, also while no operation arrives (idle writers' data still
- * expires, idle transactions still commit).  Wakes at the next deadline,
- * and at least every 200 ms to notice the stop request.
+ * On a real clock the modelled waits of an operation are not slept under
+ * the engine's lock (timedev.h, deferred waits): the operation is carried
+ * out at once, and its thread sleeps out its modelled completion in
+ * sfs_op_end, after letting go of the lock, so other programs' operations
+ * (a read of cached data, another writer) go on meanwhile and their
+ * requests queue behind its own at the modelled device.  A commit's
+ * completion is remembered (fs->commit_done_ns) for group commit.
  */
-static gpointer flusher_main(gpointer arg)
+static __thread bool fs_tl_committed; /* this thread's op committed */
+
+/* The deferred waits of this thread's work under the lock: their end,
+ * with a commit's completion noted.  Caller holds the lock. */
+static sfs_ns_t fs_defer_end(struct sfs_fs *fs)
 {
-	struct sfs_fs *fs = arg;
+	sfs_ns_t t;
 
-	for (;;) {
-		sfs_ns_t now, next;
-
-		sfs_lock(fs);
-		if (fs->flusher_stop) {
-			sfs_unlock(fs);
-			break;
-		}
-		now = sfs_clock_now_ns(fs->clock);
-		next = MIN(sfs_cache_next_deadline(fs->cache),
-			   fs->jnl ? sfs_jnl_next_deadline(fs->jnl)
-				   : UINT64_MAX);
-		if (next <= now)
-			fs_tick(fs);
-		sfs_unlock(fs);
-		sfs_clock_sleep_until(fs->clock,
-				      MIN(next, now + 200 * SFS_NS_PER_MS));
+	if (!fs->defer_waits)
+		return 0;
+	t = sfs_io_defer_end();
+	if (fs_tl_committed) {
+		fs_tl_committed = false;
+		fs->commit_done_ns = MAX(fs->commit_done_ns,
+					 MAX(t, sfs_clock_now_ns(fs->clock)));
 	}
-	return NULL;
-}
-
-static void flusher_start(struct sfs_fs *fs)
-{
-	if (fs->ro || sfs_clock_is_virtual(fs->clock))
-		return;
-	fs->flusher = g_thread_new("simfs-flush", flusher_main, fs);
-}
-
-static void flusher_stop(struct sfs_fs *fs)
-{
-	if (!fs->flusher)
-		return;
-	sfs_lock(fs);
-	fs->flusher_stop = true;
-	sfs_unlock(fs);
-	g_thread_join(fs->flusher);
-	fs->flusher = NULL;
-}
-
-void sfs_op_begin(struct sfs_fs *fs, enum sfs_op op)
-{
-	sfs_lock(fs);
-	sfs_count_op(fs, op);
-	if (!fs->driver)
-		fs_tick(fs); /* a driver calls the ticks as their own actors */
+	return t;
 }
 
 /* ---- a driver of virtual time (fs.h, simfs run) ---- */
@@ -188,13 +159,18 @@ void sfs_fs_set_driver(struct sfs_fs *fs, const struct sfs_fs_driver *d,
 
 bool sfs_fs_commit_busy(struct sfs_fs *fs)
 {
-	return fs->driver && fs->driver->commit_busy &&
+	if (!fs->driver)
+		return fs->defer_waits &&
+		       sfs_clock_now_ns(fs->clock) < fs->commit_done_ns;
+	return fs->driver->commit_busy &&
 	       fs->driver->commit_busy(fs->driver_arg);
 }
 
 void sfs_fs_commit_started(struct sfs_fs *fs)
 {
-	if (fs->driver && fs->driver->commit_started)
+	if (!fs->driver)
+		fs_tl_committed = fs->defer_waits;
+	else if (fs->driver->commit_started)
 		fs->driver->commit_started(fs->driver_arg);
 }
 
@@ -258,11 +234,96 @@ int sfs_fs_journal_tick(struct sfs_fs *fs)
 	return rc;
 }
 
+/*
+ * The flusher of a mount on the real clock: what fs_tick does at operation
+ * boundaries, also while no operation arrives (idle writers' data still
+ * expires, idle transactions still commit).  Wakes at the next deadline,
+ * and at least every 200 ms to notice the stop request.
+ */
+static gpointer flusher_main(gpointer arg)
+{
+	struct sfs_fs *fs = arg;
+
+	for (;;) {
+		sfs_ns_t now, next;
+
+		sfs_lock(fs);
+		if (fs->flusher_stop) {
+			sfs_unlock(fs);
+			break;
+		}
+		now = sfs_clock_now_ns(fs->clock);
+		next =
+		    MIN(sfs_cache_next_deadline(fs->cache),
+			fs->jnl ? sfs_jnl_next_deadline(fs->jnl) : UINT64_MAX);
+		sfs_ns_t wait = 0;
+		if (next <= now) {
+			if (fs->defer_waits) {
+				sfs_io_defer_begin();
+				fs_tl_committed = false;
+			}
+			fs_tick(fs);
+			wait = fs_defer_end(fs);
+		}
+		sfs_unlock(fs);
+		if (wait) /* its write-back's modelled time, unlocked */
+			sfs_clock_sleep_until(fs->clock, wait);
+		sfs_clock_sleep_until(fs->clock,
+				      MIN(next, now + 200 * SFS_NS_PER_MS));
+	}
+	return NULL;
+}
+
+static void flusher_start(struct sfs_fs *fs)
+{
+	if (fs->ro || sfs_clock_is_virtual(fs->clock))
+		return;
+	fs->flusher = g_thread_new("simfs-flush", flusher_main, fs);
+}
+
+static void flusher_stop(struct sfs_fs *fs)
+{
+	if (!fs->flusher)
+		return;
+	sfs_lock(fs);
+	fs->flusher_stop = true;
+	sfs_unlock(fs);
+	g_thread_join(fs->flusher);
+	fs->flusher = NULL;
+}
+
+void sfs_op_resume(struct sfs_fs *fs)
+{
+	sfs_lock(fs);
+	if (fs->defer_waits) {
+		sfs_io_defer_begin();
+		fs_tl_committed = false;
+	}
+	if (!fs->driver)
+		fs_tick(fs); /* a driver calls the ticks as their own actors */
+}
+
+void sfs_op_begin(struct sfs_fs *fs, enum sfs_op op)
+{
+	sfs_op_resume(fs);
+	sfs_count_op(fs, op);
+}
+
 void sfs_op_end(struct sfs_fs *fs)
 {
+	sfs_ns_t t;
+
 	if (fs->jnl && !fs->ro)
 		sfs_jnl_op_end(fs->jnl);
+	t = fs_defer_end(fs);
 	sfs_unlock(fs);
+	if (t)
+		sfs_clock_sleep_until(fs->clock, t);
+}
+
+sfs_ns_t sfs_fs_commit_done(struct sfs_fs *fs)
+{
+	return fs->commit_done_ns;
 }
 
 void sfs_meta_dirty(struct sfs_fs *fs, struct sfs_buf *b)
@@ -305,29 +366,52 @@ struct feat_name {
 };
 
 static const struct feat_name feat_names[] = {
-	{0, 0x0001, "dir_prealloc"},   {0, 0x0002, "imagic_inodes"},
-	{0, 0x0004, "has_journal"},    {0, 0x0008, "ext_attr"},
-	{0, 0x0010, "resize_inode"},   {0, 0x0020, "dir_index"},
-	{0, 0x0040, "lazy_bg"},        {0, 0x0080, "snapshot_exclude"},
-	{0, 0x0100, "exclude_bitmap"}, {0, 0x0200, "sparse_super2"},
-	{0, 0x0400, "fast_commit"},    {0, 0x0800, "stable_inodes"},
-	{0, 0x1000, "orphan_file"},    {1, 0x0001, "compression"},
-	{1, 0x0002, "filetype"},       {1, 0x0004, "needs_recovery"},
-	{1, 0x0008, "journal_dev"},    {1, 0x0010, "meta_bg"},
-	{1, 0x0040, "extent"},         {1, 0x0080, "64bit"},
-	{1, 0x0100, "mmp"},            {1, 0x0200, "flex_bg"},
-	{1, 0x0400, "ea_inode"},       {1, 0x1000, "dirdata"},
-	{1, 0x2000, "metadata_csum_seed"}, {1, 0x4000, "large_dir"},
-	{1, 0x8000, "inline_data"},    {1, 0x10000, "encrypt"},
-	{1, 0x20000, "casefold"},      {2, 0x0001, "sparse_super"},
-	{2, 0x0002, "large_file"},     {2, 0x0004, "btree_dir"},
-	{2, 0x0008, "huge_file"},      {2, 0x0010, "uninit_bg"},
-	{2, 0x0020, "dir_nlink"},      {2, 0x0040, "extra_isize"},
-	{2, 0x0080, "snapshot"},       {2, 0x0100, "quota"},
-	{2, 0x0200, "bigalloc"},       {2, 0x0400, "metadata_csum"},
-	{2, 0x0800, "replica"},        {2, 0x1000, "read-only"},
-	{2, 0x2000, "project"},        {2, 0x4000, "shared_blocks"},
-	{2, 0x8000, "verity"},         {2, 0x10000, "orphan_present"},
+    {0, 0x0001, "dir_prealloc"},
+    {0, 0x0002, "imagic_inodes"},
+    {0, 0x0004, "has_journal"},
+    {0, 0x0008, "ext_attr"},
+    {0, 0x0010, "resize_inode"},
+    {0, 0x0020, "dir_index"},
+    {0, 0x0040, "lazy_bg"},
+    {0, 0x0080, "snapshot_exclude"},
+    {0, 0x0100, "exclude_bitmap"},
+    {0, 0x0200, "sparse_super2"},
+    {0, 0x0400, "fast_commit"},
+    {0, 0x0800, "stable_inodes"},
+    {0, 0x1000, "orphan_file"},
+    {1, 0x0001, "compression"},
+    {1, 0x0002, "filetype"},
+    {1, 0x0004, "needs_recovery"},
+    {1, 0x0008, "journal_dev"},
+    {1, 0x0010, "meta_bg"},
+    {1, 0x0040, "extent"},
+    {1, 0x0080, "64bit"},
+    {1, 0x0100, "mmp"},
+    {1, 0x0200, "flex_bg"},
+    {1, 0x0400, "ea_inode"},
+    {1, 0x1000, "dirdata"},
+    {1, 0x2000, "metadata_csum_seed"},
+    {1, 0x4000, "large_dir"},
+    {1, 0x8000, "inline_data"},
+    {1, 0x10000, "encrypt"},
+    {1, 0x20000, "casefold"},
+    {2, 0x0001, "sparse_super"},
+    {2, 0x0002, "large_file"},
+    {2, 0x0004, "btree_dir"},
+    {2, 0x0008, "huge_file"},
+    {2, 0x0010, "uninit_bg"},
+    {2, 0x0020, "dir_nlink"},
+    {2, 0x0040, "extra_isize"},
+    {2, 0x0080, "snapshot"},
+    {2, 0x0100, "quota"},
+    {2, 0x0200, "bigalloc"},
+    {2, 0x0400, "metadata_csum"},
+    {2, 0x0800, "replica"},
+    {2, 0x1000, "read-only"},
+    {2, 0x2000, "project"},
+    {2, 0x4000, "shared_blocks"},
+    {2, 0x8000, "verity"},
+    {2, 0x10000, "orphan_present"},
 };
 
 static char *feature_name(int word, uint32_t bit)
@@ -369,7 +453,7 @@ static int check_features(const struct sfs_dsuper *sb, char **err)
 					"or mount with a journal policy");
 		else
 			*err = g_strdup_printf(
-				"unsupported filesystem feature '%s'", name);
+			    "unsupported filesystem feature '%s'", name);
 		g_free(name);
 		return -EINVAL;
 	}
@@ -391,9 +475,10 @@ static int check_geometry(struct sfs_fs *fs, uint64_t dev_bytes, char **err)
 	uint64_t groups;
 
 	if (sfs_le16(sb->s_magic) != SFS_SUPER_MAGIC) {
-		*err = g_strdup_printf("not an ext2/3/4 filesystem (magic 0x%04x,"
-				       " expected 0xef53)",
-				       sfs_le16(sb->s_magic));
+		*err =
+		    g_strdup_printf("not an ext2/3/4 filesystem (magic 0x%04x,"
+				    " expected 0xef53)",
+				    sfs_le16(sb->s_magic));
 		return -EINVAL;
 	}
 	if (sfs_le32(sb->s_rev_level) != 1) {
@@ -452,14 +537,14 @@ static int check_geometry(struct sfs_fs *fs, uint64_t dev_bytes, char **err)
 		*err = g_strdup_printf("bad block count %u", fs->blocks_count);
 		return -EINVAL;
 	}
-	groups = (fs->blocks_count - fs->first_data_block + fs->bpg - 1) /
-		 fs->bpg;
+	groups =
+	    (fs->blocks_count - fs->first_data_block + fs->bpg - 1) / fs->bpg;
 	fs->groups = (uint32_t)groups;
 	if ((uint64_t)fs->ipg * groups != sfs_le32(sb->s_inodes_count)) {
 		*err = g_strdup_printf("inode count %u is not %u groups x %u "
 				       "inodes",
-				       sfs_le32(sb->s_inodes_count),
-				       fs->groups, fs->ipg);
+				       sfs_le32(sb->s_inodes_count), fs->groups,
+				       fs->ipg);
 		return -EINVAL;
 	}
 	if (sfs_le32(sb->s_first_ino) != SFS_FIRST_INO) {
@@ -475,13 +560,13 @@ static int check_geometry(struct sfs_fs *fs, uint64_t dev_bytes, char **err)
 				       "image?)",
 				       fs->blocks_count, fs->bs,
 				       (unsigned long long)fs->blocks_count *
-					       fs->bs,
+					   fs->bs,
 				       (unsigned long long)dev_bytes);
 		return -EINVAL;
 	}
 	fs->itb = fs->ipg * fs->inode_size / fs->bs;
 	fs->desc_blocks =
-		(fs->groups * sizeof(struct sfs_dgroup) + fs->bs - 1) / fs->bs;
+	    (fs->groups * sizeof(struct sfs_dgroup) + fs->bs - 1) / fs->bs;
 	return 0;
 }
 
@@ -511,7 +596,7 @@ static int check_groups(struct sfs_fs *fs, char **err)
 			return -EINVAL;
 		}
 		if (sfs_le16(gd->bg_free_blocks_count) >
-			    sfs_group_nblocks(fs, g) ||
+			sfs_group_nblocks(fs, g) ||
 		    sfs_le16(gd->bg_free_inodes_count) > fs->ipg) {
 			*err = g_strdup_printf("group %u: free counts exceed "
 					       "the group's size",
@@ -664,8 +749,10 @@ static int blocks_change(struct sfs_fs *fs, sfs_blk_t start, uint32_t n,
 {
 	if (start < fs->first_data_block || n == 0 ||
 	    (uint64_t)start + n > fs->blocks_count) {
-		sfs_fs_error(fs, -EIO, "block range %u+%u outside the "
-			     "filesystem", start, n);
+		sfs_fs_error(fs, -EIO,
+			     "block range %u+%u outside the "
+			     "filesystem",
+			     start, n);
 		return -EIO;
 	}
 	while (n) {
@@ -696,9 +783,11 @@ static int blocks_change(struct sfs_fs *fs, sfs_blk_t start, uint32_t n,
 				       : fs->free_blocks + changed;
 		fs->gd_dirty = true;
 		if (changed != cnt) {
-			sfs_fs_error(fs, -EIO, "group %u: %u of blocks %u+%u "
-				     "were already %s", g, cnt - changed,
-				     start, cnt, used ? "in use" : "free");
+			sfs_fs_error(fs, -EIO,
+				     "group %u: %u of blocks %u+%u "
+				     "were already %s",
+				     g, cnt - changed, start, cnt,
+				     used ? "in use" : "free");
 			return -EIO;
 		}
 		start += cnt;
@@ -742,8 +831,8 @@ int sfs_alloc_blocks(struct sfs_fs *fs, struct sfs_inode *ip, sfs_blk_t goal,
 	uint64_t avail = sfs_free_blocks(fs);
 	if (!fs->da_converting)
 		avail = avail > sfs_da_reserved(fs)
-				? avail - sfs_da_reserved(fs)
-				: 0;
+			    ? avail - sfs_da_reserved(fs)
+			    : 0;
 	if (avail == 0)
 		return -ENOSPC;
 	if (want > avail)
@@ -783,8 +872,8 @@ void sfs_inode_note_dirty(struct sfs_inode *ip, sfs_blk_t blk, uint32_t n)
 	struct sfs_run *last;
 
 	if (!ip->dirty_runs)
-		ip->dirty_runs = g_array_new(FALSE, FALSE,
-					     sizeof(struct sfs_run));
+		ip->dirty_runs =
+		    g_array_new(FALSE, FALSE, sizeof(struct sfs_run));
 	if (ip->dirty_runs->len) {
 		last = &g_array_index(ip->dirty_runs, struct sfs_run,
 				      ip->dirty_runs->len - 1);
@@ -950,8 +1039,10 @@ static void orphan_add(struct sfs_fs *fs, struct sfs_inode *ip)
 	g_queue_push_head_link(&fs->orphans, &ip->orphan_link);
 	ip->orphan = true;
 	if (sfs_inode_dirty(fs, ip))
-		sfs_fs_error(fs, -EIO, "inode %u: cannot write its orphan "
-			     "link", ip->ino);
+		sfs_fs_error(fs, -EIO,
+			     "inode %u: cannot write its orphan "
+			     "link",
+			     ip->ino);
 }
 
 /* Take ip off the list: its predecessor (or the superblock) now names
@@ -970,8 +1061,10 @@ static void orphan_del(struct sfs_fs *fs, struct sfs_inode *ip)
 
 		prev->d.i_dtime = ip->d.i_dtime;
 		if (sfs_inode_dirty(fs, prev))
-			sfs_fs_error(fs, -EIO, "inode %u: cannot write its "
-				     "orphan link", prev->ino);
+			sfs_fs_error(fs, -EIO,
+				     "inode %u: cannot write its "
+				     "orphan link",
+				     prev->ino);
 	}
 	g_queue_unlink(&fs->orphans, l);
 	ip->orphan = false;
@@ -1044,8 +1137,8 @@ static int orphan_cleanup(struct sfs_fs *fs)
 			continue; /* freed by its sfs_iput below */
 		orphan_del(fs, ip);
 		rc = sfs_imap(fs, ip)->truncate(
-		    fs, ip, (uint32_t)((sfs_i_size(ip) + fs->bs - 1) >>
-				       fs->bs_log));
+		    fs, ip,
+		    (uint32_t)((sfs_i_size(ip) + fs->bs - 1) >> fs->bs_log));
 		if (rc == 0)
 			rc = sfs_inode_dirty(fs, ip);
 	}
@@ -1103,11 +1196,11 @@ static int inode_free(struct sfs_fs *fs, struct sfs_inode *ip)
 	bit_clear(b->data, idx);
 	sfs_meta_dirty(fs, b);
 	sfs_cache_put(fs->cache, b);
-	fs->gd[g].bg_free_inodes_count = sfs_cpu_to_le16(
-		sfs_le16(fs->gd[g].bg_free_inodes_count) + 1);
+	fs->gd[g].bg_free_inodes_count =
+	    sfs_cpu_to_le16(sfs_le16(fs->gd[g].bg_free_inodes_count) + 1);
 	if (dir)
-		fs->gd[g].bg_used_dirs_count = sfs_cpu_to_le16(
-			sfs_le16(fs->gd[g].bg_used_dirs_count) - 1);
+		fs->gd[g].bg_used_dirs_count =
+		    sfs_cpu_to_le16(sfs_le16(fs->gd[g].bg_used_dirs_count) - 1);
 	fs->gd_dirty = true;
 	ip->deleted = true;
 	return 0;
@@ -1243,7 +1336,8 @@ unsigned sfs_reclaim_unlinked_locked(struct sfs_fs *fs)
 		g_hash_table_iter_remove(&it); /* an open puts it back later */
 		if (!ip || !held_only_by_kernel(ip))
 			continue;
-		count = GPOINTER_TO_SIZE(g_hash_table_lookup(fs->klookups, key));
+		count =
+		    GPOINTER_TO_SIZE(g_hash_table_lookup(fs->klookups, key));
 		ghost = GPOINTER_TO_SIZE(g_hash_table_lookup(fs->kghosts, key));
 		g_hash_table_insert(fs->kghosts, key,
 				    GSIZE_TO_POINTER(ghost + count));
@@ -1303,8 +1397,8 @@ static int find_group_orlov(struct sfs_fs *fs, struct sfs_inode *dir,
 
 	if (!dir || dir->ino == SFS_ROOT_INO ||
 	    (sfs_le32(dir->d.i_flags) & SFS_TOPDIR_FL_)) {
-		uint32_t start = (uint32_t)g_rand_int_range(fs->rand, 0,
-							    (gint32)ng);
+		uint32_t start =
+		    (uint32_t)g_rand_int_range(fs->rand, 0, (gint32)ng);
 		uint32_t best_ndir = fs->ipg;
 		int best = -1;
 
@@ -1389,7 +1483,7 @@ static int find_inode_group(struct sfs_fs *fs, struct sfs_inode *dir,
 				continue;
 			if (best < 0 ||
 			    sfs_le16(gd->bg_free_blocks_count) >
-				    sfs_le16(fs->gd[best].bg_free_blocks_count))
+				sfs_le16(fs->gd[best].bg_free_blocks_count))
 				best = (int)g;
 		}
 		if (best >= 0) {
@@ -1459,16 +1553,19 @@ int sfs_inode_alloc(struct sfs_fs *fs, struct sfs_inode *dir, uint32_t mode,
 			break;
 	if (idx == fs->ipg) {
 		sfs_cache_put(fs->cache, b);
-		sfs_fs_error(fs, -EIO, "group %u: free inode count %u but "
-			     "the bitmap is full", g,
-			     sfs_le16(fs->gd[g].bg_free_inodes_count));
+		sfs_fs_error(fs, -EIO,
+			     "group %u: free inode count %u but "
+			     "the bitmap is full",
+			     g, sfs_le16(fs->gd[g].bg_free_inodes_count));
 		return -EIO;
 	}
 	ino = g * fs->ipg + idx + 1;
 	if (ino < SFS_FIRST_INO) {
 		sfs_cache_put(fs->cache, b);
-		sfs_fs_error(fs, -EIO, "reserved inode %u is free in the "
-			     "bitmap", ino);
+		sfs_fs_error(fs, -EIO,
+			     "reserved inode %u is free in the "
+			     "bitmap",
+			     ino);
 		return -EIO;
 	}
 	/* A corrupt bitmap can call an inode free that is in use (cached and
@@ -1480,18 +1577,20 @@ int sfs_inode_alloc(struct sfs_fs *fs, struct sfs_inode *dir, uint32_t mode,
 		sfs_cache_put(fs->cache, b);
 		if (rc < 0)
 			return rc;
-		sfs_fs_error(fs, -EIO, "inode %u is in use but free in the "
-			     "bitmap", ino);
+		sfs_fs_error(fs, -EIO,
+			     "inode %u is in use but free in the "
+			     "bitmap",
+			     ino);
 		return -EIO;
 	}
 	bit_set(b->data, idx);
 	sfs_meta_dirty(fs, b);
 	sfs_cache_put(fs->cache, b);
 	fs->gd[g].bg_free_inodes_count =
-		sfs_cpu_to_le16(sfs_le16(fs->gd[g].bg_free_inodes_count) - 1);
+	    sfs_cpu_to_le16(sfs_le16(fs->gd[g].bg_free_inodes_count) - 1);
 	if (is_dir)
-		fs->gd[g].bg_used_dirs_count = sfs_cpu_to_le16(
-			sfs_le16(fs->gd[g].bg_used_dirs_count) + 1);
+		fs->gd[g].bg_used_dirs_count =
+		    sfs_cpu_to_le16(sfs_le16(fs->gd[g].bg_used_dirs_count) + 1);
 	fs->gd_dirty = true;
 
 	/* A stale in-memory copy (freed, still referenced) must not be
@@ -1645,18 +1744,18 @@ int sfs_fs_sync(struct sfs_fs *fs)
 }
 
 static const char *const op_names[SFS_OP_COUNT] = {
-	[SFS_OP_LOOKUP] = "lookup",       [SFS_OP_GETATTR] = "getattr",
-	[SFS_OP_SETATTR] = "setattr",     [SFS_OP_MKNOD] = "mknod",
-	[SFS_OP_MKDIR] = "mkdir",         [SFS_OP_SYMLINK] = "symlink",
-	[SFS_OP_LINK] = "link",           [SFS_OP_UNLINK] = "unlink",
-	[SFS_OP_RMDIR] = "rmdir",         [SFS_OP_RENAME] = "rename",
-	[SFS_OP_READLINK] = "readlink",   [SFS_OP_OPEN] = "open",
-	[SFS_OP_RELEASE] = "release",     [SFS_OP_READ] = "read",
-	[SFS_OP_WRITE] = "write",         [SFS_OP_FSYNC] = "fsync",
-	[SFS_OP_READDIR] = "readdir",     [SFS_OP_STATFS] = "statfs",
-	[SFS_OP_GETXATTR] = "getxattr",   [SFS_OP_SETXATTR] = "setxattr",
-	[SFS_OP_LISTXATTR] = "listxattr", [SFS_OP_REMOVEXATTR] = "removexattr",
-	[SFS_OP_SYNC] = "sync",           [SFS_OP_FALLOCATE] = "fallocate",
+    [SFS_OP_LOOKUP] = "lookup",	      [SFS_OP_GETATTR] = "getattr",
+    [SFS_OP_SETATTR] = "setattr",     [SFS_OP_MKNOD] = "mknod",
+    [SFS_OP_MKDIR] = "mkdir",	      [SFS_OP_SYMLINK] = "symlink",
+    [SFS_OP_LINK] = "link",	      [SFS_OP_UNLINK] = "unlink",
+    [SFS_OP_RMDIR] = "rmdir",	      [SFS_OP_RENAME] = "rename",
+    [SFS_OP_READLINK] = "readlink",   [SFS_OP_OPEN] = "open",
+    [SFS_OP_RELEASE] = "release",     [SFS_OP_READ] = "read",
+    [SFS_OP_WRITE] = "write",	      [SFS_OP_FSYNC] = "fsync",
+    [SFS_OP_READDIR] = "readdir",     [SFS_OP_STATFS] = "statfs",
+    [SFS_OP_GETXATTR] = "getxattr",   [SFS_OP_SETXATTR] = "setxattr",
+    [SFS_OP_LISTXATTR] = "listxattr", [SFS_OP_REMOVEXATTR] = "removexattr",
+    [SFS_OP_SYNC] = "sync",	      [SFS_OP_FALLOCATE] = "fallocate",
 };
 
 /* Stats section "ops": the workload as the engine saw it. */
@@ -1681,9 +1780,9 @@ static void ops_source(void *ctx, struct sfs_stats_writer *w)
 	/* device bytes written per byte the workload wrote */
 	sfs_stats_put_double(w, "write_amplification",
 			     fs->bytes_written
-				     ? (double)dev.bytes[SFS_IO_WRITE] /
-					       (double)fs->bytes_written
-				     : 0.0);
+				 ? (double)dev.bytes[SFS_IO_WRITE] /
+				       (double)fs->bytes_written
+				 : 0.0);
 	sfs_stats_put_u64(w, "allocator_bitmap_bytes_scanned",
 			  fs->alloc ? fs->alloc->words_scanned : 0);
 	sfs_stats_put_u64(w, "clock_ns", sfs_clock_now_ns(fs->clock));
@@ -1749,8 +1848,8 @@ static void jnl_source(void *ctx, struct sfs_stats_writer *w)
 static int setup_journal(struct sfs_fs *fs, char **err)
 {
 	const struct sfs_config *cfg = &fs->cfg;
-	bool has = sfs_le32(fs->sb.s_feature_compat) &
-		   SFS_FEATURE_COMPAT_HAS_JOURNAL;
+	bool has =
+	    sfs_le32(fs->sb.s_feature_compat) & SFS_FEATURE_COMPAT_HAS_JOURNAL;
 	const char *mode = cfg->journal;
 	const struct sfs_jnl_ops *ops;
 	struct sfs_jnl_params p = {0};
@@ -1772,10 +1871,10 @@ static int setup_journal(struct sfs_fs *fs, char **err)
 					cfg->direct ? SFS_BDEV_DIRECT : 0, 0,
 					&fs->jdev);
 		if (rc) {
-			*err = g_strdup_printf("cannot open journal device "
-					       "'%s': %s",
-					       cfg->journal_dev,
-					       g_strerror(-rc));
+			*err =
+			    g_strdup_printf("cannot open journal device "
+					    "'%s': %s",
+					    cfg->journal_dev, g_strerror(-rc));
 			return rc;
 		}
 	}
@@ -1786,6 +1885,22 @@ static int setup_journal(struct sfs_fs *fs, char **err)
 		return rc;
 	sfs_stats_add_source(fs->stats, "journal", jnl_source, fs);
 	return 0;
+}
+
+static void config_put(void *ctx, const char *name, const char *value)
+{
+	sfs_stats_put_str(ctx, name, value);
+}
+
+/* Stats section "config": the knobs of the run (not where it writes), so
+ * that simfs stats --diff shows what differed in the setup. */
+static void config_source(void *ctx, struct sfs_stats_writer *w)
+{
+	struct sfs_fs *fs = ctx;
+	struct sfs_config cfg;
+
+	sfs_fs_get_config(fs, &cfg);
+	sfs_config_each(&cfg, false, config_put, w);
 }
 
 /*
@@ -1815,6 +1930,7 @@ static int setup_measurement(struct sfs_fs *fs, char **err)
 		fs->time_base_ns = sfs_clock_wall_ns();
 	}
 	fs->stats = sfs_stats_new();
+	sfs_stats_add_source(fs->stats, "config", config_source, fs);
 	sfs_stats_add_source(fs->stats, "ops", ops_source, fs);
 	sfs_stats_add_source(fs->stats, "alloc_layout", sfs_frag_stats_source,
 			     fs);
@@ -1834,13 +1950,14 @@ static int setup_measurement(struct sfs_fs *fs, char **err)
 	if (rc)
 		return rc;
 	fs->bd = top;
+	fs->defer_waits = !sfs_clock_is_virtual(fs->clock);
 	if (cfg->iolog_path[0]) {
 		rc = sfs_iolog_open(cfg->iolog_path, &fs->iolog);
 		if (rc) {
-			*err = g_strdup_printf("cannot open the I/O log '%s': "
-					       "%s",
-					       cfg->iolog_path,
-					       g_strerror(-rc));
+			*err =
+			    g_strdup_printf("cannot open the I/O log '%s': "
+					    "%s",
+					    cfg->iolog_path, g_strerror(-rc));
 			return rc;
 		}
 		sfs_timedev_set_log(fs->bd, sfs_iolog_timedev_log, fs->iolog);
@@ -1862,10 +1979,10 @@ static void alloc_source(void *ctx, struct sfs_stats_writer *w)
 }
 
 static const char *const da_why_names[SFS_DA_NWHY] = {
-	[SFS_DA_WRITEBACK] = "writeback", [SFS_DA_FSYNC] = "fsync",
-	[SFS_DA_SYNC] = "sync",		  [SFS_DA_RENAME] = "rename",
-	[SFS_DA_CLOSE] = "close",	  [SFS_DA_DIRECT] = "direct",
-	[SFS_DA_ENOSPC] = "enospc",	  [SFS_DA_FALLOC] = "fallocate",
+    [SFS_DA_WRITEBACK] = "writeback", [SFS_DA_FSYNC] = "fsync",
+    [SFS_DA_SYNC] = "sync",	      [SFS_DA_RENAME] = "rename",
+    [SFS_DA_CLOSE] = "close",	      [SFS_DA_DIRECT] = "direct",
+    [SFS_DA_ENOSPC] = "enospc",	      [SFS_DA_FALLOC] = "fallocate",
 };
 
 /* Stats section "delalloc": reservations and when blocks were placed. */
@@ -1905,11 +2022,11 @@ static int mballoc_apply(struct sfs_fs *fs, const struct sfs_config *cfg,
 			 char **err)
 {
 	struct sfs_mballoc_params mp = {
-		.max_to_scan = cfg->mb_max_to_scan,
-		.min_to_scan = cfg->mb_min_to_scan,
-		.order2_req = cfg->mb_order2_req,
-		.stream_req = cfg->mb_stream_req,
-		.group_prealloc = cfg->mb_group_prealloc,
+	    .max_to_scan = cfg->mb_max_to_scan,
+	    .min_to_scan = cfg->mb_min_to_scan,
+	    .order2_req = cfg->mb_order2_req,
+	    .stream_req = cfg->mb_stream_req,
+	    .group_prealloc = cfg->mb_group_prealloc,
 	};
 	struct sfs_mballoc_params def;
 	int rc;
@@ -1991,15 +2108,15 @@ int sfs_fs_open(struct sfs_bdev *bd, const struct sfs_config *cfg,
 		goto out_free;
 	bd = fs->bd;
 	if (sfs_bdev_size_bytes(bd) < SFS_SUPER_OFFSET + SFS_SUPER_SIZE) {
-		msg = g_strdup_printf("device too small (%llu bytes) to hold "
-				      "a superblock",
-				      (unsigned long long)sfs_bdev_size_bytes(
-					      bd));
+		msg = g_strdup_printf(
+		    "device too small (%llu bytes) to hold "
+		    "a superblock",
+		    (unsigned long long)sfs_bdev_size_bytes(bd));
 		rc = -EINVAL;
 		goto out_free;
 	}
-	rc = sfs_bdev_read(bd, SFS_IO_SUPER, SFS_SUPER_OFFSET, raw,
-			   sizeof(raw));
+	rc =
+	    sfs_bdev_read(bd, SFS_IO_SUPER, SFS_SUPER_OFFSET, raw, sizeof(raw));
 	if (rc) {
 		msg = g_strdup_printf("cannot read the superblock: %s",
 				      g_strerror(-rc));
@@ -2039,10 +2156,9 @@ int sfs_fs_open(struct sfs_bdev *bd, const struct sfs_config *cfg,
 	if (rc)
 		goto out_free;
 	if (sfs_clock_is_virtual(fs->clock))
-		fs->time_base_ns =
-			(sfs_ns_t)MAX(sfs_le32(fs->sb.s_wtime),
-				      sfs_le32(fs->sb.s_mkfs_time)) *
-			SFS_NS_PER_S;
+		fs->time_base_ns = (sfs_ns_t)MAX(sfs_le32(fs->sb.s_wtime),
+						 sfs_le32(fs->sb.s_mkfs_time)) *
+				   SFS_NS_PER_S;
 
 	rc = sfs_cache_new(bd, fs->bs, cfg->mem_bytes, &fs->cache);
 	if (rc) {
@@ -2110,11 +2226,11 @@ int sfs_fs_open(struct sfs_bdev *bd, const struct sfs_config *cfg,
 		fs->jnl_off = true;
 		if (sfs_jnl_journaled(fs->jnl))
 			fs->sb.s_feature_incompat |=
-				sfs_cpu_to_le32(SFS_FEATURE_INCOMPAT_RECOVER);
+			    sfs_cpu_to_le32(SFS_FEATURE_INCOMPAT_RECOVER);
 		else
 			fs->sb.s_state &= sfs_cpu_to_le16(~SFS_STATE_VALID);
 		fs->sb.s_mnt_count =
-			sfs_cpu_to_le16(sfs_le16(fs->sb.s_mnt_count) + 1);
+		    sfs_cpu_to_le16(sfs_le16(fs->sb.s_mnt_count) + 1);
 		fs->sb.s_mtime = sfs_cpu_to_le32((uint32_t)now.tv_sec);
 		rc = fs_sync_locked(fs, SFS_COMMIT_SYNC);
 		fs->jnl_off = false;
@@ -2224,7 +2340,8 @@ int sfs_fs_close(struct sfs_fs *fs)
 		 * that was not clean stays so until e2fsck has checked it. */
 		uint16_t st = fs->mount_state;
 		if (fs->error)
-			st = (uint16_t)((st & ~SFS_STATE_VALID) | SFS_STATE_ERROR);
+			st = (uint16_t)((st & ~SFS_STATE_VALID) |
+					SFS_STATE_ERROR);
 		/*
 		 * Everything goes out and the device is flushed while the
 		 * superblock still says what it said while mounted; only then
@@ -2350,9 +2467,9 @@ int sfs_fs_set_knobs(struct sfs_fs *fs, const char *opts, char **err)
 		sfs_timedev_set_mode(fs->bd, mode);
 	if (fs->jnl) {
 		struct sfs_jnl_params jp = {
-			.commit_interval_ns =
-				(sfs_ns_t)next.commit_s * SFS_NS_PER_S,
-			.max_txn_blocks = next.journal_max_txn,
+		    .commit_interval_ns =
+			(sfs_ns_t)next.commit_s * SFS_NS_PER_S,
+		    .max_txn_blocks = next.journal_max_txn,
 		};
 		sfs_jnl_set_params(fs->jnl, &jp);
 	}

@@ -213,6 +213,11 @@ struct sfs_fs {
 	bool flusher_stop;        /* protected by lock */
 	const struct sfs_fs_driver *driver; /* simfs run's, or NULL; fixed */
 	void *driver_arg;
+	bool defer_waits;         /* real clock over a timing device: modelled
+				     waits are slept after the lock (fs.c,
+				     sfs_op_begin); fixed */
+	sfs_ns_t commit_done_ns;  /* defer_waits: the last commit's modelled
+				     completion; protected by lock */
 	bool jnl_off;             /* buffers bypass the journal (mount and
 				     unmount superblock writes) */
 
@@ -250,10 +255,14 @@ static inline void sfs_count_op(struct sfs_fs *fs, enum sfs_op op)
  */
 void sfs_op_begin(struct sfs_fs *fs, enum sfs_op op);
 void sfs_op_end(struct sfs_fs *fs);
+/* sfs_op_begin for the same operation again (a retry): not counted. */
+void sfs_op_resume(struct sfs_fs *fs);
 /* The driver's view of commits (fs.h, struct sfs_fs_driver): false and a
  * no-op without a driver. */
 bool sfs_fs_commit_busy(struct sfs_fs *fs);
 void sfs_fs_commit_started(struct sfs_fs *fs);
+/* defer_waits: when the last commit is done (caller holds the lock). */
+sfs_ns_t sfs_fs_commit_done(struct sfs_fs *fs);
 
 /* ---- the two doors for changed buffers ---- */
 /* A metadata buffer (bitmap, inode table, directory, indirect, xattr,

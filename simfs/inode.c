@@ -3,11 +3,11 @@
  * read/write/truncate, fsync and statfs.
  *
  * File data goes through the inode's mapping model (sfs_imap: which
- * physical block holds logical block n) and the buffer cache.  A write fills holes first
- * (sfs_bmap with create), then copies whole blocks as runs of physically
- * contiguous blocks (sfs_cache_write_run) and partial blocks through a
- * buffer.  A block allocated for a partial write is zeroed around the
- * bytes written, so holes and the space past EOF always read as zeros.
+ * physical block holds logical block n) and the buffer cache.  A write fills
+ * holes first (sfs_bmap with create), then copies whole blocks as runs of
+ * physically contiguous blocks (sfs_cache_write_run) and partial blocks through
+ * a buffer.  A block allocated for a partial write is zeroed around the bytes
+ * written, so holes and the space past EOF always read as zeros.
  *
  * Sizes: regular files keep i_size_high; a file reaching 2 GiB sets the
  * large_file feature.  i_blocks counts 512-byte sectors of every block the
@@ -18,6 +18,7 @@
 #include <string.h>
 #include <sys/sysmacros.h>
 
+#include "clock.h"
 #include "fs_priv.h"
 #include "journal.h"
 
@@ -42,12 +43,11 @@ void sfs_i_set_size(struct sfs_inode *ip, uint64_t size)
 static void set_size(struct sfs_fs *fs, struct sfs_inode *ip, uint64_t size)
 {
 	sfs_i_set_size(ip, size);
-	if (size >= (1ULL << 31) &&
-	    !(sfs_le32(fs->sb.s_feature_ro_compat) &
-	      SFS_FEATURE_RO_COMPAT_LARGE_FILE)) {
+	if (size >= (1ULL << 31) && !(sfs_le32(fs->sb.s_feature_ro_compat) &
+				      SFS_FEATURE_RO_COMPAT_LARGE_FILE)) {
 		fs->sb.s_feature_ro_compat =
-			sfs_cpu_to_le32(sfs_le32(fs->sb.s_feature_ro_compat) |
-					SFS_FEATURE_RO_COMPAT_LARGE_FILE);
+		    sfs_cpu_to_le32(sfs_le32(fs->sb.s_feature_ro_compat) |
+				    SFS_FEATURE_RO_COMPAT_LARGE_FILE);
 		fs->sb_dirty = true;
 	}
 }
@@ -60,9 +60,11 @@ void sfs_i_add_blocks(struct sfs_fs *fs, struct sfs_inode *ip, int64_t delta)
 	if (d < 0 && (uint64_t)-d > sectors) {
 		/* i_blocks comes from the image: a corrupt count is an
 		 * error, not a wrap-around */
-		sfs_fs_error(fs, -EIO, "inode %u: i_blocks %llu is less than "
-			     "the %lld sectors freed", ip->ino,
-			     (unsigned long long)sectors, (long long)-d);
+		sfs_fs_error(fs, -EIO,
+			     "inode %u: i_blocks %llu is less than "
+			     "the %lld sectors freed",
+			     ip->ino, (unsigned long long)sectors,
+			     (long long)-d);
 		d = -(int64_t)sectors;
 	}
 	ip->d.i_blocks = sfs_cpu_to_le32((uint32_t)(sectors + d));
@@ -127,8 +129,8 @@ static void set_time(struct sfs_fs *fs, struct sfs_inode *ip, uint32_t *sec,
 	*sec = sfs_cpu_to_le32((uint32_t)ts->tv_sec);
 	if (fs->inode_size > SFS_GOOD_OLD_INODE_SIZE &&
 	    has_extra(ip, extra_end)) {
-		uint32_t epoch = (uint32_t)((ts->tv_sec - (int32_t)ts->tv_sec) >>
-					    32) & 3;
+		uint32_t epoch =
+		    (uint32_t)((ts->tv_sec - (int32_t)ts->tv_sec) >> 32) & 3;
 		*extra = sfs_cpu_to_le32(((uint32_t)ts->tv_nsec << 2) | epoch);
 	}
 }
@@ -149,7 +151,8 @@ static uint32_t decode_rdev(const struct sfs_inode *ip)
 
 	if (b0)
 		return makedev((b0 >> 8) & 0xff, b0 & 0xff);
-	return makedev((b1 & 0xfff00) >> 8, (b1 & 0xff) | ((b1 >> 12) & 0xfff00));
+	return makedev((b1 & 0xfff00) >> 8,
+		       (b1 & 0xff) | ((b1 >> 12) & 0xfff00));
 }
 
 void sfs_i_to_attr(struct sfs_fs *fs, const struct sfs_inode *ip,
@@ -239,8 +242,7 @@ int sfs_truncate(struct sfs_fs *fs, struct sfs_inode *ip, uint64_t new_size)
 	}
 	/* auto_da_alloc: a file truncated to zero is likely being rewritten
 	 * in place of its old contents; place its data when it is closed */
-	if (new_size == 0 && old > 0 && fs->da_on &&
-	    !fs->cfg.no_auto_da_alloc)
+	if (new_size == 0 && old > 0 && fs->da_on && !fs->cfg.no_auto_da_alloc)
 		ip->da_flush_on_close = true;
 	set_size(fs, ip, new_size);
 	sfs_i_touch(fs, ip, SFS_SET_MTIME | SFS_SET_CTIME);
@@ -304,9 +306,9 @@ int sfs_setattr(struct sfs_fs *fs, sfs_ino_t ino, const struct sfs_attr *in,
 			goto out_put;
 	}
 	if (valid & SFS_SET_MODE)
-		ip->d.i_mode = sfs_cpu_to_le16(
-			(uint16_t)((sfs_i_mode(ip) & SFS_S_IFMT) |
-				   (in->mode & 07777)));
+		ip->d.i_mode =
+		    sfs_cpu_to_le16((uint16_t)((sfs_i_mode(ip) & SFS_S_IFMT) |
+					       (in->mode & 07777)));
 	if (valid & SFS_SET_UID)
 		set_id_pair(&ip->d.i_uid, &ip->d.i_uid_high, in->uid);
 	if (valid & SFS_SET_GID)
@@ -410,7 +412,7 @@ static void ra_window(struct sfs_fs *fs, struct sfs_inode *ip, uint32_t from,
 		sfs_blk_t pblk;
 
 		if (sfs_imap(fs, ip)->map(fs, ip, from + i, false, &pblk,
-					   &isnew))
+					  &isnew))
 			break;
 		if (len && pblk == run + len) {
 			len++;
@@ -505,8 +507,7 @@ static bool atime_due(struct sfs_fs *fs, const struct sfs_inode *ip)
  * whatever the cache holds, and do not stay in it.  Blocks pinned by the
  * journal are read from memory (the device may not have them yet).
  */
-static int read_direct(struct sfs_fs *fs, sfs_blk_t pblk, uint32_t n,
-		       void *dst)
+static int read_direct(struct sfs_fs *fs, sfs_blk_t pblk, uint32_t n, void *dst)
 {
 	sfs_blk_t list[256];
 	int rc;
@@ -587,25 +588,26 @@ int sfs_read_ctx(struct sfs_fs *fs, sfs_ino_t ino, uint64_t off, size_t len,
 			uint64_t max = (end - off) >> fs->bs_log;
 			while (n < max && n < 256) {
 				sfs_blk_t next;
-				rc = sfs_imap(fs, ip)->map(fs, ip, lblk + n,
-							   false, &next,
-							   &isnew);
+				rc = sfs_imap(fs, ip)->map(
+				    fs, ip, lblk + n, false, &next, &isnew);
 				if (rc)
 					goto out_put;
 				if (next != pblk + n)
 					break;
 				n++;
 			}
-			rc = direct ? read_direct(fs, pblk, n, dst + done)
-				    : sfs_cache_read_run(fs->cache, pblk, n,
-							 SFS_IO_DATA, dst + done);
+			rc = direct
+				 ? read_direct(fs, pblk, n, dst + done)
+				 : sfs_cache_read_run(fs->cache, pblk, n,
+						      SFS_IO_DATA, dst + done);
 			if (rc)
 				goto out_put;
 			off += (uint64_t)n << fs->bs_log;
 			done += (size_t)n << fs->bs_log;
 			continue;
 		}
-		size_t chunk = (size_t)MIN((uint64_t)(fs->bs - boff), end - off);
+		size_t chunk =
+		    (size_t)MIN((uint64_t)(fs->bs - boff), end - off);
 		if (pblk == 0) {
 			memset(dst + done, 0, chunk);
 		} else {
@@ -638,9 +640,8 @@ out_unlock:
 }
 
 /* Write one partial block [boff, boff+n) of logical block lblk. */
-static int write_partial(struct sfs_fs *fs, struct sfs_inode *ip,
-			 uint32_t lblk, uint32_t boff, const uint8_t *src,
-			 size_t n)
+static int write_partial(struct sfs_fs *fs, struct sfs_inode *ip, uint32_t lblk,
+			 uint32_t boff, const uint8_t *src, size_t n)
 {
 	struct sfs_buf *b;
 	sfs_blk_t pblk;
@@ -820,10 +821,12 @@ int sfs_write_ctx(struct sfs_fs *fs, sfs_ino_t ino, uint64_t off,
 			if (rc)
 				goto out_size;
 			/* A block mapped past the run (not contiguous) is
-			 * rewritten by the next iteration: map is idempotent. */
+			 * rewritten by the next iteration: map is idempotent.
+			 */
 			continue;
 		}
-		size_t chunk = (size_t)MIN((uint64_t)(fs->bs - boff), end - off);
+		size_t chunk =
+		    (size_t)MIN((uint64_t)(fs->bs - boff), end - off);
 		rc = write_partial(fs, ip, lblk, boff, src + done, chunk);
 		if (rc)
 			goto out_size;
@@ -831,7 +834,8 @@ int sfs_write_ctx(struct sfs_fs *fs, sfs_ino_t ino, uint64_t off,
 			sfs_blk_t pb;
 			bool nw;
 			if (sfs_imap(fs, ip)->map(fs, ip, lblk, false, &pb,
-						  &nw) == 0 && pb) {
+						  &nw) == 0 &&
+			    pb) {
 				struct sfs_run r = {pb, 1};
 				g_array_append_val(direct_runs, r);
 			}
@@ -892,9 +896,9 @@ static int fsync_file(struct sfs_fs *fs, struct sfs_inode *ip)
 		return rc;
 	runs = ip->dirty_runs;
 	ip->dirty_runs = NULL;
-	if (runs && (!journaled || !(sfs_jnl_logs_data(fs->jnl) ||
-				      strcmp(sfs_jnl_name(fs->jnl),
-					     "ordered") == 0))) {
+	if (runs &&
+	    (!journaled || !(sfs_jnl_logs_data(fs->jnl) ||
+			     strcmp(sfs_jnl_name(fs->jnl), "ordered") == 0))) {
 		uint64_t n = 0;
 		for (guint i = 0; i < runs->len; i++)
 			n += g_array_index(runs, struct sfs_run, i).n;
@@ -905,8 +909,8 @@ static int fsync_file(struct sfs_fs *fs, struct sfs_inode *ip)
 		}
 		n = 0;
 		for (guint i = 0; i < runs->len; i++) {
-			struct sfs_run *r = &g_array_index(runs, struct sfs_run,
-							   i);
+			struct sfs_run *r =
+			    &g_array_index(runs, struct sfs_run, i);
 			for (uint32_t k = 0; k < r->n; k++)
 				list[n++] = r->start + k;
 		}
@@ -915,7 +919,7 @@ static int fsync_file(struct sfs_fs *fs, struct sfs_inode *ip)
 		rc = sfs_cache_write_blocks(fs->cache, list, n);
 		g_free(list);
 	}
-	if (rc == 0 && journaled && fs->driver) {
+	if (rc == 0 && journaled && (fs->driver || fs->defer_waits)) {
 		/* group commit under a driver (fs.h, struct sfs_fs_driver),
 		 * as ext4_sync_file with jbd2: the inode's last change is in
 		 * the running transaction (commit it, once the commit in
@@ -947,18 +951,31 @@ int sfs_fsync(struct sfs_fs *fs, sfs_ino_t ino, bool datasync)
 	(void)datasync;
 	if (!fs)
 		return -EINVAL;
-	sfs_op_begin(fs, SFS_OP_FSYNC);
-	rc = sfs_iget(fs, ino, &ip);
-	if (rc == 0) {
-		rc = sfs_check_writable(fs);
-		if (rc == -EROFS && fs->ro)
-			rc = 0; /* nothing to write on a read-only mount */
-		else if (rc == 0)
-			rc = fsync_file(fs, ip);
-		sfs_iput(fs, ip);
+	for (bool again = false;; again = true) {
+		sfs_ns_t until;
+
+		if (again)
+			sfs_op_resume(fs);
+		else
+			sfs_op_begin(fs, SFS_OP_FSYNC);
+		rc = sfs_iget(fs, ino, &ip);
+		if (rc == 0) {
+			rc = sfs_check_writable(fs);
+			if (rc == -EROFS && fs->ro)
+				rc = 0; /* nothing to write on a read-only
+					   mount */
+			else if (rc == 0)
+				rc = fsync_file(fs, ip);
+			sfs_iput(fs, ip);
+		}
+		until = sfs_fs_commit_done(fs);
+		sfs_op_end(fs);
+		/* group commit on a mount: wait for the commit in flight
+		 * (unlocked), then again; a driver does this itself */
+		if (rc != -EINPROGRESS || fs->driver)
+			return rc;
+		sfs_clock_sleep_until(fs->clock, until);
 	}
-	sfs_op_end(fs);
-	return rc;
 }
 
 int sfs_fallocate(struct sfs_fs *fs, sfs_ino_t ino, int mode, uint64_t off,
@@ -1001,8 +1018,7 @@ int sfs_fallocate(struct sfs_fs *fs, sfs_ino_t ino, int mode, uint64_t off,
 	uint64_t last = (end - 1) >> fs->bs_log;
 	rc = sfs_extent_prealloc(fs, ip, (uint32_t)first,
 				 (uint32_t)(last - first + 1));
-	if (rc == 0 && !(mode & SFS_FALLOC_KEEP_SIZE) &&
-	    end > sfs_i_size(ip)) {
+	if (rc == 0 && !(mode & SFS_FALLOC_KEEP_SIZE) && end > sfs_i_size(ip)) {
 		set_size(fs, ip, end);
 		sfs_i_touch(fs, ip, SFS_SET_MTIME);
 	}
@@ -1041,8 +1057,8 @@ int sfs_statfs(struct sfs_fs *fs, struct sfs_statfs *out)
 	}
 	free_b = sfs_free_blocks(fs);
 	/* blocks set aside for delayed data are as good as used */
-	free_b = free_b > sfs_da_reserved(fs) ? free_b - sfs_da_reserved(fs)
-					       : 0;
+	free_b =
+	    free_b > sfs_da_reserved(fs) ? free_b - sfs_da_reserved(fs) : 0;
 	reserved = sfs_le32(fs->sb.s_r_blocks_count);
 	memset(out, 0, sizeof(*out));
 	out->block_size = fs->bs;

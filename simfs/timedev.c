@@ -405,6 +405,39 @@ static void td_drain(struct timedev *td, sfs_ns_t now)
 	}
 }
 
+/*
+ * Deferred waits (timedev.h, sfs_io_defer_begin): the calling thread's
+ * emulate-mode waits are summed up instead of slept, and its next request
+ * arrives no earlier than the wait it did not sleep (the request depends
+ * on the one before it).  Thread-local, as the kernel's `current`.
+ */
+static __thread bool td_defer;
+static __thread sfs_ns_t td_defer_until; /* clock time */
+
+void sfs_io_defer_begin(void)
+{
+	td_defer = true;
+	td_defer_until = 0;
+}
+
+sfs_ns_t sfs_io_defer_end(void)
+{
+	sfs_ns_t t = td_defer_until;
+
+	td_defer = false;
+	td_defer_until = 0;
+	return t;
+}
+
+/* A request's arrival on the clock: now, or later if it waits for a
+ * deferred one. */
+static sfs_ns_t td_arrival(struct timedev *td)
+{
+	sfs_ns_t now = sfs_clock_now_ns(td->clock);
+
+	return td_defer ? MAX(now, td_defer_until) : now;
+}
+
 /* Now on the device's timeline.  Caller holds td->lock. */
 static sfs_ns_t td_now(struct timedev *td)
 {
@@ -414,7 +447,11 @@ static sfs_ns_t td_now(struct timedev *td)
 /* Emulate: sleep until done (device time; skew as read under the lock). */
 static void td_wait(struct timedev *td, sfs_ns_t done, sfs_ns_t skew)
 {
-	if (g_atomic_int_get(&td->mode) == SFS_TIMEDEV_EMULATE)
+	if (g_atomic_int_get(&td->mode) != SFS_TIMEDEV_EMULATE)
+		return;
+	if (td_defer)
+		td_defer_until = MAX(td_defer_until, done - MIN(skew, done));
+	else
 		sfs_clock_sleep_until(td->clock, done - MIN(skew, done));
 }
 
@@ -463,7 +500,7 @@ static int td_read(struct sfs_bdev *bd, uint64_t off, void *buf, size_t len)
 	struct timedev *td = sfs_bdev_priv(bd);
 	struct sfs_io_req req = {SFS_IO_READ, sfs_bdev_req_cat(bd), off, len,
 				 sfs_io_stream()};
-	sfs_ns_t now = sfs_clock_now_ns(td->clock);
+	sfs_ns_t now = td_arrival(td);
 	int rc = sfs_bdev_read(td->lower, req.cat, off, buf, len);
 
 	if (!rc)
@@ -477,7 +514,7 @@ static int td_write(struct sfs_bdev *bd, uint64_t off, const void *buf,
 	struct timedev *td = sfs_bdev_priv(bd);
 	struct sfs_io_req req = {SFS_IO_WRITE, sfs_bdev_req_cat(bd), off, len,
 				 sfs_io_stream()};
-	sfs_ns_t now = sfs_clock_now_ns(td->clock);
+	sfs_ns_t now = td_arrival(td);
 	int rc = sfs_bdev_write(td->lower, req.cat, off, buf, len);
 
 	if (!rc)
@@ -491,7 +528,7 @@ static int td_zero(struct sfs_bdev *bd, uint64_t off, uint64_t len)
 	struct timedev *td = sfs_bdev_priv(bd);
 	struct sfs_io_req req = {SFS_IO_WRITE, sfs_bdev_req_cat(bd), off, len,
 				 sfs_io_stream()};
-	sfs_ns_t now = sfs_clock_now_ns(td->clock);
+	sfs_ns_t now = td_arrival(td);
 	int rc = sfs_bdev_zero(td->lower, req.cat, off, len);
 
 	if (!rc)
@@ -504,7 +541,7 @@ static int td_flush(struct sfs_bdev *bd)
 	struct timedev *td = sfs_bdev_priv(bd);
 	struct sfs_io_req req = {SFS_IO_FLUSH, SFS_IO_OTHER, 0, 0,
 				 sfs_io_stream()};
-	sfs_ns_t now = sfs_clock_now_ns(td->clock);
+	sfs_ns_t now = td_arrival(td);
 	int rc = sfs_bdev_flush(td->lower);
 
 	if (!rc)
@@ -803,8 +840,7 @@ int sfs_timedev_dispatch(struct sfs_bdev *bd, sfs_ns_t now,
 		return -EINVAL;
 	sfs_mutex_lock(&td->lock);
 	if (sfs_sched_dispatch_next(td->sched, td->head_off,
-				    MAX(now, td->cnt.busy_until_ns),
-				    &d) != 0) {
+				    MAX(now, td->cnt.busy_until_ns), &d) != 0) {
 		sfs_mutex_unlock(&td->lock);
 		return -ENOENT;
 	}

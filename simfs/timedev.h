@@ -162,6 +162,18 @@ int sfs_timedev_set_mode(struct sfs_bdev *bd, enum sfs_timedev_mode mode);
  */
 int sfs_timedev_set_model(struct sfs_bdev *bd, const char *spec, char **err);
 
+/*
+ * Deferred waits, for a caller that must not sleep while it holds a lock
+ * (the engine's, simfs/fs.c): between sfs_io_defer_begin and
+ * sfs_io_defer_end the calling thread's emulate-mode waits are not slept
+ * but remembered, and each of its requests arrives no earlier than the
+ * completion it did not wait for.  sfs_io_defer_end returns the clock time
+ * to sleep until (0: none), for the caller to sleep once it has let go of
+ * its lock.  Per thread.
+ */
+void sfs_io_defer_begin(void);
+sfs_ns_t sfs_io_defer_end(void);
+
 /* ---- event-driven mode: a driver of virtual time (simfs run, run.h) ----
  *
  * With a sink installed the device times nothing itself: each request is
