@@ -188,7 +188,14 @@ static bool has_fs(const char *path)
 	return stat(path, &st) == 0 && st.st_size > 0;
 }
 
-static int run_on_path(struct sfs_workload *w, const char *dir, uint64_t seed)
+/* Errors after which a benchmark's process stops (its run failed). */
+static bool fatal_errno(int rc)
+{
+	return rc == -ENOSPC || rc == -EIO || rc == -EROFS || rc == -EDQUOT;
+}
+
+static int run_on_path(struct sfs_workload *w, const char *dir, uint64_t seed,
+		       const char *results)
 {
 	struct sfs_pathrun_opts po = {.seed = seed};
 	struct sfs_wl_result res;
@@ -204,8 +211,27 @@ static int run_on_path(struct sfs_workload *w, const char *dir, uint64_t seed)
 	sfs_workload_report(w, &res, stdout);
 	printf("\n");
 	sfs_wl_result_print(&res, stdout);
-	if (rc)
+	if (rc) {
 		run_err("%s", err ? err : g_strerror(-rc));
+	} else if (fatal_errno(res.first_error)) {
+		/* as the benchmark would: it stopped on the error */
+		run_err("%s", res.first_error_what);
+		rc = res.first_error;
+	}
+	if (results) {
+		FILE *f = fopen(results, "w");
+		bool ok = f != NULL;
+
+		if (f) {
+			sfs_workload_write_metrics(w, &res, f);
+			ok = fclose(f) == 0;
+		}
+		if (!ok) {
+			run_err("cannot write %s: %s", results,
+				g_strerror(errno));
+			rc = rc ? rc : -EIO;
+		}
+	}
 	g_free(err);
 	sfs_wl_result_free(&res);
 	return rc ? RUN_EXIT_FAIL : 0;
@@ -332,7 +358,7 @@ int sfs_cmd_run(int argc, char **argv)
 			run_err("--path runs against a directory: no IMAGE");
 			goto usage;
 		}
-		status = run_on_path(w, path, seed);
+		status = run_on_path(w, path, seed, results);
 		goto out;
 	}
 

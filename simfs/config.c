@@ -1359,7 +1359,7 @@ static int cfg_parse(struct sfs_config *cfg, const char *opts, char **unknown,
 		if (k && k->offset == KNOB_OFF(preset) && value) {
 			if (!*value)
 				tmp.preset[0] = '\0'; /* "preset=": none */
-			continue;		       /* else applied above */
+			continue;		      /* else applied above */
 		}
 		if (k) {
 			rc = cfg_knob_apply(&tmp, k, value, negate, err);
@@ -1488,6 +1488,27 @@ void sfs_config_print_help(FILE *out)
 	next:
 		g_free(names);
 		g_string_free(extra, TRUE);
+	}
+}
+
+void sfs_config_each(const struct sfs_config *cfg, bool with_paths,
+		     void (*fn)(void *ctx, const char *name, const char *value),
+		     void *ctx)
+{
+	static const char *const paths[] = {"stats", "iolog", "trace",
+					    "journal_dev", NULL};
+
+	for (size_t i = 0; i < CFG_NKNOBS; i++) {
+		const struct cfg_knob *k = &cfg_knobs[i];
+		char *val;
+
+		if ((k->flags & CFG_ALIAS) ||
+		    (!with_paths &&
+		     g_strv_contains((const char *const *)paths, k->name)))
+			continue;
+		val = cfg_knob_value(cfg, k);
+		fn(ctx, k->name, val);
+		g_free(val);
 	}
 }
 

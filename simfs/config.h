@@ -116,6 +116,14 @@ int sfs_config_parse_runtime(struct sfs_config *cfg, const char *opts,
 int sfs_config_set(struct sfs_config *cfg, const char *key, const char *value,
 		   char **err);
 
+/* Call fn with every knob's name and value as text, in table order;
+ * without with_paths, the file knobs (stats=, iolog=, trace=,
+ * journal_dev=) are left out, so two runs that differ only in where they
+ * write compare equal. */
+void sfs_config_each(const struct sfs_config *cfg, bool with_paths,
+		     void (*fn)(void *ctx, const char *name, const char *value),
+		     void *ctx);
+
 /* Print the knob table (name, default, help) for --help. */
 void sfs_config_print_help(FILE *out);
 
