@@ -62,6 +62,7 @@
 #include "experiment.h"
 #include "run.h"
 #include "stats.h"
+#include "statsdiff.h"
 #include "trace.h"
 
 #ifndef SFS_VERSION
@@ -1359,14 +1360,19 @@ out:
 static void sfs_stats_usage(FILE *out)
 {
 	fputs("usage: simfs stats [--json] FILE|MOUNTPOINT\n"
+	      "       simfs stats --diff A.json B.json\n"
 	      "\n"
 	      "Print a run's statistics as a table: from FILE, a JSON report "
 	      "written at\n"
 	      "unmount by -o stats=FILE, or live from a mounted MOUNTPOINT "
 	      "(its .simfs/stats).\n"
 	      "The fields are explained in doc/measurement.md.\n"
+	      "With --diff, print what changed from run A to run B, by layer, "
+	      "largest\n"
+	      "relative change first (doc/compare.md).\n"
 	      "\n"
 	      "options:\n"
+	      "  -d, --diff  compare two stats JSON files\n"
 	      "  -j, --json  print the JSON document instead of the table\n"
 	      "  -h, --help  this help\n",
 	      out);
@@ -1428,22 +1434,26 @@ static int cmd_stats(int argc, char **argv)
 	static const struct option longopts[] = {
 	    {"help", no_argument, NULL, 'h'},
 	    {"json", no_argument, NULL, 'j'},
+	    {"diff", no_argument, NULL, 'd'},
 	    {NULL, 0, NULL, 0},
 	};
 	JsonParser *parser = NULL;
 	GError *gerr = NULL;
 	char *path = NULL, *text = NULL;
-	bool json = false;
+	bool json = false, diff = false;
 	gsize len = 0;
 	struct stat st;
 	int c, rc;
 
 	opterr = 0;
 	optind = 0;
-	while ((c = getopt_long(argc, argv, ":jh", longopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, ":jdh", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'j':
 			json = true;
+			break;
+		case 'd':
+			diff = true;
 			break;
 		case 'h':
 			sfs_stats_usage(stdout);
@@ -1451,6 +1461,30 @@ static int cmd_stats(int argc, char **argv)
 		default:
 			return sfs_opt_error("stats", argv, c);
 		}
+	}
+	if (diff) {
+		const char *why = NULL;
+		char *err = NULL;
+
+		if (json)
+			why = "--json and --diff together";
+		else if (argc - optind < 2)
+			why = "two stats files needed";
+		else if (argc - optind > 2)
+			why = "too many arguments";
+		if (why) {
+			sfs_err("stats",
+				"%s (usage: simfs stats --diff A.json B.json)",
+				why);
+			return SFS_EXIT_USAGE;
+		}
+		if (sfs_stats_diff_files(argv[optind], argv[optind + 1], stdout,
+					 &err) < 0) {
+			sfs_err("stats", "%s", err);
+			g_free(err);
+			return SFS_EXIT_FAIL;
+		}
+		return 0;
 	}
 	if (argc - optind != 1) {
 		sfs_err("stats",
