@@ -31,7 +31,11 @@
  *   plot = lines                 ; lines (x = rows), bars, or none
  *
  * A cell is one (system, workload, sweep point, repetition); every cell
- * runs `simfs run` on a fresh image, independently of the others.
+ * runs `simfs run` on a fresh image, independently of the others.  Cells
+ * come in the file's order: systems, then workloads, then sweep points,
+ * then repetitions.  Everything is checked at load time (the file's line
+ * in every message): nothing runs from a file that has a mistake in it.
+ * The long-form results.csv and its columns: doc/experiments.md.
  */
 #ifndef SFS_EXPERIMENT_H
 #define SFS_EXPERIMENT_H
@@ -44,8 +48,17 @@ struct sfs_xp_system {
 	char *name;
 	char *options;	    /* -o text: global knobs, then the system's */
 	char *journal_size; /* --journal-size, or NULL */
+	char *size;	    /* --size, or NULL: the experiment's */
 	char *mkfs;	    /* reserved: more simfs run options, or NULL */
 	unsigned line;	    /* of its section header */
+};
+
+/* What a sweep varies. */
+enum sfs_xp_sweep_kind {
+	SFS_XP_SWEEP_NONE = 0,	   /* no sweep */
+	SFS_XP_SWEEP_PARAM,	   /* a workload parameter: -w SPEC,key=v */
+	SFS_XP_SWEEP_KNOB,	   /* a mount knob: -o ...,key=v */
+	SFS_XP_SWEEP_JOURNAL_SIZE, /* journal_size: --journal-size v */
 };
 
 struct sfs_xp_workload {
@@ -54,6 +67,8 @@ struct sfs_xp_workload {
 	char *sweep_key;    /* "clients", "commit", ..., or NULL */
 	char **sweep_vals;  /* NULL-terminated, or NULL */
 	bool sweep_is_knob; /* a mount knob (-o key=v), not a parameter */
+	enum sfs_xp_sweep_kind sweep_kind;
+	unsigned nsweep; /* points (1 without a sweep) */
 	unsigned line;
 };
 
@@ -62,31 +77,39 @@ struct sfs_xp_table {
 	char *workload; /* the workload section's name */
 	char *phase;	/* or NULL: the first phase that has the metric */
 	char *metric;
-	char *rows;	/* "system" or a sweep key */
-	char *columns;
-	char *plot;	/* "lines", "bars", "none" */
-	char *title;	/* or NULL */
+	char *rows;    /* "system", "phase" or the workload's sweep key */
+	char *columns; /* the same choices, not rows' */
+	char *plot;    /* "lines", "bars", "none" (always set) */
+	char *title;   /* or NULL */
 	unsigned line;
 };
 
 /* One cell: what `simfs run` is given. */
 struct sfs_xp_cell {
-	unsigned index;	      /* 0.. in the file's order */
-	char *id;	      /* "ext3-32M.dbench.clients=4.r0": a folder name */
+	unsigned index; /* 0.. in the file's order */
+	char *id;	/* "ext3-32M.dbench.clients=4.r0": a folder name */
 	const struct sfs_xp_system *sys;
 	const struct sfs_xp_workload *wl;
 	const char *sweep_val; /* or NULL */
 	unsigned rep;
 	uint64_t seed;
-	char *variant;	      /* "clients=4" or "" (CSV column 6) */
-	char **argv;	      /* simfs run's arguments after "run",
-				 NULL-terminated, without IMAGE */
+	char *variant;	    /* "clients=4" or "" (CSV column 6); with
+			       repeat > 1 "clients=4,r=1" or "r=1" */
+	char **argv;	    /* simfs run's arguments after "run",
+			       NULL-terminated, without IMAGE, for the
+			       cell folder "cells/<id>" (relative) */
+	char *spec;	    /* the -w text: spec[,sweep_key=sweep_val] */
+	char *options;	    /* the -o text without stats= */
+	char *size;	    /* --size */
+	char *journal_size; /* --journal-size, or NULL */
 };
 
 struct sfs_experiment {
 	char *path;
-	char *name, *title;
-	char *size;
+	char *name, *title; /* name: [A-Za-z0-9_+-], the file's base name
+			       without [global] name; title: or NULL */
+	char *size;	    /* default image size of the cells ("1G") */
+	char *journal_size; /* default --journal-size, or NULL */
 	unsigned repeat;
 	uint64_t seed;
 	unsigned nsystems, nworkloads, ntables, ncells;
@@ -105,6 +128,25 @@ struct sfs_experiment {
 int sfs_experiment_load(const char *path, struct sfs_experiment **out,
 			char **err);
 void sfs_experiment_free(struct sfs_experiment *x);
+
+/*
+ * The whole `simfs run` argument vector of a cell whose folder is celldir
+ * (results.csv, stats.json and image.img go there): "run", the options,
+ * celldir/image.img, NULL.  The caller g_strfreev's it.
+ */
+char **sfs_xp_cell_argv(const struct sfs_experiment *x,
+			const struct sfs_xp_cell *cell, const char *celldir);
+
+/* The table a results row of cell (phase, metric) belongs to: the first
+ * [table] of the cell's workload showing that metric of that phase, or
+ * NULL.  A table with phase= shows that phase; without, one with a
+ * "phase" axis shows every phase, any other first_phase (the cell's first
+ * phase having the metric). */
+const struct sfs_xp_table *sfs_xp_row_table(const struct sfs_experiment *x,
+					    const struct sfs_xp_cell *cell,
+					    const char *phase,
+					    const char *metric,
+					    const char *first_phase);
 
 /* The `simfs bench` subcommand (cmd_bench.c): argv[0] is "bench"; the
  * exit status (0, 1 a cell or the output failed, 2 usage or a bad file). */
