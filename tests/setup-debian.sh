@@ -10,8 +10,12 @@ packages=(
 	libfuse3-dev libglib2.0-dev libxxhash-dev libcmocka-dev libjson-glib-dev
 	# run and check: fusermount3, e2fsck/mke2fs/debugfs, losetup/mount
 	fuse3 e2fsprogs util-linux attr
-	# benchmarks, plots and the bench scripts' report parsing
-	fio dbench gnuplot-nox python3
+	# benchmarks, plots and the bench scripts' report parsing; gnuplot-nox
+	# has the svg and pngcairo terminals simfs bench draws with, and a font
+	# for the PNGs (fonts-liberation is only a recommendation of it)
+	fio dbench gnuplot-nox fonts-dejavu-core python3
+	# the test that opens simfs bench's report.html in headless Chromium
+	chromium
 )
 
 if [[ $(id -u) != 0 ]]; then
