@@ -54,7 +54,7 @@ for ((i = 0; i < R; i++)); do
 	# 1. simfs run: operations carried out / host seconds
 	t0=$(now)
 	out=$("$SIMFS" run -q -o device=ideal,cpu=none --size 2G \
-		-w "dbench,clients=1,once" "$dir/run.img")
+		-w "dbench,clients=1,once,warmup=0" "$dir/run.img")
 	t1=$(now)
 	ops=$(optable <<<"$out")
 	run_ops+=("$(calc "$ops / ($t1 - $t0)")")
