@@ -171,45 +171,53 @@ static void cfg_atime_list(GString *out)
 
 /*
  * The historical systems as data: option text applied before the rest of
- * the string (doc/allocators.md).  They set filesystem knobs only; the
- * kernel-wide ones (vm=, atime=) are left to the user, since the published
- * comparisons ran every filesystem on one kernel.
+ * the string (doc/allocators.md).  They set filesystem knobs and the one
+ * block-layer default of their era that changes what the disk sees, the
+ * I/O scheduler: CFQ, Linux's default from 2.6.18, for the systems of
+ * 2.6.18 and later (ext2rs, ext3rs, ext3i, ext4, ext4-nojournal); the
+ * elevator (C-LOOK with deadlines, as 2.4's and the early 2.6 schedulers
+ * without CFQ's per-process slices) for the classic ones.  sched= after
+ * the preset overrides it.  The other kernel-wide knobs (vm=, atime=) are
+ * left to the user, since the published comparisons ran every filesystem
+ * on one kernel.
  */
 static const struct sfs_config_preset cfg_presets[] = {
-    {"ext2", "data=none,alloc=blockmap,nodelalloc,dirs=orlov",
+    {"ext2", "data=none,alloc=blockmap,nodelalloc,dirs=orlov,sched=elevator",
      "classic ext2: no journal, block-by-block bitmap search, Orlov "
      "directories",
      false, NULL},
     {"ext2rs",
      "data=none,alloc=reservation,reservation_window=8,"
-     "reservation_max=1027,nodelalloc,dirs=orlov",
+     "reservation_max=1027,nodelalloc,dirs=orlov,sched=cfq",
      "ext2 with ext3's reservation windows, as Linux has it since "
-     "2.6.24 (seed A's ext2)",
+     "2.6.24 (the 2009 iozone comparison's ext2)",
      false, NULL},
-    {"ext3", "data=ordered,alloc=blockmap,nodelalloc,dirs=orlov",
+    {"ext3", "data=ordered,alloc=blockmap,nodelalloc,dirs=orlov,sched=elevator",
      "classic ext3 (2.4, 2.6 before ~2.6.10): ordered journal, ext2's "
      "block-by-block placement",
      true, NULL},
     {"ext3-writeback",
      "data=writeback,alloc=blockmap,nodelalloc,"
-     "dirs=orlov",
+     "dirs=orlov,sched=elevator",
      "classic ext3, data=writeback", true, NULL},
-    {"ext3-journal", "data=journal,alloc=blockmap,nodelalloc,dirs=orlov",
+    {"ext3-journal",
+     "data=journal,alloc=blockmap,nodelalloc,dirs=orlov,sched=elevator",
      "classic ext3, data=journal", true, NULL},
     {"ext3rs",
      "data=ordered,alloc=reservation,reservation_window=8,"
-     "reservation_max=1027,nodelalloc,dirs=orlov",
+     "reservation_max=1027,nodelalloc,dirs=orlov,sched=cfq",
      "ext3 with reservation windows, Linux's default since ~2.6.10 "
-     "(8 blocks, max 1027; seed A's ext3)",
+     "(8 blocks, max 1027; the 2009 iozone comparison's ext3)",
      true, NULL},
-    {"ext3i", "data=ordered,alloc=mballoc,delalloc,dirs=orlov",
+    {"ext3i", "data=ordered,alloc=mballoc,delalloc,dirs=orlov,sched=cfq",
      "ext3 journal with extents + mballoc + delayed allocation (early "
      "ext4dev)",
      true, "mballoc"},
-    {"ext4", "data=ordered,alloc=mballoc,delalloc,dirs=orlov",
+    {"ext4", "data=ordered,alloc=mballoc,delalloc,dirs=orlov,sched=cfq",
      "ext4: extents + mballoc + delayed allocation, ordered journal", true,
      "mballoc"},
-    {"ext4-nojournal", "data=none,alloc=mballoc,delalloc,dirs=orlov",
+    {"ext4-nojournal",
+     "data=none,alloc=mballoc,delalloc,dirs=orlov,sched=cfq",
      "ext4's allocator and delayed allocation without a journal "
      "(-O ^has_journal)",
      false, "mballoc"},
