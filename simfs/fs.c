@@ -266,8 +266,8 @@ static gpointer flusher_main(gpointer arg)
 			wait = fs_defer_end(fs);
 		}
 		sfs_unlock(fs);
-		if (wait) /* its write-back's modelled time, unlocked */
-			sfs_clock_sleep_until(fs->clock, wait);
+		if (fs->defer_waits) /* its write-back's time, unlocked */
+			sfs_io_defer_sleep(fs->clock, wait);
 		sfs_clock_sleep_until(fs->clock,
 				      MIN(next, now + 200 * SFS_NS_PER_MS));
 	}
@@ -317,8 +317,8 @@ void sfs_op_end(struct sfs_fs *fs)
 		sfs_jnl_op_end(fs->jnl);
 	t = fs_defer_end(fs);
 	sfs_unlock(fs);
-	if (t)
-		sfs_clock_sleep_until(fs->clock, t);
+	if (fs->defer_waits)
+		sfs_io_defer_sleep(fs->clock, t);
 }
 
 sfs_ns_t sfs_fs_commit_done(struct sfs_fs *fs)
@@ -1930,7 +1930,6 @@ static int setup_measurement(struct sfs_fs *fs, char **err)
 		fs->time_base_ns = sfs_clock_wall_ns();
 	}
 	fs->stats = sfs_stats_new();
-	sfs_stats_add_source(fs->stats, "config", config_source, fs);
 	sfs_stats_add_source(fs->stats, "ops", ops_source, fs);
 	sfs_stats_add_source(fs->stats, "alloc_layout", sfs_frag_stats_source,
 			     fs);
@@ -2217,6 +2216,8 @@ int sfs_fs_open(struct sfs_bdev *bd, const struct sfs_config *cfg,
 		goto out_free;
 	sfs_da_setup(fs);
 	sfs_stats_add_source(fs->stats, "delalloc", da_source, fs);
+	/* last: the table and JSON start with what happened (ops) */
+	sfs_stats_add_source(fs->stats, "config", config_source, fs);
 	if (!fs->ro) {
 		struct timespec now;
 		sfs_sb_now(fs, &now);

@@ -545,6 +545,11 @@ void sfs_stats_put_timedev(struct sfs_stats_writer *w, struct sfs_bdev *bd)
 	sfs_stats_put_u64(w, "expired", c.expired);
 	sfs_stats_put_u64(w, "slice_switches", c.slice_switches);
 	sfs_stats_put_u64(w, "shared_writeouts", c.shared_writeouts);
+	sfs_stats_put_u64(w, "queue_max", c.queue_max);
+	sfs_stats_put_double(w, "queue_mean",
+			     c.queue_samples
+				 ? (double)c.queue_sum / (double)c.queue_samples
+				 : 0.0);
 	sfs_stats_put_u64(w, "cache_hits", c.cache_hits);
 	sfs_stats_end(w);
 	sfs_stats_put_u64(w, "busy_ns", c.busy_ns);

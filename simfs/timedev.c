@@ -383,26 +383,52 @@ static sfs_ns_t td_serve(struct timedev *td, const struct sfs_io_req *req,
  * Charge every queued write, in scheduler order; each may start at its
  * arrival (once the device is free), deadlines are judged at `now`.
  */
-static void td_drain(struct timedev *td, sfs_ns_t now)
+/* A deferred request waiting in the queue (the real queue, see
+ * sfs_io_defer_sleep): its owner thread waits until someone served it. */
+struct td_pending {
+	struct timedev *td;
+	sfs_ns_t done_ns; /* its completion; td->lock */
+	bool served;	  /* td->lock */
+};
+
+/*
+ * Serve the scheduler's next queued request at now (or when the device is
+ * free); the deferred requests it covers learn their completion.  0, or
+ * -ENOENT when nothing is queued.  Caller holds td->lock.
+ */
+static int td_dispatch_one(struct timedev *td, sfs_ns_t now)
 {
 	struct sfs_sched_dispatch d;
+	sfs_ns_t submit, done;
 
-	while (sfs_sched_dispatch_next(td->sched, td->head_off,
-				       MAX(now, td->cnt.busy_until_ns),
-				       &d) == 0) {
-		sfs_ns_t submit = d.orig[0].arrival_ns;
-
-		for (size_t i = 1; i < d.n_orig; i++)
-			submit = MIN(submit, d.orig[i].arrival_ns);
-		td->cnt.merges += d.n_orig - 1;
-		td->cnt.expired += d.expired;
-		/* ready at its arrival, not at `now`: on a real clock the
-		 * host's time to move the batch overlaps the modelled time,
-		 * as for requests charged one by one; on a virtual clock a
-		 * batch arrives at one instant and nothing changes */
-		td_serve(td, &d.req, MIN(submit, now), submit,
-			 (unsigned)d.n_orig);
+	if (sfs_sched_dispatch_next(td->sched, td->head_off,
+				    MAX(now, td->cnt.busy_until_ns), &d) != 0)
+		return -ENOENT;
+	submit = d.orig[0].arrival_ns;
+	for (size_t i = 1; i < d.n_orig; i++)
+		submit = MIN(submit, d.orig[i].arrival_ns);
+	td->cnt.merges += d.n_orig - 1;
+	td->cnt.expired += d.expired;
+	/* ready at its arrival, not at `now`: on a real clock the host's
+	 * time to move the batch overlaps the modelled time, as for
+	 * requests charged one by one; on a virtual clock a batch arrives
+	 * at one instant and nothing changes */
+	done =
+	    td_serve(td, &d.req, MIN(submit, now), submit, (unsigned)d.n_orig);
+	for (size_t i = 0; i < d.n_orig; i++) {
+		struct td_pending *p = d.orig[i].cookie;
+		if (p) {
+			p->done_ns = done;
+			p->served = true;
+		}
 	}
+	return 0;
+}
+
+static void td_drain(struct timedev *td, sfs_ns_t now)
+{
+	while (td_dispatch_one(td, now) == 0)
+		;
 }
 
 /*
@@ -413,6 +439,7 @@ static void td_drain(struct timedev *td, sfs_ns_t now)
  */
 static __thread bool td_defer;
 static __thread sfs_ns_t td_defer_until; /* clock time */
+static __thread GPtrArray *td_pend;	 /* struct td_pending: queued */
 
 void sfs_io_defer_begin(void)
 {
@@ -427,6 +454,47 @@ sfs_ns_t sfs_io_defer_end(void)
 	td_defer = false;
 	td_defer_until = 0;
 	return t;
+}
+
+/*
+ * Wait for this thread's queued requests: whenever the modelled device is
+ * free, whoever waits serves the scheduler's next request, from whichever
+ * thread it came (so requests of concurrent operations are sorted and
+ * merged together, and CFQ sees their streams), and sleeps until the
+ * device is free again; once its own are served, it sleeps until the last
+ * of them and until `until`.  Called without any lock of the caller held.
+ */
+void sfs_io_defer_sleep(struct sfs_clock *clock, sfs_ns_t until)
+{
+	for (guint i = 0; td_pend && i < td_pend->len; i++) {
+		struct td_pending *p = g_ptr_array_index(td_pend, i);
+		struct timedev *td = p->td;
+
+		sfs_mutex_lock(&td->lock);
+		while (!p->served) {
+			sfs_ns_t now =
+			    sfs_clock_now_ns(td->clock) + td->skew_ns;
+			sfs_ns_t free_at = td->cnt.busy_until_ns;
+
+			if (free_at <= now) {
+				if (td_dispatch_one(td, now) != 0)
+					break; /* cannot happen: p is queued */
+				continue;
+			}
+			sfs_ns_t skew = td->skew_ns;
+			sfs_mutex_unlock(&td->lock);
+			sfs_clock_sleep_until(td->clock,
+					      free_at - MIN(skew, free_at));
+			sfs_mutex_lock(&td->lock);
+		}
+		until = MAX(until, p->done_ns - MIN(td->skew_ns, p->done_ns));
+		sfs_mutex_unlock(&td->lock);
+		g_free(p);
+	}
+	if (td_pend)
+		g_ptr_array_set_size(td_pend, 0);
+	if (until)
+		sfs_clock_sleep_until(clock, until);
 }
 
 /* A request's arrival on the clock: now, or later if it waits for a
@@ -481,6 +549,26 @@ static void td_charge(struct timedev *td, const struct sfs_io_req *req,
 		if (!batch)
 			td->sink->wait(td->sink_arg);
 		return;
+	}
+	if (td_defer && req->op != SFS_IO_FLUSH &&
+	    g_atomic_int_get(&td->mode) == SFS_TIMEDEV_EMULATE) {
+		/* the real queue: served when the device is free, in the
+		 * scheduler's order among everyone's (sfs_io_defer_sleep) */
+		struct td_pending *p = g_new0(struct td_pending, 1);
+
+		p->td = td;
+		if (sfs_sched_add(td->sched, req, now, p) == 0) {
+			size_t q = sfs_sched_queued(td->sched);
+			c->queue_max = MAX(c->queue_max, q);
+			c->queue_sum += q;
+			c->queue_samples++;
+			sfs_mutex_unlock(&td->lock);
+			if (!td_pend)
+				td_pend = g_ptr_array_new();
+			g_ptr_array_add(td_pend, p);
+			return;
+		}
+		g_free(p);
 	}
 	if (td->plugged && req->op == SFS_IO_WRITE &&
 	    sfs_sched_add(td->sched, req, now, NULL) == 0) {
@@ -668,6 +756,11 @@ int sfs_timedev_unplug(struct sfs_bdev *bd)
 	if (td->sink) {
 		sfs_mutex_unlock(&td->lock);
 		td->sink->wait(td->sink_arg);
+		return 0;
+	}
+	if (td_defer && g_atomic_int_get(&td->mode) == SFS_TIMEDEV_EMULATE) {
+		/* the batch waits in the real queue with everyone's */
+		sfs_mutex_unlock(&td->lock);
 		return 0;
 	}
 	td_drain(td, td_now(td));

@@ -109,6 +109,10 @@ struct sfs_timedev_counters {
 	uint64_t shared_writeouts; /* cfq: stream 0's cached writes
 				      written out before a stream's */
 	sfs_ns_t busy_until_ns;	 /* the device is free from here */
+	/* the real queue of a mount in emulate mode (sfs_io_defer_sleep) */
+	uint64_t queue_max;	/* most requests queued at once */
+	uint64_t queue_sum;	/* requests queued, summed at each arrival */
+	uint64_t queue_samples; /* arrivals into it */
 };
 
 /*
@@ -173,6 +177,14 @@ int sfs_timedev_set_model(struct sfs_bdev *bd, const char *spec, char **err);
  */
 void sfs_io_defer_begin(void);
 sfs_ns_t sfs_io_defer_end(void);
+/*
+ * In emulate mode the deferred reads and writes do not complete at once:
+ * they wait in the device's queue with those of every other thread.  After
+ * sfs_io_defer_end, with no lock held, sfs_io_defer_sleep waits for them
+ * (serving the queue whenever the modelled device is free) and until
+ * `until`.  doc/internals.md, 11.1.
+ */
+void sfs_io_defer_sleep(struct sfs_clock *clock, sfs_ns_t until);
 
 /* ---- event-driven mode: a driver of virtual time (simfs run, run.h) ----
  *

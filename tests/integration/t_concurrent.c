@@ -29,9 +29,12 @@
  * clean, remount, the same checks, umount, e2fsck.
  * This runs once per configuration: the ext2 block map under a small
  * cache (write-back all the time), the ext3 preset with a one-second
- * commit, ext4's preset (mballoc, delayed allocation), data=journal, and
+ * commit, ext4's preset (mballoc, delayed allocation), data=journal,
  * ext3rs (reservation windows) on the modelled disk under CFQ (a stream
- * per worker process).
+ * per worker process), and, on the real clock in emulate mode, every
+ * journal mode (none, ordered, writeback, journal, ext4's): there the
+ * workers' modelled waits overlap, slept without the engine's lock, and
+ * their requests meet in the device's queue.
  *
  * usage: t_concurrent SIMFS_BINARY [SEED [OPS_PER_WORKER]]  (1, 6000)
  */
@@ -789,6 +792,18 @@ int main(int argc, char **argv)
 	       as 2.6.26 has it, with reservation windows */
 	    {"ext3rs-cfq", "ext3rs",
 	     "preset=ext3rs,mem=2M,device=hdd-2009,sched=cfq"},
+	    /* the real clock in emulate mode: operations sleep out their
+	       modelled waits without the engine's lock, and their requests
+	       wait together in the device's queue, in every journal mode */
+	    {"ext2-emulate", NULL, "mem=1M,device=ssd,clock=emulate"},
+	    {"ordered-emulate", "ext3",
+	     "preset=ext3,mem=2M,commit=1,device=ssd,clock=emulate"},
+	    {"writeback-emulate", "ext3-writeback",
+	     "preset=ext3-writeback,mem=2M,device=ssd,clock=emulate"},
+	    {"journal-emulate", "ext3-journal",
+	     "preset=ext3-journal,mem=2M,device=ssd,clock=emulate"},
+	    {"ext4-emulate", "ext4",
+	     "preset=ext4,mem=4M,device=ssd,clock=emulate"},
 	};
 	uint64_t seed = 1;
 	int ops = 6000;
