@@ -2,22 +2,26 @@
 # bench/demo.sh - a short tour of simfs: build if needed, mkfs, mount,
 # untar a generated source-like tree and write a 64 MiB file, umount,
 # check with e2fsck -fn, mount again and compare every byte, then print a
-# summary and `simfs inspect IMAGE summary`.  Then a small experiment: the
-# same workload on the ext2, ext3, ext3-journal and ext4 presets over the
-# modelled 2009 disk (device=hdd-2009, clock=account), one row per preset
-# from each run's statistics: modelled disk time, bytes written, journal
-# traffic, commits.
+# summary and `simfs inspect IMAGE summary`.  Then a short experiment,
+# bench/experiments/demo.ini run by `simfs bench` in virtual time: tar xf +
+# sync of a kernel-like tree on the ext2, ext3, ext3-journal and ext4
+# presets over a modelled 2009 disk and CPU, printed as one table (time,
+# how much slower than the fastest, bytes written, journal bytes, commits)
+# with the winner and by how much; the HTML report stays in OUTDIR.
 #
-# usage: bench/demo.sh [-B BUILDDIR] [-k]     (-k keeps the temp dir)
+# usage: bench/demo.sh [-B BUILDDIR] [-o OUTDIR] [-k]
+#        (-k keeps the temp dir; OUTDIR default /tmp/simfs-demo-bench)
 # Run as root (FUSE).  Exits non-zero if anything does not check out.
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
 BUILD=${BUILD:-$root/build}
 KEEP=0
-while getopts "B:kh" opt; do
+OUT=${TMPDIR:-/tmp}/simfs-demo-bench
+while getopts "B:o:kh" opt; do
 	case $opt in
 	B) BUILD=$OPTARG ;;
+	o) OUT=$OPTARG ;;
 	k) KEEP=1 ;;
 	h) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
 	*) exit 2 ;;
@@ -122,32 +126,56 @@ printf '%-26s %s\n' \
 	"e2fsck -fn at the end" "$verdict2"
 [[ $verdict1 == clean && $verdict2 == clean && $same == identical ]]
 
-step "experiment: one workload, four presets, the 2009 disk model"
-printf '%-14s %12s %12s %12s %9s %8s %s\n' preset "disk time ms" \
-	"written MB" "journal MB" "commits" "w-amp" "e2fsck"
-exp_ok=1
-for preset in ext2 ext3 ext3-journal ext4; do
-	eimg=$tmp/$preset.img
-	"$SIMFS" mkfs --preset "$preset" "$eimg" 512M >/dev/null
-	"$SIMFS" mount -o "preset=$preset,device=hdd-2009,clock=account,stats=$tmp/$preset.json" \
-		"$eimg" "$mnt"
-	tar -C "$mnt" -xf "$tmp/tree.tar"
-	"$FSBENCH" seqwrite "$mnt/big.bin" 64 1024 >/dev/null
-	"$SIMFS" umount "$mnt"
-	v=$(fsck_verdict "$eimg")
-	[[ $v == clean ]] || exp_ok=0
-	python3 - "$tmp/$preset.json" "$preset" "$v" <<'PY'
-import json, sys
-d = json.load(open(sys.argv[1]))
-dev, j = d["device"], d.get("journal", {})
-busy = dev.get("busy_ns", 0) / 1e6
-w = dev["submitted"]["write"]["bytes"] / 1e6
-jb = dev["submitted"]["by_category"].get("journal", {}).get("write_bytes", 0) / 1e6
-print("%-14s %12.1f %12.1f %12.1f %9d %8.2f %s" % (sys.argv[2], busy, w, jb,
-      j.get("commits_total", 0), d["ops"]["write_amplification"], sys.argv[3]))
+# The experiment: bench/experiments/demo.ini, run by `simfs bench` in
+# virtual time (deterministic: the same table on every machine); the table
+# below is drawn from its cells' results.csv and stats.json.
+XP=$root/bench/experiments/demo.ini
+step "experiment: $(sed -n '/^title = /{s///p;q}' "$XP")"
+if ! "$SIMFS" bench --help >/dev/null 2>&1; then
+	echo "$SIMFS has no 'bench' command: rebuild (meson compile -C $BUILD)" >&2
+	exit 1
+fi
+mkdir -p "$OUT"
+rm -rf -- "$OUT/cells" "$OUT/results.csv" "$OUT/report.html"
+how="simfs bench $XP -j 2 --report -o $OUT"
+"$SIMFS" bench "$XP" -j 2 --report -o "$OUT" >"$OUT/bench.log" 2>&1 ||
+	{ cat "$OUT/bench.log" >&2; exit 1; }
+python3 - "$OUT" <<'PY'
+import csv, json, os, sys
+out = sys.argv[1]
+what = {"ext2": "no journal, block-by-block placement",
+        "ext3": "ordered journal, ext2's placement",
+        "ext3-journal": "data=journal: data written twice",
+        "ext4": "extents, mballoc, delayed allocation"}
+rows = []
+for name in ["ext2", "ext3", "ext3-journal", "ext4"]:
+    d = os.path.join(out, "cells", name + ".untar.r0")
+    m = {(r["phase"], r["metric"]): float(r["value"])
+         for r in csv.DictReader(open(os.path.join(d, "results.csv")))}
+    st = json.load(open(os.path.join(d, "stats.json")))
+    sub = st["device"]["submitted"]
+    jw = sub["by_category"].get("journal", {}).get("write_bytes", 0)
+    rows.append((name, m[("untar+sync", "real_s")], m[("untar", "real_s")],
+                 sub["write"]["bytes"] / 1e6, jw / 1e6,
+                 int(m.get(("all", "commits"), 0))))
+best = min(rows, key=lambda r: r[1])
+worst = max(rows, key=lambda r: r[1])
+print("time = tar xf of a kernel-like tree (17078 files, 185 MiB), then sync,")
+print("on a modelled 2009 machine: 7200 rpm SATA disk (hdd-2009), Core 2")
+print("CPU (core2-2009), 256 MB cache; times are modelled, not measured.\n")
+print("%-13s %-37s %8s %7s %8s %8s %7s" % ("preset", "design", "time s",
+      "x best", "write MB", "jrnl MB", "commits"))
+for r in rows:
+    print("%-13s %-37s %8.1f %6.2fx %8.0f %8.0f %7d" % (r[0], what[r[0]],
+          r[1], r[1] / best[1], r[3], r[4], r[5]))
+others = sorted((r for r in rows if r is not best), key=lambda r: r[1])
+print("\nfastest: %s, %.1f s; the others took %s as long." % (best[0],
+      best[1], ", ".join("%s %.2fx" % (r[0], r[1] / best[1]) for r in others)))
+print("slowest: %s, %.1f s (%s)." % (worst[0], worst[1], what[worst[0]]))
 PY
-	rm -f "$eimg"
-done
-echo "(modelled time only: clock=account lets the host run at full speed;"
-echo " clock=emulate would make the runs take that long)"
-[[ $exp_ok == 1 ]]
+echo
+echo "ran: $how"
+if [[ -f $OUT/report.html ]]; then
+	echo "HTML report (tables, plots, each cell's configuration and stats): $OUT/report.html"
+fi
+echo "per-cell results and stats: $OUT/cells/"

@@ -666,6 +666,42 @@ static void bon_report(void *st, const struct sfs_wl_result *r, FILE *out)
 	fprintf(out, "\n");
 }
 
+/*
+ * bon_report's figures as metrics, one phase per test: k_s (K/sec) for
+ * "block write", "rewrite", "block read"; per_s (/sec) for "seeks" and
+ * the six creation tests ("seq create" ... "rand delete").  A test that
+ * did not run, or ran under 0.5 s (printed "+++++"), gives no row.
+ */
+static void bon_metrics(void *st, const struct sfs_wl_result *r,
+			void (*emit)(void *ctx, const char *phase,
+				     const char *metric, double value,
+				     const char *unit),
+			void *ctx)
+{
+	static const char *const io_k[] = {"block write", "rewrite",
+					   "block read"};
+	static const char *const cr[] = {"seq create", "seq stat",
+					 "seq delete", "rand create",
+					 "rand stat",  "rand delete"};
+	struct bon_state *s = st;
+	double kib = (double)s->size_bytes / 1024.0;
+	struct bon_cell k;
+
+	for (unsigned i = 0; s->size_bytes && i < G_N_ELEMENTS(io_k); i++) {
+		k = bon_cell(r, io_k[i], kib);
+		if (!k.blank && !k.fast)
+			emit(ctx, io_k[i], "k_s", k.val, "K/s");
+	}
+	k = bon_cell(r, "seeks", (double)s->seeks);
+	if (s->size_bytes && !k.blank && !k.fast)
+		emit(ctx, "seeks", "per_s", k.val, "seeks/s");
+	for (unsigned i = 0; s->nfiles && i < G_N_ELEMENTS(cr); i++) {
+		k = bon_cell(r, cr[i], (double)s->nfiles);
+		if (!k.blank && !k.fast)
+			emit(ctx, cr[i], "per_s", k.val, "files/s");
+	}
+}
+
 static const struct sfs_wl_param bon_params[] = {
     [BP_SIZE] = {"size", SFS_WLP_SIZE, "512M",
 		 "file size of the block tests (-s); 0 skips them"},
@@ -710,5 +746,6 @@ const struct sfs_workload_ops sfs_wl_bonnie_ops = {
     .clients = bon_clients,
     .next = bon_next,
     .report = bon_report,
+    .metrics = bon_metrics,
     .fini = bon_fini,
 };

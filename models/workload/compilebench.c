@@ -801,6 +801,50 @@ static void cb_report(void *st, const struct sfs_wl_result *r, FILE *out)
 	}
 }
 
+/*
+ * cb_report's summary lines as metrics, one phase per kind under
+ * compilebench's own summary name ("intial create" [sic], "create",
+ * "patch", ..., "stat tree"): avg_mb_s (all runs' MiB over all runs'
+ * seconds, as "avg X MB/s") or, for "delete tree" and "stat tree",
+ * avg_seconds (the mean run time, as "avg X seconds").  Kinds with no run
+ * give no row.  Not "mb_s" and "seconds": the runner writes those for
+ * every run's own phase ("patch 1"), and a table of all phases would
+ * mix the two.
+ */
+static void cb_metrics(void *st, const struct sfs_wl_result *r,
+		       void (*emit)(void *ctx, const char *phase,
+				    const char *metric, double value,
+				    const char *unit),
+		       void *ctx)
+{
+	struct cb_state *s = st;
+	struct cb_sum sum[RK_NKINDS] = {{0}};
+	const double mib = 1024.0 * 1024.0;
+
+	for (unsigned i = 0; i < s->nruns; i++) {
+		const struct cb_run *ru = &s->runs[i];
+		const struct sfs_wl_phase *ph =
+		    sfs_wl_result_phase(r, ru->phase);
+
+		if (!ph)
+			continue;
+		sum[ru->kind].runs++;
+		sum[ru->kind].secs += (double)(ph->end_ns - ph->start_ns) / 1e9;
+		sum[ru->kind].mb += (double)ru->bytes / mib;
+	}
+	for (unsigned k = RK_INITIAL; k < RK_NKINDS; k++) {
+		const struct cb_sum *x = &sum[k];
+		if (!x->runs)
+			continue;
+		if (k == RK_DELETE || k == RK_STAT)
+			emit(ctx, cb_kind_name[k], "avg_seconds",
+			     x->secs / x->runs, "s");
+		else
+			emit(ctx, cb_kind_name[k], "avg_mb_s",
+			     x->secs > 0 ? x->mb / x->secs : 0.0, "MB/s");
+	}
+}
+
 static const struct sfs_wl_param cb_params[] = {
     [CP_INITIAL] = {"initial", SFS_WLP_UINT, "3",
 		    "trees created first (-i, compilebench's default 30)"},
@@ -854,5 +898,6 @@ const struct sfs_workload_ops sfs_wl_compilebench_ops = {
     .clients = cb_clients,
     .next = cb_next,
     .report = cb_report,
+    .metrics = cb_metrics,
     .fini = cb_fini,
 };

@@ -1251,6 +1251,26 @@ static void db_report(void *vst, const struct sfs_wl_result *r, FILE *out)
 		maxlat_ms);
 }
 
+/* The Throughput figure of db_report as a metric: phase "run",
+ * throughput_mb_s (10^6 bytes read and written per second of the run). */
+static void db_metrics(void *vst, const struct sfs_wl_result *r,
+		       void (*emit)(void *ctx, const char *phase,
+				    const char *metric, double value,
+				    const char *unit),
+		       void *ctx)
+{
+	const struct sfs_wl_phase *ph = sfs_wl_result_phase(r, "run");
+	double mbs = 0;
+
+	(void)vst;
+	if (!ph)
+		return;
+	if (ph->end_ns > ph->start_ns)
+		mbs = 1e-6 * (double)(ph->bytes_read + ph->bytes_written) /
+		      ((double)(ph->end_ns - ph->start_ns) / 1e9);
+	emit(ctx, "run", "throughput_mb_s", mbs, "MB/s");
+}
+
 const struct sfs_workload_ops sfs_wl_dbench_ops = {
     .name = "dbench",
     .help = "dbench 4: N clients play the NBENCH loadfile (client.txt) "
@@ -1282,5 +1302,6 @@ const struct sfs_workload_ops sfs_wl_dbench_ops = {
     .next = db_next,
     .done = db_done,
     .report = db_report,
+    .metrics = db_metrics,
     .fini = db_fini,
 };

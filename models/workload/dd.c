@@ -329,6 +329,34 @@ static void dd_report(void *vst, const struct sfs_wl_result *r, FILE *out)
 			r->mismatches, r->first_error_what);
 }
 
+/*
+ * The rate of dd_print's last line as a metric, per phase ("write",
+ * "read"): rate_mb_s, bytes / second / 10^6 (dd prints it scaled to kB/s,
+ * MB/s or GB/s; this is the same number in MB/s).  Not "mb_s": the runner
+ * already writes a phase's mb_s.  A phase of no time gives no row (dd
+ * prints "Infinity B/s").
+ */
+static void dd_metrics(void *vst, const struct sfs_wl_result *r,
+		       void (*emit)(void *ctx, const char *phase,
+				    const char *metric, double value,
+				    const char *unit),
+		       void *ctx)
+{
+	static const char *const names[] = {"write", "read"};
+
+	(void)vst;
+	for (unsigned i = 0; i < G_N_ELEMENTS(names); i++) {
+		const struct sfs_wl_phase *ph =
+		    sfs_wl_result_phase(r, names[i]);
+		if (!ph || ph->end_ns <= ph->start_ns)
+			continue;
+		double s = (double)(ph->end_ns - ph->start_ns) / 1e9;
+		uint64_t bytes = i == 0 ? ph->bytes_written : ph->bytes_read;
+		emit(ctx, names[i], "rate_mb_s", (double)bytes / s / 1e6,
+		     "MB/s");
+	}
+}
+
 static void dd_fini(void *vst)
 {
 	struct dd_state *st = vst;
@@ -362,5 +390,6 @@ const struct sfs_workload_ops sfs_wl_dd_ops = {
     .clients = dd_clients,
     .next = dd_next,
     .report = dd_report,
+    .metrics = dd_metrics,
     .fini = dd_fini,
 };

@@ -592,6 +592,50 @@ static void fsm_report(void *st, const struct sfs_wl_result *r, FILE *out)
 	}
 }
 
+/*
+ * fsm_report's Files/sec per iteration as a metric: phase "iteration N",
+ * files_s (summed over threads from each thread's loop time; the phase's
+ * files over its time when a thread kept no accounting).  An iteration
+ * the report leaves out gives no row.
+ */
+static void fsm_metrics(void *st, const struct sfs_wl_result *r,
+			void (*emit)(void *ctx, const char *phase,
+				     const char *metric, double value,
+				     const char *unit),
+			void *ctx)
+{
+	struct fsm_state *s = st;
+
+	for (unsigned l = 0; l < s->loops; l++) {
+		double fps = 0;
+		bool all = true;
+		char name[32];
+
+		for (unsigned t = 0; t < s->threads; t++) {
+			const struct fsm_acct *a = &s->c[t].acct[l];
+			if (!a->seen || a->loop_end_ns <= a->loop_start_ns) {
+				all = false;
+				continue;
+			}
+			fps +=
+			    (double)s->files /
+			    ((double)(a->loop_end_ns - a->loop_start_ns) / 1e9);
+		}
+		g_snprintf(name, sizeof(name), "iteration %u", l + 1);
+		const struct sfs_wl_phase *ph = sfs_wl_result_phase(r, name);
+		if (!all) {
+			fps = 0;
+			if (ph && ph->end_ns > ph->start_ns)
+				fps =
+				    (double)(s->files * s->threads) /
+				    ((double)(ph->end_ns - ph->start_ns) / 1e9);
+		}
+		if (!ph && !all)
+			continue;
+		emit(ctx, name, "files_s", fps, "files/s");
+	}
+}
+
 static const struct sfs_wl_param fsm_params[] = {
     [FP_THREADS] = {"threads", SFS_WLP_UINT, "1",
 		    "threads, each in a directory of its own (-t, -d)"},
@@ -640,5 +684,6 @@ const struct sfs_workload_ops sfs_wl_fsmark_ops = {
     .clients = fsm_clients,
     .next = fsm_next,
     .report = fsm_report,
+    .metrics = fsm_metrics,
     .fini = fsm_fini,
 };

@@ -543,6 +543,51 @@ static void iz_report(void *vst, const struct sfs_wl_result *r, FILE *out)
 			r->mismatches, r->first_error_what);
 }
 
+/*
+ * iz_report's "Children see throughput" and "Parent sees throughput" per
+ * test phase ("write", "rewrite", ...): children_kb_s and parent_kb_s in
+ * iozone's kB/sec (1024 bytes), and children_mb_s = children_kb_s / 1024,
+ * the MB/s of published tables.  A test no child finished gives no rows.
+ */
+static void iz_metrics(void *vst, const struct sfs_wl_result *r,
+		       void (*emit)(void *ctx, const char *phase,
+				    const char *metric, double value,
+				    const char *unit),
+		       void *ctx)
+{
+	struct iz_state *st = vst;
+
+	(void)r;
+	for (unsigned i = 0; i < st->ntests; i++) {
+		enum iz_test t = st->tests[i];
+		double children = 0, total_kb = 0;
+		sfs_ns_t first = UINT64_MAX, last = 0;
+		unsigned seen = 0;
+
+		for (unsigned c = 0; c < st->threads; c++) {
+			const struct iz_span *sp =
+			    &st->span[c * st->ntests + i];
+			if (!sp->started || !sp->ended)
+				continue;
+			double kb = (double)sp->bytes / 1024.0;
+			double secs = (double)(sp->end_ns - sp->start_ns) / 1e9;
+			children += kb / MAX(secs, 1e-6);
+			total_kb += kb;
+			first = MIN(first, sp->start_ns);
+			last = MAX(last, sp->end_ns);
+			seen++;
+		}
+		if (!seen)
+			continue;
+		double psecs = (double)(last - first) / 1e9;
+		emit(ctx, iz_tests[t].name, "children_kb_s", children, "kB/s");
+		emit(ctx, iz_tests[t].name, "children_mb_s", children / 1024.0,
+		     "MB/s");
+		emit(ctx, iz_tests[t].name, "parent_kb_s",
+		     total_kb / MAX(psecs, 1e-6), "kB/s");
+	}
+}
+
 const struct sfs_workload_ops sfs_wl_iozone_ops = {
     .name = "iozone",
     .help = "iozone -t N throughput mode: N children, one file each, "
@@ -572,5 +617,6 @@ const struct sfs_workload_ops sfs_wl_iozone_ops = {
     .clients = iz_clients,
     .next = iz_next,
     .report = iz_report,
+    .metrics = iz_metrics,
     .fini = iz_fini,
 };

@@ -481,6 +481,29 @@ static void pm_report(void *st, const struct sfs_wl_result *r, FILE *out)
 		(double)s->bytes_written / mb / ta);
 }
 
+/*
+ * pm_report's "seconds of transactions (N per second)" as a metric: phase
+ * "transactions", transactions_s, with PostMark's whole seconds and whole
+ * rate unless hires, as printed.  No transactions phase: no row.
+ */
+static void pm_metrics(void *st, const struct sfs_wl_result *r,
+		       void (*emit)(void *ctx, const char *phase,
+				    const char *metric, double value,
+				    const char *unit),
+		       void *ctx)
+{
+	struct pm_state *s = st;
+	const struct sfs_wl_phase *pt = sfs_wl_result_phase(r, "transactions");
+	double tt = pm_secs(pt, s->hires);
+	double rate = (double)s->trans / tt;
+
+	if (!pt)
+		return;
+	if (!s->hires)
+		rate = (double)(int)rate;
+	emit(ctx, "transactions", "transactions_s", rate, "transactions/s");
+}
+
 static const struct sfs_wl_param pm_params[] = {
     [PP_FILES] = {"files", SFS_WLP_UINT, "500",
 		  "files in the pool (set number)"},
@@ -530,5 +553,6 @@ const struct sfs_workload_ops sfs_wl_postmark_ops = {
     .clients = pm_clients,
     .next = pm_next,
     .report = pm_report,
+    .metrics = pm_metrics,
     .fini = pm_fini,
 };

@@ -572,6 +572,31 @@ static void tw_report(void *vst, const struct sfs_wl_result *r, FILE *out)
 		fputs("every result as recorded\n", out);
 }
 
+/*
+ * tw_report's counts as metrics, phase "run" (where the runner puts a
+ * trace's ops): replayed_ops, recorded_s and replayed_s (first op to
+ * last, recorded and replayed), differed (results unlike the recording).
+ */
+static void tw_metrics(void *vst, const struct sfs_wl_result *r,
+		       void (*emit)(void *ctx, const char *phase,
+				    const char *metric, double value,
+				    const char *unit),
+		       void *ctx)
+{
+	struct tw_state *st = vst;
+	sfs_ns_t span = r ? r->elapsed_ns : 0;
+
+	for (uint64_t i = 0; r && !span && i < r->nphases; i++)
+		if (r->phases[i].end_ns - r->phases[i].start_ns > span &&
+		    r->phases[i].end_ns > r->phases[i].start_ns)
+			span = r->phases[i].end_ns - r->phases[i].start_ns;
+	emit(ctx, "run", "replayed_ops", (double)st->replayed, "ops");
+	emit(ctx, "run", "recorded_s",
+	     (double)(st->last_ns - st->first_ns) / 1e9, "s");
+	emit(ctx, "run", "replayed_s", (double)span / 1e9, "s");
+	emit(ctx, "run", "differed", (double)st->differed, "ops");
+}
+
 const struct sfs_workload_ops sfs_wl_trace_ops = {
     .name = "trace",
     .help = "replay a recorded trace (mount option trace=, or "
@@ -599,5 +624,6 @@ const struct sfs_workload_ops sfs_wl_trace_ops = {
     .next = tw_next,
     .done = tw_done,
     .report = tw_report,
+    .metrics = tw_metrics,
     .fini = tw_fini,
 };

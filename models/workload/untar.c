@@ -920,6 +920,36 @@ static void ut_report(void *vst, const struct sfs_wl_result *r, FILE *out)
 			r->mismatches, r->first_error_what);
 }
 
+/*
+ * ut_report's times as metrics: phase "untar", real_s and sys_s (the
+ * "real" and "sys" of `time tar xf`, modelled CPU for sys); with sync,
+ * phase "sync" real_s and phase "untar+sync" real_s ("tar xf; sync").
+ * Unrounded, where bash prints milliseconds.
+ */
+static void ut_metrics(void *vst, const struct sfs_wl_result *r,
+		       void (*emit)(void *ctx, const char *phase,
+				    const char *metric, double value,
+				    const char *unit),
+		       void *ctx)
+{
+	const struct sfs_wl_phase *t = sfs_wl_result_phase(r, "untar");
+	const struct sfs_wl_phase *s = sfs_wl_result_phase(r, "sync");
+
+	(void)vst;
+	if (t) {
+		emit(ctx, "untar", "real_s",
+		     (double)(t->end_ns - t->start_ns) / 1e9, "s");
+		emit(ctx, "untar", "sys_s", (double)t->cpu_ns / 1e9, "s");
+	}
+	if (s) {
+		emit(ctx, "sync", "real_s",
+		     (double)(s->end_ns - s->start_ns) / 1e9, "s");
+		if (t)
+			emit(ctx, "untar+sync", "real_s",
+			     (double)(s->end_ns - t->start_ns) / 1e9, "s");
+	}
+}
+
 const struct sfs_workload_ops sfs_wl_untar_ops = {
     .name = "untar",
     .help = "tar xf: a real tar archive, or a synthetic kernel-like "
@@ -952,5 +982,6 @@ const struct sfs_workload_ops sfs_wl_untar_ops = {
     .clients = ut_clients,
     .next = ut_next,
     .report = ut_report,
+    .metrics = ut_metrics,
     .fini = ut_fini,
 };
