@@ -106,7 +106,11 @@ static struct pulled *pull(struct sfs_workload *w)
 	struct pulled *p = g_new0(struct pulled, 1);
 	unsigned n = sfs_workload_clients(w);
 	bool *done = g_new0(bool, n), *waiting = g_new0(bool, n);
-	struct sfs_wl_phase **ph = g_new0(struct sfs_wl_phase *, n);
+	/* indices: the phases array moves as phases are added */
+	long *ph = g_new(long, n);
+
+	for (unsigned c = 0; c < n; c++)
+		ph[c] = -1;
 	sfs_ns_t now = 0;
 	unsigned live = n;
 
@@ -149,15 +153,17 @@ static struct pulled *pull(struct sfs_workload *w)
 			g_array_append_val(p->ops[c], t);
 			if (op.phase)
 				ph[c] =
-				    sfs_wl_result_enter(&p->res, op.phase, now);
-			if (!ph[c])
-				ph[c] = sfs_wl_result_enter(&p->res, "-", now);
+				    sfs_wl_result_enter(&p->res, op.phase, now) -
+				    p->res.phases;
+			if (ph[c] < 0)
+				ph[c] = sfs_wl_result_enter(&p->res, "-", now) -
+					p->res.phases;
 			uint64_t bytes =
 			    op.type == SFS_WOP_READ || op.type == SFS_WOP_WRITE
 				? op.len
 				: 0;
-			sfs_wl_result_op(&p->res, ph[c], c, &op, 0, bytes, now,
-					 now + STEP_NS);
+			sfs_wl_result_op(&p->res, &p->res.phases[ph[c]], c, &op,
+					 0, bytes, now, now + STEP_NS);
 			sfs_workload_done(w, c, &op, 0);
 			now += STEP_NS;
 			if (op.type == SFS_WOP_BARRIER)
