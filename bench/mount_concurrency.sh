@@ -1,0 +1,93 @@
+#!/usr/bin/env bash
+# bench/mount_concurrency.sh - concurrent programs on a live mount in
+# emulate mode (device=hdd-2009,clock=emulate), each preset with its own
+# defaults and no extra knob:
+#
+#  1. fio, 8 O_DIRECT writers of SIZE MiB each, 256 KiB records: MB/s per
+#     preset (the 2009 comparison has ext4 near twice ext2 and ext3);
+#  2. fs_mark, 4 threads creating and fsyncing 4 KiB files on ext4:
+#     journal commits against fsyncs (group commit: fewer commits);
+#  3. a reader of a cached file while a writer keeps the emulated disk
+#     busy: the reader's MB/s alone and beside the writer.
+#
+#   bench/mount_concurrency.sh [-B BUILDDIR] [-d WORKDIR] [-s SIZE_MIB]
+#                              [-p "ext2 ext3 ext4"]
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+B=$root/build
+W=${TMPDIR:-/tmp}
+SIZE=256
+PRESETS="ext2 ext3 ext4"
+while getopts "B:d:s:p:" o; do
+	case $o in
+	B) B=$OPTARG ;;
+	d) W=$OPTARG ;;
+	s) SIZE=$OPTARG ;;
+	p) PRESETS=$OPTARG ;;
+	*) echo "usage: $0 [-B BUILDDIR] [-d WORKDIR] [-s SIZE_MIB] [-p PRESETS]" >&2; exit 2 ;;
+	esac
+done
+SIMFS=$B/simfs
+for t in fio fs_mark; do
+	command -v $t >/dev/null || { echo "$t is not installed (apt-get install fio fsmark)" >&2; exit 1; }
+done
+[[ -x $SIMFS ]] || { echo "no $SIMFS: build first" >&2; exit 1; }
+dir=$(mktemp -d "$W/simfs-mconc.XXXXXX")
+mnt=$dir/mnt
+mkdir -p "$mnt"
+cleanup() { mountpoint -q "$mnt" && "$SIMFS" umount "$mnt" >/dev/null 2>&1; rm -rf "$dir"; }
+trap cleanup EXIT
+
+mount_preset() { # mount_preset PRESET IMAGE_SIZE [more options]
+	rm -f "$dir/img"
+	"$SIMFS" mkfs --preset "$1" "$dir/img" "$2" >/dev/null
+	"$SIMFS" mount -o "preset=$1,device=hdd-2009,clock=emulate,stats=$dir/stats.json${3:+,$3}" \
+		"$dir/img" "$mnt"
+}
+
+echo "1. fio: 8 O_DIRECT writers x ${SIZE} MiB, 256 KiB records (MB/s)"
+declare -A mbs
+for p in $PRESETS; do
+	mount_preset "$p" "$((SIZE * 8 + 1024))M"
+	bw=$(fio --name=w --directory="$mnt" --numjobs=8 --size="${SIZE}m" --bs=256k \
+		--direct=1 --rw=write --ioengine=sync --group_reporting \
+		--output-format=terse --terse-version=3 2>/dev/null |
+		awk -F';' '{print $48}') # write bandwidth, KiB/s
+	"$SIMFS" umount "$mnt"
+	mbs[$p]=$(awk -v k="$bw" 'BEGIN { printf "%.1f", k * 1024 / 1e6 }')
+	qmax=$(python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['device']['served'].get('queue_max', 0))" "$dir/stats.json")
+	printf '  %-8s %8s MB/s   device queue max %s\n' "$p" "${mbs[$p]}" "$qmax"
+done
+if [[ -n ${mbs[ext4]:-} ]]; then
+	for p in $PRESETS; do
+		[[ $p == ext4 ]] && continue
+		printf '  ext4 / %s = %.2f\n' "$p" "$(awk -v a="${mbs[ext4]}" -v b="${mbs[$p]}" 'BEGIN { print a / b }')"
+	done
+fi
+
+echo "2. fs_mark: 4 threads x 100 files of 4 KiB, fsync each, ext4"
+mount_preset ext4 1G
+args=()
+for t in 0 1 2 3; do mkdir -p "$mnt/d$t"; args+=(-d "$mnt/d$t"); done
+fs_mark "${args[@]}" -n 100 -s 4096 -S 1 -L 1 >/dev/null 2>&1
+"$SIMFS" umount "$mnt"
+python3 - "$dir/stats.json" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+c = d["journal"]["commits"]["fsync"]
+print("  %d fsyncs, %d commits for them: %.2f fsyncs per commit" % (400, c, 400 / max(c, 1)))
+PY
+
+echo "3. a cached reader while a writer keeps the disk busy (ext4)"
+mount_preset ext4 2G mem=512M
+dd if=/dev/zero of="$mnt/cached" bs=1M count=64 status=none
+cat "$mnt/cached" >/dev/null # now in simfs's cache
+read_mbs() { dd if="$mnt/cached" of=/dev/null bs=1M 2>&1 | awk '/copied/ {print $(NF-1), $NF}'; }
+alone=$(read_mbs)
+dd if=/dev/zero of="$mnt/big" bs=1M count=1024 oflag=direct status=none &
+writer=$!
+sleep 2
+beside=$(read_mbs)
+wait $writer
+"$SIMFS" umount "$mnt"
+echo "  reader alone: $alone; beside the O_DIRECT writer: $beside"
