@@ -1583,7 +1583,8 @@ static const struct sfs_cmd sfs_cmds[] = {
      "run a workload through the engine in virtual time (or on a path)"},
     {"trace", sfs_cmd_trace,
      "convert (from strace) and summarise operation traces"},
-    {"stats", cmd_stats, "print a run's statistics (JSON file or live mount)"},
+    {"stats", cmd_stats,
+     "print a run's statistics (JSON file or live mount), or --diff two"},
     {"help", cmd_help, "show help for a command"},
 };
 
