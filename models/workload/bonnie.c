@@ -722,7 +722,7 @@ static const struct sfs_wl_param bon_params[] = {
 		    "the name in the report (-m)"},
     [BP_SEED] = {"seed", SFS_WLP_UINT, "1",
 		 "seed of the offsets and names (-z)"},
-    {NULL},
+    {.name = NULL},
 };
 
 const struct sfs_workload_ops sfs_wl_bonnie_ops = {

@@ -871,7 +871,7 @@ static const struct sfs_wl_param cb_params[] = {
 		      "directories per synthetic tree"},
     [CP_SEED] = {"seed", SFS_WLP_UINT, "1",
 		 "seed of the tree listing and of the picks"},
-    {NULL},
+    {.name = NULL},
 };
 
 const struct sfs_workload_ops sfs_wl_compilebench_ops = {

@@ -245,7 +245,7 @@ static const struct sfs_wl_param db_params[] = {
 		 "fsync after every write (dbench -F)"},
     [P_FLUSH] = {"flush", SFS_WLP_BOOL, "yes",
 		 "Flush is fsync, as dbench 4 (no: nothing, as dbench 1.x)"},
-    {NULL},
+    {.name = NULL},
 };
 
 /* ---- parsing the loadfile ---- */

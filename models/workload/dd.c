@@ -82,7 +82,7 @@ static const struct sfs_wl_param dd_params[] = {
 		"then read the file back (dd if=FILE of=/dev/null)"},
     [P_FILE] = {"file", SFS_WLP_STRING, "ddfile",
 		"output file, relative to the run root (dd of=)"},
-    {NULL},
+    {.name = NULL},
 };
 
 /* A relative path without "." / ".." components or empty parts. */

@@ -660,7 +660,7 @@ static const struct sfs_wl_param fsm_params[] = {
     [FP_RAND_LEN] = {"rand_len", SFS_WLP_UINT, "24",
 		     "random bytes at the end of a name (-r)"},
     [FP_SEED] = {"seed", SFS_WLP_UINT, "1", "seed of the names"},
-    {NULL},
+    {.name = NULL},
 };
 
 const struct sfs_workload_ops sfs_wl_fsmark_ops = {

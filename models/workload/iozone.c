@@ -138,7 +138,7 @@ static const struct sfs_wl_param iz_params[] = {
 		"keep the files at the end (iozone -w)"},
     [P_SEED] = {"seed", SFS_WLP_UINT, "1",
 		"seed of the random tests' record permutation"},
-    {NULL},
+    {.name = NULL},
 };
 
 /* ---- the random permutation of records ---- */

@@ -529,7 +529,7 @@ static const struct sfs_wl_param pm_params[] = {
 		      "(set buffering)"},
     [PP_HIRES] = {"hires", SFS_WLP_BOOL, "no",
 		  "report times with two decimals, not whole seconds"},
-    {NULL},
+    {.name = NULL},
 };
 
 const struct sfs_workload_ops sfs_wl_postmark_ops = {

@@ -122,7 +122,7 @@ static const struct sfs_wl_param tb_params[] = {
     [P_OSYNC] = {"osync", SFS_WLP_BOOL, "no", "O_SYNC (tiotest -S)"},
     [P_KEEP] = {"keep", SFS_WLP_BOOL, "no", "keep the files at the end"},
     [P_SEED] = {"seed", SFS_WLP_UINT, "1", "seed of the random offsets"},
-    {NULL},
+    {.name = NULL},
 };
 
 static void tb_fini(void *vst)

@@ -86,7 +86,7 @@ static const struct sfs_wl_param tw_params[] = {
     {"chain", SFS_WLP_BOOL, "no",
      "a process starting after another ended continues its client "
      "(keeps a script's commands in order)"},
-    {NULL},
+    {.name = NULL},
 };
 
 static void tw_fini(void *vst)

@@ -129,7 +129,7 @@ static const struct sfs_wl_param ut_params[] = {
     [P_RECORD] = {"record", SFS_WLP_SIZE, "10240",
 		  "archive record size = blocking factor * 512 (tar -b 20); "
 		  "file data is written in its pieces"},
-    {NULL},
+    {.name = NULL},
 };
 
 /* ---- members ---- */

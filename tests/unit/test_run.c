@@ -101,7 +101,7 @@ static void sc_done(void *st, unsigned c, const struct sfs_wop *op, int rc)
 	((struct script *)st)->done_calls++;
 }
 
-static const struct sfs_wl_param sc_params[] = {{NULL}};
+static const struct sfs_wl_param sc_params[] = {{.name = NULL}};
 static const struct sfs_workload_ops script_ops = {
     .name = "script",
     .help = "the test's own",
