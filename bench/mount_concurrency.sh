@@ -69,7 +69,7 @@ echo "2. fs_mark: 4 threads x 100 files of 4 KiB, fsync each, ext4"
 mount_preset ext4 1G
 args=()
 for t in 0 1 2 3; do mkdir -p "$mnt/d$t"; args+=(-d "$mnt/d$t"); done
-fs_mark "${args[@]}" -n 100 -s 4096 -S 1 -L 1 >/dev/null 2>&1
+(cd "$dir" && fs_mark "${args[@]}" -n 100 -s 4096 -S 1 -L 1 >/dev/null 2>&1) # its fs_log.txt in $dir
 "$SIMFS" umount "$mnt"
 python3 - "$dir/stats.json" <<'PY'
 import json, sys
