@@ -403,6 +403,12 @@ int sfs_cmd_run(int argc, char **argv)
 		g_free(img);
 		goto out;
 	}
+	if (tmpdir) {
+		/* the open device keeps the temporary image: nothing is left
+		 * behind, even if the run is killed */
+		unlink(img);
+		rmdir(tmpdir);
+	}
 	rc = sfs_fs_open(bd, &cfg, &fs, &err);
 	if (rc) {
 		run_err("%s: %s", img, err ? err : g_strerror(-rc));
