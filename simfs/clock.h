@@ -1,7 +1,7 @@
 /*
  * clock.h - where simfs gets its time from.
  *
- * Time is an input (DESIGN.md, "The clock"): nothing in simfs but clock.c
+ * Time is an input (doc/internals.md, §14): nothing in simfs but clock.c
  * calls clock_gettime or sleeps.  A clock is an opaque handle with one of two
  * behaviours, chosen when it is made:
  *
