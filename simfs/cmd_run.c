@@ -384,7 +384,6 @@ int sfs_cmd_run(int argc, char **argv)
 			run_err("cannot make a temporary folder");
 			goto out;
 		}
-		image = NULL;
 	}
 	char *img =
 	    image ? g_strdup(image) : g_build_filename(tmpdir, "run.img", NULL);

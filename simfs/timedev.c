@@ -910,19 +910,6 @@ int sfs_timedev_queue(struct sfs_bdev *bd, const struct sfs_io_req *req,
 	return rc;
 }
 
-size_t sfs_timedev_queued(struct sfs_bdev *bd)
-{
-	struct timedev *td = td_of(bd);
-	size_t n;
-
-	if (!td)
-		return 0;
-	sfs_mutex_lock(&td->lock);
-	n = sfs_sched_queued(td->sched);
-	sfs_mutex_unlock(&td->lock);
-	return n;
-}
-
 int sfs_timedev_dispatch(struct sfs_bdev *bd, sfs_ns_t now,
 			 struct sfs_timedev_served *out)
 {

@@ -209,7 +209,6 @@ int sfs_timedev_set_sink(struct sfs_bdev *bd, const struct sfs_timedev_sink *s,
 /* Queue a read or write that arrived at arrival_ns (0 or -EINVAL). */
 int sfs_timedev_queue(struct sfs_bdev *bd, const struct sfs_io_req *req,
 		      sfs_ns_t arrival_ns, void *cookie);
-size_t sfs_timedev_queued(struct sfs_bdev *bd);
 /* What one dispatch served: the queued requests it covered (the first
  * 16 in cookies, all of them in `more` when there were more: g_free). */
 struct sfs_timedev_served {
