@@ -21,8 +21,14 @@
  * Half-way and at the end: the trees are compared (names, types, sizes,
  * modes, link counts, symlink targets, contents by hash); umount, e2fsck
  * -fn clean, remount, compare again.  The seed is printed; rerun with
- *   t_randops SIMFS_BINARY SEED [NOPS [BLOCKSIZE [MOUNT_OPTS]]]
- * (defaults: 10000 ops, 4096-byte blocks, default mount options).
+ *   t_randops SIMFS_BINARY SEED [NOPS [BLOCKSIZE [MOUNT_OPTS [WORKERS]]]]
+ * (defaults: 10000 ops, 4096-byte blocks, default mount options, one
+ * worker).  With WORKERS > 1, that many processes run NOPS operations
+ * each at once, worker i in its own subdirectory with its own seed, so
+ * every result is still exact while the engine serves them together (no
+ * half-way remount then); a worker still running two minutes after the
+ * others ended fails the test as a deadlock.  A preset= in MOUNT_OPTS
+ * also makes the image with `simfs mkfs --preset`.
  */
 #include "harness.h"
 
@@ -34,7 +40,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <signal.h>
 #include <sys/syscall.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #ifndef RENAME_NOREPLACE
@@ -65,27 +73,26 @@ enum op_type {
 };
 
 static const char *const op_names[] = {
-	"create", "write", "truncate", "read", "rename", "unlink",
-	"link",   "mkdir", "rmdir",    "symlink", "chmod", "lstat",
-	"fallocate",
+    "create", "write", "truncate", "read",  "rename", "unlink",	   "link",
+    "mkdir",  "rmdir", "symlink",  "chmod", "lstat",  "fallocate",
 };
 
 /* relative weights (fallocate: only where files are extent-mapped) */
 static unsigned op_weight[OP_NTYPES] = {
-	[OP_CREATE] = 10, [OP_WRITE] = 20, [OP_TRUNC] = 6, [OP_READ] = 6,
-	[OP_RENAME] = 12, [OP_UNLINK] = 8, [OP_LINK] = 6,  [OP_MKDIR] = 9,
-	[OP_RMDIR] = 5,   [OP_SYMLINK] = 5, [OP_CHMOD] = 5, [OP_STAT] = 5,
+    [OP_CREATE] = 10, [OP_WRITE] = 20,	[OP_TRUNC] = 6, [OP_READ] = 6,
+    [OP_RENAME] = 12, [OP_UNLINK] = 8,	[OP_LINK] = 6,	[OP_MKDIR] = 9,
+    [OP_RMDIR] = 5,   [OP_SYMLINK] = 5, [OP_CHMOD] = 5, [OP_STAT] = 5,
 };
 
 struct op {
 	enum op_type type;
-	char *p1, *p2;     /* relative paths */
-	char *target;      /* symlink target */
+	char *p1, *p2; /* relative paths */
+	char *target;  /* symlink target */
 	unsigned mode;
-	int flags;         /* open flags, or rename flags */
+	int flags;	   /* open flags, or rename flags */
 	uint64_t off, len; /* write/read range, truncate size */
-	uint64_t seed;     /* write content */
-	bool direct;       /* read/write: O_DIRECT on the simfs side */
+	uint64_t seed;	   /* write content */
+	bool direct;	   /* read/write: O_DIRECT on the simfs side */
 };
 
 /* What one side did: up to MAXSTEP syscalls' results, plus read data. */
@@ -115,8 +122,8 @@ static int cmp_str(const void *a, const void *b)
 static GPtrArray *list_ref(const char *dir, bool dirs_only)
 {
 	GPtrArray *names = g_ptr_array_new_with_free_func(g_free);
-	char *p = *dir ? g_build_filename(refroot, dir, NULL)
-		       : g_strdup(refroot);
+	char *p =
+	    *dir ? g_build_filename(refroot, dir, NULL) : g_strdup(refroot);
 	DIR *d = opendir(p);
 	struct dirent *de;
 
@@ -151,8 +158,7 @@ static char *choose_dir(void)
 			g_ptr_array_free(subs, TRUE);
 			break;
 		}
-		next = rel_join(dir,
-				subs->pdata[h_below(&rng, subs->len)]);
+		next = rel_join(dir, subs->pdata[h_below(&rng, subs->len)]);
 		g_ptr_array_free(subs, TRUE);
 		g_free(dir);
 		dir = next;
@@ -220,8 +226,8 @@ static void gen_op(struct op *o)
 	o->type = (enum op_type)t;
 	o->seed = h_rand(&rng);
 	/* from the seed, not a new draw: the sequences stay as they were */
-	o->direct = (o->type == OP_WRITE || o->type == OP_READ) &&
-		    (o->seed >> 62) == 0;
+	o->direct =
+	    (o->type == OP_WRITE || o->type == OP_READ) && (o->seed >> 62) == 0;
 	switch (o->type) {
 	case OP_CREATE:
 		o->p1 = any_path(30);
@@ -231,8 +237,8 @@ static void gen_op(struct op *o)
 		break;
 	case OP_WRITE:
 		o->p1 = any_path(80);
-		o->flags = O_WRONLY | O_NOFOLLOW |
-			   (h_below(&rng, 2) ? O_CREAT : 0);
+		o->flags =
+		    O_WRONLY | O_NOFOLLOW | (h_below(&rng, 2) ? O_CREAT : 0);
 		o->mode = 0644;
 		o->off = pick_offset(ref_size(o->p1));
 		o->len = 1 + h_below(&rng, h_below(&rng, 4) ? 16384 : 200000);
@@ -262,7 +268,7 @@ static void gen_op(struct op *o)
 
 		o->p1 = any_path(90);
 		o->p2 = any_path(50);
-		o->flags = f == 0 ? RENAME_NOREPLACE
+		o->flags = f == 0   ? RENAME_NOREPLACE
 			   : f == 1 ? RENAME_EXCHANGE
 				    : 0;
 		break;
@@ -287,7 +293,7 @@ static void gen_op(struct op *o)
 	case OP_SYMLINK: {
 		/* "nx/..." never resolves: nothing is ever called nx */
 		size_t len = h_below(&rng, 3) ? 1 + h_below(&rng, 50)
-					     : 60 + h_below(&rng, 240);
+					      : 60 + h_below(&rng, 240);
 		char *tgt = g_malloc(len + 4);
 
 		memcpy(tgt, "nx/", 3);
@@ -318,15 +324,14 @@ static void free_op(struct op *o)
 
 static char *describe(const struct op *o)
 {
-	return g_strdup_printf("%s %s%s%s mode=%o flags=%#x off=%llu len=%llu"
-			       "%s%s%s",
-			       op_names[o->type], o->p1, o->p2 ? " -> " : "",
-			       o->p2 ? o->p2 : "", o->mode, o->flags,
-			       (unsigned long long)o->off,
-			       (unsigned long long)o->len,
-			       o->target ? " target=" : "",
-			       o->target ? o->target : "",
-			       o->direct ? " (O_DIRECT on simfs)" : "");
+	return g_strdup_printf(
+	    "%s %s%s%s mode=%o flags=%#x off=%llu len=%llu"
+	    "%s%s%s",
+	    op_names[o->type], o->p1, o->p2 ? " -> " : "", o->p2 ? o->p2 : "",
+	    o->mode, o->flags, (unsigned long long)o->off,
+	    (unsigned long long)o->len, o->target ? " target=" : "",
+	    o->target ? o->target : "",
+	    o->direct ? " (O_DIRECT on simfs)" : "");
 }
 
 static void step(struct res *r, long rc)
@@ -371,10 +376,10 @@ static void run_op(const struct op *o, const char *root, struct res *r)
 		fd = open(p1, o->flags | direct, o->mode);
 		step(r, fd < 0 ? -1 : 0);
 		if (fd >= 0) {
-			step(r, h_pwrite_all(fd, buf, o->len, (off_t)o->off) ==
-						0
-					? 0
-					: -1);
+			step(r,
+			     h_pwrite_all(fd, buf, o->len, (off_t)o->off) == 0
+				 ? 0
+				 : -1);
 			step(r, close(fd));
 		}
 		g_free(buf);
@@ -440,11 +445,9 @@ static void run_op(const struct op *o, const char *root, struct res *r)
 
 		step(r, lstat(p1, &st));
 		if (r->rc[0] == 0) {
-			uint64_t v[4] = {st.st_mode, st.st_nlink,
-					 S_ISDIR(st.st_mode)
-						 ? 0
-						 : (uint64_t)st.st_size,
-					 0};
+			uint64_t v[4] = {
+			    st.st_mode, st.st_nlink,
+			    S_ISDIR(st.st_mode) ? 0 : (uint64_t)st.st_size, 0};
 
 			r->hash = h_hash_buf(v, sizeof(v));
 		}
@@ -496,8 +499,9 @@ static int compare_trees(const char *a, const char *b, const char *when)
 	double t0 = h_now();
 
 	d = h_tree_compare(tb, ta, "reference", "simfs", H_CMP_NLINK);
-	H_OK(ta && tb && d == 0, "%s: trees equal (%u entries, %d "
-				 "differences)",
+	H_OK(ta && tb && d == 0,
+	     "%s: trees equal (%u entries, %d "
+	     "differences)",
 	     when, tb ? tb->len : 0, d);
 	h_diag("%s: compare took %.1f s", when, h_now() - t0);
 	h_tree_free(ta);
@@ -505,18 +509,164 @@ static int compare_trees(const char *a, const char *b, const char *when)
 	return d;
 }
 
+/* What one sequence of operations did. */
+struct seq {
+	long done;
+	int mismatches;
+	unsigned counts[OP_NTYPES], okcounts[OP_NTYPES];
+	unsigned ndirect; /* O_DIRECT reads and writes that succeeded */
+};
+
+/*
+ * Apply NOPS generated operations to A (simfs) and B (the reference),
+ * comparing each result.  With IMG set, the trees are also compared,
+ * unmounted, checked and remounted half-way.
+ */
+static void run_sequence(const char *A, const char *B, long nops,
+			 const char *img, const char *mnt, const char *opts,
+			 struct seq *sq)
+{
+	char *ring[32] = {0};
+	double t0 = h_now();
+
+	refroot = B;
+	for (long i = 0; i < nops; i++) {
+		struct op o;
+		struct res ra, rb;
+
+		gen_op(&o);
+		run_op(&o, B, &rb);
+		/* O_DIRECT only for regular files: the kernel refuses it on a
+		 * FUSE directory at open (EINVAL), before simfs sees it */
+		o.direct = o.direct && ref_is_regular(o.p1);
+		run_op(&o, A, &ra);
+		sq->counts[o.type]++;
+		if (rb.n && rb.rc[rb.n - 1] >= 0 && rb.rc[0] >= 0) {
+			sq->okcounts[o.type]++;
+			sq->ndirect += o.direct;
+		}
+		g_free(ring[i % 32]);
+		ring[i % 32] = describe(&o);
+		if (!same(&ra, &rb)) {
+			char *sa = res_str(&ra), *sb = res_str(&rb);
+
+			if (sq->mismatches == 0) {
+				h_diag("%s: first mismatch at op %ld; the ops "
+				       "before it:",
+				       A, i);
+				for (long k = i - 31 < 0 ? 0 : i - 31; k < i;
+				     k++)
+					h_diag("  #%ld %s", k, ring[k % 32]);
+			}
+			h_diag("MISMATCH op #%ld: %s", i, ring[i % 32]);
+			h_diag("   reference: %s", sb);
+			h_diag("   simfs:     %s", sa);
+			g_free(sa);
+			g_free(sb);
+			sq->mismatches++;
+		}
+		free_op(&o);
+		sq->done = i + 1;
+		if (sq->mismatches >= 5) {
+			h_diag("stopping after 5 mismatches");
+			break;
+		}
+		if (img && i + 1 == nops / 2) {
+			h_diag("half-way (%ld ops, %.1f s)", i + 1,
+			       h_now() - t0);
+			compare_trees(A, B, "half-way");
+			H_OK(h_umount(mnt) == 0, "half-way umount");
+			H_OK(h_fsck_clean(img, NULL),
+			     "half-way e2fsck -fn clean");
+			if (h_mount(img, mnt, opts) != 0)
+				h_bail("half-way remount failed");
+		}
+	}
+	for (int k = 0; k < 32; k++)
+		g_free(ring[k]);
+}
+
+/*
+ * WORKERS processes at once, worker i confined to A/wI and B/wI with its
+ * own seed, so each one's results are still exact while the engine serves
+ * them together.  A worker that has not finished WAIT_S seconds after the
+ * others did is taken for a deadlock.  Returns the workers' mismatches
+ * (or -1).
+ */
+static int run_workers(const char *A, const char *B, uint64_t seed, long nops,
+		       int workers, struct seq *sq)
+{
+	pid_t pids[16];
+	int bad = 0, left = workers;
+	double last = 0;
+
+	fflush(stdout);
+	for (int w = 0; w < workers; w++) {
+		char nm[16];
+		char *a, *b;
+
+		snprintf(nm, sizeof nm, "w%d", w);
+		a = g_build_filename(A, nm, NULL);
+		b = g_build_filename(B, nm, NULL);
+		if (mkdir(a, 0755) < 0 || mkdir(b, 0755) < 0)
+			h_bail("mkdir %s: %s", nm, strerror(errno));
+		pids[w] = fork();
+		if (pids[w] < 0)
+			h_bail("fork: %s", strerror(errno));
+		if (pids[w] == 0) {
+			struct seq mine = {0};
+
+			h_rng_seed(&rng, seed * 1000 + (uint64_t)w);
+			run_sequence(a, b, nops, NULL, NULL, NULL, &mine);
+			h_diag("worker %d: %ld ops, %d mismatches, %u through "
+			       "O_DIRECT",
+			       w, mine.done, mine.mismatches, mine.ndirect);
+			if (nops >= 1000 && mine.ndirect == 0)
+				mine.mismatches++;
+			fflush(stdout);
+			_exit(mine.mismatches == 0 && mine.done == nops ? 0
+									: 1);
+		}
+		g_free(a);
+		g_free(b);
+	}
+	/* Wait; once some worker is done, the rest get WAIT_S more. */
+	while (left > 0) {
+		int st;
+		pid_t p = waitpid(-1, &st, WNOHANG);
+
+		if (p > 0) {
+			left--;
+			last = h_now();
+			if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
+				bad++;
+			continue;
+		}
+		if (last > 0 && h_now() - last > 120) {
+			h_diag("%d worker(s) still running 120 s after the "
+			       "last one ended: taken for a deadlock",
+			       left);
+			for (int w = 0; w < workers; w++)
+				kill(pids[w], SIGKILL);
+			while (waitpid(-1, &st, 0) > 0)
+				;
+			return -1;
+		}
+		usleep(20000);
+	}
+	sq->done = nops * workers;
+	return bad;
+}
+
 int main(int argc, char **argv)
 {
 	uint64_t seed = 1;
 	long nops = 10000;
+	int workers = 1;
 	const char *bs = "4096", *opts = NULL;
-	const char *mkfs_args[] = {"-b", NULL, NULL, NULL};
-	char *img, *mnt, *A, *B;
-	int mismatches = 0;
-	long done = 0;
-	unsigned counts[OP_NTYPES] = {0}, okcounts[OP_NTYPES] = {0};
-	unsigned ndirect = 0; /* O_DIRECT reads and writes that succeeded */
-	char *ring[32] = {0};
+	const char *mkfs_args[] = {"-b", NULL, NULL, NULL, NULL};
+	char *img, *mnt, *A, *B, *preset = NULL;
+	struct seq sq = {0};
 	double t0 = h_now();
 	GString *mix = g_string_new(NULL);
 
@@ -527,22 +677,34 @@ int main(int argc, char **argv)
 		nops = atol(argv[3]);
 	if (argc > 4)
 		bs = argv[4];
-	if (argc > 5)
+	if (argc > 5 && *argv[5])
 		opts = argv[5];
+	if (argc > 6)
+		workers = atoi(argv[6]);
+	if (workers < 1 || workers > 16)
+		h_bail("WORKERS must be 1 to 16, not %s", argv[6]);
 	mkfs_args[1] = bs;
-	/* a journaled policy needs an image with a journal */
-	if (opts && strstr(opts, "data=") && !strstr(opts, "data=none"))
+	/* a journaled policy needs an image with a journal; a preset makes
+	 * its own kind of image */
+	if (opts && strstr(opts, "preset=")) {
+		const char *p = strstr(opts, "preset=") + 7;
+
+		preset = g_strndup(p, strcspn(p, ","));
+		mkfs_args[2] = "--preset";
+		mkfs_args[3] = preset;
+	} else if (opts && strstr(opts, "data=") && !strstr(opts, "data=none"))
 		mkfs_args[2] = "-j";
-	h_diag("seed %llu, %ld operations, %s-byte blocks, -o %s (rerun: %s "
-	       "%s %llu %ld %s%s%s)",
-	       (unsigned long long)seed, nops, bs, opts ? opts : "(none)",
-	       argv[0], argv[1], (unsigned long long)seed, nops, bs,
-	       opts ? " " : "", opts ? opts : "");
+	h_diag("seed %llu, %ld operations x %d worker(s), %s-byte blocks, -o "
+	       "%s (rerun: %s %s %llu %ld %s '%s' %d)",
+	       (unsigned long long)seed, nops, workers, bs,
+	       opts ? opts : "(none)", argv[0], argv[1],
+	       (unsigned long long)seed, nops, bs, opts ? opts : "", workers);
 	/* fallocate joins the mix where new files are extent-mapped (on
 	 * block maps it is EOPNOTSUPP, unlike the reference directory) */
-	if (opts && (strstr(opts, "alloc=extent") ||
-		     strstr(opts, "alloc=mballoc") ||
-		     strstr(opts, "alloc=delalloc")))
+	if (opts &&
+	    (strstr(opts, "alloc=extent") || strstr(opts, "alloc=mballoc") ||
+	     strstr(opts, "alloc=delalloc") || strstr(opts, "preset=ext4") ||
+	     strstr(opts, "preset=ext3i")))
 		op_weight[OP_FALLOC] = 4;
 	h_rng_seed(&rng, seed);
 	umask(0);
@@ -575,68 +737,31 @@ int main(int argc, char **argv)
 	if (mkdir(A, 0755) < 0 || mkdir(B, 0755) < 0)
 		h_bail("mkdir work dirs: %s", strerror(errno));
 
-	for (long i = 0; i < nops; i++) {
-		struct op o;
-		struct res ra, rb;
-
-		gen_op(&o);
-		run_op(&o, B, &rb);
-		/* O_DIRECT only for regular files: the kernel refuses it on a
-		 * FUSE directory at open (EINVAL), before simfs sees it */
-		o.direct = o.direct && ref_is_regular(o.p1);
-		run_op(&o, A, &ra);
-		counts[o.type]++;
-		if (rb.n && rb.rc[rb.n - 1] >= 0 && rb.rc[0] >= 0) {
-			okcounts[o.type]++;
-			ndirect += o.direct;
-		}
-		g_free(ring[i % 32]);
-		ring[i % 32] = describe(&o);
-		if (!same(&ra, &rb)) {
-			char *sa = res_str(&ra), *sb = res_str(&rb);
-
-			if (mismatches == 0) {
-				h_diag("first mismatch at op %ld; the ops "
-				       "before it:",
-				       i);
-				for (long k = i - 31 < 0 ? 0 : i - 31; k < i;
-				     k++)
-					h_diag("  #%ld %s", k, ring[k % 32]);
-			}
-			h_diag("MISMATCH op #%ld: %s", i, ring[i % 32]);
-			h_diag("   reference: %s", sb);
-			h_diag("   simfs:     %s", sa);
-			g_free(sa);
-			g_free(sb);
-			mismatches++;
-		}
-		free_op(&o);
-		done = i + 1;
-		if (mismatches >= 5) {
-			h_diag("stopping after 5 mismatches");
-			break;
-		}
-		if (i + 1 == nops / 2) {
-			h_diag("half-way (%ld ops, %.1f s)", i + 1,
-			       h_now() - t0);
-			compare_trees(A, B, "half-way");
-			H_OK(h_umount(mnt) == 0, "half-way umount");
-			H_OK(h_fsck_clean(img, NULL),
-			     "half-way e2fsck -fn clean");
-			if (h_mount(img, mnt, opts) != 0)
-				h_bail("half-way remount failed");
-		}
+	if (workers == 1) {
+		run_sequence(A, B, nops, img, mnt, opts, &sq);
+		for (int t = 0; t < OP_NTYPES; t++)
+			g_string_append_printf(mix, " %s %u/%u", op_names[t],
+					       sq.okcounts[t], sq.counts[t]);
+		h_diag("ops (succeeded/issued):%s", mix->str);
+	} else {
+		sq.mismatches = run_workers(A, B, seed, nops, workers, &sq);
+		H_OK(sq.mismatches >= 0,
+		     "%d workers all finished (no "
+		     "deadlock)",
+		     workers);
+		if (sq.mismatches < 0)
+			h_bail("workers did not finish");
+		nops *= workers;
 	}
-	for (int t = 0; t < OP_NTYPES; t++)
-		g_string_append_printf(mix, " %s %u/%u", op_names[t],
-				       okcounts[t], counts[t]);
-	h_diag("ops (succeeded/issued):%s", mix->str);
-	H_OK(done < 1000 || ndirect > 0,
-	     "%u reads and writes went through O_DIRECT on simfs", ndirect);
-	H_EQ(mismatches, 0, "%ld ops: simfs and the reference agree on every "
-			    "result",
-	     done);
-	H_OK(done == nops, "all %ld ops ran", nops);
+	if (workers == 1) /* (each worker checks its own) */
+		H_OK(sq.done < 1000 || sq.ndirect > 0,
+		     "%u reads and writes went through O_DIRECT on simfs",
+		     sq.ndirect);
+	H_EQ(sq.mismatches, 0,
+	     "%ld ops: simfs and the reference agree on "
+	     "every result",
+	     sq.done);
+	H_OK(sq.done == nops, "all %ld ops ran", nops);
 	h_diag("ops took %.1f s", h_now() - t0);
 
 	compare_trees(A, B, "end");
@@ -649,8 +774,7 @@ int main(int argc, char **argv)
 	H_OK(h_fsck_clean(img, NULL), "e2fsck -fn clean at the end");
 	h_diag("seed %llu: %.1f s in all", (unsigned long long)seed,
 	       h_now() - t0);
-	for (int k = 0; k < 32; k++)
-		g_free(ring[k]);
 	g_string_free(mix, TRUE);
+	g_free(preset);
 	return h_done();
 }
