@@ -36,7 +36,8 @@
  * workers' modelled waits overlap, slept without the engine's lock, and
  * their requests meet in the device's queue.
  *
- * usage: t_concurrent SIMFS_BINARY [SEED [OPS_PER_WORKER]]  (1, 6000)
+ * usage: t_concurrent SIMFS_BINARY [SEED [OPS_PER_WORKER]]  (1, 6000;
+ * $T_CONCURRENT_OPS sets the default)
  */
 #include "harness.h"
 
@@ -810,10 +811,16 @@ int main(int argc, char **argv)
 	double t0;
 
 	h_init(argc, argv);
+	/* $T_CONCURRENT_OPS: fewer operations where each costs more (the
+	 * ThreadSanitizer build) */
+	if (getenv("T_CONCURRENT_OPS"))
+		ops = atoi(getenv("T_CONCURRENT_OPS"));
 	if (argc > 2)
 		seed = strtoull(argv[2], NULL, 0);
 	if (argc > 3)
 		ops = atoi(argv[3]);
+	if (ops < 1)
+		h_bail("operations per worker must be at least 1");
 	h_diag("seed %llu, %d operations per worker (rerun: %s %s %llu %d)",
 	       (unsigned long long)seed, ops, argv[0], argv[1],
 	       (unsigned long long)seed, ops);
