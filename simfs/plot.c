@@ -44,6 +44,7 @@
 
 #define PLOT_DEF_POINTS 200000
 #define PLOT_DEF_CELLS 1024
+#define PLOT_MAX_VEC_CELLS 65536 /* layout cells drawn one by one */
 #define PLOT_MAX_BUCKETS 10000000
 #define PLOT_TARGET_BUCKETS 100
 #define PLOT_HL_BIT 0x80
@@ -1181,10 +1182,17 @@ static GString *layout_script(const struct plot_out *po, const struct layout *l,
 				       layout_colour[v]);
 	g_string_append(s, ")\nplot ");
 	gp_str(s, mat);
+	/* "pixels": each cell its own filled rectangle, so a vector format
+	 * (SVG, PDF) stays sharp at any zoom and a one-block bitmap cell is
+	 * never resampled away; past PLOT_MAX_VEC_CELLS the file would grow
+	 * too large, and the map is drawn as a raster image */
 	g_string_append_printf(s,
-			       " matrix using ($1*%u):2:3 with image "
+			       " matrix using ($1*%u):2:3 with image%s "
 			       "notitle",
-			       k);
+			       k,
+			       (uint64_t)ncols * fs->groups <= PLOT_MAX_VEC_CELLS
+				   ? " pixels"
+				   : "");
 	for (unsigned v = 0; v < SFS_LAYOUT_NKINDS; v++) {
 		if (!l->blocks[v])
 			continue;
