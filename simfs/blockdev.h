@@ -172,4 +172,11 @@ void sfs_bdev_counters(const struct sfs_bdev *bd, struct sfs_bdev_counters *out)
 /* Close the device (and, for stacked devices, what its close frees). */
 void sfs_bdev_close(struct sfs_bdev *bd);
 
+/*
+ * A copy-on-write device in memory over base (overlay.c): writes stay in
+ * memory, reads see them over base's bytes, base is never written.  Takes
+ * base: closing the overlay closes it.
+ */
+struct sfs_bdev *sfs_bdev_overlay_new(struct sfs_bdev *base);
+
 #endif /* SFS_BLOCKDEV_H */

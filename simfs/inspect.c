@@ -263,7 +263,58 @@ static bool ins_mounted(const char *image, char **where)
 
 /* ---- summary ---- */
 
-static int ins_summary(struct sfs_fs *fs, const char *image)
+/* True if bd holds a journaled image whose log still needs replaying. */
+static bool ins_needs_recovery(struct sfs_bdev *bd)
+{
+	struct sfs_dsuper sb;
+
+	if (sfs_bdev_size_bytes(bd) < SFS_SUPER_OFFSET + sizeof(sb) ||
+	    sfs_bdev_read(bd, SFS_IO_OTHER, SFS_SUPER_OFFSET, &sb,
+			  sizeof(sb)) < 0 ||
+	    sfs_le16(sb.s_magic) != SFS_SUPER_MAGIC)
+		return false;
+	return (sfs_le32(sb.s_feature_incompat) &
+		SFS_FEATURE_INCOMPAT_RECOVER) &&
+	       (sfs_le32(sb.s_feature_compat) &
+		SFS_FEATURE_COMPAT_HAS_JOURNAL);
+}
+
+/*
+ * The models a live mount runs with, from its control file (WHERE/.simfs/
+ * config), as "alloc=... data=..."; NULL if it cannot be read.
+ */
+static char *ins_live_models(const char *where)
+{
+	static const char *const keys[] = {"preset", "alloc", "data",
+					   "delalloc", "dirs", "sched"};
+	char *path = g_build_filename(where, ".simfs", "config", NULL);
+	char *text = NULL, **lines;
+	GString *out;
+
+	if (!g_file_get_contents(path, &text, NULL, NULL)) {
+		g_free(path);
+		return NULL;
+	}
+	out = g_string_new(NULL);
+	lines = g_strsplit(text, "\n", -1);
+	for (size_t k = 0; k < G_N_ELEMENTS(keys); k++)
+		for (int i = 0; lines[i]; i++) {
+			size_t n = strlen(keys[k]);
+
+			if (strncmp(lines[i], keys[k], n) == 0 &&
+			    lines[i][n] == '=' && lines[i][n + 1])
+				g_string_append_printf(out, "%s%s",
+						       out->len ? " " : "",
+						       lines[i]);
+		}
+	g_strfreev(lines);
+	g_free(text);
+	g_free(path);
+	return g_string_free(out, FALSE);
+}
+
+static int ins_summary(struct sfs_fs *fs, const char *image,
+		       const char *where)
 {
 	const struct sfs_dsuper *sb = &fs->sb;
 	uint64_t free_blocks = 0, free_inodes = 0, dirs = 0;
@@ -340,9 +391,23 @@ static int ins_summary(struct sfs_fs *fs, const char *image)
 		       sfs_le32(sb->s_free_inodes_count));
 	printf("\n");
 	printf("directories:     %" G_GUINT64_FORMAT "\n", dirs);
-	printf("models:          mapping %s, placement %s\n",
-	       fs->map ? fs->map->name : "?",
-	       fs->alloc && fs->alloc->ops ? fs->alloc->ops->name : "?");
+	/* The image records its format, not the models that wrote it: the
+	 * allocator and journal policy are mount options.  A live mount
+	 * says what it runs with. */
+	printf("file mapping:    %s\n",
+	       sfs_le32(sb->s_feature_incompat) & SFS_FEATURE_INCOMPAT_EXTENTS
+		   ? "extent trees allowed (the extents feature is set)"
+		   : "block maps only (no extents feature)");
+	if (where) {
+		char *live = ins_live_models(where);
+
+		printf("models:          %s (the mount at %s)\n",
+		       live ? live : "unknown", where);
+		g_free(live);
+	} else {
+		printf("models:          not recorded in the image (chosen at "
+		       "mount: -o preset=, alloc=, data=)\n");
+	}
 	g_string_free(feat, TRUE);
 	return 0;
 }
@@ -867,6 +932,7 @@ int sfs_inspect_main(int argc, char **argv)
 	struct sfs_fs *fs;
 	char *err = NULL, *where = NULL, *end;
 	unsigned long long ino = 0;
+	bool recover, mounted;
 	int c, nargs, rc;
 
 	opterr = 0;
@@ -937,20 +1003,36 @@ int sfs_inspect_main(int argc, char **argv)
 		return ins_journal(bd, strcmp(what, "journal-all") == 0);
 	sfs_config_defaults(&cfg);
 	cfg.ro = true;
+	recover = ins_needs_recovery(bd);
+	if (recover) {
+		/* replay the log into memory, never into the image */
+		bd = sfs_bdev_overlay_new(bd);
+		cfg.ro = false;
+		rc = sfs_config_parse(&cfg, "data=ordered", NULL, &err);
+		g_assert(rc == 0);
+	}
 	rc = sfs_fs_open(bd, &cfg, &fs, &err);
 	if (rc < 0) {
 		ins_err("%s", err ? err : g_strerror(-rc));
 		g_free(err);
 		return SFS_EXIT_FAIL;
 	}
-	if (ins_mounted(image, &where))
+	mounted = ins_mounted(image, &where);
+	if (mounted)
 		ins_err("warning: %s is mounted at %s: this view shows only "
-			"what has been written back so far",
-			image, where);
-	g_free(where);
+			"what has been written back so far%s",
+			image, where,
+			recover ? ", with the journal's committed "
+				  "transactions applied"
+				: "");
+	if (recover)
+		ins_err("note: the journal needed recovery; it was replayed "
+			"in memory, so this view shows the image as a mount "
+			"or e2fsck would after recovery (the image itself is "
+			"unchanged)");
 
 	if (strcmp(what, "summary") == 0)
-		rc = ins_summary(fs, image);
+		rc = ins_summary(fs, image, mounted ? where : NULL);
 	else if (strcmp(what, "groups") == 0)
 		rc = ins_groups(fs);
 	else if (strcmp(what, "free") == 0)
@@ -965,5 +1047,6 @@ int sfs_inspect_main(int argc, char **argv)
 		rc = ins_file(fs, arg);
 
 	sfs_fs_close(fs);
+	g_free(where);
 	return rc;
 }
