@@ -1959,6 +1959,8 @@ static int setup_measurement(struct sfs_fs *fs, char **err)
 					    cfg->iolog_path, g_strerror(-rc));
 			return rc;
 		}
+		/* which clock the times are on (simfs plot names it) */
+		sfs_iolog_note(fs->iolog, "clock", cfg->clock);
 		sfs_timedev_set_log(fs->bd, sfs_iolog_timedev_log, fs->iolog);
 	}
 	sfs_stats_add_timedev(fs->stats, "device", fs->bd);

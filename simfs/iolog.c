@@ -92,6 +92,40 @@ int sfs_iolog_open(const char *path, struct sfs_iolog **out)
 	return 0;
 }
 
+int sfs_iolog_note(struct sfs_iolog *log, const char *key, const char *value)
+{
+	int rc;
+
+	sfs_mutex_lock(&log->lock);
+	if (!log->err && fprintf(log->f, "# %s=%s\n", key, value) < 0)
+		log->err = -EIO;
+	rc = log->err;
+	sfs_mutex_unlock(&log->lock);
+	return rc;
+}
+
+char *sfs_iolog_read_note(const char *path, const char *key)
+{
+	FILE *f = fopen(path, "re");
+	char *line = NULL, *value = NULL;
+	size_t cap = 0, n = strlen(key);
+
+	if (!f)
+		return NULL;
+	/* the notes are the comment lines before the first record */
+	while (!value && getline(&line, &cap, f) > 0 && line[0] == '#') {
+		const char *p = line + 1;
+
+		while (*p == ' ')
+			p++;
+		if (strncmp(p, key, n) == 0 && p[n] == '=')
+			value = g_strchomp(g_strdup(p + n + 1));
+	}
+	free(line);
+	fclose(f);
+	return value;
+}
+
 /* Write r; caller holds log->lock. */
 static int iolog_write_locked(struct sfs_iolog *log,
 			      const struct sfs_iolog_rec *r)

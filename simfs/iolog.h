@@ -100,7 +100,19 @@ uint64_t sfs_iolog_failed(struct sfs_iolog *log);
 struct sfs_timedev_rec;
 void sfs_iolog_timedev_log(void *arg, const struct sfs_timedev_rec *rec);
 
+/*
+ * Write a "# KEY=VALUE" note line (before the first record: a reader takes
+ * notes from the head of the log).  0 or the sticky error.
+ */
+int sfs_iolog_note(struct sfs_iolog *log, const char *key, const char *value);
+
 /* ---- reading ---- */
+
+/*
+ * The value of the first "# KEY=VALUE" note at the head of the log at
+ * path (g_free it), or NULL if it has none or cannot be read.
+ */
+char *sfs_iolog_read_note(const char *path, const char *key);
 
 /* Called per record with its line number (1-based); non-zero stops. */
 typedef int (*sfs_iolog_rec_fn)(void *ctx, const struct sfs_iolog_rec *r,

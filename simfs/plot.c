@@ -438,6 +438,58 @@ out_free:
 /* ------------------------------------------------------------------ */
 
 /* Pass 1: span and counts. */
+/*
+ * The time axis.  Issue time is the record's own time_ns, on the clock the
+ * log names in its "# clock=" note.  Busy time is the modelled disk's
+ * working time: each record starts where the one before it (in the log's
+ * service order) ended, so idle gaps vanish.  On clock=account the gaps
+ * are the host's own time between requests, which a modelled timeline
+ * should not show.
+ */
+struct timeaxis {
+	sfs_iolog_rec_fn fn;
+	void *ctx;
+	bool busy;
+	sfs_ns_t acc; /* busy: service time of the records so far */
+};
+
+static int timeaxis_rec(void *ctx, const struct sfs_iolog_rec *r,
+			unsigned long line)
+{
+	struct timeaxis *ta = ctx;
+	struct sfs_iolog_rec b;
+
+	if (!ta->busy)
+		return ta->fn(ta->ctx, r, line);
+	b = *r;
+	b.time_ns = ta->acc;
+	ta->acc += r->service_ns;
+	return ta->fn(ta->ctx, &b, line);
+}
+
+static int read_timed(const char *path, bool busy, sfs_iolog_rec_fn fn,
+		      void *ctx, char **err)
+{
+	struct timeaxis ta = {.fn = fn, .ctx = ctx, .busy = busy};
+
+	return sfs_iolog_read(path, timeaxis_rec, &ta, err);
+}
+
+/* The x axis's label, naming the clock. */
+static char *time_label(bool busy, const char *clock)
+{
+	if (busy)
+		return g_strdup_printf(
+		    "modelled disk busy time (s; idle gaps removed%s%s)",
+		    clock ? ", clock=" : "", clock ? clock : "");
+	if (clock && strcmp(clock, "account") == 0)
+		return g_strdup("time (s, the host's clock: clock=account)");
+	if (clock)
+		return g_strdup_printf("time (s, the modelled clock: clock=%s)",
+				       clock);
+	return g_strdup("time (s)");
+}
+
 struct scan1 {
 	uint64_t n_rw;	/* reads and writes */
 	uint64_t n_all; /* every record */
@@ -578,7 +630,8 @@ static int write_buckets(struct plot_out *po, const struct scan2 *s, char **err)
 /* The gnuplot script for the chosen panels. */
 static GString *iolog_script(const struct plot_out *po,
 			     const struct sfs_plot_opts *o, const char *title,
-			     const struct scan1 *s1, const struct scan2 *s2)
+			     const char *xlabel, const struct scan1 *s1,
+			     const struct scan2 *s2)
 {
 	unsigned kinds = o->kinds ? o->kinds : SFS_PLOT_ALL;
 	unsigned panels = !!(kinds & SFS_PLOT_OFFSET) +
@@ -616,8 +669,10 @@ static GString *iolog_script(const struct plot_out *po,
 	gp_str(s, cap->str);
 	g_string_append_printf(s,
 			       "\nset xrange [0:%.9f]\n"
-			       "set xlabel 'time (s)'\n",
+			       "set xlabel ",
 			       xmax);
+	gp_str(s, xlabel);
+	g_string_append_c(s, '\n');
 	if (kinds & SFS_PLOT_OFFSET) {
 		g_string_append(s, "\n# disk offset of each request\n"
 				   "set title 'Disk offset'\n"
@@ -685,8 +740,9 @@ static int plot_iolog(const char *log_path, const char *out_path,
 	struct scan1 s1 = {0};
 	struct scan2 s2 = {0};
 	unsigned kinds;
-	char *title = NULL;
+	char *title = NULL, *clock, *xlabel = NULL;
 	GString *script = NULL;
+	bool busy;
 	int rc;
 
 	kinds = o->kinds ? o->kinds : SFS_PLOT_ALL;
@@ -700,13 +756,20 @@ static int plot_iolog(const char *log_path, const char *out_path,
 				"input");
 		return -EINVAL;
 	}
-	rc = sfs_iolog_read(log_path, scan1_rec, &s1, err);
+	clock = sfs_iolog_read_note(log_path, "clock");
+	busy = o->time == SFS_PLOT_TIME_BUSY ||
+	       (o->time == SFS_PLOT_TIME_AUTO && clock &&
+		strcmp(clock, "account") == 0);
+	xlabel = time_label(busy, clock);
+	g_free(clock);
+	rc = read_timed(log_path, busy, scan1_rec, &s1, err);
 	if (rc)
-		return rc;
+		goto out_label;
 	if (!s1.n_rw) {
 		*err = g_strdup_printf("%s: no read or write requests to plot",
 				       log_path);
-		return -EINVAL;
+		rc = -EINVAL;
+		goto out_label;
 	}
 	s2.t0 = s1.tmin;
 	s2.bucket = o->bucket_ns;
@@ -723,7 +786,8 @@ static int plot_iolog(const char *log_path, const char *out_path,
 		    " buckets over the log's span (at most "
 		    "%u)",
 		    (uint64_t)s2.bucket, s2.nb, PLOT_MAX_BUCKETS);
-		return -EINVAL;
+		rc = -EINVAL;
+		goto out_label;
 	}
 	s2.stride = 1;
 	if (o->max_points && s1.n_rw > o->max_points)
@@ -745,7 +809,7 @@ static int plot_iolog(const char *log_path, const char *out_path,
 	s2.rbytes = g_new0(uint64_t, s2.nb);
 	s2.wbytes = g_new0(uint64_t, s2.nb);
 	s2.seeks = g_new0(uint64_t, s2.nb);
-	rc = sfs_iolog_read(log_path, scan2_rec, &s2, err);
+	rc = read_timed(log_path, busy, scan2_rec, &s2, err);
 	if (rc)
 		goto out_close;
 	if (s2.rd) {
@@ -765,7 +829,7 @@ static int plot_iolog(const char *log_path, const char *out_path,
 	} else {
 		title = g_path_get_basename(log_path);
 	}
-	script = iolog_script(&po, o, title, &s1, &s2);
+	script = iolog_script(&po, o, title, xlabel, &s1, &s2);
 	rc = plot_write_script(&po, script, err);
 	if (!rc)
 		rc = plot_run(&po, o, err);
@@ -781,6 +845,8 @@ out_close:
 	g_free(s2.rbytes);
 	g_free(s2.wbytes);
 	g_free(s2.seeks);
+out_label:
+	g_free(xlabel);
 	return rc;
 }
 
@@ -1400,6 +1466,12 @@ static void plot_usage(FILE *out)
 	      "                        (default: about 100 buckets)\n"
 	      "      --max-points N    iolog: offset points drawn at most "
 	      "(default 200000)\n"
+	      "      --time AXIS       iolog: issue (the log's clock), busy "
+	      "(the modelled\n"
+	      "                        disk's working time, idle gaps "
+	      "removed) or auto\n"
+	      "                        (default: busy for a clock=account "
+	      "log, else issue)\n"
 	      "  -i, --inode INO       layout: highlight this inode's "
 	      "blocks\n"
 	      "  -f, --file PATH       layout: highlight the file at PATH "
@@ -1523,7 +1595,13 @@ static int plot_layout_path(const char *image, const char *out,
 
 int sfs_plot_main(int argc, char **argv)
 {
-	enum { OPT_KEEP = 256, OPT_NO_RENDER, OPT_GNUPLOT, OPT_MAX_POINTS };
+	enum {
+		OPT_KEEP = 256,
+		OPT_NO_RENDER,
+		OPT_GNUPLOT,
+		OPT_MAX_POINTS,
+		OPT_TIME
+	};
 	static const struct option longopts[] = {
 	    {"output", required_argument, NULL, 'o'},
 	    {"kind", required_argument, NULL, 'k'},
@@ -1536,6 +1614,7 @@ int sfs_plot_main(int argc, char **argv)
 	    {"no-render", no_argument, NULL, OPT_NO_RENDER},
 	    {"gnuplot", required_argument, NULL, OPT_GNUPLOT},
 	    {"max-points", required_argument, NULL, OPT_MAX_POINTS},
+	    {"time", required_argument, NULL, OPT_TIME},
 	    {"help", no_argument, NULL, 'h'},
 	    {NULL, 0, NULL, 0},
 	};
@@ -1594,6 +1673,20 @@ int sfs_plot_main(int argc, char **argv)
 		case OPT_KEEP:
 			o.keep = true;
 			break;
+		case OPT_TIME:
+			if (strcmp(optarg, "issue") == 0)
+				o.time = SFS_PLOT_TIME_ISSUE;
+			else if (strcmp(optarg, "busy") == 0)
+				o.time = SFS_PLOT_TIME_BUSY;
+			else if (strcmp(optarg, "auto") == 0)
+				o.time = SFS_PLOT_TIME_AUTO;
+			else {
+				plot_err("bad time axis '%s' (issue, busy or "
+					 "auto)",
+					 optarg);
+				return PLOT_EXIT_USAGE;
+			}
+			break;
 		case OPT_NO_RENDER:
 			o.no_render = true;
 			break;
@@ -1650,8 +1743,9 @@ int sfs_plot_main(int argc, char **argv)
 		plot_err("--inode, --file and --width are for layout maps");
 		return PLOT_EXIT_USAGE;
 	}
-	if (!is_iolog && (o.kinds != SFS_PLOT_ALL || o.bucket_ns)) {
-		plot_err("--kind and --bucket are for I/O logs");
+	if (!is_iolog &&
+	    (o.kinds != SFS_PLOT_ALL || o.bucket_ns || o.time)) {
+		plot_err("--kind, --bucket and --time are for I/O logs");
 		return PLOT_EXIT_USAGE;
 	}
 	if (path && o.inode) {

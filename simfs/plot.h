@@ -74,6 +74,9 @@ struct sfs_plot_opts {
 	bool keep;	      /* data files and script next to the output */
 	bool no_render;	      /* write them only (implies keep) */
 	const char *gnuplot;  /* program; NULL = "gnuplot" from PATH */
+	/* iolog: the time axis.  AUTO: busy time for a log on clock=account
+	 * (its gaps are the host's time), else issue time */
+	enum { SFS_PLOT_TIME_AUTO, SFS_PLOT_TIME_ISSUE, SFS_PLOT_TIME_BUSY } time;
 };
 
 void sfs_plot_opts_defaults(struct sfs_plot_opts *o);

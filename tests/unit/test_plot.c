@@ -262,6 +262,75 @@ static void test_plot_iolog_data_files_hold_expected_series(void **state)
 	tmp_free(&t);
 }
 
+/*
+ * A log on clock=account: its gaps are the host's time, so the default
+ * axis is the disk's busy time (each request starts where the one before
+ * it ended) and the label names the clock; --time issue keeps the log's
+ * own times.
+ */
+static void test_plot_iolog_time_axis_names_the_clock(void **state)
+{
+	struct tmp t = tmp_new();
+	char *log = tpath(&t, "acct.log");
+	char *out = tpath(&t, "acct.svg");
+	char *p, *err = NULL;
+	struct sfs_iolog *lg;
+	struct sfs_plot_opts o;
+	GPtrArray *rows;
+
+	(void)state;
+	assert_int_equal(sfs_iolog_open(log, &lg), 0);
+	assert_int_equal(sfs_iolog_note(lg, "clock", "account"), 0);
+	for (unsigned i = 0; i < 4; i++) {
+		/* 2 ms of service, then 1 s of host time before the next */
+		struct sfs_iolog_rec r = {.time_ns = i * 1000 * MS,
+					  .op = SFS_IO_WRITE,
+					  .off_bytes = i * 4096ULL,
+					  .len_bytes = 4096,
+					  .cat = SFS_IO_DATA,
+					  .service_ns = 2 * MS};
+		assert_int_equal(sfs_iolog_record(lg, &r), 0);
+	}
+	assert_int_equal(sfs_iolog_close(lg), 0);
+	p = sfs_iolog_read_note(log, "clock");
+	assert_string_equal(p, "account");
+	g_free(p);
+	assert_null(sfs_iolog_read_note(log, "nothing"));
+
+	sfs_plot_opts_defaults(&o);
+	o.no_render = true;
+	o.bucket_ns = MS;
+	assert_int_equal(sfs_plot_iolog(log, out, &o, &err), 0);
+	p = tpath(&t, "acct.offset-write.dat");
+	rows = data_rows(p);
+	assert_int_equal(rows->len, 4);
+	for (guint i = 0; i < rows->len; i++) /* 0, 2, 4, 6 ms */
+		assert_true(fabs(dbl_field(rows, i, 0) - i * 0.002) < 1e-9);
+	g_ptr_array_free(rows, TRUE);
+	g_free(p);
+	p = tpath(&t, "acct.gp");
+	assert_true(file_contains(p, "modelled disk busy time"));
+	assert_true(file_contains(p, "clock=account"));
+	g_free(p);
+
+	o.time = SFS_PLOT_TIME_ISSUE;
+	o.bucket_ns = 100 * MS;
+	assert_int_equal(sfs_plot_iolog(log, out, &o, &err), 0);
+	p = tpath(&t, "acct.offset-write.dat");
+	rows = data_rows(p);
+	for (guint i = 0; i < rows->len; i++) /* 0, 1, 2, 3 s */
+		assert_true(fabs(dbl_field(rows, i, 0) - i * 1.0) < 1e-9);
+	g_ptr_array_free(rows, TRUE);
+	g_free(p);
+	p = tpath(&t, "acct.gp");
+	assert_true(file_contains(p, "the host''s clock"));
+	g_free(p);
+
+	g_free(out);
+	g_free(log);
+	tmp_free(&t);
+}
+
 static void test_plot_iolog_auto_bucket_and_point_cap(void **state)
 {
 	struct tmp t = tmp_new();
@@ -797,6 +866,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_plot_iolog_data_files_hold_expected_series),
 	    cmocka_unit_test(test_plot_iolog_auto_bucket_and_point_cap),
+	    cmocka_unit_test(test_plot_iolog_time_axis_names_the_clock),
 	    cmocka_unit_test(test_plot_iolog_svg_has_titles),
 	    cmocka_unit_test(test_plot_iolog_errors_are_clear),
 	    cmocka_unit_test(test_plot_parse_kinds),
