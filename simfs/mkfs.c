@@ -24,6 +24,7 @@
  * sfs_bdev_zero) unless the device is known to read as zero.
  */
 #include <errno.h>
+#include <stdlib.h>
 #include <stdarg.h>
 #include <string.h>
 
@@ -693,6 +694,40 @@ static int mk_write_all(struct mk *m)
  * Format bd (see mkfs.h).  0; -EINVAL with a message for parameters or a
  * size out of range; -EIO with a message if the device fails.
  */
+/*
+ * The one time stamp of the new image: p->time, else $SOURCE_DATE_EPOCH
+ * (the reproducible-builds convention, which mke2fs 1.47 honours too), else
+ * now.  With --seed and SOURCE_DATE_EPOCH the same command makes the same
+ * bytes.
+ */
+static int mk_time(const struct sfs_mkfs_params *p, uint32_t *now, char **err)
+{
+	const char *env = getenv("SOURCE_DATE_EPOCH");
+	char *end;
+	unsigned long long v;
+
+	if (p->time) {
+		*now = p->time;
+		return 0;
+	}
+	if (!env || !*env) {
+		*now = (uint32_t)(sfs_clock_wall_ns() / SFS_NS_PER_S);
+		return 0;
+	}
+	errno = 0;
+	v = strtoull(env, &end, 10);
+	if (errno || *end || env[0] == '-' || v == 0 || v > UINT32_MAX) {
+		if (err)
+			*err = g_strdup_printf(
+			    "bad SOURCE_DATE_EPOCH '%s' (seconds since 1970, "
+			    "1 to %u)",
+			    env, UINT32_MAX);
+		return -EINVAL;
+	}
+	*now = (uint32_t)v;
+	return 0;
+}
+
 int sfs_mkfs(struct sfs_bdev *bd, const struct sfs_mkfs_params *p, char **err)
 {
 	struct mk m = {.bd = bd, .p = p, .err = err};
@@ -721,8 +756,9 @@ int sfs_mkfs(struct sfs_bdev *bd, const struct sfs_mkfs_params *p, char **err)
 		return rc;
 
 	m.zeroed = sfs_bdev_known_zero(bd);
-	m.now =
-	    p->time ? p->time : (uint32_t)(sfs_clock_wall_ns() / SFS_NS_PER_S);
+	rc = mk_time(p, &m.now, err);
+	if (rc)
+		return rc;
 	m.gdt = g_malloc0((size_t)m.g.desc_blocks * m.g.bs);
 	scratch = MAX(2, 1 + m.g.lpf_blocks);
 	scratch =

@@ -859,6 +859,30 @@ static void test_mkfs_seed_makes_identical_images(void **state)
 	sfs_bdev_close(c);
 }
 
+/* Without a time of its own, mkfs takes $SOURCE_DATE_EPOCH, checked. */
+static void test_mkfs_source_date_epoch(void **state)
+{
+	struct sfs_bdev *a = sfs_ramdev_new(16 * MiB);
+	struct sfs_mkfs_params p;
+	const struct sfs_dsuper *sa;
+	char *err = NULL;
+
+	(void)state;
+	sfs_mkfs_defaults(&p);
+	p.seed = 5;
+	setenv("SOURCE_DATE_EPOCH", "1234567890", 1);
+	assert_int_equal(sfs_mkfs(a, &p, &err), 0);
+	sa = (const struct sfs_dsuper *)(sfs_ramdev_data(a) + 1024);
+	assert_int_equal(sfs_le32(sa->s_mkfs_time), 1234567890);
+	assert_int_equal(sfs_le32(sa->s_wtime), 1234567890);
+	setenv("SOURCE_DATE_EPOCH", "12x", 1);
+	assert_int_equal(sfs_mkfs(a, &p, &err), -EINVAL);
+	assert_non_null(strstr(err, "SOURCE_DATE_EPOCH"));
+	g_free(err);
+	unsetenv("SOURCE_DATE_EPOCH");
+	sfs_bdev_close(a);
+}
+
 /* Sum of zeroing (SFS_IO_OTHER write) bytes in a RAM device's log. */
 static uint64_t zeroed_bytes(struct sfs_bdev *bd)
 {
@@ -994,6 +1018,7 @@ int main(void)
 	    cmocka_unit_test(test_mkfs_bad_params_rejected),
 	    cmocka_unit_test(test_mkfs_superblock_fields_and_write_order),
 	    cmocka_unit_test(test_mkfs_seed_makes_identical_images),
+	    cmocka_unit_test(test_mkfs_source_date_epoch),
 	    cmocka_unit_test(test_mkfs_zeroes_tables_only_when_needed),
 	    cmocka_unit_test(test_mkfs_used_file_passes_fsck),
 	    cmocka_unit_test(test_mkfs_whole_device_rounds_to_pages),
