@@ -16,8 +16,9 @@
  * left the block is released (freed at refcount 0) and i_file_acl cleared.
  * A user attribute found in the inode body that is replaced or removed
  * leaves the inode body (the others stay where they are, untouched), and
- * a new value always goes to the block.  Non-user in-inode attributes are
- * kept byte for byte.  Reads check everything (magic, h_blocks, bounds):
+ * a new value always goes to the block.  Non-user attributes (POSIX ACLs,
+ * index 2 and 3 with an empty name; security., trusted.) are kept byte for
+ * byte, in the inode body and in the block, but not shown.  Reads check everything (magic, h_blocks, bounds):
  * a bad block or area is -EIO plus the sticky error state.
  *
  * All sfs_xattr_* expect fs->lock held; the sfs_*xattr verbs of fs.h take
@@ -126,7 +127,11 @@ static int xa_parse(const uint8_t *data, uint32_t first, uint32_t end,
 			break;
 		}
 		elen = SFS_XATTR_ENTRY_LEN(de->e_name_len);
-		if (de->e_name_len == 0 || (block && de->e_name_index == 0)) {
+		/* POSIX ACLs (index 2 access, 3 default) have an empty
+		 * name, as the kernel and e2fsprogs write them */
+		if ((de->e_name_len == 0 && de->e_name_index != 2 &&
+		     de->e_name_index != 3) ||
+		    (block && de->e_name_index == 0)) {
 			*why = "empty name or name index 0";
 			break;
 		}
