@@ -1,7 +1,11 @@
 /*
- * xattr.c - user.* extended attributes (ext-format section 6): one xattr
+ * xattr.c - extended attributes in the user.*, trusted.* and security.*
+ * namespaces (name indexes 1, 4 and 6, as ext4 numbers them): one xattr
  * block per inode, plus the in-inode area of 256-byte inodes that the
- * kernel fills, which is read and preserved.
+ * kernel fills, which is read and preserved.  Who may touch trusted.*
+ * (CAP_SYS_ADMIN) and security.* is the kernel's VFS's check, made
+ * before a request reaches simfs; listing hides trusted.* from other
+ * callers in the FUSE layer, as ext4's list handler does.
  *
  * Block layout written here: a 32-byte header (magic, h_refcount 1,
  * h_blocks 1, h_hash = block hash), entries from offset 32 sorted by
@@ -30,8 +34,6 @@
 
 #include "fs_priv.h"
 
-#define XA_PREFIX "user."
-#define XA_PREFIX_LEN 5
 #define XA_HDR_LEN ((uint32_t)sizeof(struct sfs_dxattr_header))
 #define XA_ENT_HDR_LEN ((uint32_t)sizeof(struct sfs_dxattr_entry))
 #define XA_SIZE_MAX 65536 /* Linux XATTR_SIZE_MAX */
@@ -68,23 +70,49 @@ static void xa_state_free(struct xa_state *st)
 	g_free(st->ie);
 }
 
-/* "user.x" -> "x".  -EOPNOTSUPP other namespaces, -EINVAL empty name,
- * -ERANGE longer than 255 bytes. */
-static int xa_parse_name(const char *name, const char **sfx_out,
-			 uint8_t *len_out)
+/* The namespaces stored, with ext4's name indexes (fs/ext4/xattr.h).
+ * POSIX ACLs (system.posix_acl_*, 2 and 3) are kept but not served. */
+static const struct {
+	const char *prefix;
+	uint8_t index;
+} xa_spaces[] = {
+    {"user.", SFS_XATTR_INDEX_USER},
+    {"trusted.", 4},
+    {"security.", 6},
+};
+
+/* The prefix of name index idx, NULL if not served. */
+static const char *xa_prefix(uint8_t idx)
 {
-	size_t n;
+	for (size_t i = 0; i < G_N_ELEMENTS(xa_spaces); i++)
+		if (xa_spaces[i].index == idx)
+			return xa_spaces[i].prefix;
+	return NULL;
+}
+
+/* "user.x" -> index 1, "x".  -EOPNOTSUPP other namespaces, -EINVAL empty
+ * name, -ERANGE longer than 255 bytes. */
+static int xa_parse_name(const char *name, uint8_t *index_out,
+			 const char **sfx_out, uint8_t *len_out)
+{
+	size_t n, i, plen = 0;
 
 	if (!name)
 		return -EINVAL;
-	if (strncmp(name, XA_PREFIX, XA_PREFIX_LEN) != 0)
+	for (i = 0; i < G_N_ELEMENTS(xa_spaces); i++) {
+		plen = strlen(xa_spaces[i].prefix);
+		if (strncmp(name, xa_spaces[i].prefix, plen) == 0)
+			break;
+	}
+	if (i == G_N_ELEMENTS(xa_spaces))
 		return -EOPNOTSUPP;
-	n = strlen(name + XA_PREFIX_LEN);
+	n = strlen(name + plen);
 	if (n == 0)
 		return -EINVAL;
 	if (n > SFS_NAME_MAX)
 		return -ERANGE;
-	*sfx_out = name + XA_PREFIX_LEN;
+	*index_out = xa_spaces[i].index;
+	*sfx_out = name + plen;
 	*len_out = (uint8_t)n;
 	return 0;
 }
@@ -521,10 +549,10 @@ int sfs_xattr_get(struct sfs_fs *fs, struct sfs_inode *ip, const char *name,
 	const struct xa_entry *hit = NULL;
 	struct xa_state st;
 	const char *sfx;
-	uint8_t len;
+	uint8_t len, idx;
 	int rc, i;
 
-	rc = xa_parse_name(name, &sfx, &len);
+	rc = xa_parse_name(name, &idx, &sfx, &len);
 	if (rc)
 		return rc;
 	if (size && !buf)
@@ -532,10 +560,9 @@ int sfs_xattr_get(struct sfs_fs *fs, struct sfs_inode *ip, const char *name,
 	rc = xa_load(fs, ip, &st);
 	if (rc)
 		goto out_free;
-	if ((i = xa_find(st.ie, st.in, SFS_XATTR_INDEX_USER, sfx, len)) >= 0)
+	if ((i = xa_find(st.ie, st.in, idx, sfx, len)) >= 0)
 		hit = &st.ie[i];
-	else if ((i = xa_find(st.be, st.bn, SFS_XATTR_INDEX_USER, sfx, len)) >=
-		 0)
+	else if ((i = xa_find(st.be, st.bn, idx, sfx, len)) >= 0)
 		hit = &st.be[i];
 	if (!hit) {
 		rc = -ENODATA;
@@ -567,10 +594,10 @@ int sfs_xattr_set(struct sfs_fs *fs, struct sfs_inode *ip, const char *name,
 	unsigned nbn = 0, nin = 0;
 	struct xa_state st;
 	const char *sfx;
-	uint8_t len;
+	uint8_t len, idx;
 	int rc, ii, bi;
 
-	rc = xa_parse_name(name, &sfx, &len);
+	rc = xa_parse_name(name, &idx, &sfx, &len);
 	if (rc)
 		return rc;
 	if (flags & ~(SFS_XATTR_CREATE | SFS_XATTR_REPLACE))
@@ -582,8 +609,8 @@ int sfs_xattr_set(struct sfs_fs *fs, struct sfs_inode *ip, const char *name,
 	rc = xa_load(fs, ip, &st);
 	if (rc)
 		goto out_free;
-	ii = xa_find(st.ie, st.in, SFS_XATTR_INDEX_USER, sfx, len);
-	bi = xa_find(st.be, st.bn, SFS_XATTR_INDEX_USER, sfx, len);
+	ii = xa_find(st.ie, st.in, idx, sfx, len);
+	bi = xa_find(st.be, st.bn, idx, sfx, len);
 	if ((flags & SFS_XATTR_CREATE) && (ii >= 0 || bi >= 0)) {
 		rc = -EEXIST;
 		goto out_free;
@@ -594,7 +621,7 @@ int sfs_xattr_set(struct sfs_fs *fs, struct sfs_inode *ip, const char *name,
 	}
 	nbe = xa_without(st.be, st.bn, bi, &nbn);
 	nbe[nbn++] = (struct xa_entry){
-	    .index = SFS_XATTR_INDEX_USER,
+	    .index = idx,
 	    .name_len = len,
 	    .name = sfx,
 	    .value = value,
@@ -622,7 +649,7 @@ out_free:
 }
 
 /*
- * Names of ip's user attributes, "user.x\0user.y\0": in-inode ones, then
+ * Names of ip's attributes, "user.x\0trusted.y\0": in-inode ones, then
  * the block's.  size 0: *len_out = the bytes needed.  -ERANGE, -EIO.
  */
 int sfs_xattr_list(struct sfs_fs *fs, struct sfs_inode *ip, char *buf,
@@ -642,12 +669,16 @@ int sfs_xattr_list(struct sfs_fs *fs, struct sfs_inode *ip, char *buf,
 		unsigned n = where ? st.bn : st.in;
 
 		for (unsigned i = 0; i < n; i++) {
-			if (e[i].index != SFS_XATTR_INDEX_USER)
+			const char *prefix = xa_prefix(e[i].index);
+
+			/* nouser_xattr: user.* names are not listed */
+			if (!prefix || (fs->cfg.no_user_xattr &&
+					e[i].index == SFS_XATTR_INDEX_USER))
 				continue;
 			if (where && xa_find(st.ie, st.in, e[i].index,
 					     e[i].name, e[i].name_len) >= 0)
 				continue; /* shadowed by the inode's copy */
-			g_string_append(names, XA_PREFIX);
+			g_string_append(names, prefix);
 			g_string_append_len(names, e[i].name, e[i].name_len);
 			g_string_append_c(names, '\0');
 		}
@@ -676,17 +707,17 @@ int sfs_xattr_remove(struct sfs_fs *fs, struct sfs_inode *ip, const char *name)
 	unsigned nbn = 0, nin = 0;
 	struct xa_state st;
 	const char *sfx;
-	uint8_t len;
+	uint8_t len, idx;
 	int rc, ii, bi;
 
-	rc = xa_parse_name(name, &sfx, &len);
+	rc = xa_parse_name(name, &idx, &sfx, &len);
 	if (rc)
 		return rc;
 	rc = xa_load(fs, ip, &st);
 	if (rc)
 		goto out_free;
-	ii = xa_find(st.ie, st.in, SFS_XATTR_INDEX_USER, sfx, len);
-	bi = xa_find(st.be, st.bn, SFS_XATTR_INDEX_USER, sfx, len);
+	ii = xa_find(st.ie, st.in, idx, sfx, len);
+	bi = xa_find(st.be, st.bn, idx, sfx, len);
 	if (ii < 0 && bi < 0) {
 		rc = -ENODATA;
 		goto out_free;
@@ -733,11 +764,13 @@ int sfs_xattr_drop(struct sfs_fs *fs, struct sfs_inode *ip)
 
 /* ---- the fs.h verbs: lock, take an inode reference, call the worker ---- */
 
-/* -EOPNOTSUPP when mounted nouser_xattr (every attribute here is user.*,
- * as ext3's user.* handler with the option off). */
-static int xa_user_allowed(struct sfs_fs *fs)
+/* -EOPNOTSUPP for a user.* name when mounted nouser_xattr, as ext4's
+ * user.* handler with the option off. */
+static int xa_allowed(struct sfs_fs *fs, const char *name)
 {
-	return fs->cfg.no_user_xattr ? -EOPNOTSUPP : 0;
+	return fs->cfg.no_user_xattr && strncmp(name, "user.", 5) == 0
+		   ? -EOPNOTSUPP
+		   : 0;
 }
 
 /* fs.h: sfs_xattr_get under fs->lock.  -ESTALE for an unknown inode. */
@@ -750,7 +783,7 @@ int sfs_getxattr(struct sfs_fs *fs, sfs_ino_t ino, const char *name, void *buf,
 	if (!fs || !name || !len_out)
 		return -EINVAL;
 	sfs_op_begin(fs, SFS_OP_GETXATTR);
-	rc = xa_user_allowed(fs);
+	rc = xa_allowed(fs, name);
 	if (rc)
 		goto out_unlock;
 	rc = sfs_iget(fs, ino, &ip);
@@ -774,7 +807,7 @@ int sfs_setxattr(struct sfs_fs *fs, sfs_ino_t ino, const char *name,
 	if (!fs || !name)
 		return -EINVAL;
 	sfs_op_begin(fs, SFS_OP_SETXATTR);
-	rc = xa_user_allowed(fs);
+	rc = xa_allowed(fs, name);
 	if (rc)
 		goto out_unlock;
 	rc = sfs_check_writable(fs);
@@ -800,11 +833,6 @@ int sfs_listxattr(struct sfs_fs *fs, sfs_ino_t ino, char *buf, size_t size,
 	if (!fs || !len_out)
 		return -EINVAL;
 	sfs_op_begin(fs, SFS_OP_LISTXATTR);
-	if (xa_user_allowed(fs)) {
-		*len_out = 0; /* nouser_xattr: user.* names are not listed */
-		rc = 0;
-		goto out_unlock;
-	}
 	rc = sfs_iget(fs, ino, &ip);
 	if (rc)
 		goto out_unlock;
@@ -824,7 +852,7 @@ int sfs_removexattr(struct sfs_fs *fs, sfs_ino_t ino, const char *name)
 	if (!fs || !name)
 		return -EINVAL;
 	sfs_op_begin(fs, SFS_OP_REMOVEXATTR);
-	rc = xa_user_allowed(fs);
+	rc = xa_allowed(fs, name);
 	if (rc)
 		goto out_unlock;
 	rc = sfs_check_writable(fs);

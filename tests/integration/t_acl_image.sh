@@ -5,7 +5,10 @@
 # reading the file's other attributes work, the filesystem stays
 # writable, a new attribute on the same file keeps the ACL byte for byte,
 # and e2fsck -fn stays clean.  Once in the inode body and once in an
-# xattr block (128-byte inodes have no in-inode area).
+# xattr block (128-byte inodes have no in-inode area).  Then the trusted.*
+# and security.* namespaces: root sets and reads them, they land on the
+# image under ext4's name indexes (debugfs reads them back), another user
+# sees security.* but neither sees nor sets trusted.*, as on ext4.
 #
 #   tests/integration/t_acl_image.sh BUILD/simfs
 set -uo pipefail
@@ -53,5 +56,26 @@ for isize in 256 128; do
 	e2fsck -fn "$img" >"$dir/fsck" 2>&1
 	check "$isize: e2fsck -fn clean" test $? = 0
 done
+img=$dir/img256
+"$SIMFS" mount -o allow_other "$img" "$mnt" || { echo "Bail out! mount"; exit 1; }
+chmod 755 "$dir"
+chmod 666 "$mnt/f"
+check "root sets trusted.a" setfattr -n trusted.a -v ta "$mnt/f"
+check "root sets security.b" setfattr -n security.b -v sb "$mnt/f"
+check "root reads trusted.a back" bash -c "getfattr --only-values -n trusted.a '$mnt/f' | grep -qx ta"
+getfattr -d -m - "$mnt/f" >"$dir/all" 2>&1
+check "root lists every namespace" bash -c "grep -q trusted.a '$dir/all' && grep -q security.b '$dir/all' && grep -q user.k '$dir/all'"
+if command -v setpriv >/dev/null; then
+	as_nobody() { setpriv --reuid=65534 --regid=65534 --clear-groups "$@"; }
+	as_nobody getfattr -d -m - "$mnt/f" >"$dir/nobody" 2>&1
+	check "another user sees security.b and user.k" bash -c "grep -q security.b '$dir/nobody' && grep -q user.k '$dir/nobody'"
+	check "another user does not see trusted.a" bash -c "! grep -q trusted '$dir/nobody'"
+	check "another user cannot set trusted.z" bash -c "! setpriv --reuid=65534 --regid=65534 --clear-groups setfattr -n trusted.z -v 1 '$mnt/f' 2>/dev/null"
+fi
+"$SIMFS" umount "$mnt" || fail "umount"
+debugfs -R "ea_list /f" "$img" >"$dir/ea" 2>/dev/null
+check "debugfs reads trusted.a and security.b from the image" bash -c "grep -q 'trusted.a.*ta' '$dir/ea' && grep -q 'security.b.*sb' '$dir/ea'"
+e2fsck -fn "$img" >"$dir/fsck" 2>&1
+check "e2fsck -fn clean after the namespaces" test $? = 0
 echo "1..$n"
 [[ $failed == 0 ]]

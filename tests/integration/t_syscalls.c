@@ -766,8 +766,14 @@ static void t_xattrs(void)
 	      "removed attribute: ENODATA");
 	H_ERR(removexattr(P(d, "f"), "user.a"), ENODATA,
 	      "remove it again: ENODATA");
-	H_ERR(setxattr(P(d, "f"), "trusted.t", "x", 1, 0), EOPNOTSUPP,
-	      "non-user namespace refused");
+	H_SYS(setxattr(P(d, "f"), "trusted.t", "x", 1, 0),
+	      "trusted.* is stored (root)");
+	H_OK(getxattr(P(d, "f"), "trusted.t", buf, sizeof(buf)) == 1 &&
+		 buf[0] == 'x',
+	     "trusted.t reads back");
+	H_SYS(removexattr(P(d, "f"), "trusted.t"), "remove trusted.t");
+	H_ERR(setxattr(P(d, "f"), "other.t", "x", 1, 0), EOPNOTSUPP,
+	      "an unknown namespace is refused");
 	/* a value larger than a block cannot be stored (no ea_inode) */
 	{
 		char *huge = g_malloc0(5000);

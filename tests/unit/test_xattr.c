@@ -191,12 +191,20 @@ static void test_xattr_erange_and_names(void **state)
 	assert_int_equal(sfs_getxattr(t->fs, f, "user.v", buf, 4, &len),
 			 -ERANGE);
 	assert_int_equal(sfs_listxattr(t->fs, f, buf, 3, &len), -ERANGE);
-	/* namespaces other than user. are not supported */
-	assert_int_equal(sfs_setxattr(t->fs, f, "trusted.x", "1", 1, 0),
-			 -EOPNOTSUPP);
+	/* user., trusted. and security. are stored (who may is the VFS's
+	 * check); other namespaces are not */
+	assert_int_equal(sfs_setxattr(t->fs, f, "trusted.x", "1", 1, 0), 0);
 	assert_int_equal(sfs_setxattr(t->fs, f, "security.selinux", "1", 1, 0),
-			 -EOPNOTSUPP);
+			 0);
+	assert_int_equal(sfs_getxattr(t->fs, f, "trusted.x", buf, sizeof(buf),
+				      &len),
+			 0);
+	assert_int_equal(len, 1);
+	assert_int_equal(sfs_removexattr(t->fs, f, "trusted.x"), 0);
+	assert_int_equal(sfs_removexattr(t->fs, f, "security.selinux"), 0);
 	assert_int_equal(sfs_setxattr(t->fs, f, "plain", "1", 1, 0),
+			 -EOPNOTSUPP);
+	assert_int_equal(sfs_setxattr(t->fs, f, "other.x", "1", 1, 0),
 			 -EOPNOTSUPP);
 	assert_int_equal(sfs_getxattr(t->fs, f, "system.posix_acl_access", buf,
 				      sizeof(buf), &len),
@@ -629,7 +637,7 @@ static void test_xattr_kernel_written_image(void **state)
 	/* in-inode attributes read as the kernel wrote them */
 	assert_xattr(t->fs, a, "user.a", "hello");
 	assert_xattr(t->fs, a, "user.b", "world");
-	assert_list(t->fs, a, "user.a|user.b|");
+	assert_list(t->fs, a, "user.a|user.b|trusted.t|");
 	assert_xattr(t->fs, b, "user.big", big);
 	assert_xattr(t->fs, c, "user.big", big);
 	assert_xattr(t->fs, m, "user.small", "1");
