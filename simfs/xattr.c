@@ -18,12 +18,13 @@
  * shared block (h_refcount > 1, made by the kernel) is copied on write: a
  * new private block, the shared one's count decremented; (3) with no entry
  * left the block is released (freed at refcount 0) and i_file_acl cleared.
- * A user attribute found in the inode body that is replaced or removed
- * leaves the inode body (the others stay where they are, untouched), and
- * a new value always goes to the block.  Non-user attributes (POSIX ACLs,
- * index 2 and 3 with an empty name; security., trusted.) are kept byte for
- * byte, in the inode body and in the block, but not shown.  Reads check everything (magic, h_blocks, bounds):
- * a bad block or area is -EIO plus the sticky error state.
+ * An attribute found in the inode body that is replaced or removed leaves
+ * the inode body (the others stay where they are, untouched), and a new
+ * value always goes to the block.  Entries of namespaces not served (the
+ * POSIX ACLs, index 2 and 3 with an empty name) are kept byte for byte, in
+ * the inode body and in the block, but not shown.  Reads check everything
+ * (magic, h_blocks, bounds): a bad block or area is -EIO plus the sticky
+ * error state.
  *
  * All sfs_xattr_* expect fs->lock held; the sfs_*xattr verbs of fs.h take
  * it.  No permission checks: the FUSE layer runs with default_permissions.
