@@ -1252,13 +1252,13 @@ static GString *layout_script(const struct plot_out *po, const struct layout *l,
 	 * (SVG, PDF) stays sharp at any zoom and a one-block bitmap cell is
 	 * never resampled away; past PLOT_MAX_VEC_CELLS the file would grow
 	 * too large, and the map is drawn as a raster image */
-	g_string_append_printf(s,
-			       " matrix using ($1*%u):2:3 with image%s "
-			       "notitle",
-			       k,
-			       (uint64_t)ncols * fs->groups <= PLOT_MAX_VEC_CELLS
-				   ? " pixels"
-				   : "");
+	g_string_append_printf(
+	    s,
+	    " matrix using ($1*%u):2:3 with image%s "
+	    "notitle",
+	    k,
+	    (uint64_t)ncols * fs->groups <= PLOT_MAX_VEC_CELLS ? " pixels"
+							       : "");
 	for (unsigned v = 0; v < SFS_LAYOUT_NKINDS; v++) {
 		if (!l->blocks[v])
 			continue;
@@ -1743,8 +1743,7 @@ int sfs_plot_main(int argc, char **argv)
 		plot_err("--inode, --file and --width are for layout maps");
 		return PLOT_EXIT_USAGE;
 	}
-	if (!is_iolog &&
-	    (o.kinds != SFS_PLOT_ALL || o.bucket_ns || o.time)) {
+	if (!is_iolog && (o.kinds != SFS_PLOT_ALL || o.bucket_ns || o.time)) {
 		plot_err("--kind, --bucket and --time are for I/O logs");
 		return PLOT_EXIT_USAGE;
 	}
