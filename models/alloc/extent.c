@@ -10,9 +10,16 @@
  *   1. keys strictly increase within a node; extents never overlap;
  *   2. an index's ei_block equals its child's first key (ex_fix_keys);
  *   3. a node at level l of a depth-d tree has eh_depth d - l;
- *   4. the tree is never shorter or narrower than e2fsck would like: after
- *      a split, a merge that removed an entry, or a truncate the shape is
- *      checked (ex_shape_ok) and the tree repacked if needed (ex_build).
+ *   4. a tree of depth <= 1 is never shorter or narrower than e2fsck
+ *      would like: after a split or a merge that removed an entry its
+ *      shape is checked (ex_shape_ok) and repacked if needed (ex_tidy,
+ *      at most five nodes); deeper trees keep ext4's part-full leaves.
+ *
+ * Every change is path-local: ex_find keeps the root-to-leaf path, and an
+ * insertion, merge or conversion reads and dirties only that path, the new
+ * sibling of each node that splits and, when the tree grows, the block the
+ * root moves into; O(depth) blocks a change.  Truncation, fallocate and
+ * ex_tidy rewrite the tree whole (ex_collect + ex_build).
  *
  * Growth is ext4_ext_insert_extent's: a new block merges into the extent on
  * its left or right when logically and physically contiguous (up to 32768
@@ -21,7 +28,9 @@
  * node) and, when the root is full too, growing the tree in depth (the root
  * moves into a new block and becomes one index).  The goal is
  * ext4_ext_find_goal's.  Unwritten extents (ee_len > 32768) read as holes;
- * writing into one converts that block.
+ * writing into one converts that block (ex_convert,
+ * ext4_ext_convert_to_initialized): a flag flip, a merge into a neighbour,
+ * or a split into two or three pieces inserted path by path.
  */
 #include <assert.h>
 #include <errno.h>
