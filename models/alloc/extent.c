@@ -10,9 +10,16 @@
  *   1. keys strictly increase within a node; extents never overlap;
  *   2. an index's ei_block equals its child's first key (ex_fix_keys);
  *   3. a node at level l of a depth-d tree has eh_depth d - l;
- *   4. the tree is never shorter or narrower than e2fsck would like: after
- *      a split, a merge that removed an entry, or a truncate the shape is
- *      checked (ex_shape_ok) and the tree repacked if needed (ex_build).
+ *   4. a tree of depth <= 1 is never shorter or narrower than e2fsck
+ *      would like: after a split or a merge that removed an entry its
+ *      shape is checked (ex_shape_ok) and repacked if needed (ex_tidy,
+ *      at most five nodes); deeper trees keep ext4's part-full leaves.
+ *
+ * Every change is path-local: ex_find keeps the root-to-leaf path, and an
+ * insertion, merge or conversion reads and dirties only that path, the new
+ * sibling of each node that splits and, when the tree grows, the block the
+ * root moves into; O(depth) blocks a change.  Truncation, fallocate and
+ * ex_tidy rewrite the tree whole (ex_collect + ex_build).
  *
  * Growth is ext4_ext_insert_extent's: a new block merges into the extent on
  * its left or right when logically and physically contiguous (up to 32768
@@ -21,7 +28,9 @@
  * node) and, when the root is full too, growing the tree in depth (the root
  * moves into a new block and becomes one index).  The goal is
  * ext4_ext_find_goal's.  Unwritten extents (ee_len > 32768) read as holes;
- * writing into one converts that block.
+ * writing into one converts that block (ex_convert,
+ * ext4_ext_convert_to_initialized): a flag flip, a merge into a neighbour,
+ * or a split into two or three pieces inserted path by path.
  */
 #include <assert.h>
 #include <errno.h>
@@ -608,59 +617,203 @@ static int ex_reshape(struct sfs_fs *fs, struct sfs_inode *ip)
 	return rc;
 }
 
-/* Write into an unwritten extent: block lblk becomes initialised (merged
- * into an initialised left neighbour when contiguous); the tree is rebuilt
- * from the list. */
+/*
+ * Keep a small tree as tight as e2fsck wants it: a depth-0 or depth-1 tree
+ * (at most four leaves) is checked and repacked when a split or merge left
+ * it "narrower or shorter" than it could be.  That costs at most five
+ * nodes.  Deeper trees are left as the kernel leaves them.
+ */
+static int ex_tidy(struct sfs_fs *fs, struct sfs_inode *ip)
+{
+	if (sfs_le16(ex_root(ip)->eh_depth) > 1)
+		return 0;
+	return ex_reshape(fs, ip);
+}
+
+/* Full nodes on the path, counted from the leaf up: the tree blocks an
+ * insertion into the leaf needs (ext4_ext_create_new_leaf). */
+static int ex_full_nodes(const struct ex_path *p)
+{
+	int full = 0;
+
+	for (int l = p->depth; l >= 0; l--) {
+		if (ex_entries(p->n[l].h) < sfs_le16(p->n[l].h->eh_max))
+			break;
+		full++;
+	}
+	return full;
+}
+
+/*
+ * Insert extent e just after the extent at or left of its key, splitting
+ * the nodes on that one path (ext4_ext_insert_extent).  Nothing changes on
+ * -ENOSPC or -EFBIG (tree blocks are allocated first).
+ */
+static int ex_insert_ext(struct sfs_fs *fs, struct sfs_inode *ip,
+			 const struct sfs_dextent *e)
+{
+	struct ex_path p;
+	struct ex_pool pool = {0};
+	bool split = false;
+	int full, rc;
+
+	rc = ex_find(fs, ip, sfs_le32(e->ee_block), &p);
+	if (rc)
+		return rc;
+	full = ex_full_nodes(&p);
+	if (full == p.depth + 1 && p.depth >= EX_MAX_DEPTH) {
+		rc = -EFBIG;
+		goto out_put;
+	}
+	rc = ex_pool_fill(fs, ip, &pool, full, ex_pblk(e));
+	if (rc)
+		goto out_put;
+	rc = ex_insert(fs, ip, &p, p.depth, (uint32_t)(p.n[p.depth].idx + 1), e,
+		       &pool, &split);
+	ex_pool_release(fs, &pool);
+out_put:
+	ex_path_put(fs, &p);
+	if (!rc && split)
+		rc = ex_tidy(fs, ip);
+	return rc;
+}
+
+/* Set the extent whose key is lblk (it must exist) to (lblk, len, pblk,
+ * unwritten); only its leaf is dirtied. */
+static int ex_reset(struct sfs_fs *fs, struct sfs_inode *ip, uint32_t lblk,
+		    uint32_t len, sfs_blk_t pblk, bool unwritten)
+{
+	struct ex_path p;
+	struct ex_node *leaf;
+	int rc = ex_find(fs, ip, lblk, &p);
+
+	if (rc)
+		return rc;
+	leaf = &p.n[p.depth];
+	if (leaf->idx < 0 || ex_key(leaf->h, (uint32_t)leaf->idx) != lblk) {
+		ex_path_put(fs, &p);
+		return ex_corrupt(fs, ip, leaf->blk, "extent lost in a split");
+	}
+	ex_set(ex_ext(leaf->h, (uint32_t)leaf->idx), lblk, len, pblk,
+	       unwritten);
+	ex_dirty(fs, ip, leaf);
+	ex_path_put(fs, &p);
+	return 0;
+}
+
+/* Remove entry i (not the first) of a leaf. */
+static void ex_leaf_remove(struct sfs_fs *fs, struct sfs_inode *ip,
+			   struct ex_node *leaf, uint32_t i)
+{
+	uint32_t cnt = ex_entries(leaf->h);
+
+	assert(i > 0 && i < cnt);
+	memmove(ex_ext(leaf->h, i), ex_ext(leaf->h, i + 1), 12 * (cnt - i - 1));
+	memset(ex_ext(leaf->h, cnt - 1), 0, 12);
+	leaf->h->eh_entries = sfs_cpu_to_le16((uint16_t)(cnt - 1));
+	ex_dirty(fs, ip, leaf);
+}
+
+/*
+ * Write into an unwritten extent (ext4_ext_convert_to_initialized): block
+ * lblk becomes initialised.  A one-block extent flips its flag; an end
+ * block joins an initialised, contiguous neighbour in the same leaf when
+ * there is one; otherwise the extent is split in two or three
+ * (ext4_split_extent), each new piece inserted on its own path.  Only the
+ * leaf, and the nodes a split touches, are written.
+ */
 static int ex_convert(struct sfs_fs *fs, struct sfs_inode *ip, uint32_t lblk,
 		      sfs_blk_t *pblk_out)
 {
-	GArray *exts = g_array_new(FALSE, FALSE, sizeof(struct sfs_dextent));
-	GArray *blks = g_array_new(FALSE, FALSE, sizeof(sfs_blk_t));
-	GArray *out = g_array_new(FALSE, FALSE, sizeof(struct sfs_dextent));
-	int rc = ex_collect(fs, ip, exts, blks);
+	struct sfs_dextent *e, *left = NULL, *right = NULL, piece;
+	struct ex_node *leaf;
+	struct ex_path p;
+	uint32_t i, cnt, k, len;
+	sfs_blk_t pb, at;
+	bool lm, rm;
+	int rc = ex_find(fs, ip, lblk, &p);
 
-	for (guint i = 0; !rc && i < exts->len; i++) {
-		struct sfs_dextent e =
-		    g_array_index(exts, struct sfs_dextent, i);
-		uint32_t k = sfs_le32(e.ee_block), len = ex_len(&e);
-		sfs_blk_t p = ex_pblk(&e);
-		struct sfs_dextent piece;
+	if (rc)
+		return rc;
+	leaf = &p.n[p.depth];
+	i = (uint32_t)leaf->idx; /* the caller found lblk in this extent */
+	cnt = ex_entries(leaf->h);
+	e = ex_ext(leaf->h, i);
+	k = sfs_le32(e->ee_block);
+	len = ex_len(e);
+	pb = ex_pblk(e);
+	at = pb + (lblk - k);
+	*pblk_out = at;
+	if (i > 0)
+		left = ex_ext(leaf->h, i - 1);
+	if (i + 1 < cnt)
+		right = ex_ext(leaf->h, i + 1);
+	lm = left && !ex_unwritten(left) &&
+	     sfs_le32(left->ee_block) + ex_len(left) == lblk &&
+	     ex_pblk(left) + ex_len(left) == at && ex_len(left) < EX_INIT_MAX;
+	rm = right && !ex_unwritten(right) &&
+	     lblk + 1 == sfs_le32(right->ee_block) &&
+	     at + 1 == ex_pblk(right) && ex_len(right) < EX_INIT_MAX;
 
-		if (!ex_unwritten(&e) || lblk < k || lblk >= k + len) {
-			g_array_append_val(out, e);
-			continue;
+	if (len == 1) {
+		ex_set(e, k, 1, pb, false);
+		if (lm && rm &&
+		    ex_len(left) + 1 + ex_len(right) <= EX_INIT_MAX) {
+			ex_set(left, sfs_le32(left->ee_block),
+			       ex_len(left) + 1 + ex_len(right), ex_pblk(left),
+			       false);
+			ex_leaf_remove(fs, ip, leaf, i + 1);
+			ex_leaf_remove(fs, ip, leaf, i);
+		} else if (lm) {
+			ex_set(left, sfs_le32(left->ee_block), ex_len(left) + 1,
+			       ex_pblk(left), false);
+			ex_leaf_remove(fs, ip, leaf, i);
+		} else if (rm) {
+			ex_set(e, lblk, ex_len(right) + 1, at, false);
+			ex_leaf_remove(fs, ip, leaf, i + 1);
 		}
-		if (lblk > k) {
-			ex_set(&piece, k, lblk - k, p, true);
-			g_array_append_val(out, piece);
-		}
-		*pblk_out = p + (lblk - k);
-		struct sfs_dextent *prev =
-		    out->len
-			? &g_array_index(out, struct sfs_dextent, out->len - 1)
-			: NULL;
-		if (prev && !ex_unwritten(prev) &&
-		    sfs_le32(prev->ee_block) + ex_len(prev) == lblk &&
-		    ex_pblk(prev) + ex_len(prev) == *pblk_out &&
-		    ex_len(prev) < EX_INIT_MAX) {
-			prev->ee_len =
-			    sfs_cpu_to_le16((uint16_t)(ex_len(prev) + 1));
-		} else {
-			ex_set(&piece, lblk, 1, *pblk_out, false);
-			g_array_append_val(out, piece);
-		}
-		if (lblk + 1 < k + len) {
-			ex_set(&piece, lblk + 1, k + len - lblk - 1,
-			       *pblk_out + 1, true);
-			g_array_append_val(out, piece);
-		}
+		ex_dirty(fs, ip, leaf);
+		ex_path_put(fs, &p);
+		return (lm || rm) ? ex_tidy(fs, ip) : 0;
 	}
-	if (!rc)
-		rc = ex_build(fs, ip, out, blks);
-	g_array_free(exts, TRUE);
-	g_array_free(blks, TRUE);
-	g_array_free(out, TRUE);
-	return rc;
+	if (lblk == k && lm) {
+		ex_set(left, sfs_le32(left->ee_block), ex_len(left) + 1,
+		       ex_pblk(left), false);
+		ex_set(e, k + 1, len - 1, pb + 1, true);
+		ex_dirty(fs, ip, leaf);
+		ex_path_put(fs, &p);
+		return 0;
+	}
+	if (lblk == k + len - 1 && rm) {
+		ex_set(e, k, len - 1, pb, true);
+		ex_set(right, lblk, ex_len(right) + 1, at, false);
+		ex_dirty(fs, ip, leaf);
+		ex_path_put(fs, &p);
+		return 0;
+	}
+	ex_path_put(fs, &p);
+	if (lblk == k) {
+		/* [lblk] written, [lblk + 1, k + len) still unwritten */
+		ex_set(&piece, lblk + 1, len - 1, at + 1, true);
+		rc = ex_insert_ext(fs, ip, &piece);
+		return rc ? rc : ex_reset(fs, ip, k, 1, pb, false);
+	}
+	if (lblk + 1 < k + len) {
+		/* the tail first: [k, lblk] stays one unwritten extent */
+		ex_set(&piece, lblk + 1, k + len - lblk - 1, at + 1, true);
+		rc = ex_insert_ext(fs, ip, &piece);
+		if (rc)
+			return rc;
+		len = lblk + 1 - k;
+	}
+	ex_set(&piece, lblk, 1, at, false);
+	rc = ex_insert_ext(fs, ip, &piece);
+	if (rc) {
+		/* keep the tree consistent: [k, lblk] unwritten */
+		int rrc = ex_reset(fs, ip, k, len, pb, true);
+		return rrc ? rrc : rc;
+	}
+	return ex_reset(fs, ip, k, lblk - k, pb, true);
 }
 
 /* ext4_ext_find_goal: continue the extent found at or left of lblk (or
@@ -806,7 +959,7 @@ static int ex_map(struct sfs_fs *fs, struct sfs_inode *ip, uint32_t lblk,
 	*pblk_out = pblk;
 	*new_out = true;
 	if (reshaped) {
-		rc = ex_reshape(fs, ip);
+		rc = ex_tidy(fs, ip);
 		if (rc)
 			return rc;
 	}
@@ -938,8 +1091,8 @@ static int ex_fill(struct sfs_fs *fs, struct sfs_inode *ip, uint32_t a,
 	return 0;
 }
 
-int sfs_extent_prealloc(struct sfs_fs *fs, struct sfs_inode *ip,
-			uint32_t lblk, uint32_t n)
+int sfs_extent_prealloc(struct sfs_fs *fs, struct sfs_inode *ip, uint32_t lblk,
+			uint32_t n)
 {
 	GArray *exts = g_array_new(FALSE, FALSE, sizeof(struct sfs_dextent));
 	GArray *blks = g_array_new(FALSE, FALSE, sizeof(sfs_blk_t));
@@ -980,14 +1133,14 @@ int sfs_extent_prealloc(struct sfs_fs *fs, struct sfs_inode *ip,
 	for (guint i = 0, j = 0; i < exts->len || j < news->len;) {
 		const struct sfs_dextent *e;
 		struct sfs_dextent *last =
-		    all->len ? &g_array_index(all, struct sfs_dextent,
-					      all->len - 1)
-			     : NULL;
+		    all->len
+			? &g_array_index(all, struct sfs_dextent, all->len - 1)
+			: NULL;
 
 		if (j >= news->len ||
 		    (i < exts->len &&
-		     sfs_le32(g_array_index(exts, struct sfs_dextent, i)
-				  .ee_block) <
+		     sfs_le32(
+			 g_array_index(exts, struct sfs_dextent, i).ee_block) <
 			 sfs_le32(g_array_index(news, struct sfs_dextent, j)
 				      .ee_block)))
 			e = &g_array_index(exts, struct sfs_dextent, i++);

@@ -16,7 +16,8 @@
  *
  * Request flow (mb_new_blocks): regular-file data tries the inode PA (goal
  * continues it), then the locality-group PA (small predicted size), then
- * normalises and runs the regular allocator (exact goal, cr0..cr3); the
+ * normalises and runs the regular allocator (exact goal; for a small
+ * request the goal group's buddy, nearest the goal; then cr0..cr3); the
  * excess of a normalised request becomes a PA.  Metadata and directories
  * are never normalised.  Nothing found: discard every PA, retry once.
  */
@@ -28,6 +29,7 @@
 #include "stats.h"
 
 #define MB_MAX_ORDER 16 /* bpg <= 8 * 8192 = 2^16 */
+#define MB_SMALL_REQ 8	/* requests served by mb_near_goal */
 
 /* Per-group buddy data; bits == NULL until built. */
 struct mb_group {
@@ -420,6 +422,52 @@ static bool mb_buddy_find(struct sfs_alloc *a, uint32_t gi, uint32_t order,
 	return false;
 }
 
+/*
+ * Fast path for a small request (len <= MB_SMALL_REQ) whose exact goal is
+ * taken: the first naturally aligned free 2^order chunk (order the least
+ * with 2^order >= len) at or after gbit in group gi, wrapping to the group
+ * start; tried only when the buddy counts say such a chunk exists, so it
+ * always succeeds then and replaces the complex scan of the goal group.
+ */
+static bool mb_near_goal(struct sfs_alloc *a, uint32_t gi, uint32_t gbit,
+			 uint32_t len, uint32_t *s_out)
+{
+	struct mb_priv *m = a->priv;
+	struct mb_group *g = &m->grp[gi];
+	uint32_t order = mb_fls(len - 1), sz = 1u << order;
+	bool any = false;
+
+	for (uint32_t o = order; o <= m->max_order && !any; o++)
+		any = g->counts[o] != 0;
+	if (!any || sz > g->nblocks)
+		return false;
+	for (uint32_t pass = 0; pass < 2; pass++) {
+		uint32_t from = pass ? 0 : gbit & ~(sz - 1);
+		uint32_t to = pass ? gbit : g->nblocks;
+
+		for (uint32_t s = from; s + sz <= g->nblocks && s < to;) {
+			uint32_t k = 0;
+
+			/* whole used bytes are skipped a byte at a time */
+			if ((s & 7) == 0 && sz <= 8 &&
+			    g->bits[s >> 3] == 0xff) {
+				a->words_scanned++;
+				s += 8;
+				continue;
+			}
+			while (k < sz && !mb_test(g->bits, s + k))
+				k++;
+			if (k == sz) {
+				*s_out = s;
+				return true;
+			}
+			s += sz;
+		}
+		a->words_scanned += (to - from) / 64 + 1;
+	}
+	return false;
+}
+
 /* Does group g qualify for pass cr (ext4_mb_good_group)? */
 static bool mb_good_group(struct mb_priv *m, struct mb_group *g, int cr,
 			  uint32_t len, uint32_t order)
@@ -474,6 +522,12 @@ static int mb_regular(struct sfs_alloc *a, sfs_blk_t goal, uint32_t g0,
 			m->ctr.allocs_goal++;
 			goto found;
 		}
+	}
+	/* small request: the goal group's buddy, nearest the goal first */
+	if (len <= MB_SMALL_REQ && mb_near_goal(a, gg, gbit, len, &ac.best_s)) {
+		ac.best_g = gg, ac.best_n = len;
+		m->ctr.allocs_cr[0]++;
+		goto found;
 	}
 	if ((len & (len - 1)) == 0 && order + 1 >= m->p.order2_req)
 		cr0 = 0;
