@@ -4,6 +4,7 @@
  *   simfs mkfs [-b BS] [-i BYTES_PER_INODE] [-I INODE_SIZE] [-m PCT]
  *              [-L LABEL] [--seed N] [-F] IMAGE [SIZE]
  *   simfs mount [-f] [-d] [-o OPTS] IMAGE MOUNTPOINT | --list-devices
+ *   simfs IMAGE MOUNTPOINT [-o OPTS]   (= mount; what mount.fuse3 runs)
  *   simfs umount MOUNTPOINT
  *   simfs stats [--json] FILE|MOUNTPOINT
  *   simfs inspect IMAGE [summary|groups|inode INO|file PATH|free]
@@ -889,6 +890,50 @@ static const char *sfs_mount_reserved_opt(const char *fuse_opts)
 	return hit;
 }
 
+/*
+ * Options that mount(8), fstab and systemd pass to every helper but that
+ * mean nothing to a FUSE daemon: taken out of the FUSE list (libfuse would
+ * refuse them).  ro/rw and the atime words are simfs knobs, parsed before
+ * this; dev, suid, exec and their "no" forms, sync, dirsync, ... go on to
+ * FUSE, which knows them.
+ */
+static bool sfs_mount_generic_opt(const char *tok)
+{
+	static const char *const ignored[] = {
+	    "defaults",	  "auto",     "noauto",	    "user",   "nouser",
+	    "users",	  "owner",    "group",	    "nofail", "_netdev",
+	    "norelatime", "lazytime", "nolazytime", "loud",   "silent",
+	    "nomand",	  "iversion", "noiversion",
+	};
+
+	if (g_str_has_prefix(tok, "x-") || g_str_has_prefix(tok, "comment="))
+		return true;
+	for (size_t i = 0; i < G_N_ELEMENTS(ignored); i++)
+		if (strcmp(tok, ignored[i]) == 0)
+			return true;
+	return false;
+}
+
+/* The FUSE option list without sfs_mount_generic_opt's options (g_free). */
+static char *sfs_mount_drop_generic(const char *fuse_opts)
+{
+	GString *out = g_string_new(NULL);
+	char **toks;
+
+	if (!fuse_opts)
+		return g_string_free(out, FALSE);
+	toks = g_strsplit(fuse_opts, ",", -1);
+	for (int i = 0; toks[i]; i++) {
+		if (!*toks[i] || sfs_mount_generic_opt(toks[i]))
+			continue;
+		if (out->len)
+			g_string_append_c(out, ',');
+		g_string_append(out, toks[i]);
+	}
+	g_strfreev(toks);
+	return g_string_free(out, FALSE);
+}
+
 /* Append "key=value" to a FUSE option list, escaping ',' and '\'. */
 static void sfs_opt_append_escaped(GString *opts, const char *key,
 				   const char *value)
@@ -914,6 +959,7 @@ static int cmd_mount(int argc, char **argv)
 	struct sfs_mount_ctx m = {.ready_fd = -1};
 	GString *opts = g_string_new(NULL), *fuse_opts = g_string_new(NULL);
 	char *unknown = NULL, *err = NULL, *image = NULL, *mnt = NULL;
+	char *generic;
 	bool foreground = false, debug = false;
 	struct sfs_fuse *f = NULL;
 	struct sfs_bdev *bd = NULL;
@@ -980,6 +1026,9 @@ static int cmd_mount(int argc, char **argv)
 	sfs_mount_absolute(cfg.stats_path, sizeof(cfg.stats_path));
 	sfs_mount_absolute(cfg.iolog_path, sizeof(cfg.iolog_path));
 	sfs_mount_absolute(cfg.trace_path, sizeof(cfg.trace_path));
+	generic = sfs_mount_drop_generic(unknown);
+	g_free(unknown);
+	unknown = generic;
 	reserved = sfs_mount_reserved_opt(unknown);
 	if (reserved) {
 		sfs_err("mount",
@@ -1008,7 +1057,7 @@ static int cmd_mount(int argc, char **argv)
 	g_string_append(fuse_opts, ",subtype=simfs,default_permissions");
 	if (cfg.ro)
 		g_string_append(fuse_opts, ",ro");
-	if (unknown)
+	if (*unknown)
 		g_string_append_printf(fuse_opts, ",%s", unknown);
 
 	if (!foreground) {
@@ -1649,6 +1698,22 @@ static int cmd_help(int argc, char **argv)
 	return cmd->run(2, sub);
 }
 
+/*
+ * `simfs IMAGE MOUNTPOINT [-o OPTS]` is `simfs mount ...`: the form
+ * mount.fuse3 runs for `mount -t fuse.simfs` and fstab lines (it calls
+ * "TYPE SOURCE MOUNTPOINT -o OPTIONS").  Taken only when the first word is
+ * no command and names an existing file or contains a '/', so that a
+ * mistyped command still gets "unknown command".
+ */
+static bool sfs_mount_alias(int argc, char **argv)
+{
+	struct stat st;
+
+	if (argc < 3 || argv[1][0] == '-')
+		return false;
+	return strchr(argv[1], '/') || stat(argv[1], &st) == 0;
+}
+
 int main(int argc, char **argv)
 {
 	const struct sfs_cmd *cmd;
@@ -1673,6 +1738,8 @@ int main(int argc, char **argv)
 		return SFS_EXIT_USAGE;
 	}
 	cmd = sfs_cmd_find(argv[1]);
+	if (!cmd && sfs_mount_alias(argc, argv))
+		return cmd_mount(argc, argv);
 	if (!cmd)
 		return sfs_unknown_cmd(argv[1]);
 	return cmd->run(argc - 1, argv + 1);
