@@ -948,6 +948,64 @@ static void sfs_opt_append_escaped(GString *opts, const char *key,
 	}
 }
 
+/*
+ * Is something mounted at mnt (an absolute, resolved path)?  Its type and
+ * source from /proc/self/mountinfo (g_free both) if so; false if not or if
+ * the table cannot be read.
+ */
+static bool sfs_mount_at(const char *mnt, char **type_out, char **source_out)
+{
+	char *text = NULL, **lines;
+	bool found = false;
+
+	if (!g_file_get_contents("/proc/self/mountinfo", &text, NULL, NULL))
+		return false;
+	lines = g_strsplit(text, "\n", -1);
+	for (int i = 0; lines[i] && !found; i++) {
+		/* ID PARENT MAJ:MIN ROOT MOUNTPOINT OPTS [TAGS] - TYPE SRC */
+		char **f = g_strsplit(lines[i], " ", -1);
+		char *target;
+
+		if (g_strv_length(f) < 5) {
+			g_strfreev(f);
+			continue;
+		}
+		target = g_strcompress(f[4]);
+		if (strcmp(target, mnt) == 0) {
+			int j = 5;
+
+			while (f[j] && strcmp(f[j], "-") != 0)
+				j++;
+			found = true;
+			*type_out = g_strdup(f[j] && f[j + 1] ? f[j + 1] : "?");
+			*source_out = g_strcompress(
+			    f[j] && f[j + 1] && f[j + 2] ? f[j + 2] : "?");
+		}
+		g_free(target);
+		g_strfreev(f);
+	}
+	g_strfreev(lines);
+	g_free(text);
+	return found;
+}
+
+/* After a failed FUSE mount: a hint if /dev/fuse is missing or closed. */
+static void sfs_mount_fuse_hint(void)
+{
+	struct stat st;
+
+	if (stat("/dev/fuse", &st) < 0)
+		sfs_err("mount", "/dev/fuse does not exist: load the fuse "
+				 "module (modprobe fuse, as root), or in a "
+				 "container pass the device in");
+	else if (access("/dev/fuse", R_OK | W_OK) < 0)
+		sfs_err("mount",
+			"no access to /dev/fuse (mode %04o, owner uid %u): "
+			"run as root, or check that /dev/fuse is mode 0666 "
+			"and fusermount3 is setuid root",
+			(unsigned)(st.st_mode & 07777), (unsigned)st.st_uid);
+}
+
 static int cmd_mount(int argc, char **argv)
 {
 	static const struct option longopts[] = {
@@ -959,7 +1017,7 @@ static int cmd_mount(int argc, char **argv)
 	struct sfs_mount_ctx m = {.ready_fd = -1};
 	GString *opts = g_string_new(NULL), *fuse_opts = g_string_new(NULL);
 	char *unknown = NULL, *err = NULL, *image = NULL, *mnt = NULL;
-	char *generic;
+	char *generic, *mtype, *msource;
 	bool foreground = false, debug = false;
 	struct sfs_fuse *f = NULL;
 	struct sfs_bdev *bd = NULL;
@@ -1052,6 +1110,17 @@ static int cmd_mount(int argc, char **argv)
 		rc = SFS_EXIT_FAIL;
 		goto out;
 	}
+	/* a second mount would hide the first one and stack on it */
+	if (sfs_mount_at(mnt, &mtype, &msource)) {
+		sfs_err("mount",
+			"%s is already a mount point (%s from %s); unmount it "
+			"first or choose another directory",
+			mnt, mtype, msource);
+		g_free(mtype);
+		g_free(msource);
+		rc = SFS_EXIT_FAIL;
+		goto out;
+	}
 
 	sfs_opt_append_escaped(fuse_opts, "fsname=", image);
 	g_string_append(fuse_opts, ",subtype=simfs,default_permissions");
@@ -1108,7 +1177,8 @@ static int cmd_mount(int argc, char **argv)
 	else
 		sfs_fs_set_close_fn(fs, sfs_mount_summary, &m);
 	if (sfs_fuse_mount(f, fs, mnt) < 0) {
-		/* libfuse said why */
+		/* libfuse said why; say what to do about /dev/fuse */
+		sfs_mount_fuse_hint();
 		rc = SFS_EXIT_FAIL;
 		goto out_close;
 	}
@@ -1322,7 +1392,20 @@ static int sfs_mountpoint_args(const char *cmd, void (*usage)(FILE *),
 	}
 	*mnt = sfs_mountpoint_path(argv[optind]);
 	if (sfs_find_mount(*mnt, source, type) < 0) {
-		sfs_err(cmd, "%s is not mounted", *mnt);
+		struct stat st;
+
+		/* nothing is mounted there: stat cannot hang on a daemon */
+		if (stat(*mnt, &st) < 0 && errno == ENOENT)
+			sfs_err(cmd, "%s does not exist", *mnt);
+		else if (stat(*mnt, &st) < 0)
+			sfs_err(cmd, "%s: %s", *mnt, g_strerror(errno));
+		else if (!S_ISDIR(st.st_mode))
+			sfs_err(cmd,
+				"%s is not a directory, so not a mount "
+				"point",
+				*mnt);
+		else
+			sfs_err(cmd, "%s is not mounted", *mnt);
 		return SFS_EXIT_FAIL;
 	}
 	if (strcmp(*type, SFS_FUSE_TYPE) != 0) {
