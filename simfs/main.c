@@ -5,7 +5,7 @@
  *              [-L LABEL] [--seed N] [-F] IMAGE [SIZE]
  *   simfs mount [-f] [-d] [-o OPTS] IMAGE MOUNTPOINT | --list-devices
  *   simfs IMAGE MOUNTPOINT [-o OPTS]   (= mount; what mount.fuse3 runs)
- *   simfs umount MOUNTPOINT
+ *   simfs umount [--timeout SECONDS] MOUNTPOINT
  *   simfs stats [--json] FILE|MOUNTPOINT
  *   simfs inspect IMAGE [summary|groups|inode INO|file PATH|free]
  *   simfs help [COMMAND] | --help | --version
