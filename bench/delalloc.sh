@@ -12,7 +12,7 @@
 #   tree     copy the source tree in and sync: extents per file, device
 #            busy time.
 #
-# Rows: ext3rs (reservation windows, placed at write), ext4 with nodelalloc,
+# Rows: ext3rs-ordered (reservation windows, placed at write), ext4 with nodelalloc,
 # ext4 (delalloc).  Figures are recorded in doc/benchmarks.md.
 #
 #   bench/delalloc.sh [-B BUILDDIR] [-d WORKDIR] [-t SRC_TREE] [-j JOBS] [-s MB_PER_JOB]
@@ -45,7 +45,7 @@ cleanup() { mountpoint -q "$mnt" && "$SIMFS" umount "$mnt" >/dev/null 2>&1; rm -
 trap cleanup EXIT
 
 # label:preset:extra options
-ROWS="ext3rs:ext3rs: ext4-nodelalloc:ext4:,nodelalloc ext4:ext4:"
+ROWS="ext3rs-ordered:ext3rs-ordered: ext4-nodelalloc:ext4:,nodelalloc ext4:ext4:"
 
 mount_row() { # preset extra stats-file
 	rm -f "$dir/img"

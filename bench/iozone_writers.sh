@@ -3,7 +3,7 @@
 # "readers" phases with fio: N jobs each writing its own file with 256 KiB
 # O_DIRECT records, then writing it again in place, then reading it, on the
 # hdd-2009 disk model in emulated time, for the ext2 and ext3 presets
-# (block by block), ext2rs and ext3rs (reservation windows, the 2.6.26
+# (block by block), ext2rs and ext3rs-ordered (reservation windows, the 2.6.26
 # kernel's) and ext4 (seed table A).  Prints MB/s per preset and job count, the
 # extents per file afterwards (simfs inspect IMAGE frag), and each figure
 # as a fraction of ext4's with the same number of jobs.  fio runs with
@@ -16,14 +16,14 @@
 # streams and a file interleaved with the others pays a seek per record
 # (doc/device-models.md 8.1, doc/benchmarks.md).
 #   bench/iozone_writers.sh [-B BUILDDIR] [-d WORKDIR] [-s MB_PER_FILE] [-j "1 8"]
-#                           [-p "ext2 ext3 ext2rs ext3rs ext4"]   (presets; ratios need ext4)
+#                           [-p "ext2 ext3 ext2rs ext3rs-ordered ext4"]   (presets; ratios need ext4)
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 B=$root/build
 W=${TMPDIR:-/tmp}
 SIZE=128
 JOBS="1 8"
-PRESETS="ext2 ext3 ext2rs ext3rs ext4"
+PRESETS="ext2 ext3 ext2rs ext3rs-ordered ext4"
 while getopts "B:d:s:j:p:" o; do
 	case $o in
 	B) B=$OPTARG ;;

@@ -174,7 +174,8 @@ static void cfg_atime_list(GString *out)
  * the string (doc/allocators.md).  They set filesystem knobs and the one
  * block-layer default of their era that changes what the disk sees, the
  * I/O scheduler: CFQ, Linux's default from 2.6.18, for the systems of
- * 2.6.18 and later (ext2rs, ext3rs, ext3i, ext4, ext4-nojournal); the
+ * 2.6.18 and later (ext2rs, ext3rs, ext3rs-ordered, ext3i, ext4,
+ * ext4-nojournal); the
  * elevator (C-LOOK with deadlines, as 2.4's and the early 2.6 schedulers
  * without CFQ's per-process slices) for the classic ones.  sched= after
  * the preset overrides it.  The other kernel-wide knobs (vm=, atime=) are
@@ -204,10 +205,17 @@ static const struct sfs_config_preset cfg_presets[] = {
      "data=journal,alloc=blockmap,nodelalloc,dirs=orlov,sched=elevator",
      "classic ext3, data=journal", true, NULL},
     {"ext3rs",
+     "data=writeback,alloc=reservation,reservation_window=8,"
+     "reservation_max=1027,nodelalloc,dirs=orlov,sched=cfq",
+     "ext3 with reservation windows mounted data=writeback, as the "
+     "2005 comparison that named ext3rs ran it (Cao et al., OLS 2005)",
+     true, NULL},
+    {"ext3rs-ordered",
      "data=ordered,alloc=reservation,reservation_window=8,"
      "reservation_max=1027,nodelalloc,dirs=orlov,sched=cfq",
-     "ext3 with reservation windows, Linux's default since ~2.6.10 "
-     "(8 blocks, max 1027; the 2009 iozone comparison's ext3)",
+     "ext3 with reservation windows, ordered journal: Linux's default "
+     "since ~2.6.10 (8 blocks, max 1027; the 2009 iozone comparison's "
+     "ext3)",
      true, NULL},
     {"ext3i", "data=ordered,alloc=mballoc,delalloc,dirs=orlov,sched=cfq",
      "ext3 journal with extents + mballoc + delayed allocation (early "
@@ -216,8 +224,7 @@ static const struct sfs_config_preset cfg_presets[] = {
     {"ext4", "data=ordered,alloc=mballoc,delalloc,dirs=orlov,sched=cfq",
      "ext4: extents + mballoc + delayed allocation, ordered journal", true,
      "mballoc"},
-    {"ext4-nojournal",
-     "data=none,alloc=mballoc,delalloc,dirs=orlov,sched=cfq",
+    {"ext4-nojournal", "data=none,alloc=mballoc,delalloc,dirs=orlov,sched=cfq",
      "ext4's allocator and delayed allocation without a journal "
      "(-O ^has_journal)",
      false, "mballoc"},
@@ -1007,19 +1014,32 @@ static int cfg_knob_apply(struct sfs_config *cfg, const struct cfg_knob *k,
 
 	case CFG_SIZE:
 		if (sfs_parse_size(value, &v) < 0) {
+			cfg_format_size(k->min, lo, sizeof(lo));
+			cfg_format_size(k->max, hi, sizeof(hi));
 			*err = g_strdup_printf(
 			    "bad size '%s' for %s (a number with an "
-			    "optional K, M, G or T suffix)",
-			    value, k->name);
+			    "optional K, M, G or T suffix, %s%s%s%s)",
+			    value, k->name,
+			    k->max == UINT64_MAX ? "at least " : "", lo,
+			    k->max == UINT64_MAX ? "" : " to ",
+			    k->max == UINT64_MAX ? "" : hi);
 			return -EINVAL;
 		}
 		goto check_range;
 
 	case CFG_UINT:
 		if (cfg_parse_uint(value, &v) < 0) {
-			*err = g_strdup_printf(
-			    "bad number '%s' for %s (a decimal integer)", value,
-			    k->name);
+			if (k->max == UINT64_MAX)
+				*err = g_strdup_printf(
+				    "bad number '%s' for %s (a decimal "
+				    "integer, at least %" G_GUINT64_FORMAT ")",
+				    value, k->name, k->min);
+			else
+				*err = g_strdup_printf(
+				    "bad number '%s' for %s (a decimal "
+				    "integer, %" G_GUINT64_FORMAT
+				    " to %" G_GUINT64_FORMAT ")",
+				    value, k->name, k->min, k->max);
 			return -EINVAL;
 		}
 		goto check_range;
@@ -1109,10 +1129,118 @@ static const struct cfg_knob *cfg_knob_resolve(const char *key, bool *negate)
 	return NULL;
 }
 
+/* Optimal string alignment distance (edits, adjacent swaps) of a and b. */
+static size_t cfg_edit_distance(const char *a, const char *b)
+{
+	size_t la = strlen(a), lb = strlen(b), d[3][SFS_NAME_LEN + 1];
+
+	if (la > SFS_NAME_LEN || lb > SFS_NAME_LEN)
+		return SIZE_MAX;
+	for (size_t j = 0; j <= lb; j++)
+		d[0][j] = j;
+	for (size_t i = 1; i <= la; i++) {
+		size_t *cur = d[i % 3], *prev = d[(i - 1) % 3],
+		       *pprev = d[(i + 1) % 3];
+
+		cur[0] = i;
+		for (size_t j = 1; j <= lb; j++) {
+			size_t cost = a[i - 1] != b[j - 1];
+
+			cur[j] = MIN(MIN(prev[j] + 1, cur[j - 1] + 1),
+				     prev[j - 1] + cost);
+			if (i > 1 && j > 1 && a[i - 1] == b[j - 2] &&
+			    a[i - 2] == b[j - 1])
+				cur[j] = MIN(cur[j], pprev[j - 2] + 1);
+		}
+	}
+	return d[la % 3][lb];
+}
+
+/* Keep name in *best if it is closer to key than *best_d. */
+static void cfg_suggest_one(const char *key, const char *name,
+			    const char **best, size_t *best_d)
+{
+	size_t d = cfg_edit_distance(key, name);
+
+	if (d < *best_d) {
+		*best_d = d;
+		*best = name;
+	}
+}
+
+/* Every model name a spec knob's names() lists ("a, b, c"). */
+static char **cfg_spec_names(const struct cfg_knob *k)
+{
+	GString *list = g_string_new(NULL);
+	char **names;
+
+	k->names(list);
+	names = g_strsplit(list->str, ", ", -1);
+	g_string_free(list, TRUE);
+	return names;
+}
+
+const char *sfs_config_suggest(const char *key)
+{
+	/* FUSE's own mount options and mount(8)'s generic ones (simfs
+	 * mount drops those): never "corrected" */
+	static const char *const fuse_opts[] = {
+	    "allow_other", "allow_root",    "auto_unmount",
+	    "blkdev",	   "blksize",	    "max_read",
+	    "dev",	   "nodev",	    "suid",
+	    "nosuid",	   "exec",	    "noexec",
+	    "async",	   "sync",	    "dirsync",
+	    "nodiratime",  "context",	    "fscontext",
+	    "defcontext",  "rootcontext",   "symfollow",
+	    "nosymfollow", "nostrictatime", "default_permissions",
+	    "fsname",	   "subtype",	    "user_id",
+	    "group_id",	   "defaults",	    "auto",
+	    "noauto",	   "user",	    "nouser",
+	    "users",	   "owner",	    "group",
+	    "nofail",	   "_netdev",	    "norelatime",
+	    "lazytime",	   "nolazytime",    "loud",
+	    "silent",	   "nomand",	    "iversion",
+	    "noiversion",
+	};
+	const char *best = NULL;
+	size_t best_d = SIZE_MAX, len = strlen(key);
+
+	for (size_t i = 0; i < G_N_ELEMENTS(fuse_opts); i++)
+		if (strcmp(key, fuse_opts[i]) == 0)
+			return NULL;
+	for (size_t i = 0; i < CFG_NKNOBS; i++) {
+		const struct cfg_knob *k = &cfg_knobs[i];
+		char **names;
+
+		cfg_suggest_one(key, k->name, &best, &best_d);
+		if (k->type != CFG_SPEC || !k->names || !k->subknobs)
+			continue;
+		/* a model's knobs: rpm= of device=hdd, ... */
+		names = cfg_spec_names(k);
+		for (char **n = names; *n; n++)
+			for (const struct sfs_knob *kn = k->subknobs(*n);
+			     kn && kn->key; kn++)
+				cfg_suggest_one(key, kn->key, &best, &best_d);
+		g_strfreev(names);
+	}
+	/* one edit for a short name, two for a longer one */
+	if (best_d == 0 || best_d > (len <= 4 ? 1u : 2u))
+		return NULL;
+	return best;
+}
+
 static int cfg_unknown_error(const char *key, char **err)
 {
-	char *names = cfg_knob_names();
+	const char *close = sfs_config_suggest(key);
+	char *names;
 
+	if (close) {
+		*err = g_strdup_printf("unknown option '%s' (did you mean "
+				       "%s?)",
+				       key, close);
+		return -EINVAL;
+	}
+	names = cfg_knob_names();
 	*err = g_strdup_printf("unknown option '%s' (valid: %s)", key, names);
 	g_free(names);
 	return -EINVAL;
@@ -1386,7 +1514,8 @@ static int cfg_parse(struct sfs_config *cfg, const char *opts, char **unknown,
 			g_free(v);
 			continue;
 		}
-		if (!unknown) {
+		/* a near miss of a knob is a typo, not a FUSE option */
+		if (!unknown || sfs_config_suggest(tok)) {
 			rc = cfg_unknown_error(tok, err);
 			goto out_free;
 		}

@@ -124,6 +124,14 @@ void sfs_config_each(const struct sfs_config *cfg, bool with_paths,
 		     void (*fn)(void *ctx, const char *name, const char *value),
 		     void *ctx);
 
+/*
+ * The knob name (of the table, or of a device, scheduler or CPU model)
+ * closest to key within one edit for a short key, two for a longer one,
+ * for "did you mean"; NULL if none is that close, key is a knob itself
+ * or one of FUSE's own options.  Points into static tables.
+ */
+const char *sfs_config_suggest(const char *key);
+
 /* Print the knob table (name, default, help) for --help. */
 void sfs_config_print_help(FILE *out);
 

@@ -2110,8 +2110,8 @@ int sfs_fs_open(struct sfs_bdev *bd, const struct sfs_config *cfg,
 	bd = fs->bd;
 	if (sfs_bdev_size_bytes(bd) < SFS_SUPER_OFFSET + SFS_SUPER_SIZE) {
 		msg = g_strdup_printf(
-		    "device too small (%llu bytes) to hold "
-		    "a superblock",
+		    "not an ext2/3/4 image: %llu bytes, too small to "
+		    "hold a superblock (bytes 1024 to 2047)",
 		    (unsigned long long)sfs_bdev_size_bytes(bd));
 		rc = -EINVAL;
 		goto out_free;

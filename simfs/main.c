@@ -4,7 +4,8 @@
  *   simfs mkfs [-b BS] [-i BYTES_PER_INODE] [-I INODE_SIZE] [-m PCT]
  *              [-L LABEL] [--seed N] [-F] IMAGE [SIZE]
  *   simfs mount [-f] [-d] [-o OPTS] IMAGE MOUNTPOINT | --list-devices
- *   simfs umount MOUNTPOINT
+ *   simfs IMAGE MOUNTPOINT [-o OPTS]   (= mount; what mount.fuse3 runs)
+ *   simfs umount [--timeout SECONDS] MOUNTPOINT
  *   simfs stats [--json] FILE|MOUNTPOINT
  *   simfs inspect IMAGE [summary|groups|inode INO|file PATH|free]
  *   simfs help [COMMAND] | --help | --version
@@ -71,8 +72,9 @@
 
 #define SFS_EXIT_FAIL 1
 #define SFS_EXIT_USAGE 2
-#define SFS_UMOUNT_TIMEOUT_S 120   /* wait for the daemon's write-back */
+#define SFS_UMOUNT_STALL_S 120	   /* no progress that long: give up */
 #define SFS_UMOUNT_POLL_US 20000   /* between lock attempts */
+#define SFS_UMOUNT_TICK_US 500000  /* between progress checks and lines */
 #define SFS_FUSE_TYPE "fuse.simfs" /* /proc/mounts type of our mounts */
 
 struct sfs_cmd {
@@ -889,6 +891,50 @@ static const char *sfs_mount_reserved_opt(const char *fuse_opts)
 	return hit;
 }
 
+/*
+ * Options that mount(8), fstab and systemd pass to every helper but that
+ * mean nothing to a FUSE daemon: taken out of the FUSE list (libfuse would
+ * refuse them).  ro/rw and the atime words are simfs knobs, parsed before
+ * this; dev, suid, exec and their "no" forms, sync, dirsync, ... go on to
+ * FUSE, which knows them.
+ */
+static bool sfs_mount_generic_opt(const char *tok)
+{
+	static const char *const ignored[] = {
+	    "defaults",	  "auto",     "noauto",	    "user",   "nouser",
+	    "users",	  "owner",    "group",	    "nofail", "_netdev",
+	    "norelatime", "lazytime", "nolazytime", "loud",   "silent",
+	    "nomand",	  "iversion", "noiversion",
+	};
+
+	if (g_str_has_prefix(tok, "x-") || g_str_has_prefix(tok, "comment="))
+		return true;
+	for (size_t i = 0; i < G_N_ELEMENTS(ignored); i++)
+		if (strcmp(tok, ignored[i]) == 0)
+			return true;
+	return false;
+}
+
+/* The FUSE option list without sfs_mount_generic_opt's options (g_free). */
+static char *sfs_mount_drop_generic(const char *fuse_opts)
+{
+	GString *out = g_string_new(NULL);
+	char **toks;
+
+	if (!fuse_opts)
+		return g_string_free(out, FALSE);
+	toks = g_strsplit(fuse_opts, ",", -1);
+	for (int i = 0; toks[i]; i++) {
+		if (!*toks[i] || sfs_mount_generic_opt(toks[i]))
+			continue;
+		if (out->len)
+			g_string_append_c(out, ',');
+		g_string_append(out, toks[i]);
+	}
+	g_strfreev(toks);
+	return g_string_free(out, FALSE);
+}
+
 /* Append "key=value" to a FUSE option list, escaping ',' and '\'. */
 static void sfs_opt_append_escaped(GString *opts, const char *key,
 				   const char *value)
@@ -903,6 +949,64 @@ static void sfs_opt_append_escaped(GString *opts, const char *key,
 	}
 }
 
+/*
+ * Is something mounted at mnt (an absolute, resolved path)?  Its type and
+ * source from /proc/self/mountinfo (g_free both) if so; false if not or if
+ * the table cannot be read.
+ */
+static bool sfs_mount_at(const char *mnt, char **type_out, char **source_out)
+{
+	char *text = NULL, **lines;
+	bool found = false;
+
+	if (!g_file_get_contents("/proc/self/mountinfo", &text, NULL, NULL))
+		return false;
+	lines = g_strsplit(text, "\n", -1);
+	for (int i = 0; lines[i] && !found; i++) {
+		/* ID PARENT MAJ:MIN ROOT MOUNTPOINT OPTS [TAGS] - TYPE SRC */
+		char **f = g_strsplit(lines[i], " ", -1);
+		char *target;
+
+		if (g_strv_length(f) < 5) {
+			g_strfreev(f);
+			continue;
+		}
+		target = g_strcompress(f[4]);
+		if (strcmp(target, mnt) == 0) {
+			int j = 5;
+
+			while (f[j] && strcmp(f[j], "-") != 0)
+				j++;
+			found = true;
+			*type_out = g_strdup(f[j] && f[j + 1] ? f[j + 1] : "?");
+			*source_out = g_strcompress(
+			    f[j] && f[j + 1] && f[j + 2] ? f[j + 2] : "?");
+		}
+		g_free(target);
+		g_strfreev(f);
+	}
+	g_strfreev(lines);
+	g_free(text);
+	return found;
+}
+
+/* After a failed FUSE mount: a hint if /dev/fuse is missing or closed. */
+static void sfs_mount_fuse_hint(void)
+{
+	struct stat st;
+
+	if (stat("/dev/fuse", &st) < 0)
+		sfs_err("mount", "/dev/fuse does not exist: load the fuse "
+				 "module (modprobe fuse, as root), or in a "
+				 "container pass the device in");
+	else if (access("/dev/fuse", R_OK | W_OK) < 0)
+		sfs_err("mount",
+			"no access to /dev/fuse (mode %04o, owner uid %u): "
+			"run as root, or check that /dev/fuse is mode 0666 "
+			"and fusermount3 is setuid root",
+			(unsigned)(st.st_mode & 07777), (unsigned)st.st_uid);
+}
+
 static int cmd_mount(int argc, char **argv)
 {
 	static const struct option longopts[] = {
@@ -914,6 +1018,7 @@ static int cmd_mount(int argc, char **argv)
 	struct sfs_mount_ctx m = {.ready_fd = -1};
 	GString *opts = g_string_new(NULL), *fuse_opts = g_string_new(NULL);
 	char *unknown = NULL, *err = NULL, *image = NULL, *mnt = NULL;
+	char *generic, *mtype, *msource;
 	bool foreground = false, debug = false;
 	struct sfs_fuse *f = NULL;
 	struct sfs_bdev *bd = NULL;
@@ -980,6 +1085,9 @@ static int cmd_mount(int argc, char **argv)
 	sfs_mount_absolute(cfg.stats_path, sizeof(cfg.stats_path));
 	sfs_mount_absolute(cfg.iolog_path, sizeof(cfg.iolog_path));
 	sfs_mount_absolute(cfg.trace_path, sizeof(cfg.trace_path));
+	generic = sfs_mount_drop_generic(unknown);
+	g_free(unknown);
+	unknown = generic;
 	reserved = sfs_mount_reserved_opt(unknown);
 	if (reserved) {
 		sfs_err("mount",
@@ -1003,12 +1111,23 @@ static int cmd_mount(int argc, char **argv)
 		rc = SFS_EXIT_FAIL;
 		goto out;
 	}
+	/* a second mount would hide the first one and stack on it */
+	if (sfs_mount_at(mnt, &mtype, &msource)) {
+		sfs_err("mount",
+			"%s is already a mount point (%s from %s); unmount it "
+			"first or choose another directory",
+			mnt, mtype, msource);
+		g_free(mtype);
+		g_free(msource);
+		rc = SFS_EXIT_FAIL;
+		goto out;
+	}
 
 	sfs_opt_append_escaped(fuse_opts, "fsname=", image);
 	g_string_append(fuse_opts, ",subtype=simfs,default_permissions");
 	if (cfg.ro)
 		g_string_append(fuse_opts, ",ro");
-	if (unknown)
+	if (*unknown)
 		g_string_append_printf(fuse_opts, ",%s", unknown);
 
 	if (!foreground) {
@@ -1059,7 +1178,8 @@ static int cmd_mount(int argc, char **argv)
 	else
 		sfs_fs_set_close_fn(fs, sfs_mount_summary, &m);
 	if (sfs_fuse_mount(f, fs, mnt) < 0) {
-		/* libfuse said why */
+		/* libfuse said why; say what to do about /dev/fuse */
+		sfs_mount_fuse_hint();
 		rc = SFS_EXIT_FAIL;
 		goto out_close;
 	}
@@ -1098,17 +1218,23 @@ out:
 static void sfs_umount_usage(FILE *out)
 {
 	fprintf(out,
-		"usage: simfs umount MOUNTPOINT\n"
+		"usage: simfs umount [--timeout SECONDS] MOUNTPOINT\n"
 		"\n"
 		"Unmount a simfs mount (fusermount3 -u) and wait until the "
 		"daemon has written\n"
-		"everything back and released the image (at most %d s).  "
-		"When this returns 0\n"
-		"the image is complete and marked clean: e2fsck can run.\n"
+		"everything back and released the image.  When this returns "
+		"0 the image is\n"
+		"complete and marked clean: e2fsck can run.  It waits as long "
+		"as the daemon\n"
+		"makes progress (writes or uses CPU), and gives up only after "
+		"%d s without\n"
+		"any; on a terminal it shows the write-back's progress.\n"
 		"\n"
 		"options:\n"
-		"  -h, --help  this help\n",
-		SFS_UMOUNT_TIMEOUT_S);
+		"      --timeout SECONDS  give up after SECONDS in any case "
+		"(the daemon goes on)\n"
+		"  -h, --help             this help\n",
+		SFS_UMOUNT_STALL_S);
 }
 
 /*
@@ -1197,45 +1323,277 @@ static int sfs_run_fusermount(const char *mnt)
 	return WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 0 : -1;
 }
 
+/* What a waiting `simfs umount` knows and shows. */
+struct sfs_umount_watch {
+	const char *mnt;     /* for messages */
+	bool tty;	     /* stderr is a terminal: progress lines */
+	double timeout_s;    /* --timeout, or 0: none */
+	int64_t dirty_bytes; /* the daemon's dirty cache at unmount, or -1 */
+	pid_t pid;	     /* the daemon, or 0 if not found */
+	uint64_t wchar, cpu; /* its write(2) bytes and CPU ticks so far */
+	uint64_t wchar0;     /* wchar when the wait began */
+};
+
+struct sfs_dirty_read {
+	char *path;    /* MNT/.simfs/stats */
+	char *text;    /* its contents, or NULL */
+	GMutex lock;   /* protects done */
+	GCond cond;    /* done changed */
+	bool done;     /* the reader has finished */
+	bool orphaned; /* the waiter gave up: the reader frees it all */
+};
+
+/* Read the stats file off the main thread: a hung daemon must not hang
+ * us; the reader frees the request if the waiter gave up. */
+static gpointer sfs_dirty_reader(gpointer arg)
+{
+	struct sfs_dirty_read *r = arg;
+	char *text = NULL;
+	bool orphaned;
+
+	if (!g_file_get_contents(r->path, &text, NULL, NULL))
+		text = NULL;
+	g_mutex_lock(&r->lock);
+	r->text = text;
+	r->done = true;
+	orphaned = r->orphaned;
+	g_cond_signal(&r->cond);
+	g_mutex_unlock(&r->lock);
+	if (orphaned) {
+		g_free(r->text);
+		g_free(r->path);
+		g_free(r);
+	}
+	return NULL;
+}
+
+/*
+ * The mount's dirty bytes just before unmounting, for the progress line:
+ * the dirty cache plus the delayed allocations' reserved blocks (of
+ * block_bytes) of MNT/.simfs/stats; -1 if it cannot be read within 2 s.
+ */
+static int64_t sfs_umount_dirty(const char *mnt, uint64_t block_bytes)
+{
+	struct sfs_dirty_read *r = g_new0(struct sfs_dirty_read, 1);
+	gint64 deadline = g_get_monotonic_time() + 2 * G_USEC_PER_SEC;
+	int64_t dirty = -1;
+	JsonParser *p;
+	GThread *t;
+
+	r->path = g_build_filename(mnt, ".simfs", "stats", NULL);
+	g_mutex_init(&r->lock);
+	g_cond_init(&r->cond);
+	t = g_thread_try_new("stats", sfs_dirty_reader, r, NULL);
+	if (!t) {
+		g_free(r->path);
+		g_free(r);
+		return -1;
+	}
+	g_mutex_lock(&r->lock);
+	while (!r->done)
+		if (!g_cond_wait_until(&r->cond, &r->lock, deadline))
+			break;
+	if (!r->done) {
+		r->orphaned = true; /* the reader frees r */
+		g_mutex_unlock(&r->lock);
+		g_thread_unref(t);
+		return -1;
+	}
+	g_mutex_unlock(&r->lock);
+	g_thread_join(t);
+	p = json_parser_new();
+	if (r->text && json_parser_load_from_data(p, r->text, -1, NULL))
+		dirty = (int64_t)(sfs_json_u64(json_parser_get_root(p),
+					       "cache.dirty_bytes") +
+				  block_bytes *
+				      sfs_json_u64(json_parser_get_root(p),
+						   "delalloc.reserved_blocks"));
+	g_object_unref(p);
+	g_free(r->text);
+	g_free(r->path);
+	g_free(r);
+	return dirty;
+}
+
+/* The other process that has the image (fd) open: the daemon; 0 if none. */
+static pid_t sfs_umount_find_daemon(int fd)
+{
+	struct stat img, st;
+	GDir *procs, *fds;
+	const char *pname, *fname;
+	pid_t found = 0;
+
+	if (fstat(fd, &img) < 0)
+		return 0;
+	procs = g_dir_open("/proc", 0, NULL);
+	if (!procs)
+		return 0;
+	while (!found && (pname = g_dir_read_name(procs))) {
+		char *fddir;
+		pid_t pid = (pid_t)atoi(pname);
+
+		if (pid <= 0 || pid == getpid())
+			continue;
+		fddir = g_strdup_printf("/proc/%d/fd", pid);
+		fds = g_dir_open(fddir, 0, NULL);
+		while (fds && !found && (fname = g_dir_read_name(fds))) {
+			char *link = g_build_filename(fddir, fname, NULL);
+
+			if (stat(link, &st) == 0 &&
+			    (S_ISBLK(img.st_mode)
+				 ? S_ISBLK(st.st_mode) &&
+				       st.st_rdev == img.st_rdev
+				 : st.st_dev == img.st_dev &&
+				       st.st_ino == img.st_ino))
+				found = pid;
+			g_free(link);
+		}
+		if (fds)
+			g_dir_close(fds);
+		g_free(fddir);
+	}
+	g_dir_close(procs);
+	return found;
+}
+
+/* Read the daemon's write(2) bytes and CPU ticks; false once it is gone. */
+static bool sfs_umount_sample(pid_t pid, uint64_t *wchar, uint64_t *cpu)
+{
+	char path[64], *text = NULL, *p;
+	unsigned long long ut, st;
+	bool ok;
+
+	g_snprintf(path, sizeof(path), "/proc/%d/io", pid);
+	if (g_file_get_contents(path, &text, NULL, NULL) &&
+	    (p = strstr(text, "wchar:")))
+		*wchar = g_ascii_strtoull(p + 6, NULL, 10);
+	g_free(text);
+	text = NULL;
+	g_snprintf(path, sizeof(path), "/proc/%d/stat", pid);
+	ok = g_file_get_contents(path, &text, NULL, NULL);
+	/* fields 14 and 15 (utime, stime) after the ")" ending comm */
+	p = ok ? strrchr(text, ')') : NULL;
+	if (p && sscanf(p + 1,
+			" %*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu "
+			"%llu",
+			&ut, &st) == 2)
+		*cpu = ut + st;
+	g_free(text);
+	return ok;
+}
+
+/* One progress line on the terminal, rewritten in place. */
+static void sfs_umount_show(const struct sfs_umount_watch *w, double secs)
+{
+	char done[32], dirty[32];
+	uint64_t written = w->wchar - w->wchar0;
+
+	sfs_human_size(written, done, sizeof(done));
+	if (w->dirty_bytes > 0) {
+		sfs_human_size((uint64_t)w->dirty_bytes, dirty, sizeof(dirty));
+		fprintf(stderr,
+			"\rsimfs umount: writing back %s: %s written of "
+			"about %s dirty, %.0f s   ",
+			w->mnt, done, dirty, secs);
+	} else {
+		fprintf(
+		    stderr,
+		    "\rsimfs umount: writing back %s: %s written, %.0f s   ",
+		    w->mnt, done, secs);
+	}
+	fflush(stderr);
+}
+
 /*
  * Wait until the daemon has released the image: it holds flock(LOCK_EX) on
  * an image file and O_EXCL on a block device (blockdev.c, SFS_BDEV_EXCL)
- * until sfs_fs_close has written everything back.  0 or -1 (said why).
+ * until sfs_fs_close has written everything back.  Waits as long as the
+ * daemon makes progress (its write(2) bytes or CPU time grow), at most
+ * w->timeout_s if set.  0 or -1 (said why).
  */
-static int sfs_umount_wait(const char *source, int fd)
+static int sfs_umount_wait(const char *source, int fd,
+			   struct sfs_umount_watch *w)
 {
-	gint64 deadline = g_get_monotonic_time() +
-			  (gint64)SFS_UMOUNT_TIMEOUT_S * G_USEC_PER_SEC;
+	gint64 start = g_get_monotonic_time(), now, last_progress = start,
+	       next_tick = start + SFS_UMOUNT_TICK_US;
+	bool blkdev, shown = false;
 	struct stat st;
-	bool blkdev;
-	int xfd;
+	int xfd, rc = -1;
 
 	blkdev = fstat(fd, &st) == 0 && S_ISBLK(st.st_mode);
+	w->pid = sfs_umount_find_daemon(fd);
+	if (w->pid)
+		sfs_umount_sample(w->pid, &w->wchar, &w->cpu);
+	w->wchar0 = w->wchar;
 	for (;;) {
 		if (blkdev) {
 			xfd = open(source, O_RDONLY | O_EXCL | O_CLOEXEC);
 			if (xfd >= 0) {
 				close(xfd);
-				return 0;
+				rc = 0;
+				break;
 			}
 		} else if (flock(fd, LOCK_EX | LOCK_NB) == 0) {
 			flock(fd, LOCK_UN);
-			return 0;
+			rc = 0;
+			break;
 		}
 		if (errno != EWOULDBLOCK && errno != EBUSY && errno != EINTR) {
 			sfs_err("umount", "waiting for %s: %s", source,
 				g_strerror(errno));
-			return -1;
+			break;
 		}
-		if (g_get_monotonic_time() > deadline) {
+		now = g_get_monotonic_time();
+		if (now >= next_tick) {
+			uint64_t wc = w->wchar, cpu = w->cpu;
+
+			next_tick = now + SFS_UMOUNT_TICK_US;
+			if (w->pid && sfs_umount_sample(w->pid, &wc, &cpu) &&
+			    (wc != w->wchar || cpu != w->cpu))
+				last_progress = now;
+			w->wchar = wc;
+			w->cpu = cpu;
+			if (w->tty) {
+				sfs_umount_show(w, (double)(now - start) / 1e6);
+				shown = true;
+			}
+		}
+		if (w->timeout_s > 0 &&
+		    (double)(now - start) / 1e6 > w->timeout_s) {
+			if (shown)
+				fputc('\n', stderr);
+			shown = false;
 			sfs_err("umount",
-				"timed out after %d s waiting for "
-				"the simfs daemon to release %s",
-				SFS_UMOUNT_TIMEOUT_S, source);
-			return -1;
+				"gave up after --timeout %g s: the simfs "
+				"daemon (pid %d) is still writing back %s; "
+				"the image is complete once it exits",
+				w->timeout_s, (int)w->pid, source);
+			break;
+		}
+		if (now - last_progress >
+		    (gint64)SFS_UMOUNT_STALL_S * G_USEC_PER_SEC) {
+			if (shown)
+				fputc('\n', stderr);
+			shown = false;
+			sfs_err("umount",
+				"the simfs daemon (pid %d) has made no "
+				"progress for %d s and still holds %s; see "
+				"the system log",
+				(int)w->pid, SFS_UMOUNT_STALL_S, source);
+			break;
 		}
 		g_usleep(SFS_UMOUNT_POLL_US);
 	}
+	if (shown && rc == 0) {
+		/* the last line: what was written in the end */
+		if (w->pid)
+			sfs_umount_sample(w->pid, &w->wchar, &w->cpu);
+		sfs_umount_show(w,
+				(double)(g_get_monotonic_time() - start) / 1e6);
+	}
+	if (shown)
+		fputc('\n', stderr);
+	return rc;
 }
 
 /*
@@ -1244,14 +1602,16 @@ static int sfs_umount_wait(const char *source, int fd)
  * printing the help (exit 0), or the exit code after an error message.
  * The caller g_frees *mnt, *source and *type in every case.
  */
-static int sfs_mountpoint_args(const char *cmd, void (*usage)(FILE *),
-			       int argc, char **argv, char **mnt,
+static int sfs_mountpoint_args(const char *cmd, void (*usage)(FILE *), int argc,
+			       char **argv, double *timeout_s, char **mnt,
 			       char **source, char **type)
 {
 	static const struct option longopts[] = {
 	    {"help", no_argument, NULL, 'h'},
+	    {"timeout", required_argument, NULL, 'T'},
 	    {NULL, 0, NULL, 0},
 	};
+	char *end;
 	int c;
 
 	*mnt = *source = *type = NULL;
@@ -1261,6 +1621,19 @@ static int sfs_mountpoint_args(const char *cmd, void (*usage)(FILE *),
 		if (c == 'h') {
 			usage(stdout);
 			return -1;
+		}
+		if (c == 'T' && timeout_s) {
+			errno = 0;
+			*timeout_s = g_ascii_strtod(optarg, &end);
+			if (errno || end == optarg || *end ||
+			    !(*timeout_s > 0 && *timeout_s <= 1e6)) {
+				sfs_err(cmd,
+					"bad --timeout '%s' (seconds, more "
+					"than 0 and at most 1000000)",
+					optarg);
+				return SFS_EXIT_USAGE;
+			}
+			continue;
 		}
 		return sfs_opt_error(cmd, argv, c);
 	}
@@ -1273,7 +1646,20 @@ static int sfs_mountpoint_args(const char *cmd, void (*usage)(FILE *),
 	}
 	*mnt = sfs_mountpoint_path(argv[optind]);
 	if (sfs_find_mount(*mnt, source, type) < 0) {
-		sfs_err(cmd, "%s is not mounted", *mnt);
+		struct stat st;
+
+		/* nothing is mounted there: stat cannot hang on a daemon */
+		if (stat(*mnt, &st) < 0 && errno == ENOENT)
+			sfs_err(cmd, "%s does not exist", *mnt);
+		else if (stat(*mnt, &st) < 0)
+			sfs_err(cmd, "%s: %s", *mnt, g_strerror(errno));
+		else if (!S_ISDIR(st.st_mode))
+			sfs_err(cmd,
+				"%s is not a directory, so not a mount "
+				"point",
+				*mnt);
+		else
+			sfs_err(cmd, "%s is not mounted", *mnt);
 		return SFS_EXIT_FAIL;
 	}
 	if (strcmp(*type, SFS_FUSE_TYPE) != 0) {
@@ -1286,11 +1672,13 @@ static int sfs_mountpoint_args(const char *cmd, void (*usage)(FILE *),
 static int cmd_umount(int argc, char **argv)
 {
 	char *mnt, *source, *type;
+	struct sfs_umount_watch w = {0};
 	struct sfs_dsuper sb;
+	double timeout_s = 0;
 	int fd = -1, rc;
 
-	rc = sfs_mountpoint_args("umount", sfs_umount_usage, argc, argv, &mnt,
-				 &source, &type);
+	rc = sfs_mountpoint_args("umount", sfs_umount_usage, argc, argv,
+				 &timeout_s, &mnt, &source, &type);
 	if (rc) {
 		rc = rc < 0 ? 0 : rc;
 		goto out;
@@ -1303,6 +1691,15 @@ static int cmd_umount(int argc, char **argv)
 			"without waiting for the write-back",
 			source, g_strerror(errno));
 
+	w.tty = isatty(STDERR_FILENO);
+	w.timeout_s = timeout_s;
+	w.mnt = mnt;
+	w.dirty_bytes = -1;
+	if (w.tty && fd >= 0 &&
+	    pread(fd, &sb, sizeof(sb), SFS_SUPER_OFFSET) == sizeof(sb) &&
+	    sfs_le32(sb.s_log_block_size) <= 6)
+		w.dirty_bytes = sfs_umount_dirty(
+		    mnt, 1024u << sfs_le32(sb.s_log_block_size));
 	if (sfs_run_fusermount(mnt) < 0) {
 		sfs_err("umount", "fusermount3 -u %s failed", mnt);
 		rc = SFS_EXIT_FAIL;
@@ -1312,7 +1709,7 @@ static int cmd_umount(int argc, char **argv)
 		rc = SFS_EXIT_FAIL;
 		goto out;
 	}
-	rc = sfs_umount_wait(source, fd);
+	rc = sfs_umount_wait(source, fd, &w);
 	if (rc < 0) {
 		rc = SFS_EXIT_FAIL;
 		goto out;
@@ -1398,7 +1795,7 @@ static int cmd_sync(int argc, char **argv)
 	char *mnt, *source, *type, *path = NULL;
 	int fd, rc;
 
-	rc = sfs_mountpoint_args("sync", sfs_sync_usage, argc, argv, &mnt,
+	rc = sfs_mountpoint_args("sync", sfs_sync_usage, argc, argv, NULL, &mnt,
 				 &source, &type);
 	if (rc) {
 		rc = rc < 0 ? 0 : rc;
@@ -1649,6 +2046,22 @@ static int cmd_help(int argc, char **argv)
 	return cmd->run(2, sub);
 }
 
+/*
+ * `simfs IMAGE MOUNTPOINT [-o OPTS]` is `simfs mount ...`: the form
+ * mount.fuse3 runs for `mount -t fuse.simfs` and fstab lines (it calls
+ * "TYPE SOURCE MOUNTPOINT -o OPTIONS").  Taken only when the first word is
+ * no command and names an existing file or contains a '/', so that a
+ * mistyped command still gets "unknown command".
+ */
+static bool sfs_mount_alias(int argc, char **argv)
+{
+	struct stat st;
+
+	if (argc < 3 || argv[1][0] == '-')
+		return false;
+	return strchr(argv[1], '/') || stat(argv[1], &st) == 0;
+}
+
 int main(int argc, char **argv)
 {
 	const struct sfs_cmd *cmd;
@@ -1673,6 +2086,8 @@ int main(int argc, char **argv)
 		return SFS_EXIT_USAGE;
 	}
 	cmd = sfs_cmd_find(argv[1]);
+	if (!cmd && sfs_mount_alias(argc, argv))
+		return cmd_mount(argc, argv);
 	if (!cmd)
 		return sfs_unknown_cmd(argv[1]);
 	return cmd->run(argc - 1, argv + 1);

@@ -8,13 +8,17 @@
  * (XXH3 before/after).  Cases: wrong magic, an unknown incompat feature
  * bit, known but unsupported features (flex_bg, 64bit, metadata_csum), a
  * truncated image, an empty file, a missing file, an image that is already
- * mounted, `-o bogus=1`, `-o mem=12Q`, `-o alloc=bogus`, `-o mem=0`; mkfs with bad sizes, block sizes,
+ * mounted, a small text file ("not an ext2/3/4 image"), `-o bogus=1`,
+ * `-o mem=12Q`, `-o alloc=bogus`, `-o mem=0`, `-o commit=-1` (the range
+ * in the message), `-o rmp=7200` and `-o comit=5` ("did you mean"), a
+ * mount point that is already a mount; `simfs umount` of a directory that
+ * does not exist; mkfs with bad sizes, block sizes,
  * inode sizes, inode ratios and reserve percentages (the target file
- * untouched, or not created), and over an existing filesystem without -F.  Then an image made by
- * `mke2fs -t ext2 -b 4096 -I 256 -O none,sparse_super,filetype,large_file,
- * ext_attr` (and a 1 KiB-block / 128-byte-inode variant) mounts, works and
- * stays e2fsck clean, and one made by plain `mke2fs -t ext4` is refused
- * naming an unsupported feature.
+ * untouched, or not created), and over an existing filesystem without -F.  Then
+ * an image made by `mke2fs -t ext2 -b 4096 -I 256 -O
+ * none,sparse_super,filetype,large_file, ext_attr` (and a 1 KiB-block /
+ * 128-byte-inode variant) mounts, works and stays e2fsck clean, and one made by
+ * plain `mke2fs -t ext4` is refused naming an unsupported feature.
  *
  * usage: t_badinput SIMFS_BINARY
  */
@@ -163,6 +167,11 @@ static void mount_cases(void)
 	static const char *const mem[] = {"mem", "12Q", NULL};
 	static const char *const alloc[] = {"alloc", "bogus", NULL};
 	static const char *const memsmall[] = {"mem", NULL};
+	static const char *const notext[] = {"not an ext2/3/4 image", NULL};
+	static const char *const commit[] = {"commit (a decimal integer, 1 to",
+					     NULL};
+	static const char *const rpm[] = {"did you mean rpm?", NULL};
+	static const char *const comit[] = {"did you mean commit?", NULL};
 	char *p;
 	int fd;
 
@@ -202,6 +211,12 @@ static void mount_cases(void)
 	expect_refused("empty file", p, NULL, NULL);
 	g_free(p);
 
+	p = h_path("text.img");
+	H_EQ(h_write_file(p, "root:x:0:0:root:/root:/bin/bash\n", 32, 0644), 0,
+	     "a small text file");
+	expect_refused("a small file that is no image", p, NULL, notext);
+	g_free(p);
+
 	p = h_path("missing.img");
 	expect_refused("missing image file", p, NULL, NULL);
 	H_OK(access(p, F_OK) != 0, "missing image: still not there");
@@ -212,6 +227,9 @@ static void mount_cases(void)
 	expect_refused("-o mem=12Q", p, "mem=12Q", mem);
 	expect_refused("-o alloc=bogus", p, "alloc=bogus", alloc);
 	expect_refused("-o mem=0", p, "mem=0", memsmall);
+	expect_refused("-o commit=-1", p, "commit=-1", commit);
+	expect_refused("-o rmp=7200", p, "device=hdd,rmp=7200", rpm);
+	expect_refused("-o comit=5", p, "comit=5", comit);
 	g_free(p);
 
 	/* already mounted */
@@ -235,6 +253,34 @@ static void mount_cases(void)
 		H_OK(h_fsck_clean(p, NULL), "e2fsck -fn clean");
 		g_free(f);
 		g_free(m1);
+		g_free(p);
+	}
+
+	/* a mount point that is already a mount: refused, not stacked */
+	{
+		char *m1 = h_path("stack1"), *p2, *err = NULL;
+		int rc, n;
+
+		p = variant("stack-a");
+		p2 = variant("stack-b");
+		h_diag("--- mount: onto a live mount point");
+		if (h_mount(p, m1, NULL) != 0)
+			h_bail("mounting a good image failed");
+		n = h_count_processes(p2);
+		rc = h_runl(NULL, &err, h_simfs(), "mount", p2, m1, NULL);
+		H_OK(rc != 0 && rc < 128, "second mount onto %s refused (%d)",
+		     m1, rc);
+		H_OK(one_line(err) && strstr(err, "already a mount point"),
+		     "says it is already a mount point: %s", err);
+		H_EQ(h_count_processes(p2), n,
+		     "no daemon for the second image");
+		H_OK(h_umount(m1) == 0, "one umount unmounts it");
+		H_OK(h_runl(NULL, NULL, "mountpoint", "-q", m1, NULL) != 0,
+		     "nothing is left mounted at %s", m1);
+		H_OK(h_fsck_clean(p, NULL), "e2fsck -fn clean");
+		g_free(err);
+		g_free(m1);
+		g_free(p2);
 		g_free(p);
 	}
 }
@@ -374,6 +420,14 @@ static void mkfs_cases(void)
 		rc = h_runl(&o, &e, h_simfs(), "frobnicate", NULL);
 		H_OK(rc != 0 && rc < 128, "unknown subcommand refused (%d)",
 		     rc);
+		g_free(o);
+		g_free(e);
+		rc = h_runl(&o, &e, h_simfs(), "umount", "/nonexistent/simfs-x",
+			    NULL);
+		H_OK(rc == 1 && e && strstr(e, "does not exist"),
+		     "umount of a missing directory: it does not exist (%d, "
+		     "%s)",
+		     rc, e ? e : "");
 		g_free(o);
 		g_free(e);
 		rc = h_runl(&o, &e, h_simfs(), "mount", NULL);

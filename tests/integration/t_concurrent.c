@@ -30,7 +30,7 @@
  * This runs once per configuration: the ext2 block map under a small
  * cache (write-back all the time), the ext3 preset with a one-second
  * commit, ext4's preset (mballoc, delayed allocation), data=journal,
- * ext3rs (reservation windows) on the modelled disk under CFQ (a stream
+ * ext3rs-ordered (reservation windows) on the modelled disk under CFQ (a stream
  * per worker process), and, on the real clock in emulate mode, every
  * journal mode (none, ordered, writeback, journal, ext4's): there the
  * workers' modelled waits overlap, slept without the engine's lock, and
@@ -791,8 +791,8 @@ int main(int argc, char **argv)
 	    {"journal", "ext3-journal", "preset=ext3-journal,mem=2M"},
 	    /* the timing device: each worker a CFQ stream of its own; ext3
 	       as 2.6.26 has it, with reservation windows */
-	    {"ext3rs-cfq", "ext3rs",
-	     "preset=ext3rs,mem=2M,device=hdd-2009,sched=cfq"},
+	    {"ext3rs-cfq", "ext3rs-ordered",
+	     "preset=ext3rs-ordered,mem=2M,device=hdd-2009,sched=cfq"},
 	    /* the real clock in emulate mode: operations sleep out their
 	       modelled waits without the engine's lock, and their requests
 	       wait together in the device's queue, in every journal mode */

@@ -685,9 +685,59 @@ static void test_config_runtime(void **state)
 	g_free(err);
 }
 
+/*
+ * Messages say what is allowed: the range of a number that does not
+ * parse, "did you mean" for a near miss of a knob (also a device
+ * model's), which is not passed on to FUSE as an unknown option would be.
+ */
+static void test_config_messages_help(void **state)
+{
+	struct sfs_config cfg;
+	char *err = NULL, *unknown = NULL;
+
+	(void)state;
+	expect_refused("commit=-1",
+		       "for commit (a decimal integer, 1 to 86400)");
+	expect_refused("commit=soon", "1 to 86400");
+	expect_refused("mem=12Q", "at least 1M");
+	expect_refused("rmp=7200", "unknown option 'rmp' (did you mean rpm?)");
+	expect_refused("device=hdd,rmp=7200", "did you mean rpm?");
+	expect_refused("comit=5", "did you mean commit?");
+	expect_refused("presett=ext4", "did you mean preset?");
+
+	assert_string_equal(sfs_config_suggest("rmp"), "rpm");
+	assert_string_equal(sfs_config_suggest("delaloc"), "delalloc");
+	/* knobs themselves, FUSE's options and far misses: no suggestion */
+	assert_null(sfs_config_suggest("commit"));
+	assert_null(sfs_config_suggest("allow_other"));
+	assert_null(sfs_config_suggest("nodev"));
+	assert_null(sfs_config_suggest("max_read"));
+	assert_null(sfs_config_suggest("frobnicate"));
+
+	/* FUSE options still pass through as unknown */
+	sfs_config_defaults(&cfg);
+	assert_int_equal(
+	    sfs_config_parse(&cfg, "allow_other,nodev,suid", &unknown, &err),
+	    0);
+	assert_string_equal(unknown, "allow_other,nodev,suid");
+	g_free(unknown);
+
+	/* a config write gets the same help */
+	sfs_config_defaults(&cfg);
+	assert_int_equal(sfs_config_parse_runtime(&cfg, "clok=emulate", &err),
+			 -EINVAL);
+	assert_non_null(strstr(err, "did you mean clock?"));
+	g_free(err);
+	err = NULL;
+	assert_int_equal(sfs_config_set(&cfg, "comit", "5", &err), -EINVAL);
+	assert_non_null(strstr(err, "did you mean commit?"));
+	g_free(err);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_config_messages_help),
 	    cmocka_unit_test(test_config_defaults),
 	    cmocka_unit_test(test_config_empty_string),
 	    cmocka_unit_test(test_config_alloc),

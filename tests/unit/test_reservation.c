@@ -434,11 +434,18 @@ static void test_reservation_presets(void **state)
 	    sfs_config_parse(&cfg, "preset=ext3-journal", NULL, &err), 0);
 	assert_string_equal(cfg.journal, "journal");
 	assert_string_equal(cfg.alloc, "blockmap");
+	/* ext3rs as the 2005 comparison ran it: windows, data=writeback */
 	assert_int_equal(sfs_config_parse(&cfg, "preset=ext3rs", NULL, &err),
 			 0);
+	assert_string_equal(cfg.journal, "writeback");
+	assert_string_equal(cfg.alloc, "reservation");
+	assert_int_equal(cfg.reservation_window, 8);
+	assert_int_equal(
+	    sfs_config_parse(&cfg, "preset=ext3rs-ordered", NULL, &err), 0);
 	assert_string_equal(cfg.journal, "ordered");
 	assert_string_equal(cfg.alloc, "reservation");
 	assert_int_equal(cfg.reservation_window, 8);
+	assert_int_equal(cfg.reservation_max, 1027);
 
 	/* later options override, wherever the preset stands */
 	sfs_config_defaults(&cfg);

@@ -12,7 +12,7 @@
  *
  *  - classic ext3 (block by block) cuts the files into hundreds of pieces
  *    and writes at about half of ext4's speed;
- *  - ext3rs (reservation windows) cuts them in runs of up to 4 MiB and
+ *  - ext3rs-ordered (reservation windows) cuts them in runs of up to 4 MiB and
  *    lands between the two;
  *  - ext4 keeps each file in a few extents;
  *  - with one writer all three are within a fifth of each other.
@@ -168,12 +168,12 @@ static void test_writers_eight_keep_table_a_ranking(void **state)
 
 	(void)state;
 	e3 = run("ext3", 8);
-	rs = run("ext3rs", 8);
+	rs = run("ext3rs-ordered", 8);
 	e4 = run("ext4", 8);
 	r3 = e3.write_mbs / e4.write_mbs;
 	rrs = rs.write_mbs / e4.write_mbs;
 	print_message("# initial writers as a fraction of ext4: ext3 %.2f, "
-		      "ext3rs %.2f (table A: 0.53)\n",
+		      "ext3rs-ordered %.2f (table A: 0.53)\n",
 		      r3, rrs);
 	/* classic ext3: well under two thirds (0.55 at the bench's 128 MiB
 	 * files), most records a piece of their own */
