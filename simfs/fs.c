@@ -414,16 +414,6 @@ static const struct feat_name feat_names[] = {
     {2, 0x10000, "orphan_present"},
 };
 
-static char *feature_name(int word, uint32_t bit)
-{
-	static const char *words[] = {"compat", "incompat", "ro_compat"};
-
-	for (size_t i = 0; i < G_N_ELEMENTS(feat_names); i++)
-		if (feat_names[i].word == word && feat_names[i].mask == bit)
-			return g_strdup(feat_names[i].name);
-	return g_strdup_printf("unknown %s feature 0x%x", words[word], bit);
-}
-
 /* Features the engine handles now.  resize_inode and the ro_compat extras
  * mke2fs may set are tolerated: their blocks stay untouched.  dir_index
  * is read as a linear directory; a change to an indexed directory clears
@@ -454,15 +444,29 @@ static int check_unsupported(const struct sfs_dsuper *sb, char **err)
 	GString *names = g_string_new(NULL);
 	unsigned n = 0;
 
-	for (int w = 0; w < 3; w++) {
-		for (uint32_t bad = words[w] & ~supp[w]; bad; bad &= bad - 1) {
-			char *name = feature_name(w, bad & -bad);
+	static const char *wname[] = {"compat", "incompat", "ro_compat"};
 
-			g_string_append_printf(names, "%s'%s'", n ? ", " : "",
+	for (int w = 0; w < 3; w++) {
+		uint32_t unknown = 0;
+
+		for (uint32_t bad = words[w] & ~supp[w]; bad; bad &= bad - 1) {
+			const char *name = NULL;
+
+			for (size_t i = 0; i < G_N_ELEMENTS(feat_names); i++)
+				if (feat_names[i].word == w &&
+				    feat_names[i].mask == (bad & -bad))
+					name = feat_names[i].name;
+			if (!name) {
+				unknown |= bad & -bad;
+				continue;
+			}
+			g_string_append_printf(names, "%s'%s'", n++ ? ", " : "",
 					       name);
-			g_free(name);
-			n++;
 		}
+		if (unknown)
+			g_string_append_printf(names, "%sunknown %s 0x%x",
+					       n++ ? ", " : "", wname[w],
+					       unknown);
 	}
 	if (n)
 		*err = g_strdup_printf("unsupported filesystem feature%s %s",
