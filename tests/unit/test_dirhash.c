@@ -307,7 +307,7 @@ static void test_dirhash_e2fsprogs_htree(void **state)
 	gchar *htree[] = {"debugfs", "-R", "htree /big", img, NULL};
 	uint32_t lo[MAXB], seed[4];
 	int has[MAXB] = {0}, nblocks = 0;
-	char *out, *sb, **lines;
+	char *out, *fsck_out, *sb, **lines;
 	unsigned version = 99, checked = 0, cur = UINT32_MAX;
 
 	(void)state;
@@ -323,13 +323,19 @@ static void test_dirhash_e2fsprogs_htree(void **state)
 		g_free(name);
 	}
 	out = run_out(mkfs);
+	fsck_out = out ? run_out(fsck) : NULL;
+	sb = fsck_out ? run_out(dump) : NULL;
 	g_free(out);
-	if (!out || !(out = run_out(fsck)) || !(sb = run_out(dump))) {
-		g_free(out);
+	g_free(fsck_out);
+	if (!sb) {
 		sfs_test_rmtree(dir);
+		g_free(img);
+		g_free(big);
+		g_free(src);
+		g_free(dir);
 		skip();
+		return;
 	}
-	g_free(out);
 	assert_true(parse_seed(sb, seed));
 	if (!strstr(sb, "signed_directory_hash") ||
 	    strstr(sb, "unsigned_directory_hash"))
