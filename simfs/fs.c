@@ -415,9 +415,9 @@ static const struct feat_name feat_names[] = {
 };
 
 /* Features the engine handles now.  resize_inode and the ro_compat extras
- * mke2fs may set are tolerated: their blocks stay untouched.  dir_index
- * is read as a linear directory; a change to an indexed directory clears
- * its index flag (dir.c, doc/internals.md "Hashed directories"). */
+ * mke2fs may set are tolerated: their blocks stay untouched.  An htree
+ * (dir_index) directory is read as a linear one, and adding a name to it
+ * clears its index flag (dir.c; doc/internals.md, "Hashed directories"). */
 #define ENGINE_COMPAT                                                          \
 	(SFS_FEATURE_COMPAT_EXT_ATTR | SFS_FEATURE_COMPAT_RESIZE_INODE |       \
 	 SFS_FEATURE_COMPAT_DIR_PREALLOC | SFS_FEATURE_COMPAT_HAS_JOURNAL |    \
@@ -441,10 +441,9 @@ static int check_unsupported(const struct sfs_dsuper *sb, char **err)
 	const uint32_t supp[3] = {
 	    ENGINE_COMPAT, ENGINE_INCOMPAT | SFS_FEATURE_INCOMPAT_RECOVER,
 	    ENGINE_RO_COMPAT};
+	static const char *wname[] = {"compat", "incompat", "ro_compat"};
 	GString *names = g_string_new(NULL);
 	unsigned n = 0;
-
-	static const char *wname[] = {"compat", "incompat", "ro_compat"};
 
 	for (int w = 0; w < 3; w++) {
 		uint32_t unknown = 0;
