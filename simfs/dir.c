@@ -1,6 +1,7 @@
 /*
- * dir.c - linear ext2 directories (ext-format section 5) and the in-memory
- * hashed name index that keeps lookups in large directories off the disk.
+ * dir.c - linear ext2 directories and the in-memory hashed name index that
+ * keeps lookups in large directories off the disk; htree directories are
+ * read as linear ones (invariant 4).
  *
  * A directory is i_size / bs blocks, each tiled exactly by records
  * {inode, rec_len, name_len, file_type, name}.  Block 0 starts with "."
@@ -21,6 +22,16 @@
  *     addressing, and keeps per block the largest record an insert could
  *     place there, so neither lookups nor inserts walk the directory.  Any
  *     failure while maintaining it drops it; the next use rebuilds it.
+ *  4. Hashed (htree) directories, SFS_INDEX_FL, as ext3/ext4 write them,
+ *     are read as linear ones: the dx_root block reads as "." and a ".."
+ *     whose record spans the rest of the block, each dx_node block as one
+ *     unused record spanning the block, so a scan of every block finds
+ *     every name.  The index blocks stay intact while the flag is set:
+ *     removing or retargeting a name leaves every other name in the leaf
+ *     its hash leads to, but adding one would not, so sfs_dir_add first
+ *     clears the flag (dir_drop_htree) and only then may an insert use the
+ *     slack behind ".." or an index block.  doc/internals.md, "Hashed
+ *     directories".
  */
 #include <errno.h>
 #include <string.h>
@@ -632,6 +643,26 @@ int sfs_dir_lookup(struct sfs_fs *fs, struct sfs_inode *dp, const char *name,
 }
 
 /*
+ * Make an htree directory linear before a name is added (invariant 4):
+ * clear SFS_INDEX_FL, as ext4_add_entry does when it cannot use the index
+ * (and as e2fsck accepts: the blocks already read as linear records).
+ * simfs does not maintain the index yet.  0, or the inode update's error
+ * with the flag still set.
+ */
+static int dir_drop_htree(struct sfs_fs *fs, struct sfs_inode *dp)
+{
+	int rc;
+
+	if (!(sfs_le32(dp->d.i_flags) & SFS_INDEX_FL))
+		return 0;
+	dp->d.i_flags &= ~sfs_cpu_to_le32(SFS_INDEX_FL);
+	rc = sfs_inode_dirty(fs, dp);
+	if (rc)
+		dp->d.i_flags |= sfs_cpu_to_le32(SFS_INDEX_FL);
+	return rc;
+}
+
+/*
  * Add name -> ino (the caller checked the name is absent): first block
  * with room in index order, else a new block at the end.  0, -ENOSPC,
  * -ENOMEM, -EIO; on error the directory is unchanged.
@@ -652,6 +683,8 @@ int sfs_dir_add(struct sfs_fs *fs, struct sfs_inode *dp, const char *name,
 	rc = dix_reserve(ix, 1);
 	if (!rc)
 		rc = dix_room_reserve(ix, ix->nblocks + 1);
+	if (!rc)
+		rc = dir_drop_htree(fs, dp);
 	if (rc)
 		return rc;
 	for (lblk = ix->first_room; lblk < ix->nblocks; lblk++) {

@@ -94,7 +94,8 @@ static inline uint64_t sfs_cpu_to_be64(uint64_t v) { return htobe64(v); }
 /* What simfs understands.  Anything else is refused, naming the feature. */
 #define SFS_COMPAT_SUPP                                                        \
 	(SFS_FEATURE_COMPAT_EXT_ATTR | SFS_FEATURE_COMPAT_HAS_JOURNAL |        \
-	 SFS_FEATURE_COMPAT_RESIZE_INODE | SFS_FEATURE_COMPAT_DIR_PREALLOC)
+	 SFS_FEATURE_COMPAT_RESIZE_INODE | SFS_FEATURE_COMPAT_DIR_PREALLOC |   \
+	 SFS_FEATURE_COMPAT_DIR_INDEX)
 #define SFS_INCOMPAT_SUPP                                                      \
 	(SFS_FEATURE_INCOMPAT_FILETYPE | SFS_FEATURE_INCOMPAT_RECOVER |        \
 	 SFS_FEATURE_INCOMPAT_EXTENTS)
@@ -118,7 +119,7 @@ static inline uint64_t sfs_cpu_to_be64(uint64_t v) { return htobe64(v); }
 #define SFS_IMMUTABLE_FL 0x00000010
 #define SFS_APPEND_FL 0x00000020
 #define SFS_NOATIME_FL 0x00000080
-#define SFS_INDEX_FL 0x00001000
+#define SFS_INDEX_FL 0x00001000 /* directory has an htree index (dx_root) */
 #define SFS_EXTENTS_FL 0x00080000
 #define SFS_INLINE_DATA_FL 0x10000000
 

@@ -414,50 +414,83 @@ static const struct feat_name feat_names[] = {
     {2, 0x10000, "orphan_present"},
 };
 
-static char *feature_name(int word, uint32_t bit)
-{
-	static const char *words[] = {"compat", "incompat", "ro_compat"};
-
-	for (size_t i = 0; i < G_N_ELEMENTS(feat_names); i++)
-		if (feat_names[i].word == word && feat_names[i].mask == bit)
-			return g_strdup(feat_names[i].name);
-	return g_strdup_printf("unknown %s feature 0x%x", words[word], bit);
-}
-
 /* Features the engine handles now.  resize_inode and the ro_compat extras
- * mke2fs may set are tolerated: their blocks stay untouched. */
+ * mke2fs may set are tolerated: their blocks stay untouched.  An htree
+ * (dir_index) directory is read as a linear one, and adding a name to it
+ * clears its index flag (dir.c; doc/internals.md, "Hashed directories"). */
 #define ENGINE_COMPAT                                                          \
 	(SFS_FEATURE_COMPAT_EXT_ATTR | SFS_FEATURE_COMPAT_RESIZE_INODE |       \
-	 SFS_FEATURE_COMPAT_DIR_PREALLOC | SFS_FEATURE_COMPAT_HAS_JOURNAL)
+	 SFS_FEATURE_COMPAT_DIR_PREALLOC | SFS_FEATURE_COMPAT_HAS_JOURNAL |    \
+	 SFS_FEATURE_COMPAT_DIR_INDEX)
 #define ENGINE_INCOMPAT                                                        \
 	(SFS_FEATURE_INCOMPAT_FILETYPE | SFS_FEATURE_INCOMPAT_EXTENTS)
 #define ENGINE_RO_COMPAT SFS_RO_COMPAT_SUPP
 
-static int check_features(const struct sfs_dsuper *sb, char **err)
+/*
+ * Refuse a superblock with any feature outside the engine's subset,
+ * naming every one of them ("unsupported filesystem features 'a', 'b'").
+ * needs_recovery is not judged here (check_features, after the journal
+ * replay).  Runs before any other check, so that the message is about the
+ * features and not about a structure they change.  0 or -EINVAL.
+ */
+static int check_unsupported(const struct sfs_dsuper *sb, char **err)
 {
 	uint32_t words[3] = {sfs_le32(sb->s_feature_compat),
 			     sfs_le32(sb->s_feature_incompat),
 			     sfs_le32(sb->s_feature_ro_compat)};
-	const uint32_t supp[3] = {ENGINE_COMPAT, ENGINE_INCOMPAT,
-				  ENGINE_RO_COMPAT};
+	const uint32_t supp[3] = {
+	    ENGINE_COMPAT, ENGINE_INCOMPAT | SFS_FEATURE_INCOMPAT_RECOVER,
+	    ENGINE_RO_COMPAT};
+	static const char *wname[] = {"compat", "incompat", "ro_compat"};
+	GString *names = g_string_new(NULL);
+	unsigned n = 0;
 
 	for (int w = 0; w < 3; w++) {
-		uint32_t bad = words[w] & ~supp[w];
-		if (!bad)
-			continue;
-		uint32_t bit = bad & -bad;
-		char *name = feature_name(w, bit);
-		if (w == 1 && bit == SFS_FEATURE_INCOMPAT_RECOVER)
-			*err = g_strdup("the journal needs recovery "
-					"(needs_recovery is set); run e2fsck "
-					"or mount with a journal policy");
-		else
-			*err = g_strdup_printf(
-			    "unsupported filesystem feature '%s'", name);
-		g_free(name);
+		uint32_t unknown = 0;
+
+		for (uint32_t bad = words[w] & ~supp[w]; bad; bad &= bad - 1) {
+			const char *name = NULL;
+
+			for (size_t i = 0; i < G_N_ELEMENTS(feat_names); i++)
+				if (feat_names[i].word == w &&
+				    feat_names[i].mask == (bad & -bad))
+					name = feat_names[i].name;
+			if (!name) {
+				unknown |= bad & -bad;
+				continue;
+			}
+			g_string_append_printf(names, "%s'%s'", n++ ? ", " : "",
+					       name);
+		}
+		if (unknown)
+			g_string_append_printf(names, "%sunknown %s 0x%x",
+					       n++ ? ", " : "", wname[w],
+					       unknown);
+	}
+	if (n)
+		*err = g_strdup_printf("unsupported filesystem feature%s %s",
+				       n > 1 ? "s" : "", names->str);
+	g_string_free(names, true);
+	return n ? -EINVAL : 0;
+}
+
+/* After the journal replay: unsupported features, recovery still pending
+ * (a read-only mount does not replay), and the filetype simfs needs.  0 or
+ * -EINVAL. */
+static int check_features(const struct sfs_dsuper *sb, char **err)
+{
+	int rc = check_unsupported(sb, err);
+
+	if (rc)
+		return rc;
+	if (sfs_le32(sb->s_feature_incompat) & SFS_FEATURE_INCOMPAT_RECOVER) {
+		*err = g_strdup("the journal needs recovery "
+				"(needs_recovery is set); run e2fsck "
+				"or mount with a journal policy");
 		return -EINVAL;
 	}
-	if (!(words[1] & SFS_FEATURE_INCOMPAT_FILETYPE)) {
+	if (!(sfs_le32(sb->s_feature_incompat) &
+	      SFS_FEATURE_INCOMPAT_FILETYPE)) {
 		*err = g_strdup("filesystem lacks the 'filetype' feature, "
 				"which simfs requires");
 		return -EINVAL;
@@ -2124,6 +2157,12 @@ int sfs_fs_open(struct sfs_bdev *bd, const struct sfs_config *cfg,
 		goto out_free;
 	}
 	memcpy(&fs->sb, raw, sizeof(raw));
+	if (sfs_le16(fs->sb.s_magic) == SFS_SUPER_MAGIC) {
+		/* features first: they decide what the rest means */
+		rc = check_unsupported(&fs->sb, &msg);
+		if (rc)
+			goto out_free;
+	}
 	if ((sfs_le32(fs->sb.s_feature_compat) &
 	     SFS_FEATURE_COMPAT_HAS_JOURNAL) &&
 	    sfs_le16(fs->sb.s_magic) == SFS_SUPER_MAGIC && !fs->ro) {

@@ -616,6 +616,12 @@ int h_kmount(const char *image, const char *mnt, char **err)
 int h_kmount_type(const char *image, const char *mnt, const char *type,
 		  char **err)
 {
+	return h_kmount_opts(image, mnt, type, "loop,ro", err);
+}
+
+int h_kmount_opts(const char *image, const char *mnt, const char *type,
+		  const char *opts, char **err)
+{
 	int rc;
 
 	if (mkdir(mnt, 0755) < 0 && errno != EEXIST) {
@@ -624,8 +630,8 @@ int h_kmount_type(const char *image, const char *mnt, const char *type,
 					       strerror(errno));
 		return -1;
 	}
-	rc = h_runl(NULL, err, "mount", "-o", "loop,ro", "-t", type, image,
-		    mnt, NULL);
+	rc = h_runl(NULL, err, "mount", "-o", opts, "-t", type, image, mnt,
+		    NULL);
 	if (h_is_mounted(mnt))
 		mnt_add(mnt, false);
 	return rc == 0 && h_is_mounted(mnt) ? 0 : -1;

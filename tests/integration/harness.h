@@ -66,6 +66,9 @@ int h_kmount(const char *image, const char *mnt, char **err);
 /* The same with the kernel driver `type` ("ext4" mounts ext2/3/4). */
 int h_kmount_type(const char *image, const char *mnt, const char *type,
 		  char **err);
+/* The same with mount options opts ("loop" mounts read-write). */
+int h_kmount_opts(const char *image, const char *mnt, const char *type,
+		  const char *opts, char **err);
 int h_kumount(const char *mnt);
 /* mount -t tmpfs -o size=SIZE at mnt (a small host disk that fills); 0 or
  * -1.  Tracked like a kernel mount; h_kumount undoes it. */

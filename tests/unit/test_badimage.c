@@ -4,7 +4,8 @@
  * Each case starts from a freshly made image, breaks one thing (magic,
  * revision, an unknown incompat or ro_compat feature, group geometry,
  * inode count, a truncated file, a block size out of range, an empty
- * file, random bytes), and expects sfs_fs_open to return -EINVAL (or -EIO)
+ * file, random bytes; or mke2fs makes it with unsupported features), and
+ * expects sfs_fs_open to return -EINVAL (or -EIO)
  * with a non-empty one-line message, to close the device (the image's lock
  * is free again), and to leave every byte of the image unchanged (xxhash
  * of the file before and after).  A control case opens the intact image.
@@ -85,10 +86,12 @@ static struct sfs_dsuper *super_of(uint8_t *img)
 
 /*
  * Write img (len bytes) as the bad image, try to open it, and check the
- * refusal.  want_word, if not NULL, must appear in the message.
+ * refusal.  Every word of want (NULL-terminated, may be NULL) must appear
+ * in the message, and absent (if not NULL) must not.
  */
-static void expect_refused(struct fixture *f, const uint8_t *img, gsize len,
-			   const char *what, const char *want_word)
+static void expect_refused_words(struct fixture *f, const uint8_t *img,
+				 gsize len, const char *what,
+				 const char *const *want, const char *absent)
 {
 	struct sfs_config cfg;
 	struct sfs_bdev *bd;
@@ -113,9 +116,12 @@ static void expect_refused(struct fixture *f, const uint8_t *img, gsize len,
 		fail_msg("%s: no message", what);
 	if (strchr(err, '\n'))
 		fail_msg("%s: message is not one line: '%s'", what, err);
-	if (want_word && !strstr(err, want_word))
-		fail_msg("%s: message '%s' does not name '%s'", what, err,
-			 want_word);
+	for (; want && *want; want++)
+		if (!strstr(err, *want))
+			fail_msg("%s: message '%s' does not name '%s'", what,
+				 err, *want);
+	if (absent && strstr(err, absent))
+		fail_msg("%s: message '%s' is about '%s'", what, err, absent);
 	print_message("# %s: %s\n", what, err);
 	g_free(err);
 
@@ -126,6 +132,124 @@ static void expect_refused(struct fixture *f, const uint8_t *img, gsize len,
 	assert_int_equal(len0, len1);
 	if (before != after)
 		fail_msg("%s: the image was modified by a refused open", what);
+}
+
+/* The same with one word (or none) that must be named. */
+static void expect_refused(struct fixture *f, const uint8_t *img, gsize len,
+			   const char *what, const char *want_word)
+{
+	const char *want[] = {want_word, NULL};
+
+	expect_refused_words(f, img, len, what, want, NULL);
+}
+
+/* mke2fs (e2fsprogs), or NULL if it is not installed; g_free it. */
+static char *find_mke2fs(void)
+{
+	static const char *const dirs[] = {"/sbin", "/usr/sbin"};
+	char *p = g_find_program_in_path("mke2fs");
+
+	for (size_t i = 0; !p && i < G_N_ELEMENTS(dirs); i++) {
+		p = g_build_filename(dirs[i], "mke2fs", NULL);
+		if (!g_file_test(p, G_FILE_TEST_IS_EXECUTABLE))
+			g_clear_pointer(&p, g_free);
+	}
+	return p;
+}
+
+/* mke2fs -F -q ARGS... path 32M; fails the test if mke2fs does. */
+static void run_mke2fs(const char *mke2fs, const char *path,
+		       const char *const *args)
+{
+	GPtrArray *argv = g_ptr_array_new();
+	char *out = NULL, *errtext = NULL;
+	GError *gerr = NULL;
+	int status = -1;
+	bool ran;
+
+	g_ptr_array_add(argv, (char *)mke2fs);
+	g_ptr_array_add(argv, "-F");
+	g_ptr_array_add(argv, "-q");
+	for (; *args; args++)
+		g_ptr_array_add(argv, (char *)*args);
+	g_ptr_array_add(argv, (char *)path);
+	g_ptr_array_add(argv, "32M");
+	g_ptr_array_add(argv, NULL);
+	unlink(path);
+	ran = g_spawn_sync(NULL, (char **)argv->pdata, NULL, 0, NULL, NULL,
+			   &out, &errtext, &status, &gerr);
+	g_ptr_array_free(argv, true);
+	if (!ran || !g_spawn_check_wait_status(status, NULL))
+		fail_msg("mke2fs failed: %s", gerr ? gerr->message : errtext);
+	g_free(out);
+	g_free(errtext);
+	g_clear_error(&gerr);
+}
+
+/*
+ * Images mke2fs makes with features outside the subset: the refusal names
+ * every one of them, before any other check (a bigalloc image with a
+ * journal is refused for bigalloc, not for what bigalloc does to the
+ * journal inode or the cluster geometry).
+ */
+static void test_badimage_mke2fs_features_all_named(void **state)
+{
+	static const struct {
+		const char *args[6];
+		const char *want[6];
+	} cases[] = {
+	    {{"-t", "ext4", "-O", "bigalloc,64bit,flex_bg,metadata_csum"},
+	     {"bigalloc", "64bit", "flex_bg", "metadata_csum"}},
+	    {{"-t", "ext4", "-O", "inline_data,mmp,large_dir"},
+	     {"inline_data", "mmp", "large_dir"}},
+	    {{"-t", "ext2", "-O", "meta_bg,^resize_inode"}, {"meta_bg"}},
+	};
+	struct fixture *f = *state;
+	char *mke2fs = find_mke2fs();
+	char *path = g_build_filename(f->dir, "mke2fs.img", NULL);
+
+	if (!mke2fs)
+		skip();
+	for (size_t i = 0; i < G_N_ELEMENTS(cases); i++) {
+		char *what = g_strjoinv(" ", (char **)cases[i].args);
+		uint8_t *img;
+		gsize len;
+
+		run_mke2fs(mke2fs, path, cases[i].args);
+		assert_true(
+		    g_file_get_contents(path, (char **)&img, &len, NULL));
+		expect_refused_words(f, img, len, what, cases[i].want,
+				     "journal");
+		g_free(img);
+		g_free(what);
+	}
+	unlink(path);
+	g_free(path);
+	g_free(mke2fs);
+}
+
+/* What mke2fs makes for ext2 and ext3 with this machine's defaults
+ * (dir_index included) opens, and closes e2fsck-clean. */
+static void test_badimage_mke2fs_defaults_open(void **state)
+{
+	static const char *const types[][3] = {{"-t", "ext2"}, {"-t", "ext3"}};
+	struct fixture *f = *state;
+	char *mke2fs = find_mke2fs();
+	char *path = g_build_filename(f->dir, "mke2fs.img", NULL);
+
+	if (!mke2fs)
+		skip();
+	for (size_t i = 0; i < G_N_ELEMENTS(types); i++) {
+		struct sfs_fs *fs;
+
+		run_mke2fs(mke2fs, path, types[i]);
+		fs = sfs_test_open(path, "");
+		assert_int_equal(sfs_fs_close(fs), 0);
+		assert_true(sfs_test_fsck_clean(path, NULL));
+	}
+	unlink(path);
+	g_free(path);
+	g_free(mke2fs);
 }
 
 /* A copy of the pristine image to corrupt. */
@@ -314,6 +438,8 @@ int main(void)
 	    cmocka_unit_test(test_badimage_zero_length),
 	    cmocka_unit_test(test_badimage_random_garbage),
 	    cmocka_unit_test(test_badimage_other_geometry),
+	    cmocka_unit_test(test_badimage_mke2fs_features_all_named),
+	    cmocka_unit_test(test_badimage_mke2fs_defaults_open),
 	};
 
 	return cmocka_run_group_tests_name("badimage", tests, setup, teardown);

@@ -16,6 +16,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -746,6 +747,135 @@ static void test_dir_mke2fs_lost_found(void **state)
 	sfs_tfs_free(t);
 }
 
+/* Run argv (searched in PATH, output discarded); its exit status, or -1. */
+static int run_quiet(gchar **argv)
+{
+	gint status = -1;
+
+	if (!g_spawn_sync(NULL, argv, NULL,
+			  G_SPAWN_SEARCH_PATH | G_SPAWN_STDOUT_TO_DEV_NULL |
+			      G_SPAWN_STDERR_TO_DEV_NULL,
+			  NULL, NULL, NULL, NULL, &status, NULL) ||
+	    !WIFEXITED(status))
+		return -1;
+	return WEXITSTATUS(status);
+}
+
+static bool dir_indexed(struct sfs_fs *fs, sfs_ino_t ino)
+{
+	struct sfs_inode *dp;
+	bool indexed;
+
+	assert_int_equal(sfs_iget(fs, ino, &dp), 0);
+	indexed = sfs_le32(dp->d.i_flags) & SFS_INDEX_FL;
+	sfs_iput(fs, dp);
+	return indexed;
+}
+
+/* Every name i in [0, n) with alive[i] is found by lookup and readdir, the
+ * others by neither. */
+static void htree_names_found(struct sfs_fs *fs, sfs_ino_t dir,
+			      const bool *alive, unsigned n, const char *pfx)
+{
+	struct sfs_attr a;
+	struct rd *r;
+	char name[64];
+
+	for (unsigned i = 0; i < n; i++) {
+		snprintf(name, sizeof(name), "%s%05u-a-longer-name", pfx, i);
+		assert_int_equal(sfs_lookup(fs, dir, name, &a),
+				 alive[i] ? 0 : -ENOENT);
+	}
+	r = rd_all(fs, dir);
+	assert_false(r->dup);
+	for (unsigned i = 0; i < n; i++) {
+		snprintf(name, sizeof(name), "%s%05u-a-longer-name", pfx, i);
+		assert_int_equal(rd_count(r, name), alive[i] ? 1 : 0);
+	}
+	assert_true(rd_count(r, ".") == 1 && rd_count(r, "..") == 1);
+	rd_free(r);
+}
+
+/*
+ * An htree directory as e2fsprogs writes it (mke2fs -d, then e2fsck -D
+ * indexes it): every name is found by the linear reader; removing names
+ * keeps the index (flag set, e2fsck clean); adding a name clears the flag
+ * and may use the index blocks' space, and the image stays clean.
+ */
+static void test_dir_htree_read_remove_add(void **state)
+{
+	enum { N = 600 };
+	struct sfs_tfs *t = sfs_tfs_alloc();
+	char *src = g_build_filename(t->dir, "src", NULL);
+	char *big = g_build_filename(src, "big", NULL);
+	gchar *mkfs[] = {"mke2fs", "-F", "-q", "-t",   "ext2", "-b",
+			 "1024",   "-d", src,  t->img, "16M",  NULL};
+	gchar *fsck[] = {"e2fsck", "-fyD", t->img, NULL};
+	bool alive[N], added[N];
+	struct sfs_attr a;
+	char name[64];
+	sfs_ino_t d;
+
+	(void)state;
+	assert_int_equal(g_mkdir_with_parents(big, 0755), 0);
+	for (unsigned i = 0; i < N; i++) {
+		char *p;
+
+		snprintf(name, sizeof(name), "h%05u-a-longer-name", i);
+		p = g_build_filename(big, name, NULL);
+		assert_true(g_file_set_contents(p, "", 0, NULL));
+		g_free(p);
+		alive[i] = true;
+		added[i] = false;
+	}
+	if (run_quiet(mkfs) != 0 || run_quiet(fsck) < 0 ||
+	    run_quiet(fsck) > 1) {
+		g_free(big);
+		g_free(src);
+		sfs_tfs_free(t);
+		skip();
+	}
+	assert_true(sfs_test_fsck_clean(t->img, NULL));
+	t->fs = sfs_test_open(t->img, "");
+	assert_int_equal(sfs_lookup(t->fs, SFS_ROOT_INO, "big", &a), 0);
+	d = a.ino;
+	assert_true(dir_indexed(t->fs, d));
+	htree_names_found(t->fs, d, alive, N, "h");
+
+	/* removing keeps the index valid: the flag stays */
+	for (unsigned i = 0; i < N; i += 3) {
+		snprintf(name, sizeof(name), "h%05u-a-longer-name", i);
+		assert_int_equal(sfs_unlink(t->fs, d, name), 0);
+		alive[i] = false;
+	}
+	sfs_tfs_cycle(t);
+	assert_true(dir_indexed(t->fs, d));
+	htree_names_found(t->fs, d, alive, N, "h");
+
+	/* adding makes it linear, and the new names fill its old index
+	 * space before the directory grows */
+	uint64_t size = dir_size(t->fs, d);
+	for (unsigned i = 0; i < N / 3; i++) {
+		snprintf(name, sizeof(name), "g%05u-a-longer-name", i);
+		mkfile(t->fs, d, name);
+		added[i] = true;
+	}
+	assert_false(dir_indexed(t->fs, d));
+	assert_int_equal(dir_size(t->fs, d), size);
+	snprintf(name, sizeof(name), "h%05u-a-longer-name", 1);
+	assert_int_equal(
+	    sfs_rename(t->fs, d, name, d, "g00000-a-longer-name", 0), 0);
+	alive[1] = false;
+	sfs_tfs_cycle(t);
+	assert_false(dir_indexed(t->fs, d));
+	htree_names_found(t->fs, d, alive, N, "h");
+	htree_names_found(t->fs, d, added, N, "g");
+	sfs_tfs_assert_clean(t);
+	sfs_tfs_free(t);
+	g_free(big);
+	g_free(src);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -760,6 +890,7 @@ int main(void)
 	    cmocka_unit_test(test_dir_dots_layout),
 	    cmocka_unit_test(test_dir_corrupt_rec_len_eio),
 	    cmocka_unit_test(test_dir_mke2fs_lost_found),
+	    cmocka_unit_test(test_dir_htree_read_remove_add),
 	};
 
 	return cmocka_run_group_tests_name("dir", tests, NULL, NULL);
