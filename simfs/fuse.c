@@ -1454,6 +1454,32 @@ static void sfs_fuse_fallocate(fuse_req_t req, fuse_ino_t ino, int mode,
 	sfs_fuse_reply_rc(req, rc);
 }
 
+/* SEEK_DATA / SEEK_HOLE (the kernel does SEEK_SET/CUR/END itself).  Never
+ * ENOSYS: the kernel would stop asking for the whole connection. */
+static void sfs_fuse_lseek(fuse_req_t req, fuse_ino_t ino, off_t off,
+			   int whence, struct fuse_file_info *fi)
+{
+	sfs_ino_t i = sfs_fuse_ino_in(ino);
+	uint64_t at = 0;
+	int rc;
+
+	(void)fi;
+	if (sfs_ctl_of(ino) >= 0 || !i) {
+		fuse_reply_err(req, i ? EINVAL : ESTALE);
+		return;
+	}
+	if (off < 0) {
+		fuse_reply_err(req, ENXIO);
+		return;
+	}
+	rc = sfs_seek_data_hole(sfs_fuse_fs(req), i, (uint64_t)off, whence,
+				&at);
+	if (rc < 0)
+		fuse_reply_err(req, -rc);
+	else
+		fuse_reply_lseek(req, (off_t)at);
+}
+
 /* ---- directories ---- */
 
 static void sfs_fuse_opendir(fuse_req_t req, fuse_ino_t ino,
@@ -1729,6 +1755,7 @@ static const struct fuse_lowlevel_ops sfs_fuse_ops = {
     .release = sfs_fuse_release,
     .fsync = sfs_fuse_fsync,
     .fallocate = sfs_fuse_fallocate,
+    .lseek = sfs_fuse_lseek,
     .opendir = sfs_fuse_opendir,
     .readdir = sfs_fuse_readdir,
     .releasedir = sfs_fuse_releasedir,
