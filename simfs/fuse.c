@@ -1350,6 +1350,32 @@ static void sfs_fuse_read(fuse_req_t req, fuse_ino_t ino, size_t size,
 }
 
 /*
+ * What the kernel's file_remove_privs does before a write by a process
+ * without CAP_FSETID (here: any uid but 0): clear setuid, and setgid when
+ * the file is group-executable, and drop security.capability.  FUSE leaves
+ * it to the daemon for direct_io writes (libfuse 3.14 does not negotiate
+ * FUSE_HANDLE_KILLPRIV); truncates are done by the kernel through setattr
+ * and removexattr.  Failures are ignored: the write goes on, as it does
+ * when the kernel cannot remove an xattr.
+ */
+static void sfs_fuse_remove_privs(fuse_req_t req, sfs_ino_t i)
+{
+	struct sfs_fs *fs = sfs_fuse_fs(req);
+	struct sfs_attr a;
+	uint32_t kill = S_ISUID;
+
+	if (fuse_req_ctx(req)->uid == 0 || sfs_getattr(fs, i, &a) != 0)
+		return;
+	if (a.mode & S_IXGRP)
+		kill |= S_ISGID;
+	if (a.mode & kill) {
+		a.mode &= ~kill;
+		sfs_setattr(fs, i, &a, SFS_SET_MODE, NULL);
+	}
+	sfs_removexattr(fs, i, "security.capability");
+}
+
+/*
  * A write that failed part way reports what it wrote (a short write, as
  * write(2) does); the error comes back on the next write.
  */
@@ -1372,6 +1398,7 @@ static void sfs_fuse_write(fuse_req_t req, fuse_ino_t ino, const char *buf,
 		fuse_reply_err(req, EINVAL);
 		return;
 	}
+	sfs_fuse_remove_privs(req, i);
 	struct sfs_ioctx ctx = {
 		.flags = (fi && (fi->fh & SFS_FH_ODIRECT)) ? SFS_IOCTX_DIRECT : 0,
 		.pid = (uint32_t)fuse_req_ctx(req)->pid,

@@ -11,7 +11,9 @@
  *    the bytes;
  *  - O_DIRECT: an offset or length not a multiple of 512 is EINVAL, as the
  *    kernel says; aligned transfers work (the buffer address cannot be
- *    checked by a FUSE daemon: doc/user-guide.md 4.1).
+ *    checked by a FUSE daemon: doc/user-guide.md 4.1);
+ *  - privilege dropping: a write or truncate by uid 1001 clears setuid, and
+ *    setgid when group-executable; root's write keeps them.
  * Each ends with umount + e2fsck -fn clean.
  *
  * usage: t_compat SIMFS_BINARY
@@ -23,7 +25,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <grp.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #define KiB 1024
@@ -148,12 +152,80 @@ out:
 	g_free(f);
 }
 
+/* In a child as uid/gid 1001 (no capabilities): append a byte through fd
+ * (opened by the parent: the temp dir is private), or ftruncate it to 0.
+ * Permission is checked at open; what the write does depends on who
+ * writes.  Returns 0 if that worked. */
+static int as_user(int fd, bool trunc)
+{
+	pid_t pid = fork();
+	int st;
+
+	if (pid < 0)
+		return -1;
+	if (pid == 0) {
+		if (setgroups(0, NULL) || setresgid(1001, 1001, 1001) ||
+		    setresuid(1001, 1001, 1001))
+			_exit(2);
+		if (trunc)
+			_exit(ftruncate(fd, 0) == 0 ? 0 : 3);
+		_exit(write(fd, "u", 1) == 1 ? 0 : 4);
+	}
+	if (waitpid(pid, &st, 0) != pid)
+		return -1;
+	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+/* mode after one write (or truncate) by an unprivileged process */
+static mode_t mode_after(const char *mnt, const char *name, mode_t mode,
+			 bool trunc, bool root)
+{
+	char *p = g_build_filename(mnt, name, NULL);
+	struct stat st;
+	mode_t got = (mode_t)-1;
+	int fd = open(p, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+
+	if (fd < 0 || write(fd, "x", 1) != 1 || fchmod(fd, mode) != 0)
+		goto out;
+	close(fd);
+	fd = open(p, O_WRONLY | O_APPEND);
+	if (fd < 0)
+		goto out;
+	if (root ? write(fd, "r", 1) != 1 : as_user(fd, trunc) != 0)
+		goto out;
+	if (stat(p, &st) == 0)
+		got = st.st_mode & 07777;
+out:
+	if (fd >= 0)
+		close(fd);
+	g_free(p);
+	return got;
+}
+
+/* file_remove_privs: an unprivileged write or truncate clears setuid, and
+ * setgid on a group-executable file; root's writes keep both. */
+static void privs_test(const char *mnt, const char *tag)
+{
+	H_EQ(mode_after(mnt, "p1", 04777, false, false), 0777,
+	     "%s: user write clears setuid", tag);
+	H_EQ(mode_after(mnt, "p2", 02777, false, false), 0777,
+	     "%s: user write clears setgid of a group-executable file", tag);
+	H_EQ(mode_after(mnt, "p3", 02767, false, false), 02767,
+	     "%s: user write keeps setgid without group exec (locking)", tag);
+	H_EQ(mode_after(mnt, "p4", 06777, true, false), 0777,
+	     "%s: user truncate clears setuid and setgid", tag);
+	H_EQ(mode_after(mnt, "p5", 06777, false, true), 06777,
+	     "%s: root's write keeps them (CAP_FSETID)", tag);
+}
+
 static void one_config(const char *preset)
 {
 	const char *extra[] = {"--preset", preset, NULL};
 	char *img = h_path("%s.img", preset ? preset : "default");
 	char *mnt = h_path("mnt-%s", preset ? preset : "default");
-	char *opts = preset ? g_strdup_printf("preset=%s", preset) : NULL;
+	/* allow_other: the unprivileged writer of privs_test */
+	char *opts = preset ? g_strdup_printf("preset=%s,allow_other", preset)
+			    : g_strdup("allow_other");
 	const char *tag = preset ? preset : "blockmap";
 
 	h_diag("--- %s", tag);
@@ -165,6 +237,7 @@ static void one_config(const char *preset)
 		goto out;
 	seek_test(mnt, preset != NULL, tag);
 	odirect_test(mnt, tag);
+	privs_test(mnt, tag);
 	H_OK(h_umount(mnt) == 0, "%s: umount", tag);
 	H_OK(h_fsck_clean(img, NULL), "%s: e2fsck -fn clean", tag);
 out:
