@@ -13,7 +13,8 @@
  *    kernel says; aligned transfers work (the buffer address cannot be
  *    checked by a FUSE daemon: doc/user-guide.md 4.1);
  *  - privilege dropping: a write or truncate by uid 1001 clears setuid, and
- *    setgid when group-executable; root's write keeps them.
+ *    setgid when group-executable; root's write keeps them;
+ *  - root may rmdir lost+found and make it again, as on ext4.
  * Each ends with umount + e2fsck -fn clean.
  *
  * usage: t_compat SIMFS_BINARY
@@ -238,6 +239,14 @@ static void one_config(const char *preset)
 	seek_test(mnt, preset != NULL, tag);
 	odirect_test(mnt, tag);
 	privs_test(mnt, tag);
+	{
+		/* ext4 lets root remove lost+found (e2fsck makes a new one) */
+		char *lf = g_build_filename(mnt, "lost+found", NULL);
+
+		H_SYS(rmdir(lf), "%s: rmdir lost+found", tag);
+		H_SYS(mkdir(lf, 0700), "%s: mkdir lost+found again", tag);
+		g_free(lf);
+	}
 	H_OK(h_umount(mnt) == 0, "%s: umount", tag);
 	H_OK(h_fsck_clean(img, NULL), "%s: e2fsck -fn clean", tag);
 out:
