@@ -1523,8 +1523,8 @@ static void sfs_fuse_lseek(fuse_req_t req, fuse_ino_t ino, off_t off,
 		fuse_reply_err(req, ENXIO);
 		return;
 	}
-	rc = sfs_seek_data_hole(sfs_fuse_fs(req), i, (uint64_t)off, whence,
-				&at);
+	rc =
+	    sfs_seek_data_hole(sfs_fuse_fs(req), i, (uint64_t)off, whence, &at);
 	if (rc < 0)
 		fuse_reply_err(req, -rc);
 	else
