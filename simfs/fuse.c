@@ -1191,22 +1191,6 @@ static void sfs_fuse_readlink(fuse_req_t req, fuse_ino_t ino)
 /* fi->fh of a regular file: the open asked for O_DIRECT. */
 #define SFS_FH_ODIRECT 0x1
 
-/* The logical block size O_DIRECT transfers must be aligned to: the 512
- * bytes of the image's (virtual) block device. */
-#define SFS_DIO_ALIGN 512
-
-/*
- * O_DIRECT rules as the kernel applies them (iomap_dio_rw, EINVAL for an
- * unaligned offset or length).  The daemon sees offset and size only, not
- * the caller's buffer address: that cannot be checked here.
- */
-static bool sfs_fuse_dio_misaligned(const struct fuse_file_info *fi, off_t off,
-				    size_t size)
-{
-	return fi && (fi->fh & SFS_FH_ODIRECT) &&
-	       (((uint64_t)off | size) & (SFS_DIO_ALIGN - 1));
-}
-
 /* Rule 3: every open file bypasses the kernel page cache.  The engine
  * still keeps its modelled cache; O_DIRECT opens write through it. */
 static void sfs_fuse_set_direct(struct fuse_file_info *fi)
@@ -1312,10 +1296,6 @@ static void sfs_fuse_read(fuse_req_t req, fuse_ino_t ino, size_t size,
 		fuse_reply_err(req, i ? EINVAL : ESTALE);
 		return;
 	}
-	if (sfs_fuse_dio_misaligned(fi, off, size)) {
-		fuse_reply_err(req, EINVAL);
-		return;
-	}
 	buf = g_try_malloc(size ? size : 1);
 	if (!buf) {
 		fuse_reply_err(req, ENOMEM);
@@ -1392,10 +1372,6 @@ static void sfs_fuse_write(fuse_req_t req, fuse_ino_t ino, const char *buf,
 	}
 	if (!i || off < 0) {
 		fuse_reply_err(req, i ? EINVAL : ESTALE);
-		return;
-	}
-	if (sfs_fuse_dio_misaligned(fi, off, size)) {
-		fuse_reply_err(req, EINVAL);
 		return;
 	}
 	sfs_fuse_remove_privs(req, i);

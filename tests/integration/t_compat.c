@@ -9,9 +9,6 @@
  *    right after the write (delayed blocks) and after fsync alike;
  *  - cp --sparse=always keeps the holes (st_blocks of the copy small) and
  *    the bytes;
- *  - O_DIRECT: an offset or length not a multiple of 512 is EINVAL, as the
- *    kernel says; aligned transfers work (the buffer address cannot be
- *    checked by a FUSE daemon: doc/user-guide.md 4.1);
  *  - privilege dropping: a write or truncate by uid 1001 clears setuid, and
  *    setgid when group-executable; root's write keeps them;
  *  - root may rmdir lost+found and make it again, as on ext4.
@@ -111,48 +108,6 @@ out:
 	g_free(g);
 }
 
-/* O_DIRECT: offset and length must be multiples of 512 (EINVAL); aligned
- * requests work and read back. */
-static void odirect_test(const char *mnt, const char *tag)
-{
-	char *f = g_build_filename(mnt, "direct", NULL);
-	void *buf = NULL, *back = NULL;
-	int fd;
-
-	if (posix_memalign(&buf, 4096, 8192) ||
-	    posix_memalign(&back, 4096, 8192))
-		h_bail("posix_memalign");
-	memset(buf, 0x3c, 8192);
-	fd = open(f, O_RDWR | O_CREAT | O_DIRECT, 0644);
-	if (!H_SYS(fd, "%s: open O_DIRECT", tag))
-		goto out;
-	H_EQ(pwrite(fd, buf, 4096, 0), 4096, "%s: aligned O_DIRECT write", tag);
-	H_EQ(pwrite(fd, buf, 1024, 4096), 1024,
-	     "%s: 512-multiple O_DIRECT write", tag);
-	H_ERR(pwrite(fd, buf, 100, 0), EINVAL,
-	      "%s: O_DIRECT write of 100 bytes", tag);
-	H_ERR(pwrite(fd, buf, 4096, 100), EINVAL,
-	      "%s: O_DIRECT write at offset 100", tag);
-	H_ERR(pread(fd, back, 4096, 1), EINVAL, "%s: O_DIRECT read at offset 1",
-	      tag);
-	H_ERR(pread(fd, back, 1000, 0), EINVAL,
-	      "%s: O_DIRECT read of 1000 bytes", tag);
-	H_EQ(pread(fd, back, 8192, 0), 5120,
-	     "%s: aligned O_DIRECT read stops at EOF", tag);
-	H_OK(memcmp(buf, back, 5120) == 0, "%s: O_DIRECT bytes read back", tag);
-	close(fd);
-	fd = open(f, O_RDWR);
-	if (H_SYS(fd, "%s: open without O_DIRECT", tag)) {
-		H_EQ(pwrite(fd, buf, 100, 7), 100,
-		     "%s: buffered writes need no alignment", tag);
-		close(fd);
-	}
-out:
-	free(buf);
-	free(back);
-	g_free(f);
-}
-
 /* In a child as uid/gid 1001 (no capabilities): append a byte through fd
  * (opened by the parent: the temp dir is private), or ftruncate it to 0.
  * Permission is checked at open; what the write does depends on who
@@ -237,7 +192,6 @@ static void one_config(const char *preset)
 	if (!H_OK(h_mount(img, mnt, opts) == 0, "%s: mount", tag))
 		goto out;
 	seek_test(mnt, preset != NULL, tag);
-	odirect_test(mnt, tag);
 	privs_test(mnt, tag);
 	{
 		/* ext4 lets root remove lost+found (e2fsck makes a new one) */

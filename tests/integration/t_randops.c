@@ -307,12 +307,6 @@ static void gen_op(struct op *o)
 	case OP_NTYPES:
 		break;
 	}
-	/* O_DIRECT needs offset and length aligned to 512 (EINVAL otherwise,
-	 * as the kernel says); rounded, so the random sequence is unchanged */
-	if (o->direct) {
-		o->off &= ~(uint64_t)511;
-		o->len = o->len < 512 ? 512 : o->len & ~(uint64_t)511;
-	}
 }
 
 static void free_op(struct op *o)
