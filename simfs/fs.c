@@ -1789,6 +1789,7 @@ static const char *const op_names[SFS_OP_COUNT] = {
     [SFS_OP_GETXATTR] = "getxattr",   [SFS_OP_SETXATTR] = "setxattr",
     [SFS_OP_LISTXATTR] = "listxattr", [SFS_OP_REMOVEXATTR] = "removexattr",
     [SFS_OP_SYNC] = "sync",	      [SFS_OP_FALLOCATE] = "fallocate",
+    [SFS_OP_LSEEK] = "lseek",
 };
 
 /* Stats section "ops": the workload as the engine saw it. */

@@ -248,6 +248,14 @@ int sfs_fsync(struct sfs_fs *fs, sfs_ino_t ino, bool datasync);
 #define SFS_FALLOC_KEEP_SIZE 0x01
 int sfs_fallocate(struct sfs_fs *fs, sfs_ino_t ino, int mode, uint64_t off,
 		  uint64_t len);
+/*
+ * lseek(2) SEEK_DATA / SEEK_HOLE (whence carries the Linux value): the
+ * first offset >= off in data (delayed blocks are data) or in a hole
+ * (unwritten extents and end of file are holes), in *off_out (seek.c).
+ * -ENXIO when off >= i_size, or no data follows; -EINVAL for another whence.
+ */
+int sfs_seek_data_hole(struct sfs_fs *fs, sfs_ino_t ino, uint64_t off,
+		       int whence, uint64_t *off_out);
 
 /*
  * Directory listing.  Entries are reported from cookie `off` on (0 = start,

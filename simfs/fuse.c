@@ -1330,6 +1330,32 @@ static void sfs_fuse_read(fuse_req_t req, fuse_ino_t ino, size_t size,
 }
 
 /*
+ * What the kernel's file_remove_privs does before a write by a process
+ * without CAP_FSETID (here: any uid but 0): clear setuid, and setgid when
+ * the file is group-executable, and drop security.capability.  FUSE leaves
+ * it to the daemon for direct_io writes (libfuse 3.14 does not negotiate
+ * FUSE_HANDLE_KILLPRIV); truncates are done by the kernel through setattr
+ * and removexattr.  Failures are ignored: the write goes on, as it does
+ * when the kernel cannot remove an xattr.
+ */
+static void sfs_fuse_remove_privs(fuse_req_t req, sfs_ino_t i)
+{
+	struct sfs_fs *fs = sfs_fuse_fs(req);
+	struct sfs_attr a;
+	uint32_t kill = S_ISUID;
+
+	if (fuse_req_ctx(req)->uid == 0 || sfs_getattr(fs, i, &a) != 0)
+		return;
+	if (a.mode & S_IXGRP)
+		kill |= S_ISGID;
+	if (a.mode & kill) {
+		a.mode &= ~kill;
+		sfs_setattr(fs, i, &a, SFS_SET_MODE, NULL);
+	}
+	sfs_removexattr(fs, i, "security.capability");
+}
+
+/*
  * A write that failed part way reports what it wrote (a short write, as
  * write(2) does); the error comes back on the next write.
  */
@@ -1348,6 +1374,7 @@ static void sfs_fuse_write(fuse_req_t req, fuse_ino_t ino, const char *buf,
 		fuse_reply_err(req, i ? EINVAL : ESTALE);
 		return;
 	}
+	sfs_fuse_remove_privs(req, i);
 	struct sfs_ioctx ctx = {
 		.flags = (fi && (fi->fh & SFS_FH_ODIRECT)) ? SFS_IOCTX_DIRECT : 0,
 		.pid = (uint32_t)fuse_req_ctx(req)->pid,
@@ -1452,6 +1479,32 @@ static void sfs_fuse_fallocate(fuse_req_t req, fuse_ino_t ino, int mode,
 				   (uint64_t)length);
 	while (sfs_fuse_reclaim(req, rc));
 	sfs_fuse_reply_rc(req, rc);
+}
+
+/* SEEK_DATA / SEEK_HOLE (the kernel does SEEK_SET/CUR/END itself).  Never
+ * ENOSYS: the kernel would stop asking for the whole connection. */
+static void sfs_fuse_lseek(fuse_req_t req, fuse_ino_t ino, off_t off,
+			   int whence, struct fuse_file_info *fi)
+{
+	sfs_ino_t i = sfs_fuse_ino_in(ino);
+	uint64_t at = 0;
+	int rc;
+
+	(void)fi;
+	if (sfs_ctl_of(ino) >= 0 || !i) {
+		fuse_reply_err(req, i ? EINVAL : ESTALE);
+		return;
+	}
+	if (off < 0) {
+		fuse_reply_err(req, ENXIO);
+		return;
+	}
+	rc =
+	    sfs_seek_data_hole(sfs_fuse_fs(req), i, (uint64_t)off, whence, &at);
+	if (rc < 0)
+		fuse_reply_err(req, -rc);
+	else
+		fuse_reply_lseek(req, (off_t)at);
 }
 
 /* ---- directories ---- */
@@ -1766,6 +1819,7 @@ static const struct fuse_lowlevel_ops sfs_fuse_ops = {
     .release = sfs_fuse_release,
     .fsync = sfs_fuse_fsync,
     .fallocate = sfs_fuse_fallocate,
+    .lseek = sfs_fuse_lseek,
     .opendir = sfs_fuse_opendir,
     .readdir = sfs_fuse_readdir,
     .releasedir = sfs_fuse_releasedir,

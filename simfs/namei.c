@@ -17,9 +17,10 @@
  * -ENOSPC, -EMLINK, -ENOTEMPTY, ...) happen before anything changed; a
  * device error half way enters the sticky error state (sfs_fs_error).
  *
- * Policy: the root's lost+found can be neither removed nor replaced nor
- * renamed away (-EPERM), as ext-format 5.7 asks, so that e2fsck in repair
- * mode always finds it pre-sized.
+ * Policy: the root's lost+found can be neither replaced nor renamed away
+ * (-EPERM), so that e2fsck in repair mode finds it pre-sized; rmdir of it
+ * (empty) is allowed, as ext4 allows it (e2fsck -f makes a new one, and
+ * mkdir lost+found works).
  */
 #include <errno.h>
 #include <string.h>
@@ -467,7 +468,7 @@ out_unlock:
 	return rc;
 }
 
-/* -ENOTDIR, -ENOTEMPTY, -EINVAL ("."), -EPERM (the root's lost+found). */
+/* -ENOTDIR, -ENOTEMPTY, -EINVAL ("."). */
 int sfs_rmdir(struct sfs_fs *fs, sfs_ino_t parent, const char *name)
 {
 	struct sfs_inode *dp, *ip;
@@ -494,10 +495,6 @@ int sfs_rmdir(struct sfs_fs *fs, sfs_ino_t parent, const char *name)
 		goto out_put_dir;
 	if (!sfs_i_isdir(ip)) {
 		rc = -ENOTDIR;
-		goto out_put;
-	}
-	if (nm_is_lost_found(parent, name, len)) {
-		rc = -EPERM;
 		goto out_put;
 	}
 	rc = sfs_dir_is_empty(fs, ip, &empty);
