@@ -1349,8 +1349,15 @@ static void sfs_fuse_remove_privs(fuse_req_t req, sfs_ino_t i)
 	if (a.mode & S_IXGRP)
 		kill |= S_ISGID;
 	if (a.mode & kill) {
+		struct sfs_fuse *f = fuse_req_userdata(req);
+
 		a.mode &= ~kill;
-		sfs_setattr(fs, i, &a, SFS_SET_MODE, NULL);
+		/* the kernel caches the mode for SFS_FUSE_TIMEOUT: tell it
+		 * now (attributes only: a negative offset touches no page,
+		 * so this is safe inside the write) */
+		if (sfs_setattr(fs, i, &a, SFS_SET_MODE, NULL) == 0)
+			fuse_lowlevel_notify_inval_inode(
+			    f->se, sfs_fuse_ino_out(i), -1, 0);
 	}
 	sfs_removexattr(fs, i, "security.capability");
 }

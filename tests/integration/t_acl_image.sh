@@ -8,7 +8,8 @@
 # xattr block (128-byte inodes have no in-inode area).  Then the trusted.*
 # and security.* namespaces: root sets and reads them, they land on the
 # image under ext4's name indexes (debugfs reads them back), another user
-# sees security.* but neither sees nor sets trusted.*, as on ext4.
+# sees security.* but neither sees nor sets trusted.*, as on ext4, and
+# that user's write drops setuid and security.capability.
 #
 #   tests/integration/t_acl_image.sh BUILD/simfs
 set -uo pipefail
@@ -71,6 +72,14 @@ if command -v setpriv >/dev/null; then
 	check "another user sees security.b and user.k" bash -c "grep -q security.b '$dir/nobody' && grep -q user.k '$dir/nobody'"
 	check "another user does not see trusted.a" bash -c "! grep -q trusted '$dir/nobody'"
 	check "another user cannot set trusted.z" bash -c "! setpriv --reuid=65534 --regid=65534 --clear-groups setfattr -n trusted.z -v 1 '$mnt/f' 2>/dev/null"
+	# a write by someone else drops setuid and security.capability, and
+	# stat says so at once (the kernel's cached mode is invalidated)
+	chmod 4777 "$mnt/f"
+	setfattr -n security.capability -v 0sAQAAAgAgAAAAAAAAAAAAAAAAAAA= "$mnt/f"
+	as_nobody sh -c "echo y >>'$mnt/f'"
+	check "another user's write clears setuid at once" test "$(stat -c %a "$mnt/f")" = 777
+	check "and removes security.capability" bash -c "! getfattr -n security.capability '$mnt/f' >/dev/null 2>&1"
+	chmod 666 "$mnt/f"
 fi
 "$SIMFS" umount "$mnt" || fail "umount"
 debugfs -R "ea_list /f" "$img" >"$dir/ea" 2>/dev/null
