@@ -14,24 +14,8 @@
 #   tests/integration/t_acl_image.sh BUILD/simfs
 set -uo pipefail
 SIMFS=${1:?usage: t_acl_image.sh SIMFS}
-[[ -r /dev/fuse && -w /dev/fuse ]] || { echo "1..0 # SKIP no /dev/fuse"; exit 77; }
-dir=$(mktemp -d "${TMPDIR:-/tmp}/simfs-tacl.XXXXXX")
-mnt=$dir/mnt
-cleanup() {
-	mountpoint -q "$mnt" && { "$SIMFS" umount "$mnt" >/dev/null 2>&1 || umount -l "$mnt"; }
-	rm -rf "$dir"
-}
-trap cleanup EXIT INT TERM
-n=0
-failed=0
-ok() { n=$((n + 1)); echo "ok $n - $*"; }
-fail() { n=$((n + 1)); failed=$((failed + 1)); echo "not ok $n - $*"; }
-check() { # check DESCRIPTION CMD...
-	local what=$1
-	shift
-	if "$@"; then ok "$what"; else fail "$what"; fi
-}
-mkdir -p "$mnt"
+TAG=tacl
+. "$(dirname "$0")/mount_tap.sh"
 # u::rw-, g::r--, o::r-- in the POSIX xattr format debugfs converts from
 printf '\x02\x00\x00\x00\x01\x00\x06\x00\xff\xff\xff\xff\x04\x00\x04\x00\xff\xff\xff\xff\x20\x00\x04\x00\xff\xff\xff\xff' >"$dir/acl.bin"
 
@@ -86,5 +70,4 @@ debugfs -R "ea_list /f" "$img" >"$dir/ea" 2>/dev/null
 check "debugfs reads trusted.a and security.b from the image" bash -c "grep -q 'trusted.a.*ta' '$dir/ea' && grep -q 'security.b.*sb' '$dir/ea'"
 e2fsck -fn "$img" >"$dir/fsck" 2>&1
 check "e2fsck -fn clean after the namespaces" test $? = 0
-echo "1..$n"
-[[ $failed == 0 ]]
+tap_done

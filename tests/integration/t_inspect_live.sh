@@ -9,25 +9,9 @@
 #   tests/integration/t_inspect_live.sh BUILD/simfs
 set -uo pipefail
 SIMFS=${1:?usage: t_inspect_live.sh SIMFS}
-[[ -r /dev/fuse && -w /dev/fuse ]] || { echo "1..0 # SKIP no /dev/fuse"; exit 77; }
-dir=$(mktemp -d "${TMPDIR:-/tmp}/simfs-tinsp.XXXXXX")
-mnt=$dir/mnt
-cleanup() {
-	mountpoint -q "$mnt" && { "$SIMFS" umount "$mnt" >/dev/null 2>&1 || umount -l "$mnt"; }
-	rm -rf "$dir"
-}
-trap cleanup EXIT INT TERM
-n=0
-failed=0
-ok() { n=$((n + 1)); echo "ok $n - $*"; }
-fail() { n=$((n + 1)); failed=$((failed + 1)); echo "not ok $n - $*"; }
-check() { # check DESCRIPTION CMD...
-	local what=$1
-	shift
-	if "$@"; then ok "$what"; else fail "$what"; fi
-}
+TAG=tinsp
+. "$(dirname "$0")/mount_tap.sh"
 
-mkdir -p "$mnt"
 "$SIMFS" mkfs --preset ext4 "$dir/img" 128M >/dev/null || { echo "Bail out! mkfs"; exit 1; }
 "$SIMFS" mount -o preset=ext4 "$dir/img" "$mnt" || { echo "Bail out! mount"; exit 1; }
 mkdir "$mnt/d" && printf 'hello, journal\n' >"$mnt/d/note" && "$SIMFS" sync "$mnt"
@@ -51,5 +35,4 @@ check "after the unmount: the same file" grep -q "size: *15 bytes" "$dir/file2"
 e2fsck -fn "$dir/img" >"$dir/fsck" 2>&1
 check "e2fsck -fn clean" test $? = 0
 
-echo "1..$n"
-[[ $failed == 0 ]]
+tap_done
