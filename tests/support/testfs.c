@@ -9,6 +9,10 @@
  *   assert_true(sfs_test_fsck_clean(path, NULL));
  *   sfs_test_rmtree(dir);
  *
+ * Directories come from one per-process parent that is removed at exit
+ * and on SIGTERM/SIGINT/SIGHUP, so a failed or killed test leaves nothing
+ * in $TMPDIR.
+ *
  * The oracle runs `e2fsck -fn` (C locale, no e2fsck.conf) and accepts only
  * a clean run: exit 0 and nothing but the version line, the "Pass N" lines
  * and the final "N/M files ..., X/Y blocks" summary.  Anything else ("Free
@@ -23,10 +27,13 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
+#include <stdlib.h>
 #include <ftw.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <glib.h>
 
@@ -38,19 +45,60 @@
 
 #define SFS_TEST_SEED 0x5EEDu /* test images get reproducible UUIDs */
 
-/* A fresh private directory under $TMPDIR; fails the test if impossible. */
-char *sfs_test_tmpdir(void)
+/*
+ * Every directory a test process makes lives under one parent of its own,
+ * $TMPDIR/simfs-test-XXXXXX, removed when the process exits or is killed
+ * by SIGTERM/SIGINT/SIGHUP (a meson timeout sends SIGTERM), and also when
+ * a failed assertion skipped a test's own clean-up.  Only the process that
+ * made the parent removes it, not the children the crash tests fork.
+ */
+static char *tmp_parent;
+static pid_t tmp_parent_pid;
+
+static void tmp_parent_remove(void)
+{
+	if (tmp_parent && getpid() == tmp_parent_pid)
+		sfs_test_rmtree(tmp_parent);
+}
+
+static void tmp_parent_signal(int sig)
+{
+	tmp_parent_remove(); /* best effort, then die of the signal */
+	signal(sig, SIG_DFL);
+	raise(sig);
+}
+
+static const char *tmp_parent_get(void)
 {
 	GError *gerr = NULL;
-	char *dir = g_dir_make_tmp("simfs-test-XXXXXX", &gerr);
+	char msg[256];
 
-	if (!dir) {
-		char msg[256];
-
+	if (tmp_parent && getpid() == tmp_parent_pid)
+		return tmp_parent;
+	tmp_parent = g_dir_make_tmp("simfs-test-XXXXXX", &gerr);
+	if (!tmp_parent) {
 		g_strlcpy(msg, gerr->message, sizeof(msg));
 		g_error_free(gerr);
 		fail_msg("cannot make a temporary directory: %s", msg);
 	}
+	if (!tmp_parent_pid) {
+		atexit(tmp_parent_remove);
+		signal(SIGTERM, tmp_parent_signal);
+		signal(SIGINT, tmp_parent_signal);
+		signal(SIGHUP, tmp_parent_signal);
+	}
+	tmp_parent_pid = getpid();
+	return tmp_parent;
+}
+
+/* A fresh private directory under $TMPDIR; fails the test if impossible. */
+char *sfs_test_tmpdir(void)
+{
+	char *dir = g_build_filename(tmp_parent_get(), "dXXXXXX", NULL);
+
+	if (!g_mkdtemp(dir))
+		fail_msg("cannot make a temporary directory in %s: %s",
+			 tmp_parent, g_strerror(errno));
 	return dir;
 }
 
