@@ -35,6 +35,7 @@
 
 #include "bench_render.h"
 #include "clock.h"
+#include "config.h"
 #include "experiment.h"
 #include "kernelref.h"
 #include "statsdiff.h"
@@ -827,7 +828,7 @@ int sfs_cmd_bench(int argc, char **argv)
 				  "--diff DIR1 DIR2");
 			goto usage;
 		}
-		status = bench_diff(argv);
+		status = sfs_parse_only() ? 0 : bench_diff(argv);
 		goto out;
 	}
 	if (argc < 1) {
@@ -852,6 +853,10 @@ int sfs_cmd_bench(int argc, char **argv)
 			  "mount options",
 			  outdir);
 		goto usage;
+	}
+	if (sfs_parse_only()) {
+		status = 0;
+		goto out;
 	}
 	exe = bench_self();
 	if (list) {

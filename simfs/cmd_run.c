@@ -358,7 +358,8 @@ int sfs_cmd_run(int argc, char **argv)
 			run_err("--path runs against a directory: no IMAGE");
 			goto usage;
 		}
-		status = run_on_path(w, path, seed, results);
+		status = sfs_parse_only() ? 0
+					  : run_on_path(w, path, seed, results);
 		goto out;
 	}
 
@@ -377,6 +378,10 @@ int sfs_cmd_run(int argc, char **argv)
 		run_err("trace= records a mount; simfs run replays traces "
 			"(--trace FILE)");
 		goto usage;
+	}
+	if (sfs_parse_only()) {
+		status = 0;
+		goto out;
 	}
 	if (!image) {
 		tmpdir = g_dir_make_tmp("simfs-run-XXXXXX", NULL);

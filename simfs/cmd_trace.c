@@ -22,6 +22,7 @@
 
 #include <glib.h>
 
+#include "config.h"
 #include "trace.h"
 
 #define TRC_EXIT_FAIL 1
@@ -89,6 +90,8 @@ static int trc_import(int argc, char **argv)
 				"DIR] IN OUT)\n");
 		return TRC_EXIT_USAGE;
 	}
+	if (sfs_parse_only())
+		return 0;
 	if (strcmp(argv[optind], "-") && !(in = fopen(argv[optind], "r"))) {
 		fprintf(stderr, "simfs trace: %s: %s\n", argv[optind],
 			g_strerror(errno));
@@ -150,6 +153,8 @@ static int trc_show(int argc, char **argv)
 				"simfs trace show FILE)\n");
 		return TRC_EXIT_USAGE;
 	}
+	if (sfs_parse_only())
+		return 0;
 	rc = sfs_trace_reader_open(argv[1], &r, &err);
 	if (rc < 0) {
 		fprintf(stderr, "simfs trace: %s\n", err);

@@ -34,6 +34,7 @@
  */
 #include <errno.h>
 #include <stddef.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <glib.h>
@@ -837,6 +838,13 @@ static char *cfg_knob_names(void)
 		g_string_append_printf(s, "%s%s", i ? ", " : "",
 				       cfg_knobs[i].name);
 	return g_string_free(s, FALSE);
+}
+
+bool sfs_parse_only(void)
+{
+	const char *v = getenv("SIMFS_PARSE_ONLY");
+
+	return v && *v && strcmp(v, "0") != 0;
 }
 
 int sfs_parse_size(const char *text, uint64_t *out)

@@ -144,4 +144,12 @@ void sfs_config_print(const struct sfs_config *cfg, FILE *out);
  */
 int sfs_parse_size(const char *text, uint64_t *out);
 
+/*
+ * SIMFS_PARSE_ONLY=1 in the environment: every subcommand parses its
+ * arguments and -o knobs as usual (a bad one is the usual error, exit 2),
+ * then exits 0 before touching an image, a mount or a file it would write.
+ * The documentation test runs the command lines of README.md and doc/ so.
+ */
+bool sfs_parse_only(void);
+
 #endif /* SFS_CONFIG_H */

@@ -3038,6 +3038,10 @@ int sfs_crash_main(int argc, char **argv)
 			g_free(opts);
 			return 2;
 		}
+		if (sfs_parse_only()) {
+			g_free(opts);
+			return 0;
+		}
 		const char *mode = effective_mode(&cfg, p.image);
 
 		if (!p.promise && !sfs_crash_promise_of(mode)) {

@@ -31,6 +31,7 @@
 
 #include <glib.h>
 
+#include "config.h"
 #include "frag.h"
 #include "fs_priv.h"
 #include "inspect.h"
@@ -993,6 +994,8 @@ int sfs_inspect_main(int argc, char **argv)
 			what);
 		return SFS_EXIT_USAGE;
 	}
+	if (sfs_parse_only())
+		return 0;
 
 	rc = sfs_bdev_open_file(image, SFS_BDEV_RDONLY, 0, &bd);
 	if (rc < 0) {

@@ -12,6 +12,10 @@
  *
  * Errors are one line, "simfs CMD: reason", on stderr; exit status 2 for a
  * usage error, 1 for a failure.
+ * With SIMFS_PARSE_ONLY=1 in the environment every command checks its
+ * arguments and knobs as usual and then exits 0 without doing anything
+ * (sfs_parse_only, config.h): how tests/integration/t_doccmds.sh checks the
+ * command lines of the documentation.
  *
  * The life of a mount (cmd_mount):
  *   parent: fork ------------------------ wait on the ready pipe -- exit 0
@@ -481,6 +485,14 @@ static int cmd_mkfs(int argc, char **argv)
 			return SFS_EXIT_USAGE;
 		}
 		have_size = true;
+	}
+	if (sfs_parse_only()) {
+		/* and the geometry, where SIZE says what it will be */
+		rc = have_size ? sfs_mkfs_dry_run(&p, size, &err) : 0;
+		g_free(journal_path);
+		if (rc < 0)
+			sfs_mkfs_failed(rc, err);
+		return rc < 0 ? SFS_EXIT_FAIL : 0;
 	}
 
 	if (stat(image, &st) < 0) {
@@ -1097,6 +1109,16 @@ static int cmd_mount(int argc, char **argv)
 		rc = SFS_EXIT_USAGE;
 		goto out;
 	}
+	if (sfs_parse_only()) {
+		/* libfuse checks the FUSE options without mounting */
+		g_string_append(fuse_opts, "subtype=simfs,default_permissions");
+		if (*unknown)
+			g_string_append_printf(fuse_opts, ",%s", unknown);
+		rc = sfs_fuse_new(fuse_opts->str, debug, &f) < 0
+			 ? SFS_EXIT_USAGE
+			 : 0;
+		goto out;
+	}
 
 	image = realpath(argv[optind], NULL);
 	if (!image) {
@@ -1599,7 +1621,8 @@ static int sfs_umount_wait(const char *source, int fd,
 /*
  * The arguments of `simfs CMD [-h] MOUNTPOINT`: the mount point (absolute),
  * its image and type, checked to be a simfs mount.  Returns 0, -1 after
- * printing the help (exit 0), or the exit code after an error message.
+ * printing the help or under SIMFS_PARSE_ONLY (exit 0), or the exit code
+ * after an error message.
  * The caller g_frees *mnt, *source and *type in every case.
  */
 static int sfs_mountpoint_args(const char *cmd, void (*usage)(FILE *), int argc,
@@ -1644,6 +1667,8 @@ static int sfs_mountpoint_args(const char *cmd, void (*usage)(FILE *), int argc,
 			cmd);
 		return SFS_EXIT_USAGE;
 	}
+	if (sfs_parse_only())
+		return -1;
 	*mnt = sfs_mountpoint_path(argv[optind]);
 	if (sfs_find_mount(*mnt, source, type) < 0) {
 		struct stat st;
@@ -1875,6 +1900,8 @@ static int cmd_stats(int argc, char **argv)
 				why);
 			return SFS_EXIT_USAGE;
 		}
+		if (sfs_parse_only())
+			return 0;
 		if (sfs_stats_diff_files(argv[optind], argv[optind + 1], stdout,
 					 &err) < 0) {
 			sfs_err("stats", "%s", err);
@@ -1891,6 +1918,8 @@ static int cmd_stats(int argc, char **argv)
 					  : "too many arguments");
 		return SFS_EXIT_USAGE;
 	}
+	if (sfs_parse_only())
+		return 0;
 	if (stat(argv[optind], &st) < 0) {
 		sfs_err("stats", "%s: %s", argv[optind], g_strerror(errno));
 		return SFS_EXIT_FAIL;

@@ -38,6 +38,7 @@
 #include <glib.h>
 #include <glib/gstdio.h>
 
+#include "config.h"
 #include "fs_priv.h"
 #include "iolog.h"
 #include "plot.h"
@@ -1751,6 +1752,8 @@ int sfs_plot_main(int argc, char **argv)
 		plot_err("give --inode or --file, not both");
 		return PLOT_EXIT_USAGE;
 	}
+	if (sfs_parse_only())
+		return 0;
 	if (is_iolog)
 		rc = sfs_plot_iolog(input, out, &o, &err);
 	else if (path)
