@@ -194,7 +194,7 @@ static void pool_fini(struct slab_pool *p)
 	g_ptr_array_free(p->slabs, TRUE);
 }
 
-/* ---- policy presets (data; ext-internals section 7.1, 7.4) ---- */
+/* ---- policy presets (data; Linux mm/page-writeback.c of each era) ---- */
 
 #define KIB 1024u
 #define MIB (1024u * 1024u)

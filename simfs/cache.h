@@ -98,7 +98,7 @@ struct sfs_cache_counters {
 
 /*
  * Writeback policy: the Linux vm.* knobs of that name (doc/cache.md;
- * ext-internals section 7).  Ratios are percent of the budget; the _bytes
+ * Linux mm/page-writeback.c).  Ratios are percent of the budget; the _bytes
  * forms override them when non-zero.  A background threshold at or above
  * the dirty limit is halved to dirty/2, as Linux does.
  */

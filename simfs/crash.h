@@ -39,7 +39,7 @@
 
 #include "crashdev.h"
 
-/* What a data= mode promises after a crash (doc/crash.md, ext-internals 6). */
+/* What a data= mode promises after a crash (doc/crash.md). */
 struct sfs_crash_promise {
 	const char *mode;     /* data= name */
 	bool journaled;	      /* metadata recovered: e2fsck -fn clean, same

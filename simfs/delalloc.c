@@ -1,5 +1,5 @@
 /*
- * delalloc.c - delayed allocation (ext4's delalloc; ext-internals 4,
+ * delalloc.c - delayed allocation (ext4's delalloc, Linux fs/ext4/inode.c;
  * doc/allocators.md "Delayed allocation").
  *
  * A buffered write into a hole of a regular file does not choose a block.
@@ -468,7 +468,7 @@ static int flush_inode(struct sfs_fs *fs, struct sfs_inode *ip,
 	if (rc)
 		return rc;
 	/* placement at write-back time: no writer's colour (ext4 with
-	 * delalloc starts from the group, ext-internals 2) */
+	 * delalloc starts from the group, ext4_ext_find_goal) */
 	fs->cur_pid = 0;
 	fs->da_converting = true;
 	while (ip->da && ip->da->n) {

@@ -876,7 +876,7 @@ out_unlock:
 }
 
 /*
- * fsync of one file, by policy (ext-internals 5.5, 6):
+ * fsync of one file, by policy (Linux fs/ext2/fsync.c, fs/ext3/fsync.c, fs/ext4/fsync.c):
  *   none       the file's dirty data and indirect blocks and its inode
  *              block, then a flush (ext2's generic_file_fsync);
  *   writeback  the file's data, then a commit of the running transaction;

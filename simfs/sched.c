@@ -541,7 +541,7 @@ static const struct sfs_knob noop_knobs[] = {
      .def = "512K",
      .min = 512,
      .max = 1ULL << 30,
-     .help = "bytes, largest merged request (ext-internals 7.4)"},
+     .help = "bytes, largest merged request (Linux 2.6.32 max_sectors_kb: 512K)"},
     {.key = NULL},
 };
 
@@ -552,7 +552,7 @@ static const struct sfs_knob elv_knobs[] = {
      .def = "512K",
      .min = 512,
      .max = 1ULL << 30,
-     .help = "bytes, largest merged request (ext-internals 7.4)"},
+     .help = "bytes, largest merged request (Linux 2.6.32 max_sectors_kb: 512K)"},
     {.key = "read_expire_ms",
      .type = SFS_KNOB_DOUBLE,
      .offset = offsetof(struct elv_params, read_expire_ms),
@@ -571,7 +571,7 @@ static const struct sfs_knob elv_knobs[] = {
 };
 
 /*
- * CFQ's defaults as in 2.6.18-2.6.32 (ext-internals 7.4): fifo_expire_sync
+ * CFQ's defaults as in 2.6.18-2.6.32 (block/cfq-iosched.c): fifo_expire_sync
  * 125 ms and fifo_expire_async 250 ms stand in for the read and write
  * deadlines; slice_sync 100 ms; slice_idle 8 ms.
  */
@@ -582,7 +582,7 @@ static const struct sfs_knob cfq_knobs[] = {
      .def = "512K",
      .min = 512,
      .max = 1ULL << 30,
-     .help = "bytes, largest merged request (ext-internals 7.4)"},
+     .help = "bytes, largest merged request (Linux 2.6.32 max_sectors_kb: 512K)"},
     {.key = "read_expire_ms",
      .type = SFS_KNOB_DOUBLE,
      .offset = offsetof(struct cfq_params, elv.read_expire_ms),

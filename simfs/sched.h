@@ -10,7 +10,7 @@
  *   elevator  C-LOOK: the queued request at or after the head's position
  *             with the lowest offset goes next (wrapping to the lowest
  *             offset); contiguous requests of the same op around it are
- *             merged up to max_req (default 512 KiB: ext-internals 7.4).
+ *             merged up to max_req (default 512 KiB: Linux 2.6.32's max_sectors_kb).
  *             Every request has a deadline (read_expire_ms, write_expire_ms
  *             after arrival); once the oldest one is past it, it goes
  *             next, so nothing starves.

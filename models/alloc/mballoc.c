@@ -569,8 +569,8 @@ found:
 /* ---- request flow ---- */
 
 /* Normalised length (blocks) of an inode request at logical block lblk with
- * predicted size pred blocks (ext4_mb_normalize_request, table in
- * ext-internals 3.4). */
+ * predicted size pred blocks (ext4_mb_normalize_request, Linux 2.6.32
+ * fs/ext4/mballoc.c). */
 static uint32_t mb_normalise(struct sfs_fs *fs, uint32_t lblk, uint32_t pred,
 			     uint32_t want)
 {

@@ -341,7 +341,7 @@ static uint32_t log_free(const struct sfs_jnl *j)
 	return j->capacity - j->used;
 }
 
-/* jbd2's room rule (ext-internals 5.6): a transaction may start only if
+/* jbd2's room rule (start_this_handle, Linux fs/jbd2/transaction.c): a transaction may start only if
  * (free - 32) * 7/8 >= the largest transaction. */
 static bool log_has_room(const struct sfs_jnl *j, uint32_t need)
 {

@@ -318,7 +318,7 @@ static void test_sched_cfq_slices_from_knobs(void **state)
 	struct sfs_sched *elv = mk("elevator");
 	struct sfs_sched_slices sl;
 
-	/* CFQ's defaults, ext-internals 7.4 */
+	/* CFQ's defaults, Linux 2.6.32 block/cfq-iosched.c */
 	assert_int_equal(sfs_sched_slices(cfq, &sl), 0);
 	assert_int_equal(sl.slice_sync_ns, 100 * MS);
 	assert_int_equal(sl.slice_idle_ns, 8 * MS);
