@@ -210,6 +210,8 @@ static int run_on_path(struct sfs_workload *w, const char *dir, uint64_t seed,
 	}
 	sfs_workload_report(w, &res, stdout);
 	printf("\n");
+	printf("times: wall clock of this host (real system calls on %s)\n",
+	       dir);
 	sfs_wl_result_print(&res, stdout);
 	if (rc) {
 		run_err("%s", err ? err : g_strerror(-rc));
@@ -433,6 +435,8 @@ int sfs_cmd_run(int argc, char **argv)
 	rc = sfs_run_engine(fs, w, &ro, &res, &cnt, &rerr);
 	sfs_workload_report(w, &res, stdout);
 	printf("\n");
+	printf("times: virtual (the modelled disk and CPU; the same on every "
+	       "host)\n");
 	sfs_wl_result_print(&res, stdout);
 	sfs_run_counters_print(&cnt, stdout);
 	printf("\n");

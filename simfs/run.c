@@ -1167,7 +1167,8 @@ void sfs_run_counters_print(const struct sfs_run_counters *c, FILE *out)
 		"run: %" G_GUINT64_FORMAT " operations, %" G_GUINT64_FORMAT
 		" device requests, queue depth max %" G_GUINT64_FORMAT
 		" mean %.2f, %" G_GUINT64_FORMAT " commits, %" G_GUINT64_FORMAT
-		" fsyncs waited for a commit, cpu %.3f s, %.3f s modelled\n",
+		" fsyncs waited for a commit, cpu %.3f s, %.3f s of virtual "
+		"time\n",
 		c->engine_ops, c->dev_requests, c->max_queue, c->mean_queue,
 		c->commits_seen, c->fsync_waits, (double)c->cpu_ns / 1e9,
 		(double)c->end_ns / 1e9);
