@@ -14,7 +14,7 @@
  * usage error, 1 for a failure.
  * With SIMFS_PARSE_ONLY=1 in the environment every command checks its
  * arguments and knobs as usual and then exits 0 without doing anything
- * (sfs_parse_only, config.h): how tests/integration/t_doccmds.sh checks the
+ * (sfs_parse_only, config.h): how tests/integration/t_doccmds.py checks the
  * command lines of the documentation.
  *
  * The life of a mount (cmd_mount):
