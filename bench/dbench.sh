@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # bench/dbench.sh - dbench on simfs mounts: ext2-like (data=none with the
 # 2.6-era write-back), ext3 data=writeback and data=ordered, on the
-# scsi-2002 disk model in emulated time (seed table B's mechanism).
+# scsi-2002 disk model in emulated time (the mechanism behind table B of doc/results.md: the
+# ext3 developers' 2002 dbench comparison on Linux 2.5.28).
 #
 #   bench/dbench.sh [-B BUILDDIR] [-d WORKDIR] [-t SECONDS] [-c "1 4 16"]
 #

@@ -4,7 +4,8 @@
 # O_DIRECT records, then writing it again in place, then reading it, on the
 # hdd-2009 disk model in emulated time, for the ext2 and ext3 presets
 # (block by block), ext2rs and ext3rs-ordered (reservation windows, the 2.6.26
-# kernel's) and ext4 (seed table A).  Prints MB/s per preset and job count, the
+# kernel's) and ext4 (table A of doc/results.md: the 2009
+# iozone comparison on Linux 2.6.26).  Prints MB/s per preset and job count, the
 # extents per file afterwards (simfs inspect IMAGE frag), and each figure
 # as a fraction of ext4's with the same number of jobs.  fio runs with
 # --fallocate=none: iozone does not preallocate, and fio's default would

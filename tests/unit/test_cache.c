@@ -896,7 +896,7 @@ static void test_cache_expiry_after_30s(void **state)
 }
 
 /*
- * dbench's mechanism (seed table B): under the 2.6 limits, data that is
+ * dbench's mechanism (table B of doc/results.md): under the 2.6 limits, data that is
  * deleted within 30 s of being written, while under the background
  * threshold, never reaches the disk.  The same data kept is written at
  * the first flusher wakeup after 30 s.

@@ -1,6 +1,6 @@
 /*
- * test_writers.c - seed A's iozone initial writers and rewriters, scaled
- * down, through the engine in virtual time.
+ * test_writers.c - seed A's iozone initial writers and rewriters (table A
+ * of doc/results.md), scaled down, through the engine in virtual time.
  *
  * Eight writers each append their own file with 256 KiB O_DIRECT records.
  * The records reach the engine one at a time, in turn, as the FUSE daemon
