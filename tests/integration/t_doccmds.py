@@ -4,9 +4,12 @@
 1. Every `simfs ...` command line shown in README.md and doc/*.md parses as
    shown.  The command lines come from fenced code blocks (in a block with
    `$ ` prompts, only the prompted lines; `simfs CMD ...` inside a comment
-   or a `...` span of a block too) and from inline code spans that give a
-   subcommand and at least one argument.  Blocks fenced as ```text
-   (output, pictures, file formats) are not read.  Each command runs with
+   or a `...` span of a block too); a line like `simfs CMD: ...` is a
+   message the program printed and is left alone.  Blocks fenced as
+   ```text (output, pictures, file formats, templates) are not read.
+   Inline code spans of the prose that give a subcommand and an argument
+   are mentions, often partial: only their subcommand and options are
+   checked (against --help), they are not run.  Each command runs with
    SIMFS_PARSE_ONLY=1, which makes simfs check the subcommand, its options
    and their values (the -o knobs against their tables, workload
    parameters, experiment files) and exit 0 without touching anything
@@ -36,8 +39,9 @@ import tempfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-SIMFS = os.path.abspath(sys.argv[1]) if len(sys.argv) > 1 else sys.exit(
-    "usage: t_doccmds.py SIMFS")
+if len(sys.argv) != 2:
+    sys.exit("usage: t_doccmds.py SIMFS")
+SIMFS = os.path.abspath(sys.argv[1])
 
 n = 0
 failed = 0
