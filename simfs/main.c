@@ -2028,8 +2028,9 @@ static int cmd_help(int argc, char **argv)
 		return 0;
 	}
 	/* hidden: the manual pages and the completion (manpage.c) */
-	if (argv[1][0] == '-' && strcmp(argv[1], "--help") != 0 &&
-	    strcmp(argv[1], "-h") != 0)
+	if (strcmp(argv[1], "--man") == 0 ||
+	    strcmp(argv[1], "--man-list") == 0 ||
+	    strcmp(argv[1], "--bash-completion") == 0)
 		return sfs_manpage_main(argc, argv, sfs_cmds,
 					G_N_ELEMENTS(sfs_cmds), sfs_usage);
 	if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0) {

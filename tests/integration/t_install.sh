@@ -39,6 +39,11 @@ else
 	sed 's/^/# /' "$dir/install.log"
 fi
 
+# ---- the generator refuses what it does not know
+"$SIMFS" help --man simfs-nosuch >/dev/null 2>"$dir/err"
+check "simfs help --man simfs-nosuch: exit 2, a message" \
+	test $? = 2 -a -s "$dir/err"
+
 # ---- what goes where
 check "the binary in $BINDIR" test -x "$dest$BINDIR/simfs"
 pages=$("$SIMFS" help --man-list)
@@ -172,6 +177,10 @@ check "simfs mount -o commi<TAB>: commit= ($got)" test "$got" = "commit="
 got=$(complete_words simfs mount -o device= | sed 's/^device=//' | sort | tr '\n' ' ')
 want=$( (echo none; printf '%s\n' $models) | sort -u | tr '\n' ' ')
 check "simfs mount -o device=<TAB>: none and every model and preset ($got)" test "$got" = "$want"
+got=$(complete_words simfs plot '' | tr '\n' ' ')
+want=$("$SIMFS" plot --help | sed -n 's/^\(usage:\)\{0,1\} *simfs plot \([a-z]*\) .*/\2/p' | tr '\n' ' ')
+check "simfs plot <TAB>: its actions, as its usage names them ($got)" \
+	test "$got" = "$want" -a -n "$want"
 got=$(complete_words simfs plot -o '')
 check "simfs plot -o <TAB>: a file, not a knob" test "$got" != "alloc="
 
