@@ -1628,12 +1628,41 @@ void sfs_config_print_help(FILE *out)
 			cfg_format_size(k->min, lo, sizeof(lo));
 			g_string_append_printf(extra, "; at least %s", lo);
 		}
-		fprintf(out, "  %-14s %s (default %s%s)\n", form, k->help,
+		fprintf(out, "  %-14s%s%s (default %s%s)\n", form,
+			strlen(form) < 14 ? " " : "  ", k->help,
 			*k->def ? k->def : "none", extra->str);
 	next:
 		g_free(names);
 		g_string_free(extra, TRUE);
 	}
+}
+
+bool sfs_config_doc_nth(unsigned i, struct sfs_config_doc *out)
+{
+	const struct cfg_knob *k;
+
+	if (i >= CFG_NKNOBS)
+		return false;
+	k = &cfg_knobs[i];
+	memset(out, 0, sizeof(*out));
+	out->name = k->name;
+	out->metavar = k->type == CFG_BOOL ? NULL
+					   : (k->metavar ? k->metavar : "VALUE");
+	out->help = k->help;
+	out->def = (k->flags & CFG_ALIAS) ? NULL : k->def;
+	out->runtime = k->flags & CFG_RUNTIME;
+	if (k->flags & CFG_ALIAS)
+		for (size_t j = 0; j < CFG_NKNOBS && !out->alias_of; j++)
+			if (cfg_knobs[j].offset == k->offset &&
+			    !(cfg_knobs[j].flags & CFG_ALIAS))
+				out->alias_of = cfg_knobs[j].name;
+	out->has_range = k->type == CFG_SIZE || k->type == CFG_UINT;
+	out->is_size = k->type == CFG_SIZE;
+	out->min = k->min;
+	out->max = k->max;
+	if ((k->type == CFG_CHOICE || k->type == CFG_SPEC) && k->names)
+		out->choices = cfg_knob_choices(k);
+	return true;
 }
 
 void sfs_config_each(const struct sfs_config *cfg, bool with_paths,

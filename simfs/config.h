@@ -132,6 +132,26 @@ void sfs_config_each(const struct sfs_config *cfg, bool with_paths,
  */
 const char *sfs_config_suggest(const char *key);
 
+/* One row of the knob table, as documentation (simfs-options(7)). */
+struct sfs_config_doc {
+	const char *name;
+	const char *metavar;  /* "SIZE", "NAME", ...; NULL for a boolean */
+	const char *help;
+	const char *def;      /* default as option text, "" = none; NULL for
+				 an alias */
+	const char *alias_of; /* an alias row: the name of its main row */
+	bool runtime;         /* may change while mounted (.simfs/config) */
+	bool has_range;       /* a number: min and max hold its range */
+	bool is_size;         /* the number is a size (K/M/G/T suffix) */
+	uint64_t min, max;
+	char *choices;        /* "a, b, c" of a choice or spec knob, or NULL;
+				 the caller g_frees it */
+};
+
+/* Row i of the knob table, aliases included, in table order; false past
+ * the end. */
+bool sfs_config_doc_nth(unsigned i, struct sfs_config_doc *out);
+
 /* Print the knob table (name, default, help) for --help. */
 void sfs_config_print_help(FILE *out);
 

@@ -9,6 +9,8 @@
  *   simfs stats [--json] FILE|MOUNTPOINT
  *   simfs inspect IMAGE [summary|groups|inode INO|file PATH|free]
  *   simfs help [COMMAND] | --help | --version
+ *   simfs help --man PAGE | --man-list | --bash-completion   (hidden; the
+ *              manual pages and the completion, manpage.c)
  *
  * Errors are one line, "simfs CMD: reason", on stderr; exit status 2 for a
  * usage error, 1 for a failure.
@@ -60,6 +62,7 @@
 #include "fuse_adapter.h"
 #include "inspect.h"
 #include "crash.h"
+#include "manpage.h"
 #include "mkfs.h"
 #include "models/journal/jbd2.h"
 #include "plot.h"
@@ -80,12 +83,6 @@
 #define SFS_UMOUNT_POLL_US 20000   /* between lock attempts */
 #define SFS_UMOUNT_TICK_US 500000  /* between progress checks and lines */
 #define SFS_FUSE_TYPE "fuse.simfs" /* /proc/mounts type of our mounts */
-
-struct sfs_cmd {
-	const char *name;
-	int (*run)(int argc, char **argv);
-	const char *summary;
-};
 
 static void G_GNUC_PRINTF(2, 3) sfs_err(const char *cmd, const char *fmt, ...)
 {
@@ -2019,7 +2016,7 @@ static void sfs_usage(FILE *out)
 	fputs("usage: simfs COMMAND [ARGS]\n"
 	      "       simfs --help | --version | help COMMAND\n"
 	      "\n"
-	      "simfs is a filesystem laboratory: an ext2/ext3/ext4 engine behind FUSE.\n"
+	      "simfs is " SFS_TAGLINE ".\n"
 	      "\n"
 	      "commands:\n",
 	      out);
@@ -2056,6 +2053,16 @@ static int cmd_help(int argc, char **argv)
 	char *sub[] = {NULL, "--help", NULL};
 
 	if (argc < 2) {
+		sfs_usage(stdout);
+		return 0;
+	}
+	/* hidden: the manual pages and the completion (manpage.c) */
+	if (strcmp(argv[1], "--man") == 0 ||
+	    strcmp(argv[1], "--man-list") == 0 ||
+	    strcmp(argv[1], "--bash-completion") == 0)
+		return sfs_manpage_main(argc, argv, sfs_cmds,
+					G_N_ELEMENTS(sfs_cmds), sfs_usage);
+	if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0) {
 		sfs_usage(stdout);
 		return 0;
 	}

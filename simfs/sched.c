@@ -522,6 +522,17 @@ const struct sfs_knob *sfs_sched_knobs(const char *name)
 	return ops ? ops->knobs : NULL;
 }
 
+const char *sfs_sched_nth(unsigned i, const char **help_out)
+{
+	for (unsigned n = 0; sched_registry[n]; n++)
+		if (n == i) {
+			if (help_out)
+				*help_out = sched_registry[n]->help;
+			return sched_registry[n]->name;
+		}
+	return NULL;
+}
+
 void sfs_sched_list(FILE *out)
 {
 	fputs("I/O schedulers (sched=NAME[,key=value...]):\n", out);

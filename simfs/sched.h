@@ -104,6 +104,9 @@ struct sfs_knob; /* devmodel.h */
 /* The knob table of the scheduler called name (key == NULL ends it), or
  * NULL if there is none: lets option parsers recognise its knobs. */
 const struct sfs_knob *sfs_sched_knobs(const char *name);
+/* The i-th scheduler's name (i = 0, 1, ... until NULL) and its one-line
+ * help in *help_out (may be NULL): for the manual pages. */
+const char *sfs_sched_nth(unsigned i, const char **help_out);
 /* Print the schedulers and their knobs. */
 void sfs_sched_list(FILE *out);
 

@@ -10,6 +10,8 @@ packages=(
 	libfuse3-dev libglib2.0-dev libxxhash-dev libcmocka-dev libjson-glib-dev
 	# run and check: fusermount3, e2fsck/mke2fs/debugfs, losetup/mount
 	fuse3 e2fsprogs util-linux attr
+	# the install test: groff and man render the manual pages
+	groff-base man-db
 	# benchmarks, plots and the bench scripts' report parsing; gnuplot-nox
 	# has the svg and pngcairo terminals simfs bench draws with, and a font
 	# for the PNGs (fonts-liberation is only a recommendation of it)
