@@ -14,7 +14,8 @@
  *     set direct_io and clear keep_cache, init turns off the writeback
  *     cache and splice, so every read(2)/write(2) becomes a READ/WRITE
  *     request that reaches the engine, whose own (modelled) cache decides
- *     what costs device time.
+ *     what costs device time.  Only shared mappings (rule 9) put file
+ *     pages in the kernel's cache.
  *  4. Permissions are the kernel's job (the mount always carries
  *     default_permissions); access() is not implemented.
  *  5. Lookup counts are the engine's (sfs_fs_count_lookups, fs.h): the
@@ -46,6 +47,15 @@
  *     fsyncdir, xattrs, readlink and fallocate are not recorded; readdir
  *     is recorded once per listing (offset 0).  Without trace= the
  *     adapter does nothing of this (one NULL test per request).
+ *  9. Shared mappings (doc/internals.md, "mmap"): the kernel refuses
+ *     MAP_SHARED of a direct_io file (ENODEV) unless INIT negotiated
+ *     FUSE_DIRECT_IO_ALLOW_MMAP (Linux 6.6+), which libfuse 3.14 cannot
+ *     ask for.  So the session's device I/O goes through two hooks
+ *     (fuse_session_custom_io on the same fd): sfs_fuse_io_read passes
+ *     every request through and notes the INIT request's unique and
+ *     whether the kernel offers the flag; sfs_fuse_io_writev adds
+ *     FUSE_INIT_EXT and the flag to the INIT reply when it was offered.
+ *     Every other message passes unchanged.
  */
 #define FUSE_USE_VERSION 312
 
@@ -63,6 +73,8 @@
 
 #include <fuse_lowlevel.h>
 #include <glib.h>
+#include <linux/fuse.h> /* the INIT request and reply (rule 9) */
+#include <sys/uio.h>
 
 #include "clock.h"
 #include "fuse_adapter.h"
@@ -76,6 +88,11 @@
 #define SFS_FUSE_MAX_THREADS 16		/* loop workers, at most */
 #define SFS_FUSE_IDLE_THREADS 8		/* loop workers kept idle */
 #define SFS_FUSE_PREFIX "simfs mount: " /* of libfuse's messages */
+
+/* INIT flag of Linux 6.6+ (include/uapi/linux/fuse.h, first named
+ * FUSE_DIRECT_IO_RELAX): MAP_SHARED allowed on direct_io files.  Bit 36,
+ * i.e. bit 4 of flags2, which counts only with FUSE_INIT_EXT. */
+#define SFS_FUSE_DIRECT_IO_ALLOW_MMAP (1ull << 36)
 
 static_assert(SFS_RENAME_NOREPLACE == RENAME_NOREPLACE, "rename flag");
 static_assert(SFS_RENAME_EXCHANGE == RENAME_EXCHANGE, "rename flag");
@@ -134,7 +151,16 @@ struct sfs_fuse {
 	char *last_error;	      /* of a config write, or NULL; ctl_lock */
 	struct sfs_trace_recorder *trace; /* trace=, or NULL (rule 8); set
 					     before the loop */
+	/* rule 9, all g_atomic: */
+	bool mmap_off;		/* -o noshared_mmap: no hooks */
+	gint io_hooked;		/* the INIT hooks are installed */
+	gint init_seen;		/* the kernel's INIT request was read */
+	guint64 init_unique;	/* its unique, once init_seen */
+	gint mmap_offered;	/* it offered DIRECT_IO_ALLOW_MMAP */
+	gint mmap_granted;	/* our INIT reply asked for it */
 };
+
+static const char *sfs_fuse_mmap_state(struct sfs_fuse *f);
 
 /* ---- translation helpers ---- */
 
@@ -407,6 +433,7 @@ static char *sfs_ctl_print(struct sfs_fuse *f, enum sfs_ctl c, size_t *len_out)
 	switch (c) {
 	case SFS_CTL_STATS_TXT:
 		sfs_stats_print_table(sfs_fs_stats(f->fs), out);
+		fprintf(out, "%s\n", sfs_fuse_mmap_state(f));
 		break;
 	case SFS_CTL_CONFIG:
 		sfs_fs_get_config(f->fs, &cfg);
@@ -742,6 +769,77 @@ static void sfs_ctl_readdir(fuse_req_t req, size_t size, off_t off)
 	g_free(buf);
 }
 
+/* ---- the INIT hooks (rule 9) ---- */
+
+/* read(2) of the next request; notes the INIT request. */
+static ssize_t sfs_fuse_io_read(int fd, void *buf, size_t len, void *userdata)
+{
+	struct sfs_fuse *f = userdata;
+	const struct fuse_in_header *in = buf;
+	ssize_t n = read(fd, buf, len);
+
+	if (n >= (ssize_t)(sizeof(*in) + sizeof(struct fuse_init_in)) &&
+	    in->opcode == FUSE_INIT && !g_atomic_int_get(&f->init_seen)) {
+		const struct fuse_init_in *arg = (const void *)(in + 1);
+
+		f->init_unique = in->unique; /* before the flags publish it */
+		if ((arg->flags & FUSE_INIT_EXT) &&
+		    (arg->flags2 & (SFS_FUSE_DIRECT_IO_ALLOW_MMAP >> 32)))
+			g_atomic_int_set(&f->mmap_offered, 1);
+		g_atomic_int_set(&f->init_seen, 1);
+	}
+	return n;
+}
+
+/* writev(2) of a reply or notification; the INIT reply gains
+ * FUSE_INIT_EXT and DIRECT_IO_ALLOW_MMAP if the kernel offered it. */
+static ssize_t sfs_fuse_io_writev(int fd, struct iovec *iov, int count,
+				  void *userdata)
+{
+	struct sfs_fuse *f = userdata;
+	const struct fuse_out_header *out = iov[0].iov_base;
+	struct fuse_init_out arg;
+	struct iovec fixed[2];
+
+	if (!g_atomic_int_get(&f->mmap_offered) ||
+	    g_atomic_int_get(&f->mmap_granted) || count != 2 ||
+	    iov[0].iov_len != sizeof(*out) || out->unique != f->init_unique ||
+	    out->error != 0 || iov[1].iov_len > sizeof(arg) ||
+	    iov[1].iov_len < offsetof(struct fuse_init_out, flags2) +
+				 sizeof(arg.flags2))
+		return writev(fd, iov, count);
+	memset(&arg, 0, sizeof(arg));
+	memcpy(&arg, iov[1].iov_base, iov[1].iov_len);
+	arg.flags |= FUSE_INIT_EXT;
+	arg.flags2 |= (uint32_t)(SFS_FUSE_DIRECT_IO_ALLOW_MMAP >> 32);
+	fixed[0] = iov[0];
+	fixed[1] = (struct iovec){.iov_base = &arg, .iov_len = iov[1].iov_len};
+	g_atomic_int_set(&f->mmap_granted, 1);
+	return writev(fd, fixed, 2);
+}
+
+static const struct fuse_custom_io sfs_fuse_io = {
+    .read = sfs_fuse_io_read,
+    .writev = sfs_fuse_io_writev,
+};
+
+/* One line on whether MAP_SHARED works on this mount (stats.txt, and
+ * the mount's warning when it does not). */
+static const char *sfs_fuse_mmap_state(struct sfs_fuse *f)
+{
+	if (g_atomic_int_get(&f->mmap_granted))
+		return "shared mmap: allowed (FUSE_DIRECT_IO_ALLOW_MMAP)";
+	if (f->mmap_off)
+		return "shared mmap: off (noshared_mmap); mmap(MAP_SHARED) "
+		       "fails with ENODEV";
+	if (!g_atomic_int_get(&f->io_hooked))
+		return "shared mmap: not available (the INIT hooks could not be "
+		       "installed); mmap(MAP_SHARED) fails with ENODEV";
+	return "shared mmap: not offered by this kernel (needs Linux 6.6+, "
+	       "FUSE_DIRECT_IO_ALLOW_MMAP); mmap(MAP_SHARED) fails with "
+	       "ENODEV";
+}
+
 /* ---- session life ---- */
 
 static void sfs_fuse_init(void *userdata, struct fuse_conn_info *conn)
@@ -756,6 +854,10 @@ static void sfs_fuse_init(void *userdata, struct fuse_conn_info *conn)
 	/* libfuse derives max_pages from max_write (and caps it at its
 	 * buffer size: 256 pages in 3.14) */
 	conn->max_write = SFS_FUSE_MAX_WRITE;
+	/* rule 9: the reply is written after this returns; what the
+	 * kernel offered is known already */
+	if (!f->mmap_off && !g_atomic_int_get(&f->mmap_offered))
+		fuse_log(FUSE_LOG_WARNING, "%s\n", sfs_fuse_mmap_state(f));
 	if (f->ready) {
 		f->ready(f->ready_arg);
 		f->ready = NULL;
@@ -1994,6 +2096,11 @@ int sfs_fuse_mount(struct sfs_fuse *f, struct sfs_fs *fs,
 		return -EIO;
 	}
 	f->mounted = true;
+	/* rule 9; without the hooks the mount works, MAP_SHARED does not */
+	f->mmap_off = cfg.no_shared_mmap;
+	if (!f->mmap_off && fuse_session_custom_io(f->se, &sfs_fuse_io,
+						   fuse_session_fd(f->se)) == 0)
+		g_atomic_int_set(&f->io_hooked, 1);
 	return 0;
 }
 
