@@ -44,7 +44,8 @@
  *     the kernel's path walk: not recorded; getattr is recorded as stat
  *     for non-directories only (a directory's getattr is mostly the
  *     permission check of a walk); mknod, chmod/chown/utimes, flush,
- *     fsyncdir, xattrs, readlink and fallocate are not recorded; readdir
+ *     fsyncdir, xattrs, readlink and fallocate are not recorded (but an
+ *     access ACL that changes the mode is, as a chmod); readdir
  *     is recorded once per listing (offset 0).  Without trace= the
  *     adapter does nothing of this (one NULL test per request).
  *  9. Shared mappings (doc/internals.md, "mmap"): the kernel refuses
@@ -56,6 +57,12 @@
  *     whether the kernel offers the flag; sfs_fuse_io_writev adds
  *     FUSE_INIT_EXT and the flag to the INIT reply when it was offered.
  *     Every other message passes unchanged.
+ * 10. POSIX ACLs (acl.c): unless -o noacl, init asks for FUSE_POSIX_ACL,
+ *     so the kernel reads system.posix_acl_* through getxattr and checks
+ *     them (with default_permissions), and for FUSE_DONT_MASK, so it
+ *     hands the umask over instead of applying it: new inodes get the
+ *     creator's umask in their mode (sfs_fuse_new_mode), which the
+ *     engine applies only when the parent has no default ACL.
  */
 #define FUSE_USE_VERSION 312
 
@@ -151,13 +158,14 @@ struct sfs_fuse {
 	char *last_error;	      /* of a config write, or NULL; ctl_lock */
 	struct sfs_trace_recorder *trace; /* trace=, or NULL (rule 8); set
 					     before the loop */
+	bool acl;      /* POSIX ACLs negotiated (rule 10); set in init */
+	bool mmap_off; /* -o noshared_mmap: no hooks (rule 9) */
 	/* rule 9, all g_atomic: */
-	bool mmap_off;		/* -o noshared_mmap: no hooks */
-	gint io_hooked;		/* the INIT hooks are installed */
-	gint init_seen;		/* the kernel's INIT request was read */
-	guint64 init_unique;	/* its unique, once init_seen */
-	gint mmap_offered;	/* it offered DIRECT_IO_ALLOW_MMAP */
-	gint mmap_granted;	/* our INIT reply asked for it */
+	gint io_hooked;	     /* the INIT hooks are installed */
+	gint init_seen;	     /* the kernel's INIT request was read */
+	guint64 init_unique; /* its unique, once init_seen */
+	gint mmap_offered;   /* it offered DIRECT_IO_ALLOW_MMAP */
+	gint mmap_granted;   /* our INIT reply asked for it */
 };
 
 static const char *sfs_fuse_mmap_state(struct sfs_fuse *f);
@@ -296,6 +304,26 @@ static void sfs_fuse_owner(fuse_req_t req, uint32_t *uid, uint32_t *gid)
 
 	*uid = ctx->uid;
 	*gid = ctx->gid;
+}
+
+/* Mode of a new inode: with ACLs (rule 10) the kernel leaves the umask
+ * to us, and the engine applies it only without a default ACL. */
+static uint32_t sfs_fuse_new_mode(fuse_req_t req, uint32_t mode)
+{
+	const struct sfs_fuse *f = fuse_req_userdata(req);
+
+	return f->acl ? mode | SFS_MODE_UMASK(fuse_req_ctx(req)->umask) : mode;
+}
+
+/* The permission bits a trace records for a new inode: the mode after
+ * the umask, as the kernel hands it over without ACLs (rule 10). */
+static uint32_t sfs_fuse_rec_mode(fuse_req_t req, uint32_t mode)
+{
+	const struct sfs_fuse *f = fuse_req_userdata(req);
+
+	if (f->acl)
+		mode &= ~(uint32_t)fuse_req_ctx(req)->umask;
+	return mode & 07777;
 }
 
 /* ---- control files (rule 7) ---- */
@@ -805,8 +833,8 @@ static ssize_t sfs_fuse_io_writev(int fd, struct iovec *iov, int count,
 	    g_atomic_int_get(&f->mmap_granted) || count != 2 ||
 	    iov[0].iov_len != sizeof(*out) || out->unique != f->init_unique ||
 	    out->error != 0 || iov[1].iov_len > sizeof(arg) ||
-	    iov[1].iov_len < offsetof(struct fuse_init_out, flags2) +
-				 sizeof(arg.flags2))
+	    iov[1].iov_len <
+		offsetof(struct fuse_init_out, flags2) + sizeof(arg.flags2))
 		return writev(fd, iov, count);
 	memset(&arg, 0, sizeof(arg));
 	memcpy(&arg, iov[1].iov_base, iov[1].iov_len);
@@ -833,7 +861,8 @@ static const char *sfs_fuse_mmap_state(struct sfs_fuse *f)
 		return "shared mmap: off (noshared_mmap); mmap(MAP_SHARED) "
 		       "fails with ENODEV";
 	if (!g_atomic_int_get(&f->io_hooked))
-		return "shared mmap: not available (the INIT hooks could not be "
+		return "shared mmap: not available (the INIT hooks could not "
+		       "be "
 		       "installed); mmap(MAP_SHARED) fails with ENODEV";
 	return "shared mmap: not offered by this kernel (needs Linux 6.6+, "
 	       "FUSE_DIRECT_IO_ALLOW_MMAP); mmap(MAP_SHARED) fails with "
@@ -846,8 +875,21 @@ static void sfs_fuse_init(void *userdata, struct fuse_conn_info *conn)
 {
 	struct sfs_fuse *f = userdata;
 
+	struct sfs_config cfg;
+
 	if (conn->capable & FUSE_CAP_ATOMIC_O_TRUNC)
 		conn->want |= FUSE_CAP_ATOMIC_O_TRUNC;
+	/* rule 10: POSIX ACLs enforced by the kernel, umask left to us */
+	sfs_fs_get_config(f->fs, &cfg);
+	if (!cfg.no_acl && (conn->capable & FUSE_CAP_POSIX_ACL) &&
+	    (conn->capable & FUSE_CAP_DONT_MASK)) {
+		conn->want |= FUSE_CAP_POSIX_ACL | FUSE_CAP_DONT_MASK;
+		f->acl = true;
+	} else if (!cfg.no_acl) {
+		fuse_log(FUSE_LOG_WARNING,
+			 "the kernel offers no POSIX ACL support: ACLs are "
+			 "stored but not enforced\n");
+	}
 	/* rule 3: no kernel-side caching or page moving of file data */
 	conn->want &= ~(FUSE_CAP_WRITEBACK_CACHE | FUSE_CAP_SPLICE_READ |
 			FUSE_CAP_SPLICE_WRITE | FUSE_CAP_SPLICE_MOVE);
@@ -1075,7 +1117,8 @@ static void sfs_fuse_mknod(fuse_req_t req, fuse_ino_t parent, const char *name,
 		rc = sfs_ctl_new_name(parent, name);
 	else if (p)
 		do
-			rc = sfs_mknod(sfs_fuse_fs(req), p, name, mode,
+			rc = sfs_mknod(sfs_fuse_fs(req), p, name,
+				       sfs_fuse_new_mode(req, mode),
 				       (uint32_t)rdev, uid, gid, &a);
 		while (sfs_fuse_reclaim(req, rc));
 	if (rc == 0 && sfs_rec(req))
@@ -1099,12 +1142,14 @@ static void sfs_fuse_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name,
 		rc = sfs_ctl_new_name(parent, name);
 	else if (p)
 		do
-			rc = sfs_mkdir(sfs_fuse_fs(req), p, name,
-				       S_IFDIR | (mode & 07777), uid, gid, &a);
+			rc = sfs_mkdir(
+			    sfs_fuse_fs(req), p, name,
+			    sfs_fuse_new_mode(req, S_IFDIR | (mode & 07777)),
+			    uid, gid, &a);
 		while (sfs_fuse_reclaim(req, rc));
 	if (sfs_rec(req) && sfs_ctl_of(parent) < 0) {
 		sfs_rec_path(req, SFS_TOP_MKDIR, t0, parent, name,
-			     (uint32_t)mode & 07777, rc);
+			     sfs_fuse_rec_mode(req, (uint32_t)mode), rc);
 		if (rc == 0)
 			sfs_trace_learn(sfs_rec(req), sfs_fuse_ino_out(a.ino),
 					parent, name);
@@ -1348,13 +1393,16 @@ static void sfs_fuse_create(fuse_req_t req, fuse_ino_t parent, const char *name,
 		rc = sfs_ctl_new_name(parent, name);
 	else if (p)
 		do
-			rc = sfs_mknod(fs, p, name, S_IFREG | (mode & 07777), 0,
-				       uid, gid, &a);
+			rc = sfs_mknod(
+			    fs, p, name,
+			    sfs_fuse_new_mode(req, S_IFREG | (mode & 07777)), 0,
+			    uid, gid, &a);
 		while (sfs_fuse_reclaim(req, rc));
 	if (rc < 0) {
 		if (rec)
 			sfs_rec_open(req, t0, parent, name, fi,
-				     (uint32_t)mode & 07777, rc);
+				     sfs_fuse_rec_mode(req, (uint32_t)mode),
+				     rc);
 		sfs_fuse_reply_rc(req, rc);
 		return;
 	}
@@ -1363,15 +1411,16 @@ static void sfs_fuse_create(fuse_req_t req, fuse_ino_t parent, const char *name,
 	if (rc < 0) {
 		if (rec)
 			sfs_rec_open(req, t0, parent, name, fi,
-				     (uint32_t)mode & 07777, rc);
+				     sfs_fuse_rec_mode(req, (uint32_t)mode),
+				     rc);
 		sfs_forget(fs, a.ino, 1);
 		sfs_fuse_reply_rc(req, rc);
 		return;
 	}
 	sfs_fuse_set_direct(fi);
 	if (rec) {
-		sfs_rec_open(req, t0, parent, name, fi, (uint32_t)mode & 07777,
-			     0);
+		sfs_rec_open(req, t0, parent, name, fi,
+			     sfs_fuse_rec_mode(req, (uint32_t)mode), 0);
 		sfs_trace_learn(sfs_rec(req), sfs_fuse_ino_out(a.ino), parent,
 				name);
 	}
@@ -1782,9 +1831,30 @@ static void sfs_fuse_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name,
 		fuse_reply_err(req, ESTALE);
 		return;
 	}
+	/* rule 8: an access ACL that changes the mode is the chmod it
+	 * amounts to (cp -a sets modes so on an ACL mount) */
+	bool acl_rec =
+	    sfs_rec(req) && strcmp(name, "system.posix_acl_access") == 0;
+	sfs_ns_t t0 = sfs_rec_start(req);
+	struct sfs_attr before, after;
+
+	if (acl_rec && sfs_getattr(sfs_fuse_fs(req), i, &before) != 0)
+		acl_rec = false;
 	do
 		rc = sfs_setxattr(sfs_fuse_fs(req), i, name, value, size, flags);
 	while (sfs_fuse_reclaim(req, rc));
+	if (acl_rec && rc == 0 &&
+	    sfs_getattr(sfs_fuse_fs(req), i, &after) == 0 &&
+	    after.mode != before.mode) {
+		struct sfs_trace_rec r;
+		char *path = sfs_trace_path(sfs_rec(req), ino, NULL);
+
+		sfs_rec_init(req, &r, SFS_TOP_CHMOD, t0);
+		r.path = path;
+		r.mode = after.mode & 07777;
+		sfs_rec_done(req, &r, 0, NULL);
+		g_free(path);
+	}
 	sfs_fuse_reply_rc(req, rc);
 }
 

@@ -10,6 +10,8 @@ packages=(
 	libfuse3-dev libglib2.0-dev libxxhash-dev libcmocka-dev libjson-glib-dev
 	# run and check: fusermount3, e2fsck/mke2fs/debugfs, losetup/mount
 	fuse3 e2fsprogs util-linux attr
+	# the ACL and mmap tests: setfacl/getfacl, SQLite in WAL mode
+	acl sqlite3
 	# benchmarks, plots and the bench scripts' report parsing; gnuplot-nox
 	# has the svg and pngcairo terminals simfs bench draws with, and a font
 	# for the PNGs (fonts-liberation is only a recommendation of it)
