@@ -814,6 +814,24 @@ static const struct cfg_knob cfg_knobs[] = {
 	.help = "allow user.* extended attributes (nouser_xattr: "
 		"EOPNOTSUPP)",
     },
+    {
+	.name = "acl",
+	.type = CFG_BOOL,
+	.offset = KNOB_OFF(no_acl),
+	.def = "on",
+	.flags = CFG_INVERT,
+	.help = "POSIX access and default ACLs, enforced by the kernel "
+		"(noacl: system.posix_acl_* give EOPNOTSUPP)",
+    },
+    {
+	.name = "shared_mmap",
+	.type = CFG_BOOL,
+	.offset = KNOB_OFF(no_shared_mmap),
+	.def = "on",
+	.flags = CFG_INVERT,
+	.help = "ask the kernel to allow mmap(MAP_SHARED) of files (Linux "
+		"6.6+; noshared_mmap, or an older kernel: ENODEV)",
+    },
 };
 
 #define CFG_NKNOBS (sizeof(cfg_knobs) / sizeof(cfg_knobs[0]))

@@ -283,6 +283,38 @@ static_assert(sizeof(struct sfs_ddirent) == 8, "dirent header size");
 /* ---- extended attributes in a block ---- */
 #define SFS_XATTR_MAGIC 0xEA020000
 #define SFS_XATTR_INDEX_USER 1
+#define SFS_XATTR_INDEX_ACL_ACCESS 2  /* system.posix_acl_access, name "" */
+#define SFS_XATTR_INDEX_ACL_DEFAULT 3 /* system.posix_acl_default, name "" */
+
+/* A POSIX ACL as ext4 stores it as the value of those entries
+ * (fs/ext4/acl.h): a header, then entries in the order of the ACL; the
+ * named ones (SFS_ACL_USER, SFS_ACL_GROUP) carry an id, the others are
+ * short.  The VFS's xattr format (version 2, every entry 8 bytes with
+ * id, ids of the unnamed ones -1) is what getxattr/setxattr see (acl.c). */
+#define SFS_ACL_DISK_VERSION 1
+#define SFS_ACL_XATTR_VERSION 2
+#define SFS_ACL_USER_OBJ 0x01
+#define SFS_ACL_USER 0x02
+#define SFS_ACL_GROUP_OBJ 0x04
+#define SFS_ACL_GROUP 0x08
+#define SFS_ACL_MASK 0x10
+#define SFS_ACL_OTHER 0x20
+#define SFS_ACL_UNDEFINED_ID 0xFFFFFFFFu
+struct sfs_dacl_header {
+	uint32_t a_version; /* SFS_ACL_DISK_VERSION or _XATTR_VERSION */
+};
+struct sfs_dacl_entry_short {
+	uint16_t e_tag;	 /* SFS_ACL_* */
+	uint16_t e_perm; /* rwx = 4|2|1 */
+};
+struct sfs_dacl_entry {
+	uint16_t e_tag;
+	uint16_t e_perm;
+	uint32_t e_id; /* uid or gid */
+};
+static_assert(sizeof(struct sfs_dacl_header) == 4, "acl header size");
+static_assert(sizeof(struct sfs_dacl_entry_short) == 4, "acl entry size");
+static_assert(sizeof(struct sfs_dacl_entry) == 8, "acl entry size");
 struct sfs_dxattr_header {
 	uint32_t h_magic;    /* SFS_XATTR_MAGIC */
 	uint32_t h_refcount; /* inodes pointing here */

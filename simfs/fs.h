@@ -60,6 +60,12 @@ struct sfs_attr {
 #define SFS_SET_MTIME_NOW 0x80
 #define SFS_SET_CTIME 0x100
 
+/* The mode of sfs_mknod/sfs_mkdir may carry the creator's umask, which
+ * is then applied only if the parent has no default ACL (acl.c rule 3);
+ * without it the mode is used as given (the caller masked it). */
+#define SFS_MODE_HAS_UMASK 0x80000000u
+#define SFS_MODE_UMASK(u) (SFS_MODE_HAS_UMASK | (((uint32_t)(u) & 0777u) << 16))
+
 /* rename flags (values of the Linux renameat2 flags) */
 #define SFS_RENAME_NOREPLACE 0x1
 #define SFS_RENAME_EXCHANGE 0x2

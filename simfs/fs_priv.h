@@ -282,6 +282,10 @@ static inline uint32_t sfs_i_mode(const struct sfs_inode *ip)
 {
 	return sfs_le16(ip->d.i_mode);
 }
+static inline void sfs_i_set_mode(struct sfs_inode *ip, uint32_t mode)
+{
+	ip->d.i_mode = sfs_cpu_to_le16((uint16_t)mode);
+}
 static inline bool sfs_i_isdir(const struct sfs_inode *ip)
 {
 	return (sfs_i_mode(ip) & SFS_S_IFMT) == SFS_S_IFDIR;
@@ -484,6 +488,24 @@ int sfs_xattr_remove(struct sfs_fs *fs, struct sfs_inode *ip,
 		     const char *name);
 /* The inode is being freed: drop its reference to its xattr block. */
 int sfs_xattr_drop(struct sfs_fs *fs, struct sfs_inode *ip);
+/* The raw value under name index idx with an empty name (the ACLs):
+ * get (g_free *value_out; -ENODATA), set (replacing). */
+int sfs_xattr_get_index(struct sfs_fs *fs, struct sfs_inode *ip, uint8_t idx,
+			void **value_out, size_t *len_out);
+int sfs_xattr_set_index(struct sfs_fs *fs, struct sfs_inode *ip, uint8_t idx,
+			const void *value, size_t size);
+
+/* ---- POSIX ACLs (acl.c) ---- */
+struct sfs_acl;
+int sfs_acl_from_xattr(const void *value, size_t size, struct sfs_acl **out);
+int sfs_acl_from_disk(const void *value, size_t size, struct sfs_acl **out);
+void *sfs_acl_to_disk(const struct sfs_acl *a, size_t *len_out);
+size_t sfs_acl_to_xattr(const struct sfs_acl *a, void *buf);
+unsigned sfs_acl_count(const struct sfs_acl *a);
+bool sfs_acl_mode(const struct sfs_acl *a, uint32_t *mode);
+int sfs_acl_inherit(struct sfs_fs *fs, struct sfs_inode *dp,
+		    struct sfs_inode *ip, bool has_umask, uint32_t umask);
+int sfs_acl_chmod_inode(struct sfs_fs *fs, struct sfs_inode *ip);
 
 /* ---- checks shared by the verbs ---- */
 /* 0, -ENAMETOOLONG (> 255 bytes) or -EINVAL (empty, contains '/'). */

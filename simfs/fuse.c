@@ -14,7 +14,8 @@
  *     set direct_io and clear keep_cache, init turns off the writeback
  *     cache and splice, so every read(2)/write(2) becomes a READ/WRITE
  *     request that reaches the engine, whose own (modelled) cache decides
- *     what costs device time.
+ *     what costs device time.  Only shared mappings (rule 9) put file
+ *     pages in the kernel's cache.
  *  4. Permissions are the kernel's job (the mount always carries
  *     default_permissions); access() is not implemented.
  *  5. Lookup counts are the engine's (sfs_fs_count_lookups, fs.h): the
@@ -43,9 +44,25 @@
  *     the kernel's path walk: not recorded; getattr is recorded as stat
  *     for non-directories only (a directory's getattr is mostly the
  *     permission check of a walk); mknod, chmod/chown/utimes, flush,
- *     fsyncdir, xattrs, readlink and fallocate are not recorded; readdir
+ *     fsyncdir, xattrs, readlink and fallocate are not recorded (but an
+ *     access ACL that changes the mode is, as a chmod); readdir
  *     is recorded once per listing (offset 0).  Without trace= the
  *     adapter does nothing of this (one NULL test per request).
+ *  9. Shared mappings (doc/internals.md, "mmap"): the kernel refuses
+ *     MAP_SHARED of a direct_io file (ENODEV) unless INIT negotiated
+ *     FUSE_DIRECT_IO_ALLOW_MMAP (Linux 6.6+), which libfuse 3.14 cannot
+ *     ask for.  So the session's device I/O goes through two hooks
+ *     (fuse_session_custom_io on the same fd): sfs_fuse_io_read passes
+ *     every request through and notes the INIT request's unique and
+ *     whether the kernel offers the flag; sfs_fuse_io_writev adds
+ *     FUSE_INIT_EXT and the flag to the INIT reply when it was offered.
+ *     Every other message passes unchanged.
+ * 10. POSIX ACLs (acl.c): unless -o noacl, init asks for FUSE_POSIX_ACL,
+ *     so the kernel reads system.posix_acl_* through getxattr and checks
+ *     them (with default_permissions), and for FUSE_DONT_MASK, so it
+ *     hands the umask over instead of applying it: new inodes get the
+ *     creator's umask in their mode (sfs_fuse_new_mode), which the
+ *     engine applies only when the parent has no default ACL.
  */
 #define FUSE_USE_VERSION 312
 
@@ -63,6 +80,8 @@
 
 #include <fuse_lowlevel.h>
 #include <glib.h>
+#include <linux/fuse.h> /* the INIT request and reply (rule 9) */
+#include <sys/uio.h>
 
 #include "clock.h"
 #include "fuse_adapter.h"
@@ -76,6 +95,11 @@
 #define SFS_FUSE_MAX_THREADS 16		/* loop workers, at most */
 #define SFS_FUSE_IDLE_THREADS 8		/* loop workers kept idle */
 #define SFS_FUSE_PREFIX "simfs mount: " /* of libfuse's messages */
+
+/* INIT flag of Linux 6.6+ (include/uapi/linux/fuse.h, first named
+ * FUSE_DIRECT_IO_RELAX): MAP_SHARED allowed on direct_io files.  Bit 36,
+ * i.e. bit 4 of flags2, which counts only with FUSE_INIT_EXT. */
+#define SFS_FUSE_DIRECT_IO_ALLOW_MMAP (1ull << 36)
 
 static_assert(SFS_RENAME_NOREPLACE == RENAME_NOREPLACE, "rename flag");
 static_assert(SFS_RENAME_EXCHANGE == RENAME_EXCHANGE, "rename flag");
@@ -134,7 +158,17 @@ struct sfs_fuse {
 	char *last_error;	      /* of a config write, or NULL; ctl_lock */
 	struct sfs_trace_recorder *trace; /* trace=, or NULL (rule 8); set
 					     before the loop */
+	bool acl;      /* POSIX ACLs negotiated (rule 10); set in init */
+	bool mmap_off; /* -o noshared_mmap: no hooks (rule 9) */
+	/* rule 9, all g_atomic: */
+	gint io_hooked;	     /* the INIT hooks are installed */
+	gint init_seen;	     /* the kernel's INIT request was read */
+	guint64 init_unique; /* its unique, once init_seen */
+	gint mmap_offered;   /* it offered DIRECT_IO_ALLOW_MMAP */
+	gint mmap_granted;   /* our INIT reply asked for it */
 };
+
+static const char *sfs_fuse_mmap_state(struct sfs_fuse *f);
 
 /* ---- translation helpers ---- */
 
@@ -272,6 +306,26 @@ static void sfs_fuse_owner(fuse_req_t req, uint32_t *uid, uint32_t *gid)
 	*gid = ctx->gid;
 }
 
+/* Mode of a new inode: with ACLs (rule 10) the kernel leaves the umask
+ * to us, and the engine applies it only without a default ACL. */
+static uint32_t sfs_fuse_new_mode(fuse_req_t req, uint32_t mode)
+{
+	const struct sfs_fuse *f = fuse_req_userdata(req);
+
+	return f->acl ? mode | SFS_MODE_UMASK(fuse_req_ctx(req)->umask) : mode;
+}
+
+/* The permission bits a trace records for a new inode: the mode after
+ * the umask, as the kernel hands it over without ACLs (rule 10). */
+static uint32_t sfs_fuse_rec_mode(fuse_req_t req, uint32_t mode)
+{
+	const struct sfs_fuse *f = fuse_req_userdata(req);
+
+	if (f->acl)
+		mode &= ~(uint32_t)fuse_req_ctx(req)->umask;
+	return mode & 07777;
+}
+
 /* ---- control files (rule 7) ---- */
 
 static struct sfs_fuse *sfs_fuse_of(fuse_req_t req)
@@ -407,6 +461,7 @@ static char *sfs_ctl_print(struct sfs_fuse *f, enum sfs_ctl c, size_t *len_out)
 	switch (c) {
 	case SFS_CTL_STATS_TXT:
 		sfs_stats_print_table(sfs_fs_stats(f->fs), out);
+		fprintf(out, "%s\n", sfs_fuse_mmap_state(f));
 		break;
 	case SFS_CTL_CONFIG:
 		sfs_fs_get_config(f->fs, &cfg);
@@ -742,20 +797,109 @@ static void sfs_ctl_readdir(fuse_req_t req, size_t size, off_t off)
 	g_free(buf);
 }
 
+/* ---- the INIT hooks (rule 9) ---- */
+
+/* read(2) of the next request; notes the INIT request. */
+static ssize_t sfs_fuse_io_read(int fd, void *buf, size_t len, void *userdata)
+{
+	struct sfs_fuse *f = userdata;
+	const struct fuse_in_header *in = buf;
+	ssize_t n = read(fd, buf, len);
+
+	if (n >= (ssize_t)(sizeof(*in) + sizeof(struct fuse_init_in)) &&
+	    in->opcode == FUSE_INIT && !g_atomic_int_get(&f->init_seen)) {
+		const struct fuse_init_in *arg = (const void *)(in + 1);
+
+		f->init_unique = in->unique; /* before the flags publish it */
+		if ((arg->flags & FUSE_INIT_EXT) &&
+		    (arg->flags2 & (SFS_FUSE_DIRECT_IO_ALLOW_MMAP >> 32)))
+			g_atomic_int_set(&f->mmap_offered, 1);
+		g_atomic_int_set(&f->init_seen, 1);
+	}
+	return n;
+}
+
+/* writev(2) of a reply or notification; the INIT reply gains
+ * FUSE_INIT_EXT and DIRECT_IO_ALLOW_MMAP if the kernel offered it. */
+static ssize_t sfs_fuse_io_writev(int fd, struct iovec *iov, int count,
+				  void *userdata)
+{
+	struct sfs_fuse *f = userdata;
+	const struct fuse_out_header *out = iov[0].iov_base;
+	struct fuse_init_out arg;
+	struct iovec fixed[2];
+
+	if (!g_atomic_int_get(&f->mmap_offered) ||
+	    g_atomic_int_get(&f->mmap_granted) || count != 2 ||
+	    iov[0].iov_len != sizeof(*out) || out->unique != f->init_unique ||
+	    out->error != 0 || iov[1].iov_len > sizeof(arg) ||
+	    iov[1].iov_len <
+		offsetof(struct fuse_init_out, flags2) + sizeof(arg.flags2))
+		return writev(fd, iov, count);
+	memset(&arg, 0, sizeof(arg));
+	memcpy(&arg, iov[1].iov_base, iov[1].iov_len);
+	arg.flags |= FUSE_INIT_EXT;
+	arg.flags2 |= (uint32_t)(SFS_FUSE_DIRECT_IO_ALLOW_MMAP >> 32);
+	fixed[0] = iov[0];
+	fixed[1] = (struct iovec){.iov_base = &arg, .iov_len = iov[1].iov_len};
+	g_atomic_int_set(&f->mmap_granted, 1);
+	return writev(fd, fixed, 2);
+}
+
+static const struct fuse_custom_io sfs_fuse_io = {
+    .read = sfs_fuse_io_read,
+    .writev = sfs_fuse_io_writev,
+};
+
+/* One line on whether MAP_SHARED works on this mount (stats.txt, and
+ * the mount's warning when it does not). */
+static const char *sfs_fuse_mmap_state(struct sfs_fuse *f)
+{
+	if (g_atomic_int_get(&f->mmap_granted))
+		return "shared mmap: allowed (FUSE_DIRECT_IO_ALLOW_MMAP)";
+	if (f->mmap_off)
+		return "shared mmap: off (noshared_mmap); mmap(MAP_SHARED) "
+		       "fails with ENODEV";
+	if (!g_atomic_int_get(&f->io_hooked))
+		return "shared mmap: not available (the INIT hooks could not "
+		       "be "
+		       "installed); mmap(MAP_SHARED) fails with ENODEV";
+	return "shared mmap: not offered by this kernel (needs Linux 6.6+, "
+	       "FUSE_DIRECT_IO_ALLOW_MMAP); mmap(MAP_SHARED) fails with "
+	       "ENODEV";
+}
+
 /* ---- session life ---- */
 
 static void sfs_fuse_init(void *userdata, struct fuse_conn_info *conn)
 {
 	struct sfs_fuse *f = userdata;
 
+	struct sfs_config cfg;
+
 	if (conn->capable & FUSE_CAP_ATOMIC_O_TRUNC)
 		conn->want |= FUSE_CAP_ATOMIC_O_TRUNC;
+	/* rule 10: POSIX ACLs enforced by the kernel, umask left to us */
+	sfs_fs_get_config(f->fs, &cfg);
+	if (!cfg.no_acl && (conn->capable & FUSE_CAP_POSIX_ACL) &&
+	    (conn->capable & FUSE_CAP_DONT_MASK)) {
+		conn->want |= FUSE_CAP_POSIX_ACL | FUSE_CAP_DONT_MASK;
+		f->acl = true;
+	} else if (!cfg.no_acl) {
+		fuse_log(FUSE_LOG_WARNING,
+			 "the kernel offers no POSIX ACL support: ACLs are "
+			 "stored but not enforced\n");
+	}
 	/* rule 3: no kernel-side caching or page moving of file data */
 	conn->want &= ~(FUSE_CAP_WRITEBACK_CACHE | FUSE_CAP_SPLICE_READ |
 			FUSE_CAP_SPLICE_WRITE | FUSE_CAP_SPLICE_MOVE);
 	/* libfuse derives max_pages from max_write (and caps it at its
 	 * buffer size: 256 pages in 3.14) */
 	conn->max_write = SFS_FUSE_MAX_WRITE;
+	/* rule 9: the reply is written after this returns; what the
+	 * kernel offered is known already */
+	if (!f->mmap_off && !g_atomic_int_get(&f->mmap_offered))
+		fuse_log(FUSE_LOG_WARNING, "%s\n", sfs_fuse_mmap_state(f));
 	if (f->ready) {
 		f->ready(f->ready_arg);
 		f->ready = NULL;
@@ -973,7 +1117,8 @@ static void sfs_fuse_mknod(fuse_req_t req, fuse_ino_t parent, const char *name,
 		rc = sfs_ctl_new_name(parent, name);
 	else if (p)
 		do
-			rc = sfs_mknod(sfs_fuse_fs(req), p, name, mode,
+			rc = sfs_mknod(sfs_fuse_fs(req), p, name,
+				       sfs_fuse_new_mode(req, mode),
 				       (uint32_t)rdev, uid, gid, &a);
 		while (sfs_fuse_reclaim(req, rc));
 	if (rc == 0 && sfs_rec(req))
@@ -997,12 +1142,14 @@ static void sfs_fuse_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name,
 		rc = sfs_ctl_new_name(parent, name);
 	else if (p)
 		do
-			rc = sfs_mkdir(sfs_fuse_fs(req), p, name,
-				       S_IFDIR | (mode & 07777), uid, gid, &a);
+			rc = sfs_mkdir(
+			    sfs_fuse_fs(req), p, name,
+			    sfs_fuse_new_mode(req, S_IFDIR | (mode & 07777)),
+			    uid, gid, &a);
 		while (sfs_fuse_reclaim(req, rc));
 	if (sfs_rec(req) && sfs_ctl_of(parent) < 0) {
 		sfs_rec_path(req, SFS_TOP_MKDIR, t0, parent, name,
-			     (uint32_t)mode & 07777, rc);
+			     sfs_fuse_rec_mode(req, (uint32_t)mode), rc);
 		if (rc == 0)
 			sfs_trace_learn(sfs_rec(req), sfs_fuse_ino_out(a.ino),
 					parent, name);
@@ -1246,13 +1393,16 @@ static void sfs_fuse_create(fuse_req_t req, fuse_ino_t parent, const char *name,
 		rc = sfs_ctl_new_name(parent, name);
 	else if (p)
 		do
-			rc = sfs_mknod(fs, p, name, S_IFREG | (mode & 07777), 0,
-				       uid, gid, &a);
+			rc = sfs_mknod(
+			    fs, p, name,
+			    sfs_fuse_new_mode(req, S_IFREG | (mode & 07777)), 0,
+			    uid, gid, &a);
 		while (sfs_fuse_reclaim(req, rc));
 	if (rc < 0) {
 		if (rec)
 			sfs_rec_open(req, t0, parent, name, fi,
-				     (uint32_t)mode & 07777, rc);
+				     sfs_fuse_rec_mode(req, (uint32_t)mode),
+				     rc);
 		sfs_fuse_reply_rc(req, rc);
 		return;
 	}
@@ -1261,15 +1411,16 @@ static void sfs_fuse_create(fuse_req_t req, fuse_ino_t parent, const char *name,
 	if (rc < 0) {
 		if (rec)
 			sfs_rec_open(req, t0, parent, name, fi,
-				     (uint32_t)mode & 07777, rc);
+				     sfs_fuse_rec_mode(req, (uint32_t)mode),
+				     rc);
 		sfs_forget(fs, a.ino, 1);
 		sfs_fuse_reply_rc(req, rc);
 		return;
 	}
 	sfs_fuse_set_direct(fi);
 	if (rec) {
-		sfs_rec_open(req, t0, parent, name, fi, (uint32_t)mode & 07777,
-			     0);
+		sfs_rec_open(req, t0, parent, name, fi,
+			     sfs_fuse_rec_mode(req, (uint32_t)mode), 0);
 		sfs_trace_learn(sfs_rec(req), sfs_fuse_ino_out(a.ino), parent,
 				name);
 	}
@@ -1680,9 +1831,30 @@ static void sfs_fuse_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name,
 		fuse_reply_err(req, ESTALE);
 		return;
 	}
+	/* rule 8: an access ACL that changes the mode is the chmod it
+	 * amounts to (cp -a sets modes so on an ACL mount) */
+	bool acl_rec =
+	    sfs_rec(req) && strcmp(name, "system.posix_acl_access") == 0;
+	sfs_ns_t t0 = sfs_rec_start(req);
+	struct sfs_attr before, after;
+
+	if (acl_rec && sfs_getattr(sfs_fuse_fs(req), i, &before) != 0)
+		acl_rec = false;
 	do
 		rc = sfs_setxattr(sfs_fuse_fs(req), i, name, value, size, flags);
 	while (sfs_fuse_reclaim(req, rc));
+	if (acl_rec && rc == 0 &&
+	    sfs_getattr(sfs_fuse_fs(req), i, &after) == 0 &&
+	    after.mode != before.mode) {
+		struct sfs_trace_rec r;
+		char *path = sfs_trace_path(sfs_rec(req), ino, NULL);
+
+		sfs_rec_init(req, &r, SFS_TOP_CHMOD, t0);
+		r.path = path;
+		r.mode = after.mode & 07777;
+		sfs_rec_done(req, &r, 0, NULL);
+		g_free(path);
+	}
 	sfs_fuse_reply_rc(req, rc);
 }
 
@@ -1994,6 +2166,11 @@ int sfs_fuse_mount(struct sfs_fuse *f, struct sfs_fs *fs,
 		return -EIO;
 	}
 	f->mounted = true;
+	/* rule 9; without the hooks the mount works, MAP_SHARED does not */
+	f->mmap_off = cfg.no_shared_mmap;
+	if (!f->mmap_off && fuse_session_custom_io(f->se, &sfs_fuse_io,
+						   fuse_session_fd(f->se)) == 0)
+		g_atomic_int_set(&f->io_hooked, 1);
 	return 0;
 }
 

@@ -21,9 +21,10 @@
  *
  * Files are opened with direct_io and without keep_cache, so every read and
  * write reaches the engine and the kernel page cache holds no file data
- * (the engine models its own page cache).  The kernel checks permissions
- * (the caller passes default_permissions).  libfuse's messages go through
- * a log hook that prefixes them "simfs mount: ".
+ * but that of shared mappings (the engine models its own page cache; the
+ * INIT reply asks for MAP_SHARED on direct_io files: fuse.c rule 9).  The
+ * kernel checks permissions (the caller passes default_permissions).  libfuse's
+ * messages go through a log hook that prefixes them "simfs mount: ".
  *
  * The adapter also answers MOUNTPOINT/.simfs, the control directory that
  * the image does not hold: stats (JSON), stats.txt, config (writable:

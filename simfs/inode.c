@@ -305,10 +305,20 @@ int sfs_setattr(struct sfs_fs *fs, sfs_ino_t ino, const struct sfs_attr *in,
 		if (rc)
 			goto out_put;
 	}
-	if (valid & SFS_SET_MODE)
+	if (valid & SFS_SET_MODE) {
+		uint16_t old = ip->d.i_mode;
+
 		ip->d.i_mode =
 		    sfs_cpu_to_le16((uint16_t)((sfs_i_mode(ip) & SFS_S_IFMT) |
 					       (in->mode & 07777)));
+		/* the access ACL follows (acl.c rule 2); if it cannot, the
+		 * mode stays as it was */
+		rc = sfs_acl_chmod_inode(fs, ip);
+		if (rc) {
+			ip->d.i_mode = old;
+			goto out_put;
+		}
+	}
 	if (valid & SFS_SET_UID)
 		set_id_pair(&ip->d.i_uid, &ip->d.i_uid_high, in->uid);
 	if (valid & SFS_SET_GID)

@@ -36,7 +36,16 @@ struct nm_new {
 	uint32_t rdev;	    /* character and block devices */
 	const char *target; /* symlinks: target, tlen bytes */
 	size_t tlen;
+	bool has_umask; /* SFS_MODE_UMASK given: */
+	uint32_t umask; /* applied without a default ACL */
 };
+
+/* The umask that mode may carry (fs.h SFS_MODE_UMASK) into nn. */
+static void nm_take_umask(struct nm_new *nn, uint32_t mode)
+{
+	nn->has_umask = (mode & SFS_MODE_HAS_UMASK) != 0;
+	nn->umask = (mode >> 16) & 0777;
+}
 
 static bool nm_is_dot(const char *name, size_t len)
 {
@@ -245,6 +254,10 @@ static int nm_create(struct sfs_fs *fs, sfs_ino_t parent, const char *name,
 	if (rc)
 		goto out_put_dir;
 	/* until linked, ip has no links: sfs_iput frees it on failure */
+	rc = sfs_acl_inherit(fs, dp, ip, nn->has_umask, nn->umask);
+	if (rc)
+		goto out_put;
+	mode = sfs_i_mode(ip);
 	rc = nm_setup(fs, dp, ip, nn);
 	if (rc)
 		goto out_put;
@@ -328,6 +341,7 @@ int sfs_mknod(struct sfs_fs *fs, sfs_ino_t parent, const char *name,
 		return -EINVAL;
 	}
 	nn.mode = type | (mode & 07777);
+	nm_take_umask(&nn, mode);
 	if (type == SFS_S_IFCHR || type == SFS_S_IFBLK)
 		nn.rdev = rdev;
 	return nm_create(fs, parent, name, &nn, uid, gid, out);
@@ -340,6 +354,7 @@ int sfs_mkdir(struct sfs_fs *fs, sfs_ino_t parent, const char *name,
 {
 	struct nm_new nn = {.mode = SFS_S_IFDIR | (mode & 07777)};
 
+	nm_take_umask(&nn, mode);
 	return nm_create(fs, parent, name, &nn, uid, gid, out);
 }
 

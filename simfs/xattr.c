@@ -1,6 +1,7 @@
 /*
  * xattr.c - extended attributes in the user.*, trusted.* and security.*
- * namespaces (name indexes 1, 4 and 6, as ext4 numbers them): one xattr
+ * namespaces (name indexes 1, 4 and 6, as ext4 numbers them) and the POSIX
+ * ACLs (2 and 3, empty name, converted by acl.c): one xattr
  * block per inode, plus the in-inode area of 256-byte inodes that the
  * kernel fills, which is read and preserved.  Who may touch trusted.*
  * (CAP_SYS_ADMIN) and security.* is the kernel's VFS's check, made
@@ -21,8 +22,8 @@
  * An attribute found in the inode body that is replaced or removed leaves
  * the inode body (the others stay where they are, untouched), and a new
  * value always goes to the block.  Entries of namespaces not served (the
- * POSIX ACLs, index 2 and 3 with an empty name) are kept byte for byte, in
- * the inode body and in the block, but not shown.  Reads check everything
+ * ACLs under -o noacl, unknown indexes) are kept byte for byte, in the
+ * inode body and in the block, but not shown.  Reads check everything
  * (magic, h_blocks, bounds): a bad block or area is -EIO plus the sticky
  * error state.
  *
@@ -72,7 +73,7 @@ static void xa_state_free(struct xa_state *st)
 }
 
 /* The namespaces stored, with ext4's name indexes (fs/ext4/xattr.h).
- * POSIX ACLs (system.posix_acl_*, 2 and 3) are kept but not served. */
+ * The POSIX ACLs are whole names with an empty suffix (xa_acl_names). */
 static const struct {
 	const char *prefix;
 	uint8_t index;
@@ -82,12 +83,30 @@ static const struct {
     {"security.", 6},
 };
 
-/* The prefix of name index idx, NULL if not served. */
+static const struct {
+	const char *name;
+	uint8_t index;
+} xa_acl_names[] = {
+    {"system.posix_acl_access", SFS_XATTR_INDEX_ACL_ACCESS},
+    {"system.posix_acl_default", SFS_XATTR_INDEX_ACL_DEFAULT},
+};
+
+static bool xa_is_acl(uint8_t idx)
+{
+	return idx == SFS_XATTR_INDEX_ACL_ACCESS ||
+	       idx == SFS_XATTR_INDEX_ACL_DEFAULT;
+}
+
+/* The prefix of name index idx (for an ACL: its whole name), NULL if not
+ * served. */
 static const char *xa_prefix(uint8_t idx)
 {
 	for (size_t i = 0; i < G_N_ELEMENTS(xa_spaces); i++)
 		if (xa_spaces[i].index == idx)
 			return xa_spaces[i].prefix;
+	for (size_t i = 0; i < G_N_ELEMENTS(xa_acl_names); i++)
+		if (xa_acl_names[i].index == idx)
+			return xa_acl_names[i].name;
 	return NULL;
 }
 
@@ -100,6 +119,13 @@ static int xa_parse_name(const char *name, uint8_t *index_out,
 
 	if (!name)
 		return -EINVAL;
+	for (i = 0; i < G_N_ELEMENTS(xa_acl_names); i++)
+		if (strcmp(name, xa_acl_names[i].name) == 0) {
+			*index_out = xa_acl_names[i].index;
+			*sfx_out = "";
+			*len_out = 0;
+			return 0;
+		}
 	for (i = 0; i < G_N_ELEMENTS(xa_spaces); i++) {
 		plen = strlen(xa_spaces[i].prefix);
 		if (strncmp(name, xa_spaces[i].prefix, plen) == 0)
@@ -539,6 +565,30 @@ static struct xa_entry *xa_without(const struct xa_entry *e, unsigned n,
 	return out;
 }
 
+/* An ACL's value in the VFS's encoding (acl.c), as sfs_xattr_get. */
+static int xa_get_acl(const struct sfs_inode *ip, const struct xa_entry *hit,
+		      void *buf, size_t size, size_t *len_out)
+{
+	struct sfs_acl *a;
+	size_t need;
+	int rc = sfs_acl_from_disk(hit->value, hit->size, &a);
+
+	if (rc == -EIO)
+		g_printerr("simfs: inode %u: %s is not a valid ext4 ACL (%u "
+			   "bytes)\n",
+			   ip->ino, xa_prefix(hit->index), hit->size);
+	if (rc)
+		return rc;
+	need = sfs_acl_to_xattr(a, NULL);
+	if (size && size < need)
+		rc = -ERANGE;
+	else if (size)
+		sfs_acl_to_xattr(a, buf);
+	*len_out = need;
+	g_free(a);
+	return rc;
+}
+
 /*
  * Value of attribute name ("user.x"): in-inode first, then the block.
  * size 0: *len_out = the value's size.  -ENODATA, -ERANGE (buffer too
@@ -567,6 +617,8 @@ int sfs_xattr_get(struct sfs_fs *fs, struct sfs_inode *ip, const char *name,
 		hit = &st.be[i];
 	if (!hit) {
 		rc = -ENODATA;
+	} else if (xa_is_acl(idx)) {
+		rc = xa_get_acl(ip, hit, buf, size, len_out);
 	} else if (size == 0) {
 		*len_out = hit->size;
 	} else if (size < hit->size) {
@@ -581,6 +633,58 @@ out_free:
 	return rc;
 }
 
+static int xa_set(struct sfs_fs *fs, struct sfs_inode *ip, uint8_t idx,
+		  const char *sfx, uint8_t len, const void *value, size_t size,
+		  int flags);
+static int xa_remove(struct sfs_fs *fs, struct sfs_inode *ip, uint8_t idx,
+		     const char *sfx, uint8_t len);
+
+/*
+ * setxattr of system.posix_acl_access/_default: value in the VFS's
+ * encoding, stored in ext4's (acl.c).  As ext4: an empty ACL removes
+ * (absent is fine); a default ACL on a non-directory is -EACCES; an
+ * access ACL sets the mode's permission bits and is not stored when the
+ * mode says all of it (acl.c rule 1).  -EINVAL for a bad ACL.
+ */
+static int xa_set_acl(struct sfs_fs *fs, struct sfs_inode *ip, uint8_t idx,
+		      const void *value, size_t size, int flags)
+{
+	struct sfs_acl *a;
+	uint32_t mode = sfs_i_mode(ip);
+	bool drop = false;
+	void *disk;
+	size_t dlen;
+	int rc;
+
+	if (idx == SFS_XATTR_INDEX_ACL_DEFAULT && !sfs_i_isdir(ip))
+		return -EACCES;
+	rc = sfs_acl_from_xattr(value, size, &a);
+	if (rc)
+		return rc;
+	if (sfs_acl_count(a) == 0)
+		drop = true;
+	else if (idx == SFS_XATTR_INDEX_ACL_ACCESS && sfs_acl_mode(a, &mode))
+		drop = true;
+	if (drop) {
+		rc = xa_remove(fs, ip, idx, "", 0);
+		if (rc == -ENODATA && !(flags & SFS_XATTR_REPLACE))
+			rc = 0;
+		if (rc == -ENODATA && mode != sfs_i_mode(ip))
+			rc = 0; /* the mode changed: not a no-op */
+	} else {
+		disk = sfs_acl_to_disk(a, &dlen);
+		rc = xa_set(fs, ip, idx, "", 0, disk, dlen, flags);
+		g_free(disk);
+	}
+	g_free(a);
+	if (rc == 0 && mode != sfs_i_mode(ip)) {
+		sfs_i_set_mode(ip, mode);
+		sfs_i_touch(fs, ip, SFS_SET_CTIME);
+		rc = sfs_inode_dirty(fs, ip);
+	}
+	return rc;
+}
+
 /*
  * Set attribute name to value (size bytes, 0 allowed).  flags: 0,
  * SFS_XATTR_CREATE (-EEXIST if present), SFS_XATTR_REPLACE (-ENODATA if
@@ -591,12 +695,9 @@ out_free:
 int sfs_xattr_set(struct sfs_fs *fs, struct sfs_inode *ip, const char *name,
 		  const void *value, size_t size, int flags)
 {
-	struct xa_entry *nbe = NULL, *nie = NULL;
-	unsigned nbn = 0, nin = 0;
-	struct xa_state st;
 	const char *sfx;
 	uint8_t len, idx;
-	int rc, ii, bi;
+	int rc;
 
 	rc = xa_parse_name(name, &idx, &sfx, &len);
 	if (rc)
@@ -607,6 +708,21 @@ int sfs_xattr_set(struct sfs_fs *fs, struct sfs_inode *ip, const char *name,
 		return -EINVAL;
 	if (size > XA_SIZE_MAX)
 		return -E2BIG;
+	if (xa_is_acl(idx))
+		return xa_set_acl(fs, ip, idx, value, size, flags);
+	return xa_set(fs, ip, idx, sfx, len, value, size, flags);
+}
+
+/* sfs_xattr_set of a parsed name, value as stored. */
+static int xa_set(struct sfs_fs *fs, struct sfs_inode *ip, uint8_t idx,
+		  const char *sfx, uint8_t len, const void *value, size_t size,
+		  int flags)
+{
+	struct xa_entry *nbe = NULL, *nie = NULL;
+	unsigned nbn = 0, nin = 0;
+	struct xa_state st;
+	int rc, ii, bi;
+
 	rc = xa_load(fs, ip, &st);
 	if (rc)
 		goto out_free;
@@ -672,9 +788,12 @@ int sfs_xattr_list(struct sfs_fs *fs, struct sfs_inode *ip, char *buf,
 		for (unsigned i = 0; i < n; i++) {
 			const char *prefix = xa_prefix(e[i].index);
 
-			/* nouser_xattr: user.* names are not listed */
-			if (!prefix || (fs->cfg.no_user_xattr &&
-					e[i].index == SFS_XATTR_INDEX_USER))
+			/* nouser_xattr: user.* names are not listed;
+			 * noacl: nor the ACLs */
+			if (!prefix ||
+			    (fs->cfg.no_user_xattr &&
+			     e[i].index == SFS_XATTR_INDEX_USER) ||
+			    (fs->cfg.no_acl && xa_is_acl(e[i].index)))
 				continue;
 			if (where && xa_find(st.ie, st.in, e[i].index,
 					     e[i].name, e[i].name_len) >= 0)
@@ -704,16 +823,25 @@ out_free:
  */
 int sfs_xattr_remove(struct sfs_fs *fs, struct sfs_inode *ip, const char *name)
 {
-	struct xa_entry *nbe = NULL, *nie = NULL;
-	unsigned nbn = 0, nin = 0;
-	struct xa_state st;
 	const char *sfx;
 	uint8_t len, idx;
-	int rc, ii, bi;
+	int rc;
 
 	rc = xa_parse_name(name, &idx, &sfx, &len);
 	if (rc)
 		return rc;
+	return xa_remove(fs, ip, idx, sfx, len);
+}
+
+/* sfs_xattr_remove of a parsed name. */
+static int xa_remove(struct sfs_fs *fs, struct sfs_inode *ip, uint8_t idx,
+		     const char *sfx, uint8_t len)
+{
+	struct xa_entry *nbe = NULL, *nie = NULL;
+	unsigned nbn = 0, nin = 0;
+	struct xa_state st;
+	int rc, ii, bi;
+
 	rc = xa_load(fs, ip, &st);
 	if (rc)
 		goto out_free;
@@ -763,15 +891,50 @@ int sfs_xattr_drop(struct sfs_fs *fs, struct sfs_inode *ip)
 	return sfs_inode_dirty(fs, ip);
 }
 
+/* fs_priv.h: the raw value under index idx, empty name (acl.c). */
+int sfs_xattr_get_index(struct sfs_fs *fs, struct sfs_inode *ip, uint8_t idx,
+			void **value_out, size_t *len_out)
+{
+	const struct xa_entry *hit = NULL;
+	struct xa_state st;
+	int rc, i;
+
+	rc = xa_load(fs, ip, &st);
+	if (rc)
+		goto out_free;
+	if ((i = xa_find(st.ie, st.in, idx, "", 0)) >= 0)
+		hit = &st.ie[i];
+	else if ((i = xa_find(st.be, st.bn, idx, "", 0)) >= 0)
+		hit = &st.be[i];
+	if (!hit) {
+		rc = -ENODATA;
+		goto out_free;
+	}
+	*value_out = g_memdup2(hit->value, hit->size);
+	*len_out = hit->size;
+out_free:
+	xa_state_free(&st);
+	return rc;
+}
+
+int sfs_xattr_set_index(struct sfs_fs *fs, struct sfs_inode *ip, uint8_t idx,
+			const void *value, size_t size)
+{
+	return xa_set(fs, ip, idx, "", 0, value, size, 0);
+}
+
 /* ---- the fs.h verbs: lock, take an inode reference, call the worker ---- */
 
 /* -EOPNOTSUPP for a user.* name when mounted nouser_xattr, as ext4's
  * user.* handler with the option off. */
 static int xa_allowed(struct sfs_fs *fs, const char *name)
 {
-	return fs->cfg.no_user_xattr && strncmp(name, "user.", 5) == 0
-		   ? -EOPNOTSUPP
-		   : 0;
+	if (fs->cfg.no_user_xattr && strncmp(name, "user.", 5) == 0)
+		return -EOPNOTSUPP;
+	/* noacl: as ext4's ACL handlers without the option */
+	if (fs->cfg.no_acl && strncmp(name, "system.posix_acl_", 17) == 0)
+		return -EOPNOTSUPP;
+	return 0;
 }
 
 /* fs.h: sfs_xattr_get under fs->lock.  -ESTALE for an unknown inode. */

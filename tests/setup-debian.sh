@@ -12,6 +12,8 @@ packages=(
 	fuse3 e2fsprogs util-linux attr
 	# the install test: groff and man render the manual pages
 	groff-base man-db
+	# the ACL and mmap tests: setfacl/getfacl, SQLite in WAL mode
+	acl sqlite3
 	# benchmarks, plots and the bench scripts' report parsing; gnuplot-nox
 	# has the svg and pngcairo terminals simfs bench draws with, and a font
 	# for the PNGs (fonts-liberation is only a recommendation of it)
