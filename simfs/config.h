@@ -58,6 +58,7 @@ struct sfs_config {
 	char dirs[SFS_NAME_LEN];    /* directory placement: "orlov", "oldalloc" */
 	char atime[SFS_NAME_LEN];   /* "atime", "relatime", "noatime" */
 	bool no_user_xattr;         /* nouser_xattr: user.* refused */
+	bool no_dir_index;          /* nodir_index: htree index not used */
 	bool delalloc;              /* delayed allocation (any placement) */
 	bool no_auto_da_alloc;      /* noauto_da_alloc: no early placement on
 				       rename-over / truncate-to-zero */
