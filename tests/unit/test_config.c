@@ -485,7 +485,8 @@ static void test_config_print_roundtrip(void **state)
 				  "mb_stream_req=16\nmb_group_prealloc=512\n"
 				  "dirs=orlov\n"
 				  "atime_policy=relatime\ndelalloc=off\n"
-				  "auto_da_alloc=on\nuser_xattr=on\n");
+				  "auto_da_alloc=on\nuser_xattr=on\n"
+				  "dir_index=on\n");
 	free(text);
 
 	assert_int_equal(parse(&cfg, "mem=1536K,direct,ro,device=hdd,rpm=5400,"
