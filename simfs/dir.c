@@ -1,7 +1,7 @@
 /*
- * dir.c - linear ext2 directories and the in-memory hashed name index that
- * keeps lookups in large directories off the disk; htree directories are
- * read as linear ones (invariant 4).
+ * dir.c - ext2 directories: linear ones with an in-memory hashed name
+ * index that keeps lookups in large directories off the disk, and htree
+ * (dir_index) ones read and written through their on-disk index.
  *
  * A directory is i_size / bs blocks, each tiled exactly by records
  * {inode, rec_len, name_len, file_type, name}.  Block 0 starts with "."
@@ -9,29 +9,37 @@
  * _init, _set_dotdot, _is_empty, _iterate; all expect fs->lock held.
  *
  * Invariants:
- *  1. Live entries never move: insert splits a record's slack or reuses an
- *     inode-0 record, remove merges into the predecessor in the same block
- *     (or sets inode 0 when first in the block).  So a byte position names
- *     one entry for its whole life, which is what readdir cookies and the
- *     index rely on.
+ *  1. In a linear directory live entries never move: insert splits a
+ *     record's slack or reuses an inode-0 record, remove merges into the
+ *     predecessor in the same block (or sets inode 0 when first in the
+ *     block).  So a byte position names one entry for its whole life,
+ *     which is what block-order readdir cookies and the name index rely
+ *     on.  (Leaf splits move entries of an htree: invariant 6.)
  *  2. Every block read is checked (rec_len bounds, alignment, tiling,
- *     name_len, dots) before use; a bad one gives -EIO and the sticky error
- *     state through sfs_fs_error, never a crash.
- *  3. The index (struct sfs_dir_index, built on first use, freed with the
- *     inode) maps XXH3(name) -> byte position of every live entry with open
- *     addressing, and keeps per block the largest record an insert could
- *     place there, so neither lookups nor inserts walk the directory.  Any
- *     failure while maintaining it drops it; the next use rebuilds it.
- *  4. Hashed (htree) directories, SFS_INDEX_FL, as ext3/ext4 write them,
- *     are read as linear ones: the dx_root block reads as "." and a ".."
- *     whose record spans the rest of the block, each dx_node block as one
- *     unused record spanning the block, so a scan of every block finds
- *     every name.  The index blocks stay intact while the flag is set:
- *     removing or retargeting a name leaves every other name in the leaf
- *     its hash leads to, but adding one would not, so sfs_dir_add first
- *     clears the flag (dir_drop_htree) and only then may an insert use the
- *     slack behind ".." or an index block.  doc/internals.md, "Hashed
- *     directories".
+ *     name_len, dots) before use; a bad one gives -EIO and the sticky
+ *     error state through sfs_fs_error, never a crash.
+ *  3. The name index (struct sfs_dir_index, linear directories only,
+ *     built on first use, freed with the inode) maps XXH3(name) -> byte
+ *     position of every live entry with open addressing, and keeps per
+ *     block the largest record an insert could place there, so neither
+ *     lookups nor inserts walk the directory.  Any failure while
+ *     maintaining it drops it; the next use rebuilds it.
+ *  4. dx_enabled (image has dir_index, mount not nodir_index) and
+ *     SFS_INDEX_FL: the directory is an htree, and every name sits in the
+ *     leaf its hash selects.  dx_find reads root, <= 1 dx_node, the leaf
+ *     (and the next leaf for a continued hash); dx_add inserts there,
+ *     splitting leaf and index blocks (dx_split_add); a one-block linear
+ *     directory that overflows is converted (dx_make_indexed).  Index
+ *     blocks are checked on every read (dx_read_root, dx_read_node).
+ *  5. With the flag set but dx_enabled false, the directory is read as a
+ *     linear one (the dx_root reads as "." and a ".." spanning the block,
+ *     a dx_node as one unused record); removes keep the index valid, and
+ *     sfs_dir_add clears the flag (dir_drop_htree) before it inserts.
+ *  6. readdir of an htree, or of a one-block directory when dx_enabled
+ *     (the kernel's is_dx_dir), is in hash order with cookies DIR_HC |
+ *     position (dir_iterate_hashed), which no split or conversion
+ *     changes; other directories use byte positions (invariant 1).
+ *  doc/internals.md, "Directories" and "Hashed directories".
  */
 #include <errno.h>
 #include <string.h>
@@ -614,13 +622,13 @@ out_undo:
 	return rc;
 }
 
-/* ---- htree indexes (invariant 5) ---- */
+/* ---- htree indexes (invariant 4) ---- */
 
 #define DX_ROOT_INFO 24	   /* dx_root_info, after "." and ".." */
 #define DX_ROOT_ENTRIES 32 /* first dx_entry (count/limit + block) */
 #define DX_NODE_ENTRIES 8  /* after the node's empty record header */
 #define DX_INFO_LEN 8
-#define DX_MAX_LEVELS 2 /* index levels without large_dir */
+#define DX_MAX_LEVELS 2	    /* index levels without large_dir */
 #define DIR_HC (1ull << 62) /* readdir cookie: hash order (invariant 6) */
 #define DIR_HC_FIRST 2ull   /* hash-order position of the first name */
 
@@ -733,8 +741,8 @@ static void dx_seed(const struct sfs_fs *fs, uint32_t seed[4])
 		seed[i] = sfs_le32(fs->sb.s_hash_seed[i]);
 }
 
-static void dx_name_hash(const struct dx_path *p, const char *name,
-			 size_t len, uint32_t *major, uint32_t *minor)
+static void dx_name_hash(const struct dx_path *p, const char *name, size_t len,
+			 uint32_t *major, uint32_t *minor)
 {
 	uint32_t mi = 0;
 
@@ -778,8 +786,7 @@ static int dx_check_frame(struct sfs_fs *fs, struct sfs_inode *dp,
 		return dx_bad(fs, dp, f->lblk, "bad limit", f->limit,
 			      want_limit);
 	if (f->count == 0 || f->count > f->limit)
-		return dx_bad(fs, dp, f->lblk, "bad count", f->count,
-			      f->limit);
+		return dx_bad(fs, dp, f->lblk, "bad count", f->count, f->limit);
 	for (uint32_t i = 0; i < f->count; i++) {
 		uint32_t h = dx_hash_at(f, i), blk = dx_block_at(f, i);
 
@@ -787,8 +794,9 @@ static int dx_check_frame(struct sfs_fs *fs, struct sfs_inode *dp,
 			return dx_bad(fs, dp, f->lblk, "hash out of order", h,
 				      prev);
 		if (blk == 0 || blk >= p->nblocks)
-			return dx_bad(fs, dp, f->lblk, "entry block out of range",
-				      blk, p->nblocks);
+			return dx_bad(fs, dp, f->lblk,
+				      "entry block out of range", blk,
+				      p->nblocks);
 		prev = h;
 	}
 	return 0;
@@ -857,9 +865,10 @@ static int dx_read_node(struct sfs_fs *fs, struct sfs_inode *dp,
 	f->at = 0;
 	de = de_at(f->b->data, 0);
 	if (de->inode || de_rec_len(de) != fs->bs)
-		rc = dx_bad(fs, dp, lblk, "node does not start with an empty "
-			    "record spanning the block", de_rec_len(de),
-			    fs->bs);
+		rc = dx_bad(fs, dp, lblk,
+			    "node does not start with an empty "
+			    "record spanning the block",
+			    de_rec_len(de), fs->bs);
 	else
 		rc = dx_check_frame(fs, dp, p, f, dx_node_limit(fs));
 	if (rc) {
@@ -907,8 +916,8 @@ static int dx_probe(struct sfs_fs *fs, struct sfs_inode *dp, const char *name,
 		*hash_out = hash;
 	p->f[0].at = dx_search(fs, &p->f[0], hash);
 	for (unsigned i = 1; i < p->nf; i++) {
-		rc = dx_read_node(fs, dp, p, dx_block_at(&p->f[i - 1],
-							 p->f[i - 1].at),
+		rc = dx_read_node(fs, dp, p,
+				  dx_block_at(&p->f[i - 1], p->f[i - 1].at),
 				  &p->f[i]);
 		if (rc) {
 			dx_path_put(fs, p);
@@ -1160,8 +1169,8 @@ static int dx_split_add(struct sfs_fs *fs, struct sfs_inode *dp,
 		tmp = g_memdup2(leaf->data, fs->bs);
 		dx_pack(fs, tmp, leaf->data, map, n, false);
 		g_free(tmp);
-		rc = dir_block_insert(fs, leaf->data, leaf_lblk, name, len,
-				      ino, ftype, &off);
+		rc = dir_block_insert(fs, leaf->data, leaf_lblk, name, len, ino,
+				      ftype, &off);
 		sfs_meta_dirty(fs, leaf);
 		goto out_leaf;
 	}
@@ -1188,7 +1197,8 @@ static int dx_split_add(struct sfs_fs *fs, struct sfs_inode *dp,
 
 		de_at(data, 0)->rec_len = sfs_cpu_to_le16((uint16_t)fs->bs);
 		memcpy(data + DX_NODE_ENTRIES, dx_ent(r, 0), 8 * r->count);
-		*nd = (struct dx_frame){.b = nb[0], .lblk = first,
+		*nd = (struct dx_frame){.b = nb[0],
+					.lblk = first,
 					.ents = DX_NODE_ENTRIES,
 					.count = r->count,
 					.limit = dx_node_limit(fs),
@@ -1204,7 +1214,8 @@ static int dx_split_add(struct sfs_fs *fs, struct sfs_inode *dp,
 		p->nf = 2;
 		f = nd;
 	} else if (nsplit) {
-		/* the node's upper half moves to a new node (ext4_dx_add_entry) */
+		/* the node's upper half moves to a new node (ext4_dx_add_entry)
+		 */
 		struct dx_frame *r = &p->f[0], f2;
 		uint32_t n1 = f->count / 2, n2 = f->count - n1;
 		uint32_t h2 = dx_hash_at(f, n1);
@@ -1212,7 +1223,8 @@ static int dx_split_add(struct sfs_fs *fs, struct sfs_inode *dp,
 
 		de_at(data, 0)->rec_len = sfs_cpu_to_le16((uint16_t)fs->bs);
 		memcpy(data + DX_NODE_ENTRIES, dx_ent(f, n1), 8 * n2);
-		f2 = (struct dx_frame){.b = nb[0], .lblk = first,
+		f2 = (struct dx_frame){.b = nb[0],
+				       .lblk = first,
 				       .ents = DX_NODE_ENTRIES,
 				       .limit = dx_node_limit(fs)};
 		wr16(data + DX_NODE_ENTRIES, (uint16_t)f2.limit);
@@ -1329,7 +1341,8 @@ static int dx_make_indexed(struct sfs_fs *fs, struct sfs_inode *dp,
 	rl = de_rec_len(de_at(d, 0));
 	dotdot = sfs_le32(de_at(d, rl)->inode);
 	rl += de_rec_len(de_at(d, rl));
-	for (uint32_t off = rl; off < fs->bs; off += de_rec_len(de_at(d, off))) {
+	for (uint32_t off = rl; off < fs->bs;
+	     off += de_rec_len(de_at(d, off))) {
 		struct sfs_ddirent *de = de_at(d, off);
 
 		if (!de->inode)
@@ -1444,7 +1457,8 @@ static int rd_emit(struct sfs_fs *fs, struct rd_run *run, uint64_t from,
 	run->pool_base = run->pool->str;
 	g_qsort_with_data(v, (gint)run->ents->len, sizeof(*v), rd_cmp, run);
 	for (guint i = 0; i < run->ents->len && !stop; i++) {
-		uint64_t key = (uint64_t)(v[i].hash >> 1) << 15 | v[i].minor >> 17;
+		uint64_t key =
+		    (uint64_t)(v[i].hash >> 1) << 15 | v[i].minor >> 17;
 
 		rank = key == prev_key ? MIN(rank + 1, 0xffffu) : 0;
 		prev_key = key;
@@ -1520,8 +1534,7 @@ static int dir_iterate_hashed(struct sfs_fs *fs, struct sfs_inode *dp,
 	{
 		uint32_t major = (uint32_t)(((from - DIR_HC_FIRST) >> 31) << 1);
 
-		rc = dx_probe(fs, dp, NULL, 0, major ? major - 1 : 0, NULL,
-			      &p);
+		rc = dx_probe(fs, dp, NULL, 0, major ? major - 1 : 0, NULL, &p);
 	}
 	if (rc)
 		goto out;
@@ -1630,11 +1643,11 @@ int sfs_dir_lookup(struct sfs_fs *fs, struct sfs_inode *dp, const char *name,
 }
 
 /*
- * Make an htree directory linear before a name is added (invariant 4):
- * clear SFS_INDEX_FL, as ext4_add_entry does when it cannot use the index
- * (and as e2fsck accepts: the blocks already read as linear records).
- * simfs does not maintain the index yet.  0, or the inode update's error
- * with the flag still set.
+ * Make an htree directory linear before a name is added without the
+ * index (invariant 5): clear SFS_INDEX_FL, as ext4_add_entry does when it
+ * cannot use the index (and as e2fsck accepts: the blocks already read as
+ * linear records).  0, or the inode update's error with the flag still
+ * set.
  */
 static int dir_drop_htree(struct sfs_fs *fs, struct sfs_inode *dp)
 {
@@ -1650,8 +1663,10 @@ static int dir_drop_htree(struct sfs_fs *fs, struct sfs_inode *dp)
 }
 
 /*
- * Add name -> ino (the caller checked the name is absent): first block
- * with room in index order, else a new block at the end.  0, -ENOSPC,
+ * Add name -> ino (the caller checked the name is absent).  An htree: the
+ * leaf of name's hash (invariant 4).  Linear: the first block with room in
+ * index order, else a new block at the end, or the conversion to an htree
+ * of a one-block directory when dx_enabled.  0, -ENOSPC,
  * -ENOMEM, -EIO; on error the directory is unchanged.
  */
 int sfs_dir_add(struct sfs_fs *fs, struct sfs_inode *dp, const char *name,
@@ -1872,8 +1887,10 @@ int sfs_dir_is_empty(struct sfs_fs *fs, struct sfs_inode *dp, bool *empty)
 }
 
 /*
- * Report the live entries at byte positions >= off, in position order,
- * each with the position just past its record as the next cookie.  A
+ * Report the live entries from cookie off on.  Hash order (invariant 6):
+ * dir_iterate_hashed.  Otherwise the entries at byte positions >= off, in
+ * position order, each with the position just past its record as the
+ * next cookie.  A
  * cookie inside a record merged since (invariant 1) skips that record,
  * which started earlier and was reported then.  fn must not call into the
  * filesystem (fs->lock is held).  0 (also when fn stops it), -EIO.

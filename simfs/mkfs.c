@@ -397,9 +397,9 @@ static void mk_super(struct mk *m, uint32_t free_blocks, uint32_t free_inodes)
 	sb->s_rev_level = sfs_cpu_to_le32(1);
 	sb->s_first_ino = sfs_cpu_to_le32(SFS_FIRST_INO);
 	sb->s_inode_size = sfs_cpu_to_le16((uint16_t)g->isize);
-	sb->s_feature_compat = sfs_cpu_to_le32(
-	    SFS_FEATURE_COMPAT_EXT_ATTR |
-	    (p->dir_index ? SFS_FEATURE_COMPAT_DIR_INDEX : 0));
+	sb->s_feature_compat =
+	    sfs_cpu_to_le32(SFS_FEATURE_COMPAT_EXT_ATTR |
+			    (p->dir_index ? SFS_FEATURE_COMPAT_DIR_INDEX : 0));
 	sb->s_feature_incompat = sfs_cpu_to_le32(SFS_FEATURE_INCOMPAT_FILETYPE);
 	sb->s_feature_ro_compat =
 	    sfs_cpu_to_le32(SFS_FEATURE_RO_COMPAT_SPARSE_SUPER |

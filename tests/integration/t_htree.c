@@ -249,8 +249,9 @@ static void simfs_ext4_htree(bool kernel)
 		g_hash_table_remove(want, strrchr(p, '/') + 1);
 		g_free(p);
 	}
-	H_EQ(bad, 0, "ext4: simfs creates 6000 names in one directory and "
-		     "removes 858");
+	H_EQ(bad, 0,
+	     "ext4: simfs creates 6000 names in one directory and "
+	     "removes 858");
 	check_names(dir, want, "ext4: simfs");
 	H_OK(h_umount(mnt) == 0, "ext4: simfs umount");
 	flags = dir_flags(img, "/big");

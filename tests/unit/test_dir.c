@@ -798,9 +798,9 @@ static void htree_names_found(struct sfs_fs *fs, sfs_ino_t dir,
 
 /*
  * An htree directory as e2fsprogs writes it (mke2fs -d, then e2fsck -D
- * indexes it): every name is found by the linear reader; removing names
- * keeps the index (flag set, e2fsck clean); adding a name clears the flag
- * and may use the index blocks' space, and the image stays clean.
+ * indexes it): every name is found through its index; removing names
+ * and adding names keep the index (flag set, e2fsck clean), also across
+ * remounts.
  */
 static void test_dir_htree_read_remove_add(void **state)
 {

@@ -247,11 +247,11 @@ static void test_htree_twenty_thousand(void **state)
 		if (used > max_blocks)
 			max_blocks = used;
 	}
-	print_message("# 20000 names, 1 KiB blocks, %u levels: at most %llu "
-		      "directory blocks per lookup, directory %llu blocks\n",
-		      levels, (unsigned long long)max_blocks,
-		      (unsigned long long)(sfs_getattr(t->fs, d, &a), a.size /
-							1024));
+	print_message(
+	    "# 20000 names, 1 KiB blocks, %u levels: at most %llu "
+	    "directory blocks per lookup, directory %llu blocks\n",
+	    levels, (unsigned long long)max_blocks,
+	    (unsigned long long)(sfs_getattr(t->fs, d, &a), a.size / 1024));
 	assert_true(max_blocks >= 3 && max_blocks <= 4);
 	names_match(t->fs, d, alive, N);
 	sfs_tfs_assert_clean(t);
@@ -326,9 +326,9 @@ static void test_htree_convert_from_linear(void **state)
 			}
 			if (i > 10 && i % 97 == 0) {
 				r->reported = 0;
-				assert_int_equal(sfs_readdir(t->fs, d, r->next,
-							     rd_fill, r),
-						 0);
+				assert_int_equal(
+				    sfs_readdir(t->fs, d, r->next, rd_fill, r),
+				    0);
 			}
 		}
 		/* the names present when the listing began came once each */
@@ -336,15 +336,15 @@ static void test_htree_convert_from_linear(void **state)
 		for (unsigned i = 0; i <= 10; i++) {
 			name_of(name, sizeof(name), i);
 			r->limit = 0;
-			assert_int_equal(sfs_readdir(t->fs, d, r->next, rd_fill,
-						     r),
-					 0);
+			assert_int_equal(
+			    sfs_readdir(t->fs, d, r->next, rd_fill, r), 0);
 			assert_false(r->dup);
 			assert_true(g_hash_table_contains(r->seen, name));
 		}
 		rd_free(r);
 		assert_true(first > 1);
-		assert_true(first * 20 < sizes[s]); /* about one block's worth */
+		assert_true(first * 20 <
+			    sizes[s]); /* about one block's worth */
 		names_match(t->fs, d, alive, N);
 		sfs_tfs_assert_clean(t);
 		assert_int_equal(htree_dump_ok(t->img, "/d"), N);
@@ -450,11 +450,11 @@ static void test_htree_knob_off(void **state)
 /* One corruption of an index block: where, what to write. */
 struct dx_corrupt {
 	const char *what;
-	bool node;	 /* in the first dx_node (else the root) */
-	uint32_t off;	 /* byte offset in the block */
-	uint32_t len;	 /* 1, 2 or 4 */
-	uint32_t value;	 /* written little-endian */
-	bool swap_hash;	 /* instead: swap the hashes of entries 1 and 2 */
+	bool node;	/* in the first dx_node (else the root) */
+	uint32_t off;	/* byte offset in the block */
+	uint32_t len;	/* 1, 2 or 4 */
+	uint32_t value; /* written little-endian */
+	bool swap_hash; /* instead: swap the hashes of entries 1 and 2 */
 };
 
 static const struct dx_corrupt corruptions[] = {
@@ -533,7 +533,8 @@ static void test_htree_corrupt_index_eio(void **state)
 			memcpy(blk + eoff + 16, h, 4);
 		} else {
 			for (uint32_t i = 0; i < k->len; i++)
-				blk[k->off + i] = (uint8_t)(k->value >> (8 * i));
+				blk[k->off + i] =
+				    (uint8_t)(k->value >> (8 * i));
 		}
 		assert_int_equal(pwrite(fd, blk, sizeof(blk), at), 1024);
 		close(fd);
