@@ -20,6 +20,7 @@
 
 #include <cmocka.h>
 
+#include "dirhash.h"
 #include "fs_priv.h"
 #include "mkfs.h"
 #include "testsupport.h"
@@ -561,6 +562,117 @@ static void test_htree_corrupt_index_eio(void **state)
 	sfs_tfs_free(t);
 }
 
+/*
+ * A continued hash: the index entry of leaf 5 is rewritten to start at
+ * the smallest hash in that leaf with the continuation bit set, so a
+ * lookup of that name probes leaf 4 first and must follow the bit into
+ * leaf 5 (ext4_htree_next_block).  e2fsck accepts the index; lookups,
+ * readdir and further inserts all work.
+ */
+static void test_htree_continued_hash(void **state)
+{
+	enum { N = 3000 };
+	struct sfs_tfs *t = tfs_dx(1024, 32 * MiB, 4096, "");
+	bool alive[N + 500];
+	uint8_t root[1024], leaf[1024];
+	uint32_t seed[4], min_hash = UINT32_MAX, e5, e4, e6;
+	char name[64], xname[256] = "";
+	sfs_blk_t proot, pleaf;
+	unsigned hver, levels = 0;
+	struct sfs_attr a;
+	int fd;
+	sfs_ino_t d = mkdir_(t->fs, SFS_ROOT_INO, "c");
+
+	(void)state;
+	for (unsigned i = 0; i < N + 500; i++) {
+		alive[i] = i < N;
+		if (i < N) {
+			name_of(name, sizeof(name), i);
+			mkfile(t->fs, d, name);
+		}
+	}
+	assert_true(dir_indexed(t->fs, d, &levels));
+	assert_int_equal(levels, 1);
+	for (int i = 0; i < 4; i++)
+		seed[i] = sfs_le32(t->fs->sb.s_hash_seed[i]);
+	hver = t->fs->sb.s_def_hash_version;
+	if (sfs_le32(t->fs->sb.s_flags) & SFS_FLAGS_UNSIGNED_HASH)
+		hver += SFS_DX_HASH_UNSIGNED_DELTA;
+	proot = dir_pblk(t->fs, d, 0);
+	sfs_tfs_close(t);
+	fd = open(t->img, O_RDONLY);
+	assert_true(fd >= 0);
+	assert_int_equal(pread(fd, root, 1024, (off_t)proot * 1024), 1024);
+	close(fd);
+	assert_true((root[34] | root[35] << 8) > 7);
+	e4 = root[32 + 8 * 4] | root[33 + 8 * 4] << 8 |
+	     (uint32_t)root[34 + 8 * 4] << 16 |
+	     (uint32_t)root[35 + 8 * 4] << 24;
+	e5 = root[32 + 8 * 5] | root[33 + 8 * 5] << 8 |
+	     (uint32_t)root[34 + 8 * 5] << 16 |
+	     (uint32_t)root[35 + 8 * 5] << 24;
+	e6 = root[32 + 8 * 6] | root[33 + 8 * 6] << 8 |
+	     (uint32_t)root[34 + 8 * 6] << 16 |
+	     (uint32_t)root[35 + 8 * 6] << 24;
+	t->fs = sfs_test_open(t->img, "");
+	pleaf = dir_pblk(t->fs, d,
+			 root[36 + 8 * 5] | root[37 + 8 * 5] << 8 |
+			     (uint32_t)root[38 + 8 * 5] << 16);
+	sfs_tfs_close(t);
+
+	fd = open(t->img, O_RDWR);
+	assert_true(fd >= 0);
+	assert_int_equal(pread(fd, leaf, 1024, (off_t)pleaf * 1024), 1024);
+	for (uint32_t off = 0; off < 1024;) {
+		struct sfs_ddirent *de = (struct sfs_ddirent *)(leaf + off);
+		uint32_t h;
+
+		if (de->inode) {
+			assert_int_equal(sfs_dirhash(hver, seed, de->name,
+						     de->name_len, &h, NULL),
+					 0);
+			if (h < min_hash) {
+				min_hash = h;
+				memcpy(xname, de->name, de->name_len);
+				xname[de->name_len] = '\0';
+			}
+		}
+		off += sfs_le16(de->rec_len);
+	}
+	assert_true(min_hash >= e5 && min_hash < e6 && min_hash > e4);
+	min_hash |= 1;
+	for (int i = 0; i < 4; i++)
+		root[32 + 8 * 5 + i] = (uint8_t)(min_hash >> (8 * i));
+	assert_int_equal(pwrite(fd, root, 1024, (off_t)proot * 1024), 1024);
+	close(fd);
+	assert_true(sfs_test_fsck_clean(t->img, NULL));
+
+	t->fs = sfs_test_open(t->img, "");
+	{
+		uint64_t before = t->fs->cpu_ctr.dir_blocks;
+
+		assert_int_equal(sfs_lookup(t->fs, d, xname, &a), 0);
+		/* root, leaf 4 (miss), leaf 5 */
+		assert_int_equal(t->fs->cpu_ctr.dir_blocks - before, 3);
+	}
+	names_match(t->fs, d, alive, N + 500);
+	for (unsigned i = N; i < N + 500; i++) {
+		name_of(name, sizeof(name), i);
+		mkfile(t->fs, d, name);
+		alive[i] = true;
+	}
+	assert_int_equal(sfs_unlink(t->fs, d, xname), 0);
+	assert_int_equal(sfs_lookup(t->fs, d, xname, &a), -ENOENT);
+	for (unsigned i = 0; i < N; i++) {
+		name_of(name, sizeof(name), i);
+		if (strcmp(name, xname) == 0)
+			alive[i] = false;
+	}
+	names_match(t->fs, d, alive, N + 500);
+	sfs_tfs_assert_clean(t);
+	sfs_tfs_free(t);
+}
+
 /* mkfs -O: dir_index sets the feature, ^dir_index clears it, anything
  * else is refused with a message. */
 static void test_htree_mkfs_features(void **state)
@@ -589,6 +701,7 @@ int main(void)
 	    cmocka_unit_test(test_htree_readdir_stable_while_growing),
 	    cmocka_unit_test(test_htree_knob_off),
 	    cmocka_unit_test(test_htree_corrupt_index_eio),
+	    cmocka_unit_test(test_htree_continued_hash),
 	    cmocka_unit_test(test_htree_twenty_thousand),
 	};
 
