@@ -1096,11 +1096,11 @@ static void dx_pack(struct sfs_fs *fs, const uint8_t *src, uint8_t *dst,
 }
 
 /*
- * Append n zeroed blocks at logical lblk.. to dp (i_size grows), their
- * buffers in bufs (caller puts them).  On failure nothing stays mapped.
- * 0, -ENOSPC, -EIO.
+ * Append n blocks at logical lblk.. to dp (i_size grows), each holding one
+ * unused record, their buffers in bufs (caller puts them on success).  If
+ * an allocation fails nothing stays mapped.  0, -ENOSPC, -EIO.
  */
-static int dir_append_zeroed(struct sfs_fs *fs, struct sfs_inode *dp,
+static int dir_append_empty(struct sfs_fs *fs, struct sfs_inode *dp,
 			     uint32_t lblk, unsigned n, enum sfs_io_cat *cats,
 			     struct sfs_buf **bufs)
 {
@@ -1118,6 +1118,10 @@ static int dir_append_zeroed(struct sfs_fs *fs, struct sfs_inode *dp,
 					       &bufs[got]);
 		if (rc)
 			break;
+		/* a valid (empty) directory block until the caller fills it */
+		de_at(bufs[got]->data, 0)->rec_len =
+		    sfs_cpu_to_le16((uint16_t)fs->bs);
+		sfs_meta_dirty(fs, bufs[got]);
 	}
 	if (rc) {
 		while (got > 0)
@@ -1126,7 +1130,11 @@ static int dir_append_zeroed(struct sfs_fs *fs, struct sfs_inode *dp,
 		return rc;
 	}
 	sfs_i_set_size(dp, ((uint64_t)lblk + n) * fs->bs);
-	return sfs_inode_dirty(fs, dp);
+	rc = sfs_inode_dirty(fs, dp);
+	if (rc)
+		while (got > 0)
+			sfs_cache_put(fs->cache, bufs[--got]);
+	return rc;
 }
 
 /* Insert (hash, blk) after entry f->at (dx_insert_block); room checked. */
@@ -1183,7 +1191,7 @@ static int dx_split_add(struct sfs_fs *fs, struct sfs_inode *dp,
 		} else
 			nsplit = true;
 	}
-	rc = dir_append_zeroed(fs, dp, first, grow || nsplit ? 2 : 1,
+	rc = dir_append_empty(fs, dp, first, grow || nsplit ? 2 : 1,
 			       grow || nsplit ? cats : cats + 1, nb);
 	if (rc)
 		goto out_leaf;
@@ -1329,7 +1337,7 @@ static int dx_make_indexed(struct sfs_fs *fs, struct sfs_inode *dp,
 	rc = dir_get_block_cat(fs, dp, 0, SFS_IO_DIRIDX, &root, NULL);
 	if (rc)
 		return rc;
-	rc = dir_append_zeroed(fs, dp, 1, 1, &cat, &leaf);
+	rc = dir_append_empty(fs, dp, 1, 1, &cat, &leaf);
 	if (rc) {
 		sfs_cache_put(fs->cache, root);
 		return rc;

@@ -673,6 +673,83 @@ static void test_htree_continued_hash(void **state)
 	sfs_tfs_free(t);
 }
 
+/*
+ * Read faults while names are added to an indexed directory (leaf and
+ * node splits need the directory's blocks, bitmaps and the inode table):
+ * for nth = 1, 2, ... the nth device read fails.  Every call returns 0 or
+ * -EIO, never crashes; an add that failed left no trace; on a fresh
+ * mount without faults exactly the names whose add returned 0 are there,
+ * lookups and readdir agree, and e2fsck -fn finds the image clean.
+ */
+static void test_htree_read_faults(void **state)
+{
+	enum { N = 1500, ADD = 300 };
+	struct sfs_tfs *t = tfs_dx(1024, 32 * MiB, 4096, "");
+	bool alive[N + ADD];
+	unsigned hit = 0;
+	char name[64];
+	sfs_ino_t d = mkdir_(t->fs, SFS_ROOT_INO, "f");
+
+	(void)state;
+	for (unsigned i = 0; i < N; i++) {
+		name_of(name, sizeof(name), i);
+		mkfile(t->fs, d, name);
+	}
+	sfs_tfs_assert_clean(t);
+	for (uint64_t nth = 1;; nth++) {
+		struct sfs_config cfg;
+		struct sfs_bdev *bd, *fd;
+		struct sfs_fs *fs;
+		struct sfs_attr a;
+		char *err = NULL, *copy;
+		int rc = 0;
+		unsigned i;
+
+		assert_true(nth < 500);
+		copy = g_strconcat(t->img, ".run", NULL);
+		{
+			gchar *buf;
+			gsize len;
+
+			assert_true(
+			    g_file_get_contents(t->img, &buf, &len, NULL));
+			assert_true(
+			    g_file_set_contents(copy, buf, (gssize)len, NULL));
+			g_free(buf);
+		}
+		assert_int_equal(sfs_bdev_open_file(copy, 0, 0, &bd), 0);
+		fd = sfs_faultdev_new(bd);
+		sfs_config_defaults(&cfg);
+		assert_int_equal(sfs_fs_open(fd, &cfg, &fs, &err), 0);
+		sfs_faultdev_arm(fd, SFS_FAULT_READ, nth, false);
+		for (i = 0; i < N + ADD; i++)
+			alive[i] = i < N;
+		for (i = N; i < N + ADD && rc == 0; i++) {
+			name_of(name, sizeof(name), i);
+			rc = sfs_mknod(fs, d, name, SFS_S_IFREG | 0644, 0, 0, 0,
+				       &a);
+			assert_true(rc == 0 || rc == -EIO);
+			alive[i] = rc == 0;
+		}
+		sfs_faultdev_disarm(fd);
+		sfs_fs_close(fs);
+		if (rc)
+			hit++;
+		/* what a fresh mount sees */
+		fs = sfs_test_open(copy, "");
+		names_match(fs, d, alive, N + ADD);
+		assert_int_equal(sfs_fs_close(fs), 0);
+		assert_true(sfs_test_fsck_clean(copy, NULL));
+		unlink(copy);
+		g_free(copy);
+		if (rc == 0)
+			break;
+	}
+	print_message("# %u runs ended in -EIO before one ran clean\n", hit);
+	assert_true(hit > 0);
+	sfs_tfs_free(t);
+}
+
 /* mkfs -O: dir_index sets the feature, ^dir_index clears it, anything
  * else is refused with a message. */
 static void test_htree_mkfs_features(void **state)
@@ -702,6 +779,7 @@ int main(void)
 	    cmocka_unit_test(test_htree_knob_off),
 	    cmocka_unit_test(test_htree_corrupt_index_eio),
 	    cmocka_unit_test(test_htree_continued_hash),
+	    cmocka_unit_test(test_htree_read_faults),
 	    cmocka_unit_test(test_htree_twenty_thousand),
 	};
 
