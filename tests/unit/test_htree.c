@@ -3,9 +3,11 @@
  * 20,000-name directory built through the index to two levels, every name
  * found reading only its path (counted), readdir complete and stable while
  * the directory grows, removes and renames, the conversion of a linear
- * directory that outgrows one block, the nodir_index knob, and corrupt
- * index blocks answered with -EIO.  Every sound image is checked with
- * e2fsck -fn (which validates the htree) and parsed by debugfs htree_dump.
+ * directory that outgrows one block, a hash continued across two leaves,
+ * the nodir_index knob, read faults during inserts, the dir_index I/O
+ * category, and corrupt index blocks answered with -EIO.  Every sound
+ * image is checked with e2fsck -fn (which validates the htree) and the
+ * larger ones are parsed by debugfs htree_dump.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -260,6 +262,21 @@ static void test_htree_twenty_thousand(void **state)
 
 	/* removes and renames keep the index valid */
 	t->fs = sfs_test_open(t->img, "");
+	{
+		/* a cold lookup reads the index blocks as dir_index, the
+		 * leaf as dir */
+		struct sfs_bdev_counters c0, c1;
+		struct sfs_attr a2;
+
+		sfs_bdev_counters(t->fs->bd, &c0);
+		name_of(name, sizeof(name), N / 2);
+		assert_int_equal(sfs_lookup(t->fs, d, name, &a2), 0);
+		sfs_bdev_counters(t->fs->bd, &c1);
+		assert_true(c1.cat_reqs[SFS_IO_READ][SFS_IO_DIRIDX] >
+			    c0.cat_reqs[SFS_IO_READ][SFS_IO_DIRIDX]);
+		assert_true(c1.cat_reqs[SFS_IO_READ][SFS_IO_DIR] >
+			    c0.cat_reqs[SFS_IO_READ][SFS_IO_DIR]);
+	}
 	for (unsigned i = 0; i < N; i += 3) {
 		name_of(name, sizeof(name), i);
 		assert_int_equal(sfs_unlink(t->fs, d, name), 0);
