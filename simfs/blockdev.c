@@ -59,6 +59,7 @@ static const char *const sfs_cat_names[SFS_IO_NCAT] = {
     [SFS_IO_INDIRECT] = "indirect", [SFS_IO_SUPER] = "super",
     [SFS_IO_GDT] = "gdt",	    [SFS_IO_XATTR] = "xattr",
     [SFS_IO_JOURNAL] = "journal",   [SFS_IO_OTHER] = "other",
+    [SFS_IO_DIRIDX] = "dir_index",
 };
 
 const char *sfs_io_cat_name(enum sfs_io_cat cat)

@@ -39,6 +39,7 @@ enum sfs_io_cat {
 	SFS_IO_XATTR,      /* extended attribute blocks */
 	SFS_IO_JOURNAL,    /* journal blocks (later layers refine this) */
 	SFS_IO_OTHER,      /* anything else (mkfs zeroing, inspect) */
+	SFS_IO_DIRIDX,     /* htree index blocks (dx_root, dx_node) */
 	SFS_IO_NCAT
 };
 

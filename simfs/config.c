@@ -832,6 +832,17 @@ static const struct cfg_knob cfg_knobs[] = {
 	.help = "ask the kernel to allow mmap(MAP_SHARED) of files (Linux "
 		"6.6+; noshared_mmap, or an older kernel: ENODEV)",
     },
+    {
+	.name = "dir_index",
+	.type = CFG_BOOL,
+	.offset = KNOB_OFF(no_dir_index),
+	.def = "on",
+	.flags = CFG_INVERT,
+	.help = "on an image with dir_index, look names up and insert them "
+		"through htree indexes and index directories that outgrow a "
+		"block (nodir_index: linear, and a name added to an indexed "
+		"directory clears its index flag)",
+    },
 };
 
 #define CFG_NKNOBS (sizeof(cfg_knobs) / sizeof(cfg_knobs[0]))

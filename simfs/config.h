@@ -61,6 +61,7 @@ struct sfs_config {
 	bool no_acl;                /* noacl: POSIX ACLs refused */
 	bool no_shared_mmap;        /* noshared_mmap: MAP_SHARED not asked
 				       for at INIT (fuse.c rule 9) */
+	bool no_dir_index;          /* nodir_index: htree index not used */
 	bool delalloc;              /* delayed allocation (any placement) */
 	bool no_auto_da_alloc;      /* noauto_da_alloc: no early placement on
 				       rename-over / truncate-to-zero */

@@ -1,7 +1,7 @@
 /*
- * dir.c - linear ext2 directories and the in-memory hashed name index that
- * keeps lookups in large directories off the disk; htree directories are
- * read as linear ones (invariant 4).
+ * dir.c - ext2 directories: linear ones with an in-memory hashed name
+ * index that keeps lookups in large directories off the disk, and htree
+ * (dir_index) ones read and written through their on-disk index.
  *
  * A directory is i_size / bs blocks, each tiled exactly by records
  * {inode, rec_len, name_len, file_type, name}.  Block 0 starts with "."
@@ -9,34 +9,43 @@
  * _init, _set_dotdot, _is_empty, _iterate; all expect fs->lock held.
  *
  * Invariants:
- *  1. Live entries never move: insert splits a record's slack or reuses an
- *     inode-0 record, remove merges into the predecessor in the same block
- *     (or sets inode 0 when first in the block).  So a byte position names
- *     one entry for its whole life, which is what readdir cookies and the
- *     index rely on.
+ *  1. In a linear directory live entries never move: insert splits a
+ *     record's slack or reuses an inode-0 record, remove merges into the
+ *     predecessor in the same block (or sets inode 0 when first in the
+ *     block).  So a byte position names one entry for its whole life,
+ *     which is what block-order readdir cookies and the name index rely
+ *     on.  (Leaf splits move entries of an htree: invariant 6.)
  *  2. Every block read is checked (rec_len bounds, alignment, tiling,
- *     name_len, dots) before use; a bad one gives -EIO and the sticky error
- *     state through sfs_fs_error, never a crash.
- *  3. The index (struct sfs_dir_index, built on first use, freed with the
- *     inode) maps XXH3(name) -> byte position of every live entry with open
- *     addressing, and keeps per block the largest record an insert could
- *     place there, so neither lookups nor inserts walk the directory.  Any
- *     failure while maintaining it drops it; the next use rebuilds it.
- *  4. Hashed (htree) directories, SFS_INDEX_FL, as ext3/ext4 write them,
- *     are read as linear ones: the dx_root block reads as "." and a ".."
- *     whose record spans the rest of the block, each dx_node block as one
- *     unused record spanning the block, so a scan of every block finds
- *     every name.  The index blocks stay intact while the flag is set:
- *     removing or retargeting a name leaves every other name in the leaf
- *     its hash leads to, but adding one would not, so sfs_dir_add first
- *     clears the flag (dir_drop_htree) and only then may an insert use the
- *     slack behind ".." or an index block.  doc/internals.md, "Hashed
- *     directories".
+ *     name_len, dots) before use; a bad one gives -EIO and the sticky
+ *     error state through sfs_fs_error, never a crash.
+ *  3. The name index (struct sfs_dir_index, linear directories only,
+ *     built on first use, freed with the inode) maps XXH3(name) -> byte
+ *     position of every live entry with open addressing, and keeps per
+ *     block the largest record an insert could place there, so neither
+ *     lookups nor inserts walk the directory.  Any failure while
+ *     maintaining it drops it; the next use rebuilds it.
+ *  4. dx_enabled (image has dir_index, mount not nodir_index) and
+ *     SFS_INDEX_FL: the directory is an htree, and every name sits in the
+ *     leaf its hash selects.  dx_find reads root, <= 1 dx_node, the leaf
+ *     (and the next leaf for a continued hash); dx_add inserts there,
+ *     splitting leaf and index blocks (dx_split_add); a one-block linear
+ *     directory that overflows is converted (dx_make_indexed).  Index
+ *     blocks are checked on every read (dx_read_root, dx_read_node).
+ *  5. With the flag set but dx_enabled false, the directory is read as a
+ *     linear one (the dx_root reads as "." and a ".." spanning the block,
+ *     a dx_node as one unused record); removes keep the index valid, and
+ *     sfs_dir_add clears the flag (dir_drop_htree) before it inserts.
+ *  6. readdir of an htree, or of a one-block directory when dx_enabled
+ *     (the kernel's is_dx_dir), is in hash order with cookies DIR_HC |
+ *     position (dir_iterate_hashed), which no split or conversion
+ *     changes; other directories use byte positions (invariant 1).
+ *  doc/internals.md, "Directories" and "Hashed directories".
  */
 #include <errno.h>
 #include <string.h>
 #include <xxhash.h>
 
+#include "dirhash.h"
 #include "fs_priv.h"
 
 #define DIR_NO_POS UINT32_MAX /* empty index slot */
@@ -329,8 +338,9 @@ static int dir_check_block(struct sfs_fs *fs, struct sfs_inode *dp,
  * Get logical block lblk of dp, checked.  The caller puts *out.  -EIO for a
  * hole or a corrupt block (sticky error state), or the mapping's error.
  */
-static int dir_get_block(struct sfs_fs *fs, struct sfs_inode *dp, uint32_t lblk,
-			 struct sfs_buf **out, uint32_t *room_out)
+static int dir_get_block_cat(struct sfs_fs *fs, struct sfs_inode *dp,
+			     uint32_t lblk, enum sfs_io_cat cat,
+			     struct sfs_buf **out, uint32_t *room_out)
 {
 	struct sfs_buf *b;
 	sfs_blk_t pblk;
@@ -347,7 +357,8 @@ static int dir_get_block(struct sfs_fs *fs, struct sfs_inode *dp, uint32_t lblk,
 			     dp->ino, lblk, pblk ? "out-of-range" : "no", pblk);
 		return -EIO;
 	}
-	rc = sfs_cache_get(fs->cache, pblk, SFS_IO_DIR, &b);
+	fs->cpu_ctr.dir_blocks++;
+	rc = sfs_cache_get(fs->cache, pblk, cat, &b);
 	if (rc)
 		return rc;
 	rc = dir_check_block(fs, dp, lblk, pblk, b->data, room_out);
@@ -357,6 +368,12 @@ static int dir_get_block(struct sfs_fs *fs, struct sfs_inode *dp, uint32_t lblk,
 	}
 	*out = b;
 	return 0;
+}
+
+static int dir_get_block(struct sfs_fs *fs, struct sfs_inode *dp, uint32_t lblk,
+			 struct sfs_buf **out, uint32_t *room_out)
+{
+	return dir_get_block_cat(fs, dp, lblk, SFS_IO_DIR, out, room_out);
 }
 
 /* Build dp's index by reading every block.  0, -EIO, -ENOMEM. */
@@ -605,6 +622,992 @@ out_undo:
 	return rc;
 }
 
+/* ---- htree indexes (invariant 4) ---- */
+
+#define DX_ROOT_INFO 24	   /* dx_root_info, after "." and ".." */
+#define DX_ROOT_ENTRIES 32 /* first dx_entry (count/limit + block) */
+#define DX_NODE_ENTRIES 8  /* after the node's empty record header */
+#define DX_INFO_LEN 8
+#define DX_MAX_LEVELS 2	    /* index levels without large_dir */
+#define DIR_HC (1ull << 62) /* readdir cookie: hash order (invariant 6) */
+#define DIR_HC_FIRST 2ull   /* hash-order position of the first name */
+
+/* One index block on the path from the root to a leaf. */
+struct dx_frame {
+	struct sfs_buf *b; /* the block, a reference (NULL = unused) */
+	uint32_t lblk;	   /* its logical block */
+	uint32_t ents;	   /* byte offset of its dx_entry array */
+	uint32_t count;	   /* entries in use */
+	uint32_t limit;	   /* entries that fit */
+	uint32_t at;	   /* entry followed */
+};
+
+struct dx_path {
+	struct dx_frame f[DX_MAX_LEVELS];
+	unsigned nf;	  /* frames in use (index levels) */
+	unsigned hver;	  /* hash version, unsigned delta applied */
+	uint32_t seed[4]; /* s_hash_seed, host order */
+	uint32_t nblocks; /* directory size, blocks */
+};
+
+static inline uint32_t rd32(const uint8_t *p)
+{
+	uint32_t v;
+
+	memcpy(&v, p, 4);
+	return sfs_le32(v);
+}
+
+static inline void wr32(uint8_t *p, uint32_t v)
+{
+	v = sfs_cpu_to_le32(v);
+	memcpy(p, &v, 4);
+}
+
+static inline uint16_t rd16(const uint8_t *p)
+{
+	uint16_t v;
+
+	memcpy(&v, p, 2);
+	return sfs_le16(v);
+}
+
+static inline void wr16(uint8_t *p, uint16_t v)
+{
+	v = sfs_cpu_to_le16(v);
+	memcpy(p, &v, 2);
+}
+
+static inline uint8_t *dx_ent(const struct dx_frame *f, uint32_t i)
+{
+	return f->b->data + f->ents + 8 * i;
+}
+
+/* Entry i's hash; entry 0 holds count/limit and stands for hash 0. */
+static inline uint32_t dx_hash_at(const struct dx_frame *f, uint32_t i)
+{
+	return i ? rd32(dx_ent(f, i)) : 0;
+}
+
+static inline uint32_t dx_block_at(const struct dx_frame *f, uint32_t i)
+{
+	return rd32(dx_ent(f, i) + 4);
+}
+
+static inline void dx_set_count(struct dx_frame *f, uint32_t n)
+{
+	f->count = n;
+	wr16(f->b->data + f->ents + 2, (uint16_t)n);
+}
+
+/* The image has dir_index and the mount uses it. */
+static inline bool dx_enabled(const struct sfs_fs *fs)
+{
+	return (sfs_le32(fs->sb.s_feature_compat) &
+		SFS_FEATURE_COMPAT_DIR_INDEX) &&
+	       !fs->cfg.no_dir_index;
+}
+
+/* dp is read and written through its htree index. */
+static inline bool dir_is_dx(const struct sfs_fs *fs,
+			     const struct sfs_inode *dp)
+{
+	return dx_enabled(fs) && (sfs_le32(dp->d.i_flags) & SFS_INDEX_FL);
+}
+
+static inline uint32_t dx_root_limit(const struct sfs_fs *fs)
+{
+	return (fs->bs - DX_ROOT_ENTRIES) / 8;
+}
+
+static inline uint32_t dx_node_limit(const struct sfs_fs *fs)
+{
+	return (fs->bs - DX_NODE_ENTRIES) / 8;
+}
+
+/* Hash version v of a dx_root (or s_def_hash_version) as the kernel
+ * applies it: the unsigned variant when the superblock says so. */
+static unsigned dx_hver(const struct sfs_fs *fs, unsigned v)
+{
+	if (v <= SFS_DX_HASH_TEA &&
+	    (sfs_le32(fs->sb.s_flags) & SFS_FLAGS_UNSIGNED_HASH))
+		v += SFS_DX_HASH_UNSIGNED_DELTA;
+	return v;
+}
+
+static void dx_seed(const struct sfs_fs *fs, uint32_t seed[4])
+{
+	for (int i = 0; i < 4; i++)
+		seed[i] = sfs_le32(fs->sb.s_hash_seed[i]);
+}
+
+static void dx_name_hash(const struct dx_path *p, const char *name, size_t len,
+			 uint32_t *major, uint32_t *minor)
+{
+	uint32_t mi = 0;
+
+	/* hver was checked when the root was read */
+	if (sfs_dirhash(p->hver, p->seed, name, len, major, &mi))
+		*major = 0;
+	if (minor)
+		*minor = mi;
+}
+
+static void dx_path_put(struct sfs_fs *fs, struct dx_path *p)
+{
+	for (unsigned i = 0; i < DX_MAX_LEVELS; i++) {
+		if (p->f[i].b)
+			sfs_cache_put(fs->cache, p->f[i].b);
+		p->f[i].b = NULL;
+	}
+	p->nf = 0;
+}
+
+static int dx_bad(struct sfs_fs *fs, struct sfs_inode *dp, uint32_t lblk,
+		  const char *what, uint32_t found, uint32_t want)
+{
+	sfs_fs_error(fs, -EIO,
+		     "directory inode %u: htree index block %u: %s (found %u, "
+		     "expected %u)",
+		     dp->ino, lblk, what, found, want);
+	return -EIO;
+}
+
+/* Check a frame's count, limit, hash order and block numbers. */
+static int dx_check_frame(struct sfs_fs *fs, struct sfs_inode *dp,
+			  const struct dx_path *p, struct dx_frame *f,
+			  uint32_t want_limit)
+{
+	uint32_t prev = 0;
+
+	f->limit = rd16(f->b->data + f->ents);
+	f->count = rd16(f->b->data + f->ents + 2);
+	if (f->limit != want_limit)
+		return dx_bad(fs, dp, f->lblk, "bad limit", f->limit,
+			      want_limit);
+	if (f->count == 0 || f->count > f->limit)
+		return dx_bad(fs, dp, f->lblk, "bad count", f->count, f->limit);
+	for (uint32_t i = 0; i < f->count; i++) {
+		uint32_t h = dx_hash_at(f, i), blk = dx_block_at(f, i);
+
+		if (h < prev)
+			return dx_bad(fs, dp, f->lblk, "hash out of order", h,
+				      prev);
+		if (blk == 0 || blk >= p->nblocks)
+			return dx_bad(fs, dp, f->lblk,
+				      "entry block out of range", blk,
+				      p->nblocks);
+		prev = h;
+	}
+	return 0;
+}
+
+/* Read and check dp's dx_root into p->f[0]; sets nf, hver, seed. */
+static int dx_read_root(struct sfs_fs *fs, struct sfs_inode *dp,
+			struct dx_path *p)
+{
+	struct dx_frame *f = &p->f[0];
+	const uint8_t *info;
+	unsigned v;
+	int rc;
+
+	memset(p, 0, sizeof(*p));
+	rc = dir_nblocks(fs, dp, &p->nblocks);
+	if (rc)
+		return rc;
+	rc = dir_get_block_cat(fs, dp, 0, SFS_IO_DIRIDX, &f->b, NULL);
+	if (rc)
+		return rc;
+	info = f->b->data + DX_ROOT_INFO;
+	f->lblk = 0;
+	f->ents = DX_ROOT_ENTRIES;
+	v = info[4];
+	if (de_rec_len(de_at(f->b->data, 12)) != fs->bs - 12)
+		rc = dx_bad(fs, dp, 0, "'..' does not span the root",
+			    de_rec_len(de_at(f->b->data, 12)), fs->bs - 12);
+	else if (rd32(info) != 0)
+		rc = dx_bad(fs, dp, 0, "reserved word not zero", rd32(info), 0);
+	else if (v > SFS_DX_HASH_TEA)
+		rc = dx_bad(fs, dp, 0, "unknown hash version", v,
+			    SFS_DX_HASH_TEA);
+	else if (info[5] != DX_INFO_LEN)
+		rc = dx_bad(fs, dp, 0, "bad info length", info[5], DX_INFO_LEN);
+	else if (info[6] >= DX_MAX_LEVELS)
+		rc = dx_bad(fs, dp, 0, "too many indirect levels", info[6],
+			    DX_MAX_LEVELS - 1);
+	else if (info[7] & 1)
+		rc = dx_bad(fs, dp, 0, "unknown flags", info[7], 0);
+	if (!rc)
+		rc = dx_check_frame(fs, dp, p, f, dx_root_limit(fs));
+	if (rc) {
+		dx_path_put(fs, p);
+		return rc;
+	}
+	p->nf = info[6] + 1u;
+	p->hver = dx_hver(fs, v);
+	dx_seed(fs, p->seed);
+	return 0;
+}
+
+/* Read and check the dx_node at lblk into frame f. */
+static int dx_read_node(struct sfs_fs *fs, struct sfs_inode *dp,
+			const struct dx_path *p, uint32_t lblk,
+			struct dx_frame *f)
+{
+	struct sfs_ddirent *de;
+	int rc;
+
+	rc = dir_get_block_cat(fs, dp, lblk, SFS_IO_DIRIDX, &f->b, NULL);
+	if (rc)
+		return rc;
+	f->lblk = lblk;
+	f->ents = DX_NODE_ENTRIES;
+	f->at = 0;
+	de = de_at(f->b->data, 0);
+	if (de->inode || de_rec_len(de) != fs->bs)
+		rc = dx_bad(fs, dp, lblk,
+			    "node does not start with an empty "
+			    "record spanning the block",
+			    de_rec_len(de), fs->bs);
+	else
+		rc = dx_check_frame(fs, dp, p, f, dx_node_limit(fs));
+	if (rc) {
+		sfs_cache_put(fs->cache, f->b);
+		f->b = NULL;
+	}
+	return rc;
+}
+
+/* Largest i in [0, count) whose hash is <= hash. */
+static uint32_t dx_search(struct sfs_fs *fs, const struct dx_frame *f,
+			  uint32_t hash)
+{
+	uint32_t lo = 1, hi = f->count;
+
+	while (lo < hi) {
+		uint32_t mid = lo + (hi - lo) / 2;
+
+		fs->cpu_ctr.dir_entries++;
+		if (dx_hash_at(f, mid) <= hash)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo - 1;
+}
+
+/*
+ * Walk from the root to the leaf for hash (dx_probe).  With name, the
+ * hash is name's, under the root's hash version, and comes back in
+ * *hash_out (may be NULL).  The caller dx_path_puts p.  0 or -EIO.
+ */
+static int dx_probe(struct sfs_fs *fs, struct sfs_inode *dp, const char *name,
+		    size_t len, uint32_t hash, uint32_t *hash_out,
+		    struct dx_path *p)
+{
+	int rc;
+
+	rc = dx_read_root(fs, dp, p);
+	if (rc)
+		return rc;
+	if (name)
+		dx_name_hash(p, name, len, &hash, NULL);
+	if (hash_out)
+		*hash_out = hash;
+	p->f[0].at = dx_search(fs, &p->f[0], hash);
+	for (unsigned i = 1; i < p->nf; i++) {
+		rc = dx_read_node(fs, dp, p,
+				  dx_block_at(&p->f[i - 1], p->f[i - 1].at),
+				  &p->f[i]);
+		if (rc) {
+			dx_path_put(fs, p);
+			return rc;
+		}
+		p->f[i].at = dx_search(fs, &p->f[i], hash);
+	}
+	return 0;
+}
+
+static inline uint32_t dx_leaf(const struct dx_path *p)
+{
+	return dx_block_at(&p->f[p->nf - 1], p->f[p->nf - 1].at);
+}
+
+/*
+ * Step p to the next leaf in hash order (ext4_htree_next_block).  1 with
+ * *hash_out = the hash its index entry starts (low bit: continued from
+ * the leaf before), 0 at the end, -EIO.
+ */
+static int dx_next_leaf(struct sfs_fs *fs, struct sfs_inode *dp,
+			struct dx_path *p, uint32_t *hash_out)
+{
+	int lv = (int)p->nf - 1;
+	int rc;
+
+	while (++p->f[lv].at >= p->f[lv].count) {
+		if (lv == 0)
+			return 0;
+		lv--;
+	}
+	*hash_out = dx_hash_at(&p->f[lv], p->f[lv].at);
+	for (unsigned i = (unsigned)lv + 1; i < p->nf; i++) {
+		sfs_cache_put(fs->cache, p->f[i].b);
+		p->f[i].b = NULL;
+		rc = dx_read_node(fs, dp, p,
+				  dx_block_at(&p->f[i - 1], p->f[i - 1].at),
+				  &p->f[i]);
+		if (rc)
+			return rc;
+	}
+	return 1;
+}
+
+/* Offset of the live entry called name in a checked block, or -1. */
+static int64_t dir_block_find(struct sfs_fs *fs, const uint8_t *data,
+			      const char *name, size_t len)
+{
+	uint32_t rl;
+
+	for (uint32_t off = 0; off < fs->bs; off += rl) {
+		const struct sfs_ddirent *de =
+		    (const struct sfs_ddirent *)(data + off);
+
+		rl = de_rec_len(de);
+		fs->cpu_ctr.dir_entries++;
+		if (de->inode && de->name_len == len &&
+		    memcmp(de->name, name, len) == 0)
+			return off;
+	}
+	return -1;
+}
+
+/*
+ * Find name through dp's index: its leaf, then the leaves after it while
+ * their index entry continues the hash (a collision that a split left on
+ * both sides).  As dir_find.  -ENOENT, -EIO.
+ */
+static int dx_find(struct sfs_fs *fs, struct sfs_inode *dp, const char *name,
+		   size_t len, struct sfs_buf **b_out, uint32_t *off_out,
+		   uint32_t *lblk_out)
+{
+	struct dx_path p;
+	uint32_t hash, next;
+	int rc;
+
+	rc = dx_probe(fs, dp, name, len, 0, &hash, &p);
+	if (rc)
+		return rc;
+	for (;;) {
+		uint32_t lblk = dx_leaf(&p);
+		struct sfs_buf *b;
+		int64_t off;
+
+		rc = dir_get_block(fs, dp, lblk, &b, NULL);
+		if (rc)
+			break;
+		off = dir_block_find(fs, b->data, name, len);
+		if (off >= 0) {
+			*b_out = b;
+			*off_out = (uint32_t)off;
+			*lblk_out = lblk;
+			break;
+		}
+		sfs_cache_put(fs->cache, b);
+		rc = dx_next_leaf(fs, dp, &p, &next);
+		if (rc == 0 || (rc > 0 && (next & ~1u) != hash))
+			rc = -ENOENT;
+		if (rc < 0)
+			break;
+	}
+	dx_path_put(fs, &p);
+	return rc;
+}
+
+/* One live record of a leaf being split or listed. */
+struct dx_map {
+	uint32_t hash, minor;
+	uint32_t off;  /* in its block */
+	uint16_t size; /* SFS_DIRENT_LEN(name_len) */
+	bool move;     /* goes to the new leaf */
+};
+
+static int dx_map_by_hash(const void *a, const void *b)
+{
+	const struct dx_map *x = a, *y = b;
+
+	if (x->hash != y->hash)
+		return x->hash < y->hash ? -1 : 1;
+	return x->off < y->off ? -1 : x->off > y->off;
+}
+
+static int dx_map_by_off(const void *a, const void *b)
+{
+	const struct dx_map *x = a, *y = b;
+
+	return x->off < y->off ? -1 : x->off > y->off;
+}
+
+/* Live records of a checked leaf into map (room for bs / 12), hashed. */
+static uint32_t dx_map_leaf(struct sfs_fs *fs, const struct dx_path *p,
+			    const uint8_t *data, struct dx_map *map)
+{
+	uint32_t n = 0, rl;
+
+	for (uint32_t off = 0; off < fs->bs; off += rl) {
+		const struct sfs_ddirent *de =
+		    (const struct sfs_ddirent *)(data + off);
+
+		rl = de_rec_len(de);
+		fs->cpu_ctr.dir_entries++;
+		if (!de->inode)
+			continue;
+		dx_name_hash(p, de->name, de->name_len, &map[n].hash,
+			     &map[n].minor);
+		map[n].off = off;
+		map[n].size = (uint16_t)SFS_DIRENT_LEN(de->name_len);
+		map[n].move = false;
+		n++;
+	}
+	return n;
+}
+
+/* Write the records of src named by map[i] (in map order, move == want)
+ * packed into dst from offset 0; the last spans the block's rest (an
+ * empty block gets one unused record). */
+static void dx_pack(struct sfs_fs *fs, const uint8_t *src, uint8_t *dst,
+		    const struct dx_map *map, uint32_t n, bool want)
+{
+	uint32_t at = 0, last = UINT32_MAX;
+
+	memset(dst, 0, fs->bs);
+	for (uint32_t i = 0; i < n; i++) {
+		if (map[i].move != want)
+			continue;
+		memcpy(dst + at, src + map[i].off, map[i].size);
+		de_at(dst, at)->rec_len = sfs_cpu_to_le16(map[i].size);
+		last = at;
+		at += map[i].size;
+	}
+	if (last == UINT32_MAX)
+		de_at(dst, 0)->rec_len = sfs_cpu_to_le16((uint16_t)fs->bs);
+	else
+		de_at(dst, last)->rec_len =
+		    sfs_cpu_to_le16((uint16_t)(fs->bs - last));
+}
+
+/*
+ * Append n blocks at logical lblk.. to dp (i_size grows), each holding one
+ * unused record, their buffers in bufs (caller puts them on success).  If
+ * an allocation fails nothing stays mapped.  0, -ENOSPC, -EIO.
+ */
+static int dir_append_empty(struct sfs_fs *fs, struct sfs_inode *dp,
+			     uint32_t lblk, unsigned n, enum sfs_io_cat *cats,
+			     struct sfs_buf **bufs)
+{
+	unsigned got = 0;
+	int rc = 0;
+
+	if (((uint64_t)lblk + n) * fs->bs > UINT32_MAX)
+		return -ENOSPC; /* i_size_high must stay 0 */
+	for (; got < n; got++) {
+		sfs_blk_t pblk;
+
+		rc = sfs_bmap(fs, dp, lblk + got, true, &pblk);
+		if (!rc)
+			rc = sfs_cache_get_new(fs->cache, pblk, cats[got],
+					       &bufs[got]);
+		if (rc)
+			break;
+		/* a valid (empty) directory block until the caller fills it */
+		de_at(bufs[got]->data, 0)->rec_len =
+		    sfs_cpu_to_le16((uint16_t)fs->bs);
+		sfs_meta_dirty(fs, bufs[got]);
+	}
+	if (rc) {
+		while (got > 0)
+			sfs_cache_put(fs->cache, bufs[--got]);
+		dir_unmap_from(fs, dp, lblk);
+		return rc;
+	}
+	sfs_i_set_size(dp, ((uint64_t)lblk + n) * fs->bs);
+	rc = sfs_inode_dirty(fs, dp);
+	if (rc)
+		while (got > 0)
+			sfs_cache_put(fs->cache, bufs[--got]);
+	return rc;
+}
+
+/* Insert (hash, blk) after entry f->at (dx_insert_block); room checked. */
+static void dx_insert_entry(struct dx_frame *f, uint32_t hash, uint32_t blk)
+{
+	uint8_t *at = dx_ent(f, f->at + 1);
+
+	memmove(at + 8, at, 8 * (f->count - f->at - 1));
+	wr32(at, hash);
+	wr32(at + 4, blk);
+	dx_set_count(f, f->count + 1);
+}
+
+/*
+ * The leaf at the end of p has no room for name: make room in the index
+ * (grow the root into a node, or split the node), split the leaf at its
+ * middle by size with the upper hashes going to a new block (do_split),
+ * and insert name where its hash now leads.  Consumes leaf (a reference
+ * to block leaf_lblk).  0, -ENOSPC (index full or no blocks), -EIO.
+ */
+static int dx_split_add(struct sfs_fs *fs, struct sfs_inode *dp,
+			struct dx_path *p, struct sfs_buf *leaf,
+			uint32_t leaf_lblk, uint32_t hash, const char *name,
+			size_t len, sfs_ino_t ino, uint8_t ftype)
+{
+	struct dx_frame *f = &p->f[p->nf - 1];
+	enum sfs_io_cat cats[2] = {SFS_IO_DIRIDX, SFS_IO_DIR};
+	struct sfs_buf *nb[2] = {NULL, NULL}, *nleaf, *target;
+	uint32_t first = p->nblocks, n, split, hash2, off, size = 0, move = 0;
+	bool grow = false, nsplit = false, continued;
+	struct dx_map *map;
+	uint8_t *tmp;
+	int64_t i;
+	int rc;
+
+	map = g_new(struct dx_map, fs->bs / DIR_MIN_REC + 1);
+	n = dx_map_leaf(fs, p, leaf->data, map);
+	if (n < 2) {
+		/* a leaf of holes: pack it in place, no split */
+		tmp = g_memdup2(leaf->data, fs->bs);
+		dx_pack(fs, tmp, leaf->data, map, n, false);
+		g_free(tmp);
+		rc = dir_block_insert(fs, leaf->data, leaf_lblk, name, len, ino,
+				      ftype, &off);
+		sfs_meta_dirty(fs, leaf);
+		goto out_leaf;
+	}
+	if (f->count == f->limit) {
+		if (p->nf == 1)
+			grow = true;
+		else if (p->f[0].count == p->f[0].limit) {
+			rc = -ENOSPC; /* "Directory index full": no large_dir */
+			goto out_leaf;
+		} else
+			nsplit = true;
+	}
+	rc = dir_append_empty(fs, dp, first, grow || nsplit ? 2 : 1,
+			       grow || nsplit ? cats : cats + 1, nb);
+	if (rc)
+		goto out_leaf;
+	p->nblocks = first + (grow || nsplit ? 2 : 1);
+	nleaf = grow || nsplit ? nb[1] : nb[0];
+
+	if (grow) {
+		/* the root's entries move to a new node under it */
+		struct dx_frame *r = &p->f[0], *nd = &p->f[1];
+		uint8_t *data = nb[0]->data;
+
+		de_at(data, 0)->rec_len = sfs_cpu_to_le16((uint16_t)fs->bs);
+		memcpy(data + DX_NODE_ENTRIES, dx_ent(r, 0), 8 * r->count);
+		*nd = (struct dx_frame){.b = nb[0],
+					.lblk = first,
+					.ents = DX_NODE_ENTRIES,
+					.count = r->count,
+					.limit = dx_node_limit(fs),
+					.at = r->at};
+		wr16(data + DX_NODE_ENTRIES, (uint16_t)nd->limit);
+		nb[0] = NULL;
+		wr32(dx_ent(r, 0) + 4, first);
+		dx_set_count(r, 1);
+		r->at = 0;
+		r->b->data[DX_ROOT_INFO + 6] = 1;
+		sfs_meta_dirty(fs, r->b);
+		sfs_meta_dirty(fs, nd->b);
+		p->nf = 2;
+		f = nd;
+	} else if (nsplit) {
+		/* the node's upper half moves to a new node (ext4_dx_add_entry)
+		 */
+		struct dx_frame *r = &p->f[0], f2;
+		uint32_t n1 = f->count / 2, n2 = f->count - n1;
+		uint32_t h2 = dx_hash_at(f, n1);
+		uint8_t *data = nb[0]->data;
+
+		de_at(data, 0)->rec_len = sfs_cpu_to_le16((uint16_t)fs->bs);
+		memcpy(data + DX_NODE_ENTRIES, dx_ent(f, n1), 8 * n2);
+		f2 = (struct dx_frame){.b = nb[0],
+				       .lblk = first,
+				       .ents = DX_NODE_ENTRIES,
+				       .limit = dx_node_limit(fs)};
+		wr16(data + DX_NODE_ENTRIES, (uint16_t)f2.limit);
+		dx_set_count(&f2, n2);
+		dx_set_count(f, n1);
+		nb[0] = NULL;
+		dx_insert_entry(r, h2, first);
+		sfs_meta_dirty(fs, r->b);
+		sfs_meta_dirty(fs, f->b);
+		sfs_meta_dirty(fs, f2.b);
+		if (f->at >= n1) {
+			f2.at = f->at - n1;
+			r->at++;
+			sfs_cache_put(fs->cache, f->b);
+			*f = f2;
+		} else {
+			sfs_cache_put(fs->cache, f2.b);
+		}
+	}
+
+	/* split the leaf by size: the upper hashes move (do_split) */
+	qsort(map, n, sizeof(*map), dx_map_by_hash);
+	for (i = (int64_t)n - 1; i >= 0; i--) {
+		if (size + map[i].size / 2u > fs->bs / 2)
+			break;
+		size += map[i].size;
+		move++;
+	}
+	split = i > 0 ? n - move : n / 2;
+	if (split == 0 || split >= n)
+		split = n / 2;
+	hash2 = map[split].hash;
+	continued = hash2 == map[split - 1].hash;
+	for (uint32_t k = split; k < n; k++)
+		map[k].move = true;
+	qsort(map, n, sizeof(*map), dx_map_by_off);
+	tmp = g_memdup2(leaf->data, fs->bs);
+	dx_pack(fs, tmp, nleaf->data, map, n, true);
+	dx_pack(fs, tmp, leaf->data, map, n, false);
+	g_free(tmp);
+	dx_insert_entry(f, hash2 + continued, first + (grow || nsplit ? 1 : 0));
+	sfs_meta_dirty(fs, f->b);
+	target = hash >= hash2 ? nleaf : leaf;
+	rc = dir_block_insert(fs, target->data, 1, name, len, ino, ftype, &off);
+	sfs_meta_dirty(fs, leaf);
+	sfs_meta_dirty(fs, nleaf);
+	sfs_cache_put(fs->cache, nleaf);
+out_leaf:
+	sfs_cache_put(fs->cache, leaf);
+	g_free(map);
+	return rc;
+}
+
+/* Add name to indexed dp in the leaf its hash leads to (ext4_dx_add_entry),
+ * splitting as needed.  0, -ENOSPC, -EIO. */
+static int dx_add(struct sfs_fs *fs, struct sfs_inode *dp, const char *name,
+		  size_t len, sfs_ino_t ino, uint8_t ftype)
+{
+	struct dx_path p;
+	struct sfs_buf *b;
+	uint32_t hash, lblk, off;
+	int rc;
+
+	rc = dx_probe(fs, dp, name, len, 0, &hash, &p);
+	if (rc)
+		return rc;
+	lblk = dx_leaf(&p);
+	rc = dir_get_block(fs, dp, lblk, &b, NULL);
+	if (rc)
+		goto out_path;
+	rc = dir_block_insert(fs, b->data, lblk, name, len, ino, ftype, &off);
+	if (rc == 0) {
+		sfs_meta_dirty(fs, b);
+		sfs_cache_put(fs->cache, b);
+	} else {
+		rc = dx_split_add(fs, dp, &p, b, lblk, hash, name, len, ino,
+				  ftype);
+	}
+out_path:
+	dx_path_put(fs, &p);
+	return rc;
+}
+
+/*
+ * dp, linear in one block with no room for name, becomes indexed
+ * (make_indexed_dir): its names move to a new block 1, block 0 becomes
+ * the dx_root over it, and that leaf is split at once, which makes room.
+ * 0, -ENOSPC (the directory is then an indexed one of two blocks), -EIO.
+ */
+static int dx_make_indexed(struct sfs_fs *fs, struct sfs_inode *dp,
+			   const char *name, size_t len, sfs_ino_t ino,
+			   uint8_t ftype)
+{
+	enum sfs_io_cat cat = SFS_IO_DIR;
+	struct dx_map *map;
+	struct sfs_buf *root, *leaf;
+	struct dx_path p;
+	uint8_t *d, *tmp;
+	uint32_t n = 0, rl, hash, dotdot;
+	int rc;
+
+	rc = dir_get_block_cat(fs, dp, 0, SFS_IO_DIRIDX, &root, NULL);
+	if (rc)
+		return rc;
+	rc = dir_append_empty(fs, dp, 1, 1, &cat, &leaf);
+	if (rc) {
+		sfs_cache_put(fs->cache, root);
+		return rc;
+	}
+	dir_index_drop(dp);
+	d = root->data;
+	map = g_new(struct dx_map, fs->bs / DIR_MIN_REC + 1);
+	/* the records after ".." move, packed */
+	rl = de_rec_len(de_at(d, 0));
+	dotdot = sfs_le32(de_at(d, rl)->inode);
+	rl += de_rec_len(de_at(d, rl));
+	for (uint32_t off = rl; off < fs->bs;
+	     off += de_rec_len(de_at(d, off))) {
+		struct sfs_ddirent *de = de_at(d, off);
+
+		if (!de->inode)
+			continue;
+		map[n].off = off;
+		map[n].size = (uint16_t)SFS_DIRENT_LEN(de->name_len);
+		map[n].move = true;
+		n++;
+	}
+	tmp = g_memdup2(d, fs->bs);
+	dx_pack(fs, tmp, leaf->data, map, n, true);
+	g_free(tmp);
+	g_free(map);
+	/* block 0 becomes the root: ".." spans it, the index after it */
+	de_fill(fs, d, 0, DIR_MIN_REC, ".", 1, dp->ino, SFS_FT_DIR);
+	de_fill(fs, d, DIR_MIN_REC, fs->bs - DIR_MIN_REC, "..", 2, dotdot,
+		SFS_FT_DIR);
+	d[DX_ROOT_INFO + 4] = fs->sb.s_def_hash_version;
+	d[DX_ROOT_INFO + 5] = DX_INFO_LEN;
+	wr16(d + DX_ROOT_ENTRIES, (uint16_t)dx_root_limit(fs));
+	wr16(d + DX_ROOT_ENTRIES + 2, 1);
+	wr32(d + DX_ROOT_ENTRIES + 4, 1);
+	sfs_meta_dirty(fs, root);
+	sfs_meta_dirty(fs, leaf);
+	sfs_cache_put(fs->cache, root);
+	dp->d.i_flags |= sfs_cpu_to_le32(SFS_INDEX_FL);
+	rc = sfs_inode_dirty(fs, dp);
+	if (rc) {
+		sfs_cache_put(fs->cache, leaf);
+		return rc;
+	}
+	rc = dx_probe(fs, dp, name, len, 0, &hash, &p);
+	if (rc) {
+		sfs_cache_put(fs->cache, leaf);
+		return rc;
+	}
+	rc = dx_split_add(fs, dp, &p, leaf, 1, hash, name, len, ino, ftype);
+	dx_path_put(fs, &p);
+	return rc;
+}
+
+/* ---- hash-order readdir (invariant 6) ---- */
+
+struct rd_ent {
+	uint32_t hash, minor;
+	uint32_t ino;
+	uint8_t ftype, len;
+	uint32_t name; /* offset in the run's name pool */
+	uint64_t pos;  /* hash-order position */
+};
+
+struct rd_run {
+	GArray *ents;  /* struct rd_ent */
+	GString *pool; /* names */
+	const char *pool_base;
+};
+
+static int rd_cmp(const void *a, const void *b, void *arg)
+{
+	const struct rd_ent *x = a, *y = b;
+	const struct rd_run *r = arg;
+	int c;
+
+	if (x->hash != y->hash)
+		return x->hash < y->hash ? -1 : 1;
+	if (x->minor != y->minor)
+		return x->minor < y->minor ? -1 : 1;
+	c = memcmp(r->pool_base + x->name, r->pool_base + y->name,
+		   MIN(x->len, y->len));
+	return c ? c : (int)x->len - (int)y->len;
+}
+
+/* Add the live records of a checked block (block 0: after the dots). */
+static void rd_collect(struct sfs_fs *fs, const struct dx_path *p,
+		       const uint8_t *data, bool block0, struct rd_run *run)
+{
+	uint32_t rl, k = 0;
+
+	for (uint32_t off = 0; off < fs->bs; off += rl, k++) {
+		const struct sfs_ddirent *de =
+		    (const struct sfs_ddirent *)(data + off);
+		struct rd_ent e;
+
+		rl = de_rec_len(de);
+		fs->cpu_ctr.dir_entries++;
+		if (!de->inode || (block0 && k < 2))
+			continue;
+		dx_name_hash(p, de->name, de->name_len, &e.hash, &e.minor);
+		e.ino = sfs_le32(de->inode);
+		e.ftype = de->file_type;
+		e.len = de->name_len;
+		e.name = (uint32_t)run->pool->len;
+		g_string_append_len(run->pool, de->name, de->name_len);
+		g_array_append_val(run->ents, e);
+	}
+}
+
+/*
+ * Sort a run and report its entries at positions >= from.  A position is
+ * 2 + (major hash >> 1, top 15 bits of the minor hash, rank among equal
+ * such keys in name order), 62 bits; the cookie is DIR_HC | (pos + 1).
+ * 1 if fn stopped, else 0; the run is emptied.
+ */
+static int rd_emit(struct sfs_fs *fs, struct rd_run *run, uint64_t from,
+		   sfs_filldir_fn fn, void *ctx)
+{
+	bool ftype = dir_has_ftype(fs);
+	uint64_t prev_key = UINT64_MAX, rank = 0;
+	struct rd_ent *v = (struct rd_ent *)(void *)run->ents->data;
+	int stop = 0;
+
+	run->pool_base = run->pool->str;
+	g_qsort_with_data(v, (gint)run->ents->len, sizeof(*v), rd_cmp, run);
+	for (guint i = 0; i < run->ents->len && !stop; i++) {
+		uint64_t key =
+		    (uint64_t)(v[i].hash >> 1) << 15 | v[i].minor >> 17;
+
+		rank = key == prev_key ? MIN(rank + 1, 0xffffu) : 0;
+		prev_key = key;
+		v[i].pos = DIR_HC_FIRST + (key << 16 | rank);
+		if (v[i].pos < from)
+			continue;
+		stop = fn(ctx, run->pool->str + v[i].name, v[i].len, v[i].ino,
+			  ftype ? v[i].ftype : SFS_FT_UNKNOWN,
+			  DIR_HC | (v[i].pos + 1));
+	}
+	g_array_set_size(run->ents, 0);
+	g_string_truncate(run->pool, 0);
+	return stop;
+}
+
+/* readdir is in hash order: dir_index on and dp indexed or one block
+ * (is_dx_dir), with a known default hash for the linear case. */
+static bool dir_hash_order(struct sfs_fs *fs, struct sfs_inode *dp)
+{
+	if (!dx_enabled(fs))
+		return false;
+	if (sfs_le32(dp->d.i_flags) & SFS_INDEX_FL)
+		return true;
+	return sfs_i_size(dp) == fs->bs &&
+	       fs->sb.s_def_hash_version <= SFS_DX_HASH_TEA;
+}
+
+/* sfs_dir_iterate in hash order (invariant 6). */
+static int dir_iterate_hashed(struct sfs_fs *fs, struct sfs_inode *dp,
+			      uint64_t off, sfs_filldir_fn fn, void *ctx)
+{
+	bool ftype = dir_has_ftype(fs), dx = dir_is_dx(fs, dp);
+	struct rd_run run = {g_array_new(false, false, sizeof(struct rd_ent)),
+			     g_string_new(NULL), NULL};
+	uint64_t from;
+	struct dx_path p;
+	struct sfs_buf *b;
+	uint32_t next;
+	int rc, stop = 0;
+
+	if (off != 0 && off < DIR_HC)
+		off = 0; /* a block-order cookie: start over (no misses) */
+	from = off <= (DIR_HC | 1) ? DIR_HC_FIRST : off & ~DIR_HC;
+	rc = dir_get_block_cat(fs, dp, 0, dx ? SFS_IO_DIRIDX : SFS_IO_DIR, &b,
+			       NULL);
+	if (rc)
+		goto out;
+	if (off == 0) {
+		struct sfs_ddirent *de = de_at(b->data, 0);
+
+		stop = fn(ctx, de->name, 1, sfs_le32(de->inode),
+			  ftype ? de->file_type : SFS_FT_UNKNOWN, DIR_HC | 1);
+	}
+	if (!stop && off <= (DIR_HC | 1)) {
+		struct sfs_ddirent *de = de_at(b->data, DIR_MIN_REC);
+
+		stop = fn(ctx, de->name, 2, sfs_le32(de->inode),
+			  ftype ? de->file_type : SFS_FT_UNKNOWN,
+			  DIR_HC | DIR_HC_FIRST);
+	}
+	if (stop || !dx) {
+		if (!stop) {
+			memset(&p, 0, sizeof(p));
+			p.hver = dx_hver(fs, fs->sb.s_def_hash_version);
+			dx_seed(fs, p.seed);
+			rd_collect(fs, &p, b->data, true, &run);
+			rd_emit(fs, &run, from, fn, ctx);
+		}
+		sfs_cache_put(fs->cache, b);
+		goto out;
+	}
+	sfs_cache_put(fs->cache, b);
+	{
+		uint32_t major = (uint32_t)(((from - DIR_HC_FIRST) >> 31) << 1);
+
+		rc = dx_probe(fs, dp, NULL, 0, major ? major - 1 : 0, NULL, &p);
+	}
+	if (rc)
+		goto out;
+	for (int more = 1; more > 0 && !stop;) {
+		/* a run: a leaf and the leaves continuing its last hash */
+		do {
+			rc = dir_get_block(fs, dp, dx_leaf(&p), &b, NULL);
+			if (rc)
+				goto out_path;
+			rd_collect(fs, &p, b->data, false, &run);
+			sfs_cache_put(fs->cache, b);
+			more = dx_next_leaf(fs, dp, &p, &next);
+			if (more < 0) {
+				rc = more;
+				goto out_path;
+			}
+		} while (more > 0 && (next & 1));
+		stop = rd_emit(fs, &run, from, fn, ctx);
+	}
+out_path:
+	dx_path_put(fs, &p);
+out:
+	g_array_free(run.ents, true);
+	g_string_free(run.pool, true);
+	return rc;
+}
+
+/* Category of dp's block 0: the dx_root of an indexed directory. */
+static enum sfs_io_cat dir_blk0_cat(const struct sfs_fs *fs,
+				    const struct sfs_inode *dp)
+{
+	return dir_is_dx(fs, dp) ? SFS_IO_DIRIDX : SFS_IO_DIR;
+}
+
+/* *empty = indexed dp holds no name but the dots: every block is read, as
+ * ext4_empty_dir does (index blocks read as holding no live record). */
+static int dx_is_empty(struct sfs_fs *fs, struct sfs_inode *dp, bool *empty)
+{
+	uint32_t n;
+	int rc;
+
+	rc = dir_nblocks(fs, dp, &n);
+	if (rc)
+		return rc;
+	*empty = true;
+	for (uint32_t lblk = 0; lblk < n && *empty; lblk++) {
+		struct sfs_buf *b;
+		uint32_t rl, k = 0;
+
+		rc = dir_get_block(fs, dp, lblk, &b, NULL);
+		if (rc)
+			return rc;
+		for (uint32_t o = 0; o < fs->bs; o += rl, k++) {
+			struct sfs_ddirent *de = de_at(b->data, o);
+
+			rl = de_rec_len(de);
+			fs->cpu_ctr.dir_entries++;
+			if (de->inode && !(lblk == 0 && k < 2))
+				*empty = false;
+		}
+		sfs_cache_put(fs->cache, b);
+	}
+	return 0;
+}
+
 /* ---- the verbs ---- */
 
 /* Look name up in dp: 0 with the entry's inode and file type, -ENOENT,
@@ -624,10 +1627,15 @@ int sfs_dir_lookup(struct sfs_fs *fs, struct sfs_inode *dp, const char *name,
 		/* the dots are checked to open block 0: no index needed */
 		if (!sfs_i_isdir(dp))
 			return -ENOTDIR;
-		rc = dir_get_block(fs, dp, 0, &b, NULL);
+		rc = dir_get_block_cat(fs, dp, 0, dir_blk0_cat(fs, dp), &b,
+				       NULL);
 		if (rc)
 			return rc;
 		off = len == 1 ? 0 : de_rec_len(de_at(b->data, 0));
+	} else if (dir_is_dx(fs, dp)) {
+		rc = dx_find(fs, dp, name, len, &b, &off, &pos);
+		if (rc)
+			return rc;
 	} else {
 		rc = dir_find(fs, dp, name, len, &b, &off, &pos);
 		if (rc)
@@ -643,11 +1651,11 @@ int sfs_dir_lookup(struct sfs_fs *fs, struct sfs_inode *dp, const char *name,
 }
 
 /*
- * Make an htree directory linear before a name is added (invariant 4):
- * clear SFS_INDEX_FL, as ext4_add_entry does when it cannot use the index
- * (and as e2fsck accepts: the blocks already read as linear records).
- * simfs does not maintain the index yet.  0, or the inode update's error
- * with the flag still set.
+ * Make an htree directory linear before a name is added without the
+ * index (invariant 5): clear SFS_INDEX_FL, as ext4_add_entry does when it
+ * cannot use the index (and as e2fsck accepts: the blocks already read as
+ * linear records).  0, or the inode update's error with the flag still
+ * set.
  */
 static int dir_drop_htree(struct sfs_fs *fs, struct sfs_inode *dp)
 {
@@ -663,8 +1671,10 @@ static int dir_drop_htree(struct sfs_fs *fs, struct sfs_inode *dp)
 }
 
 /*
- * Add name -> ino (the caller checked the name is absent): first block
- * with room in index order, else a new block at the end.  0, -ENOSPC,
+ * Add name -> ino (the caller checked the name is absent).  An htree: the
+ * leaf of name's hash (invariant 4).  Linear: the first block with room in
+ * index order, else a new block at the end, or the conversion to an htree
+ * of a one-block directory when dx_enabled.  0, -ENOSPC,
  * -ENOMEM, -EIO; on error the directory is unchanged.
  */
 int sfs_dir_add(struct sfs_fs *fs, struct sfs_inode *dp, const char *name,
@@ -677,6 +1687,10 @@ int sfs_dir_add(struct sfs_fs *fs, struct sfs_inode *dp, const char *name,
 
 	if (len == 0 || len > SFS_NAME_MAX || ino == 0)
 		return -EINVAL;
+	if (!sfs_i_isdir(dp))
+		return -ENOTDIR;
+	if (dir_is_dx(fs, dp))
+		return dx_add(fs, dp, name, len, ino, ftype);
 	rc = dir_index_get(fs, dp, &ix);
 	if (rc)
 		return rc;
@@ -711,6 +1725,9 @@ int sfs_dir_add(struct sfs_fs *fs, struct sfs_inode *dp, const char *name,
 		return 0;
 	}
 	lblk = ix->nblocks;
+	if (lblk == 1 && dx_enabled(fs) &&
+	    fs->sb.s_def_hash_version <= SFS_DX_HASH_TEA)
+		return dx_make_indexed(fs, dp, name, len, ino, ftype);
 	rc = dir_append_block(fs, dp, lblk, name, len, ino, ftype);
 	if (rc) {
 		if (sfs_i_size(dp) != (uint64_t)lblk * fs->bs)
@@ -734,13 +1751,20 @@ int sfs_dir_remove(struct sfs_fs *fs, struct sfs_inode *dp, const char *name,
 	struct sfs_ddirent *de, *prev = NULL;
 	uint32_t off, pos, lblk, rl;
 	struct sfs_buf *b;
+	bool dx;
 	int rc;
 
 	if (len == 0 || len > SFS_NAME_MAX)
 		return -ENOENT;
 	if (name[0] == '.' && (len == 1 || (len == 2 && name[1] == '.')))
 		return -EINVAL;
-	rc = dir_find(fs, dp, name, len, &b, &off, &pos);
+	dx = dir_is_dx(fs, dp);
+	if (dx) {
+		rc = dx_find(fs, dp, name, len, &b, &off, &lblk);
+		pos = rc ? 0 : lblk * fs->bs + off;
+	} else {
+		rc = dir_find(fs, dp, name, len, &b, &off, &pos);
+	}
 	if (rc)
 		return rc;
 	lblk = pos / fs->bs;
@@ -762,8 +1786,11 @@ int sfs_dir_remove(struct sfs_fs *fs, struct sfs_inode *dp, const char *name,
 		memset(de->name, 0, rl - SFS_DIRENT_HDR);
 	}
 	sfs_meta_dirty(fs, b);
-	dix_delete(dp->dindex, dir_hash(fs, name, len), pos);
-	dix_set_room(dp->dindex, lblk, dir_block_room(fs, b->data, lblk));
+	if (!dx) {
+		dix_delete(dp->dindex, dir_hash(fs, name, len), pos);
+		dix_set_room(dp->dindex, lblk,
+			     dir_block_room(fs, b->data, lblk));
+	}
 	sfs_cache_put(fs->cache, b);
 	return 0;
 }
@@ -782,7 +1809,10 @@ int sfs_dir_retarget(struct sfs_fs *fs, struct sfs_inode *dp, const char *name,
 		return -ENOENT;
 	if (ino == 0)
 		return -EINVAL;
-	rc = dir_find(fs, dp, name, len, &b, &off, &pos);
+	if (dir_is_dx(fs, dp))
+		rc = dx_find(fs, dp, name, len, &b, &off, &pos);
+	else
+		rc = dir_find(fs, dp, name, len, &b, &off, &pos);
 	if (rc)
 		return rc;
 	de = de_at(b->data, off);
@@ -838,7 +1868,7 @@ int sfs_dir_set_dotdot(struct sfs_fs *fs, struct sfs_inode *dp,
 		return -ENOTDIR;
 	if (parent == 0)
 		return -EINVAL;
-	rc = dir_get_block(fs, dp, 0, &b, NULL);
+	rc = dir_get_block_cat(fs, dp, 0, dir_blk0_cat(fs, dp), &b, NULL);
 	if (rc)
 		return rc;
 	de = de_at(b->data, de_rec_len(de_at(b->data, 0)));
@@ -854,6 +1884,8 @@ int sfs_dir_is_empty(struct sfs_fs *fs, struct sfs_inode *dp, bool *empty)
 	struct sfs_dir_index *ix;
 	int rc;
 
+	if (dir_is_dx(fs, dp))
+		return dx_is_empty(fs, dp, empty);
 	rc = dir_index_get(fs, dp, &ix);
 	if (rc)
 		return rc;
@@ -863,8 +1895,10 @@ int sfs_dir_is_empty(struct sfs_fs *fs, struct sfs_inode *dp, bool *empty)
 }
 
 /*
- * Report the live entries at byte positions >= off, in position order,
- * each with the position just past its record as the next cookie.  A
+ * Report the live entries from cookie off on.  Hash order (invariant 6):
+ * dir_iterate_hashed.  Otherwise the entries at byte positions >= off, in
+ * position order, each with the position just past its record as the
+ * next cookie.  A
  * cookie inside a record merged since (invariant 1) skips that record,
  * which started earlier and was reported then.  fn must not call into the
  * filesystem (fs->lock is held).  0 (also when fn stops it), -EIO.
@@ -878,6 +1912,8 @@ int sfs_dir_iterate(struct sfs_fs *fs, struct sfs_inode *dp, uint64_t off,
 
 	if (!sfs_i_isdir(dp))
 		return -ENOTDIR;
+	if (dir_hash_order(fs, dp))
+		return dir_iterate_hashed(fs, dp, off, fn, ctx);
 	rc = dir_nblocks(fs, dp, &n);
 	if (rc)
 		return rc;

@@ -10,8 +10,8 @@
  * four host-order words (all zero: the MD4 initial values).  Pure
  * functions: no state, any thread.
  *
- * Nothing in the engine calls these yet: they are the first piece of
- * htree lookups (doc/internals.md, "Hashed directories").
+ * dir.c hashes with them to walk and maintain htree indexes
+ * (doc/internals.md, "Hashed directories").
  */
 #ifndef SFS_DIRHASH_H
 #define SFS_DIRHASH_H

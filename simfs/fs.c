@@ -415,9 +415,10 @@ static const struct feat_name feat_names[] = {
 };
 
 /* Features the engine handles now.  resize_inode and the ro_compat extras
- * mke2fs may set are tolerated: their blocks stay untouched.  An htree
- * (dir_index) directory is read as a linear one, and adding a name to it
- * clears its index flag (dir.c; doc/internals.md, "Hashed directories"). */
+ * mke2fs may set are tolerated: their blocks stay untouched.  htree
+ * (dir_index) directories are used and kept through their index, unless
+ * the mount says nodir_index (dir.c; doc/internals.md, "Hashed
+ * directories"). */
 #define ENGINE_COMPAT                                                          \
 	(SFS_FEATURE_COMPAT_EXT_ATTR | SFS_FEATURE_COMPAT_RESIZE_INODE |       \
 	 SFS_FEATURE_COMPAT_DIR_PREALLOC | SFS_FEATURE_COMPAT_HAS_JOURNAL |    \

@@ -86,6 +86,8 @@ struct sfs_cpu_ctr {
 	uint64_t extent_steps;	/* extent nodes searched, mballoc extents
 				   measured */
 	uint64_t dir_entries;	/* directory records examined */
+	uint64_t dir_blocks;	/* directory blocks fetched by dir.c (leaves
+				   and index blocks) */
 };
 
 /* One in-memory inode.  Protected by fs->lock. */

@@ -169,6 +169,7 @@ static void sfs_mkfs_usage(FILE *out)
 	    "  -I INODE_SIZE       128 or 256 bytes (default 256)\n"
 	    "  -m RESERVED_PCT     blocks reserved for root, % (default 5)\n"
 	    "  -L LABEL            volume label, at most 16 bytes\n"
+	    "  -O [^]dir_index     htree directories on (off by default)\n"
 	    "      --seed N        derive UUID and hash seed from N (default: "
 	    "random)\n"
 	    "  -j                  add an internal journal (ext3): its size "
@@ -351,7 +352,7 @@ static int cmd_mkfs(int argc, char **argv)
 	sfs_mkfs_defaults(&p);
 	opterr = 0;
 	optind = 0;
-	while ((c = getopt_long(argc, argv, ":b:i:I:m:L:FjJ:h", longopts,
+	while ((c = getopt_long(argc, argv, ":b:i:I:m:L:O:FjJ:h", longopts,
 				NULL)) != -1) {
 		switch (c) {
 		case 'j':
@@ -435,6 +436,12 @@ static int cmd_mkfs(int argc, char **argv)
 				return SFS_EXIT_USAGE;
 			}
 			g_strlcpy(p.label, optarg, sizeof(p.label));
+			break;
+		case 'O':
+			if (sfs_mkfs_parse_features(&p, optarg, &err)) {
+				sfs_mkfs_failed(-EINVAL, err);
+				return SFS_EXIT_USAGE;
+			}
 			break;
 		case 'S':
 			if (sfs_parse_u64(optarg, &v) < 0) {

@@ -78,6 +78,30 @@ struct mk {
 static int mk_fail(struct mk *m, int rc, const char *fmt, ...)
     G_GNUC_PRINTF(3, 4);
 
+/* The features -O may switch (the others are fixed, see the file head). */
+int sfs_mkfs_parse_features(struct sfs_mkfs_params *p, const char *list,
+			    char **err)
+{
+	gchar **v = g_strsplit(list, ",", -1);
+	int rc = 0;
+
+	for (int i = 0; v[i] && !rc; i++) {
+		const char *f = v[i][0] == '^' ? v[i] + 1 : v[i];
+
+		if (strcmp(f, "dir_index") == 0)
+			p->dir_index = v[i][0] != '^';
+		else {
+			*err = g_strdup_printf("mkfs: unknown or fixed feature "
+					       "'%s' in -O (only dir_index "
+					       "and ^dir_index)",
+					       v[i]);
+			rc = -EINVAL;
+		}
+	}
+	g_strfreev(v);
+	return rc;
+}
+
 /* Store a one-line message in *err and return rc. */
 static int mk_fail(struct mk *m, int rc, const char *fmt, ...)
 {
@@ -373,7 +397,9 @@ static void mk_super(struct mk *m, uint32_t free_blocks, uint32_t free_inodes)
 	sb->s_rev_level = sfs_cpu_to_le32(1);
 	sb->s_first_ino = sfs_cpu_to_le32(SFS_FIRST_INO);
 	sb->s_inode_size = sfs_cpu_to_le16((uint16_t)g->isize);
-	sb->s_feature_compat = sfs_cpu_to_le32(SFS_FEATURE_COMPAT_EXT_ATTR);
+	sb->s_feature_compat =
+	    sfs_cpu_to_le32(SFS_FEATURE_COMPAT_EXT_ATTR |
+			    (p->dir_index ? SFS_FEATURE_COMPAT_DIR_INDEX : 0));
 	sb->s_feature_incompat = sfs_cpu_to_le32(SFS_FEATURE_INCOMPAT_FILETYPE);
 	sb->s_feature_ro_compat =
 	    sfs_cpu_to_le32(SFS_FEATURE_RO_COMPAT_SPARSE_SUPER |

@@ -21,7 +21,17 @@ struct sfs_mkfs_params {
 	uint32_t time;         /* creation time stamp; 0 = now */
 	uint32_t root_uid;     /* owner of the root directory (mke2fs -E */
 	uint32_t root_gid;     /*   root_owner); default 0:0 as mke2fs */
+	bool dir_index;        /* -O dir_index: htree directories (default
+				  off: the image stays byte-identical to
+				  mke2fs -O none,...) */
 };
+
+/*
+ * Apply a -O list ("dir_index", "^dir_index", comma-separated) to p.
+ * 0, or -EINVAL with a message in *err (g_free it) for any other name.
+ */
+int sfs_mkfs_parse_features(struct sfs_mkfs_params *p, const char *list,
+			    char **err);
 
 /* Defaults as listed above. */
 void sfs_mkfs_defaults(struct sfs_mkfs_params *p);

@@ -4,17 +4,23 @@
  *
  * Part 1, ext2 and ext3 as plain `mke2fs -t TYPE` makes them: simfs
  * mounts them, creates, renames and removes files (and a few
- * subdirectories) in a directory of many blocks; umount, e2fsck -fn clean;
+ * subdirectories) in a directory of many blocks, which simfs indexes as
+ * it outgrows one block; umount, e2fsck -fn clean;
  * mounted again, the directory holds exactly the expected names.
  *
  * Part 2, ext2 at 4 KiB blocks and ext3 at mke2fs's default for a small
  * image: the kernel's ext4 driver (read-write loop mount) creates 2000
  * names in one directory, which so gets an htree index (the inode's index
  * flag, read with debugfs); simfs finds and stats every name, removes,
- * adds and renames some (adding clears the index flag: simfs does not
- * maintain the index yet); umount, e2fsck -fn clean; the kernel then finds
- * exactly the expected names.  Part 2 is skipped, saying so, only when
- * loop mounting is impossible on this machine.
+ * adds and renames some, keeping the index (the flag stays set); umount,
+ * e2fsck -fn clean; the kernel then finds exactly the expected names.
+ * Part 2 is skipped, saying so, only when loop mounting is impossible on
+ * this machine.
+ *
+ * Part 3, ext4 as mke2fs makes it without the features simfs lacks
+ * (64bit, metadata_csum, flex_bg, ...): simfs creates 6000 names in one
+ * directory, which it indexes; e2fsck -fn clean; the kernel reads them
+ * all (that last step only where loop mounting works).
  *
  * usage: t_htree SIMFS_BINARY
  */
@@ -176,6 +182,14 @@ static void default_image(const char *type)
 	check_names(dir, want, when);
 	H_OK(h_umount(mnt) == 0, "%s: umount", when);
 	H_OK(h_fsck_clean(img, NULL), "%s: e2fsck -fn clean", when);
+	{
+		long flags = dir_flags(img, "/d");
+
+		H_OK(flags >= 0 && (flags & INDEX_FL),
+		     "%s: simfs indexed the directory as it outgrew a block "
+		     "(flags 0x%lx)",
+		     when, flags);
+	}
 	if (h_mount(img, mnt, NULL) == 0) {
 		char *again = g_strdup_printf("%s, remounted", when);
 
@@ -190,6 +204,76 @@ out:
 	g_hash_table_destroy(want);
 	g_free(when);
 	g_free(dir);
+	g_free(mnt);
+	g_free(img);
+}
+
+/*
+ * Part 3: simfs builds a large htree on an ext4 image mke2fs made (with
+ * the features simfs supports): 6000 names in one directory, e2fsck -fn
+ * clean, and (when loop mounting works) the kernel finds every name.
+ */
+static void simfs_ext4_htree(bool kernel)
+{
+	char *img = h_path("s-ext4.img"), *mnt = h_path("s-ext4-mnt");
+	char *kmnt = h_path("s-ext4-kmnt");
+	char *dir = g_strdup_printf("%s/big", mnt);
+	char *kdir = g_strdup_printf("%s/big", kmnt);
+	GHashTable *want =
+	    g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
+	char *err = NULL;
+	long flags;
+	int bad = 0;
+
+	unlink(img);
+	if (h_runl(NULL, &err, "mke2fs", "-F", "-q", "-t", "ext4", "-O",
+		   "^64bit,^metadata_csum,^metadata_csum_seed,^orphan_file,"
+		   "^flex_bg",
+		   img, "64M", NULL) != 0 ||
+	    h_mount(img, mnt, NULL) != 0) {
+		H_OK(false, "ext4: mke2fs and simfs mount: %s", err ? err : "");
+		goto out;
+	}
+	H_SYS(mkdir(dir, 0755), "ext4: mkdir");
+	for (unsigned i = 0; i < 6000; i++) {
+		char *p = g_strdup_printf("%s/simfs-htree-name-%05u", dir, i);
+
+		bad += h_write_file(p, "", 0, 0644) != 0;
+		g_free(p);
+		want_add(want, "simfs-htree-name-%05u", i);
+	}
+	for (unsigned i = 0; i < 6000; i += 7) {
+		char *p = g_strdup_printf("%s/simfs-htree-name-%05u", dir, i);
+
+		bad += unlink(p) != 0;
+		g_hash_table_remove(want, strrchr(p, '/') + 1);
+		g_free(p);
+	}
+	H_EQ(bad, 0,
+	     "ext4: simfs creates 6000 names in one directory and "
+	     "removes 858");
+	check_names(dir, want, "ext4: simfs");
+	H_OK(h_umount(mnt) == 0, "ext4: simfs umount");
+	flags = dir_flags(img, "/big");
+	H_OK(flags >= 0 && (flags & INDEX_FL),
+	     "ext4: the directory is indexed (flags 0x%lx)", flags);
+	H_OK(h_fsck_clean(img, NULL), "ext4: e2fsck -fn clean");
+	if (!kernel)
+		goto out;
+	g_clear_pointer(&err, g_free);
+	if (h_kmount_type(img, kmnt, "ext4", &err) != 0) {
+		H_OK(false, "ext4: kernel mount: %s", err ? err : "?");
+		goto out;
+	}
+	check_names(kdir, want, "ext4: the kernel reads simfs's htree");
+	H_OK(h_kumount(kmnt) == 0, "ext4: kernel umount");
+out:
+	unlink(img);
+	g_hash_table_destroy(want);
+	g_free(err);
+	g_free(kdir);
+	g_free(dir);
+	g_free(kmnt);
 	g_free(mnt);
 	g_free(img);
 }
@@ -286,8 +370,8 @@ static void kernel_htree(const char *type, const char *bs)
 	check_names(dir, want, "simfs after its changes");
 	H_OK(h_umount(mnt) == 0, "%s: simfs umount", when);
 	flags = dir_flags(img, "/big");
-	H_OK(flags >= 0 && !(flags & INDEX_FL),
-	     "%s: the directory is linear now (flags 0x%lx)", when, flags);
+	H_OK(flags >= 0 && (flags & INDEX_FL),
+	     "%s: the directory is still indexed (flags 0x%lx)", when, flags);
 	H_OK(h_fsck_clean(img, NULL), "%s: e2fsck -fn clean", when);
 	g_clear_pointer(&err, g_free);
 	if (h_kmount_type(img, kmnt, "ext4", &err) != 0) {
@@ -321,7 +405,9 @@ int main(int argc, char **argv)
 	if (loop_possible(&why)) {
 		kernel_htree("ext2", "4096");
 		kernel_htree("ext3", NULL);
+		simfs_ext4_htree(true);
 	} else {
+		simfs_ext4_htree(false);
 		h_diag("SKIP kernel part: loop mounting is impossible here "
 		       "(%s)",
 		       why ? why : "?");

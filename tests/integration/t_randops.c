@@ -28,7 +28,8 @@
  * every result is still exact while the engine serves them together (no
  * half-way remount then); a worker still running two minutes after the
  * others ended fails the test as a deadlock.  A preset= in MOUNT_OPTS
- * also makes the image with `simfs mkfs --preset`.
+ * also makes the image with `simfs mkfs --preset`, and dir_index with
+ * `simfs mkfs -O dir_index`.
  */
 #include "harness.h"
 
@@ -664,7 +665,8 @@ int main(int argc, char **argv)
 	long nops = 10000;
 	int workers = 1;
 	const char *bs = "4096", *opts = NULL;
-	const char *mkfs_args[] = {"-b", NULL, NULL, NULL, NULL};
+	const char *mkfs_args[] = {"-b", NULL, NULL, NULL, NULL, NULL, NULL};
+	int nargs = 2;
 	char *img, *mnt, *A, *B, *preset = NULL;
 	struct seq sq = {0};
 	double t0 = h_now();
@@ -690,10 +692,15 @@ int main(int argc, char **argv)
 		const char *p = strstr(opts, "preset=") + 7;
 
 		preset = g_strndup(p, strcspn(p, ","));
-		mkfs_args[2] = "--preset";
-		mkfs_args[3] = preset;
+		mkfs_args[nargs++] = "--preset";
+		mkfs_args[nargs++] = preset;
 	} else if (opts && strstr(opts, "data=") && !strstr(opts, "data=none"))
-		mkfs_args[2] = "-j";
+		mkfs_args[nargs++] = "-j";
+	/* the dir_index option wants an image with the feature */
+	if (opts && strstr(opts, "dir_index")) {
+		mkfs_args[nargs++] = "-O";
+		mkfs_args[nargs++] = "dir_index";
+	}
 	h_diag("seed %llu, %ld operations x %d worker(s), %s-byte blocks, -o "
 	       "%s (rerun: %s %s %llu %ld %s '%s' %d)",
 	       (unsigned long long)seed, nops, workers, bs,

@@ -486,7 +486,7 @@ static void test_config_print_roundtrip(void **state)
 				  "dirs=orlov\n"
 				  "atime_policy=relatime\ndelalloc=off\n"
 				  "auto_da_alloc=on\nuser_xattr=on\n"
-				  "acl=on\nshared_mmap=on\n");
+				  "acl=on\nshared_mmap=on\ndir_index=on\n");
 	free(text);
 
 	assert_int_equal(parse(&cfg, "mem=1536K,direct,ro,device=hdd,rpm=5400,"

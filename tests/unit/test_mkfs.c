@@ -406,7 +406,8 @@ struct mkcase {
 	uint32_t bs, ratio, isize, pct;
 };
 
-static void make_simfs(const char *path, const struct mkcase *mc, uint64_t seed)
+static void make_simfs_dx(const char *path, const struct mkcase *mc,
+			  uint64_t seed, bool dir_index)
 {
 	struct sfs_mkfs_params p;
 	struct sfs_bdev *bd;
@@ -422,10 +423,16 @@ static void make_simfs(const char *path, const struct mkcase *mc, uint64_t seed)
 	p.reserved_pct = mc->pct;
 	p.seed = seed;
 	p.time = MK_TIME;
+	p.dir_index = dir_index;
 	rc = sfs_mkfs(bd, &p, &err);
 	if (rc)
 		fail_msg("sfs_mkfs: %d %s", rc, err);
 	sfs_bdev_close(bd);
+}
+
+static void make_simfs(const char *path, const struct mkcase *mc, uint64_t seed)
+{
+	make_simfs_dx(path, mc, seed, false);
 }
 
 static char *fmt_uuid(const uint8_t *u)
@@ -437,11 +444,14 @@ static char *fmt_uuid(const uint8_t *u)
 			       u[15]);
 }
 
-static void run_case(struct fixture *f, const struct mkcase *mc)
+/* One case against mke2fs; dir_index: -O dir_index on both sides. */
+static void run_case_dx(struct fixture *f, const struct mkcase *mc,
+			bool dir_index)
 {
-	char *ctx = g_strdup_printf(
-	    "bs=%u size=%lluK ratio=%u isize=%u", mc->bs,
-	    (unsigned long long)(mc->size >> 10), mc->ratio, mc->isize);
+	char *ctx =
+	    g_strdup_printf("bs=%u size=%lluK ratio=%u isize=%u%s", mc->bs,
+			    (unsigned long long)(mc->size >> 10), mc->ratio,
+			    mc->isize, dir_index ? " dir_index" : "");
 	char *ours = g_build_filename(f->dir, "simfs.img", NULL);
 	char *ref = g_build_filename(f->dir, "mke2fs.img", NULL);
 	char *fsck_out = NULL, *uuid, *hseed, *opt_e, *nblocks, *isz, *ratio,
@@ -450,7 +460,7 @@ static void run_case(struct fixture *f, const struct mkcase *mc)
 	struct sfs_bdev *bd;
 	struct dump da, db;
 
-	make_simfs(ours, mc, 77);
+	make_simfs_dx(ours, mc, 77, dir_index);
 	if (!sfs_test_fsck_clean(ours, &fsck_out))
 		fail_msg("%s: e2fsck -fn not clean:\n%s", ctx, fsck_out);
 	g_free(fsck_out);
@@ -473,15 +483,14 @@ static void run_case(struct fixture *f, const struct mkcase *mc)
 	ratio = g_strdup_printf("%u", mc->ratio);
 	bs = g_strdup_printf("%u", mc->bs);
 	pct = g_strdup_printf("%u", mc->pct);
-	const char *args[] = {
-	    "mke2fs", "-F",   "-q",
-	    "-t",     "ext2", "-b",
-	    bs,	      "-I",   isz,
-	    "-i",     ratio,  "-m",
-	    pct,      "-O",   "none,sparse_super,filetype,large_file,ext_attr",
-	    "-U",     uuid,   "-E",
-	    opt_e,    ref,    nblocks,
-	    NULL};
+	const char *feat =
+	    dir_index
+		? "none,sparse_super,filetype,large_file,ext_attr,dir_index"
+		: "none,sparse_super,filetype,large_file,ext_attr";
+	const char *args[] = {"mke2fs", "-F", "-q",    "-t", "ext2", "-b",
+			      bs,	"-I", isz,     "-i", ratio,  "-m",
+			      pct,	"-O", feat,    "-U", uuid,   "-E",
+			      opt_e,	ref,  nblocks, NULL};
 	g_free(run(args, f->conf));
 
 	d1 = dumpe2fs(ours);
@@ -491,7 +500,10 @@ static void run_case(struct fixture *f, const struct mkcase *mc)
 	assert_true(da.groups->len > 0);
 	compare_dumps(ctx, &da, &db);
 	assert_string_equal(hdr(&da, "Filesystem features"),
-			    "ext_attr filetype sparse_super large_file");
+			    dir_index
+				? "ext_attr dir_index filetype sparse_super "
+				  "large_file"
+				: "ext_attr filetype sparse_super large_file");
 	assert_string_equal(hdr(&da, "Filesystem state"), "clean");
 	dump_free(&da);
 	dump_free(&db);
@@ -541,6 +553,11 @@ static void run_case(struct fixture *f, const struct mkcase *mc)
 	g_free(ctx);
 }
 
+static void run_case(struct fixture *f, const struct mkcase *mc)
+{
+	run_case_dx(f, mc, false);
+}
+
 /* The size matrix for one block size (the mke2fs "small" ratio below
  * 512 MiB, the default above, as mke2fs would pick). */
 static void run_sizes(void **state, uint32_t bs)
@@ -569,6 +586,19 @@ static void test_mkfs_2k_matches_mke2fs(void **state)
 static void test_mkfs_4k_matches_mke2fs(void **state)
 {
 	run_sizes(state, 4096);
+}
+
+/* -O dir_index: the image mke2fs makes with dir_index added, byte for
+ * byte, at each block size. */
+static void test_mkfs_dir_index_matches_mke2fs(void **state)
+{
+	const uint32_t sizes[] = {1024, 2048, 4096};
+
+	for (size_t i = 0; i < G_N_ELEMENTS(sizes); i++) {
+		struct mkcase mc = {64 * MiB, sizes[i], 4096, 256, 5};
+
+		run_case_dx(*state, &mc, true);
+	}
 }
 
 /* Odd corners of the geometry rules, each against mke2fs. */
@@ -1009,6 +1039,7 @@ static void test_mkfs_write_error_reported(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_mkfs_dir_index_matches_mke2fs),
 	    cmocka_unit_test(test_mkfs_1k_matches_mke2fs),
 	    cmocka_unit_test(test_mkfs_2k_matches_mke2fs),
 	    cmocka_unit_test(test_mkfs_4k_matches_mke2fs),
