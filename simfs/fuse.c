@@ -1473,11 +1473,23 @@ static void sfs_fuse_fallocate(fuse_req_t req, fuse_ino_t ino, int mode,
 		fuse_reply_err(req, EINVAL);
 		return;
 	}
-	if (mode & FALLOC_FL_KEEP_SIZE) {
-		m |= SFS_FALLOC_KEEP_SIZE;
-		mode &= ~FALLOC_FL_KEEP_SIZE;
-	}
-	if (mode) { /* punch hole, zero range, collapse, insert: not yet */
+	/* the kernel's bits, one by one (the engine takes the same values;
+	 * a bit it does not know stays and gets -EOPNOTSUPP there) */
+	static const struct {
+		int linux_bit, sfs_bit;
+	} bits[] = {
+	    {FALLOC_FL_KEEP_SIZE, SFS_FALLOC_KEEP_SIZE},
+	    {FALLOC_FL_PUNCH_HOLE, SFS_FALLOC_PUNCH_HOLE},
+	    {FALLOC_FL_COLLAPSE_RANGE, SFS_FALLOC_COLLAPSE_RANGE},
+	    {FALLOC_FL_ZERO_RANGE, SFS_FALLOC_ZERO_RANGE},
+	    {FALLOC_FL_INSERT_RANGE, SFS_FALLOC_INSERT_RANGE},
+	};
+	for (size_t k = 0; k < G_N_ELEMENTS(bits); k++)
+		if (mode & bits[k].linux_bit) {
+			m |= bits[k].sfs_bit;
+			mode &= ~bits[k].linux_bit;
+		}
+	if (mode) {
 		fuse_reply_err(req, EOPNOTSUPP);
 		return;
 	}
