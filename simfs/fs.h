@@ -267,6 +267,20 @@ int sfs_fsync(struct sfs_fs *fs, sfs_ino_t ino, bool datasync);
 int sfs_fallocate(struct sfs_fs *fs, sfs_ino_t ino, int mode, uint64_t off,
 		  uint64_t len);
 /*
+ * FS_IOC_GETFLAGS / FS_IOC_SETFLAGS (lsattr, chattr): the inode's i_flags
+ * as ext4 shows them (SFS_FL_USER_VISIBLE) and sets them.  Setting or
+ * clearing append-only or immutable needs cap_immutable
+ * (CAP_LINUX_IMMUTABLE: -EPERM); bits outside the visible set, and changes
+ * simfs cannot carry out (extents migration, per-file data journalling,
+ * casefolding), are -EOPNOTSUPP; the other modifiable bits are stored.
+ * Honoured: i, a (EPERM on changes, as the kernel), A (no atime), S
+ * (writes synchronous).  ctime is updated.
+ */
+int sfs_get_flags(struct sfs_fs *fs, sfs_ino_t ino, uint32_t *flags_out);
+int sfs_set_flags(struct sfs_fs *fs, sfs_ino_t ino, uint32_t flags,
+		  bool cap_immutable);
+
+/*
  * lseek(2) SEEK_DATA / SEEK_HOLE (whence carries the Linux value): the
  * first offset >= off in data (delayed blocks are data) or in a hole
  * (unwritten extents and end of file are holes), in *off_out (seek.c).

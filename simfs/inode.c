@@ -292,6 +292,16 @@ int sfs_setattr(struct sfs_fs *fs, sfs_ino_t ino, const struct sfs_attr *in,
 		if (rc)
 			goto out_put;
 	}
+	/* notify_change and do_truncate: an immutable inode takes no
+	 * change; an append-only one keeps its size, mode, owner and
+	 * explicit times (touching to now is allowed) */
+	if ((valid && sfs_i_immutable(ip)) ||
+	    (sfs_i_pinned(ip) &&
+	     (valid & (SFS_SET_SIZE | SFS_SET_MODE | SFS_SET_UID | SFS_SET_GID |
+		       SFS_SET_ATIME | SFS_SET_MTIME)))) {
+		rc = -EPERM;
+		goto out_put;
+	}
 	if (valid & SFS_SET_SIZE) {
 		if (sfs_i_isdir(ip)) {
 			rc = -EISDIR;
@@ -356,6 +366,14 @@ int sfs_open(struct sfs_fs *fs, sfs_ino_t ino, int flags)
 		rc = sfs_check_writable(fs);
 		if (rc)
 			goto out_put;
+		/* may_open: immutable files are not opened for writing,
+		 * append-only ones only with O_APPEND and never O_TRUNC */
+		if (sfs_i_immutable(ip) ||
+		    (sfs_i_pinned(ip) &&
+		     (!(flags & O_APPEND) || (flags & O_TRUNC)))) {
+			rc = -EPERM;
+			goto out_put;
+		}
 	}
 	if ((flags & O_TRUNC) && sfs_i_isreg(ip) && sfs_i_size(ip) > 0) {
 		rc = sfs_truncate(fs, ip, 0);
@@ -701,6 +719,8 @@ static int write_through(struct sfs_fs *fs, GArray *runs)
 	return rc;
 }
 
+static int fsync_file(struct sfs_fs *fs, struct sfs_inode *ip);
+
 int sfs_write_ctx(struct sfs_fs *fs, sfs_ino_t ino, uint64_t off,
 		  const void *buf, size_t len, const struct sfs_ioctx *ctx,
 		  size_t *written_out)
@@ -729,6 +749,10 @@ int sfs_write_ctx(struct sfs_fs *fs, sfs_ino_t ino, uint64_t off,
 		goto out_put;
 	if (!sfs_i_isreg(ip)) {
 		rc = sfs_i_isdir(ip) ? -EISDIR : -EINVAL;
+		goto out_put;
+	}
+	if (sfs_i_immutable(ip)) { /* made immutable while open */
+		rc = -EPERM;
 		goto out_put;
 	}
 	if (len == 0)
@@ -858,6 +882,9 @@ out_size:
 	/* delayed data is dirty data: over the limit, the writer writes */
 	if (delay && ip->da)
 		sfs_cache_balance(fs->cache);
+	/* chattr +S: the write is synchronous (generic_write_sync) */
+	if (rc == 0 && done > 0 && (sfs_le32(ip->d.i_flags) & SFS_SYNC_FL))
+		rc = fsync_file(fs, ip);
 out_put:
 	if (direct_runs) {
 		int wrc = write_through(fs, direct_runs);
@@ -1123,6 +1150,12 @@ int sfs_fallocate(struct sfs_fs *fs, sfs_ino_t ino, int mode, uint64_t off,
 	rc = sfs_check_writable(fs);
 	if (rc)
 		goto out_put;
+	/* vfs_fallocate: immutable, or append-only with anything but
+	 * preallocation, is EPERM */
+	if (sfs_i_immutable(ip) || (sfs_i_pinned(ip) && op)) {
+		rc = -EPERM;
+		goto out_put;
+	}
 	if (!sfs_i_isreg(ip)) {
 		rc = sfs_i_isdir(ip) ? -EISDIR : -ENODEV;
 		goto out_put;
@@ -1202,6 +1235,75 @@ int sfs_fallocate(struct sfs_fs *fs, sfs_ino_t ino, int mode, uint64_t off,
 		int drc = sfs_inode_dirty(fs, ip);
 		if (rc == 0)
 			rc = drc;
+	}
+out_put:
+	sfs_iput(fs, ip);
+out_unlock:
+	sfs_op_end(fs);
+	return rc;
+}
+
+int sfs_get_flags(struct sfs_fs *fs, sfs_ino_t ino, uint32_t *flags_out)
+{
+	struct sfs_inode *ip;
+	int rc;
+
+	if (!fs || !flags_out)
+		return -EINVAL;
+	sfs_op_begin(fs, SFS_OP_GETATTR);
+	rc = sfs_iget(fs, ino, &ip);
+	if (rc == 0) {
+		*flags_out = sfs_le32(ip->d.i_flags) & SFS_FL_USER_VISIBLE;
+		sfs_iput(fs, ip);
+	}
+	sfs_op_end(fs);
+	return rc;
+}
+
+int sfs_set_flags(struct sfs_fs *fs, sfs_ino_t ino, uint32_t flags,
+		  bool cap_immutable)
+{
+	/* changes simfs cannot carry out: ext4 migrates between block map
+	 * and extents, switches a file's data journalling, casefolds */
+	const uint32_t refused =
+	    SFS_EXTENTS_FL | SFS_JOURNAL_DATA_FL | SFS_CASEFOLD_FL;
+	struct sfs_inode *ip;
+	uint32_t old, now;
+	int rc;
+
+	if (!fs)
+		return -EINVAL;
+	if (flags & ~SFS_FL_USER_VISIBLE)
+		return -EOPNOTSUPP;
+	sfs_op_begin(fs, SFS_OP_SETATTR);
+	rc = sfs_iget(fs, ino, &ip);
+	if (rc)
+		goto out_unlock;
+	rc = sfs_check_writable(fs);
+	if (rc)
+		goto out_put;
+	old = sfs_le32(ip->d.i_flags);
+	if (((flags ^ old) & (SFS_APPEND_FL | SFS_IMMUTABLE_FL)) &&
+	    !cap_immutable) {
+		rc = -EPERM;
+		goto out_put;
+	}
+	/* an immutable or append-only inode takes no other change until the
+	 * flag goes (fileattr_set_prepare) */
+	if (sfs_i_pinned(ip) && !cap_immutable) {
+		rc = -EPERM;
+		goto out_put;
+	}
+	if ((flags ^ old) & refused & SFS_FL_USER_MODIFIABLE) {
+		rc = -EOPNOTSUPP;
+		goto out_put;
+	}
+	now =
+	    (old & ~SFS_FL_USER_MODIFIABLE) | (flags & SFS_FL_USER_MODIFIABLE);
+	if (now != old) {
+		ip->d.i_flags = sfs_cpu_to_le32(now);
+		sfs_i_touch(fs, ip, SFS_SET_CTIME);
+		rc = sfs_inode_dirty(fs, ip);
 	}
 out_put:
 	sfs_iput(fs, ip);

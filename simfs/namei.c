@@ -235,6 +235,10 @@ static int nm_create(struct sfs_fs *fs, sfs_ino_t parent, const char *name,
 		rc = -EEXIST;
 	if (rc != -ENOENT)
 		goto out_put_dir;
+	if (sfs_i_immutable(dp)) { /* chattr +i: no new names */
+		rc = -EPERM;
+		goto out_put_dir;
+	}
 	/* a setgid directory hands its group down (inode_init_owner) */
 	if (sfs_i_mode(dp) & 02000) {
 		gid = nm_gid(dp);
@@ -383,13 +387,17 @@ int sfs_link(struct sfs_fs *fs, sfs_ino_t ino, sfs_ino_t newparent,
 	rc = sfs_iget(fs, ino, &ip);
 	if (rc)
 		goto out_unlock;
-	if (sfs_i_isdir(ip)) {
+	if (sfs_i_isdir(ip) || sfs_i_pinned(ip)) { /* may_linkat */
 		rc = -EPERM;
 		goto out_put;
 	}
 	rc = nm_get_dir(fs, newparent, &dp);
 	if (rc)
 		goto out_put;
+	if (sfs_i_immutable(dp)) {
+		rc = -EPERM;
+		goto out_put_dir;
+	}
 	if (sfs_i_nlink(ip) == 0 || sfs_i_nlink(dp) == 0) {
 		rc = -ENOENT;
 		goto out_put_dir;
@@ -452,6 +460,10 @@ int sfs_unlink(struct sfs_fs *fs, sfs_ino_t parent, const char *name)
 		rc = -EISDIR;
 		goto out_put;
 	}
+	if (sfs_i_pinned(dp) || sfs_i_pinned(ip)) { /* may_delete */
+		rc = -EPERM;
+		goto out_put;
+	}
 	rc = sfs_dir_remove(fs, dp, name, len);
 	if (rc)
 		goto out_put;
@@ -495,6 +507,10 @@ int sfs_rmdir(struct sfs_fs *fs, sfs_ino_t parent, const char *name)
 		goto out_put_dir;
 	if (!sfs_i_isdir(ip)) {
 		rc = -ENOTDIR;
+		goto out_put;
+	}
+	if (sfs_i_pinned(dp) || sfs_i_pinned(ip)) { /* may_delete */
+		rc = -EPERM;
 		goto out_put;
 	}
 	rc = sfs_dir_is_empty(fs, ip, &empty);
@@ -673,6 +689,12 @@ static int nm_rename_check(struct sfs_fs *fs, struct nm_rename *r,
 	int rc;
 
 	if (src_dir && nm_is_lost_found(parent, r->name, r->len))
+		return -EPERM;
+	/* may_delete on the source (and a replaced target), may_create in
+	 * the target directory: append-only and immutable hold */
+	if (sfs_i_pinned(r->sdp) || sfs_i_pinned(r->src) ||
+	    sfs_i_immutable(r->tdp) ||
+	    (r->tgt && (sfs_i_pinned(r->tdp) || sfs_i_pinned(r->tgt))))
 		return -EPERM;
 	if (r->tgt && tgt_dir &&
 	    nm_is_lost_found(newparent, r->newname, r->nlen))

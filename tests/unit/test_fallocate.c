@@ -847,6 +847,47 @@ static void test_fallocate_random_model(void **state)
 				seed * 1000 + (guint32)i, 150);
 }
 
+/* chattr +i / +a (sfs_set_flags): fallocate is EPERM on an immutable
+ * file, and on an append-only one for anything but preallocation
+ * (vfs_fallocate); the flags need the privileged caller. */
+static void test_fallocate_flags(void **state)
+{
+	(void)state;
+	struct sfs_tfs *t = sfs_tfs_new(4096, 32 * MiB, "alloc=extent");
+	struct sfs_fs *fs = t->fs;
+	sfs_ino_t f = sfs_test_mkfile(fs, SFS_ROOT_INO, "a");
+	uint32_t fl;
+
+	put(fs, f, 0, 3 * 4096, 9);
+	assert_int_equal(sfs_get_flags(fs, f, &fl), 0);
+	assert_true(fl & SFS_EXTENTS_FL);
+	assert_int_equal(sfs_set_flags(fs, f, fl | SFS_IMMUTABLE_FL, false),
+			 -EPERM);
+	assert_int_equal(sfs_set_flags(fs, f, fl & ~SFS_EXTENTS_FL, true),
+			 -EOPNOTSUPP);
+	assert_int_equal(sfs_set_flags(fs, f, fl | 0x80000000u, true),
+			 -EOPNOTSUPP);
+	assert_int_equal(sfs_set_flags(fs, f, fl | SFS_IMMUTABLE_FL, true), 0);
+	assert_int_equal(sfs_fallocate(fs, f, 0, 0, 4096), -EPERM);
+	assert_int_equal(
+	    sfs_fallocate(fs, f, SFS_FALLOC_PUNCH_HOLE | SFS_FALLOC_KEEP_SIZE,
+			  0, 4096),
+	    -EPERM);
+	assert_int_equal(sfs_set_flags(fs, f, fl | SFS_APPEND_FL, true), 0);
+	assert_int_equal(sfs_fallocate(fs, f, SFS_FALLOC_KEEP_SIZE, 0, MiB), 0);
+	assert_int_equal(sfs_fallocate(fs, f, SFS_FALLOC_ZERO_RANGE, 0, 4096),
+			 -EPERM);
+	assert_int_equal(
+	    sfs_fallocate(fs, f, SFS_FALLOC_COLLAPSE_RANGE, 0, 4096), -EPERM);
+	expect(fs, f, 0, 1, pat(0, 9));
+	assert_int_equal(sfs_set_flags(fs, f, fl, true), 0);
+	assert_int_equal(
+	    sfs_fallocate(fs, f, SFS_FALLOC_COLLAPSE_RANGE, 0, 4096), 0);
+	assert_int_equal(sfs_release(fs, f), 0);
+	sfs_tfs_assert_clean(t);
+	sfs_tfs_free(t);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -861,6 +902,7 @@ int main(void)
 	    cmocka_unit_test(test_fallocate_collapse_insert),
 	    cmocka_unit_test(test_fallocate_journal_cost),
 	    cmocka_unit_test(test_fallocate_random_model),
+	    cmocka_unit_test(test_fallocate_flags),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
