@@ -268,10 +268,11 @@ static void not_passed_on(void)
 	char *path = h_path("fiemap-mnt/f");
 	const char *mkfs_args[] = {"-b", "4096", "--preset", "ext4", NULL};
 	char *out = NULL, *err = NULL;
-	struct {
-		struct fiemap fm;
-		struct fiemap_extent fe[8];
-	} q;
+	/* struct fiemap ends in a flexible array: room for 8 extents */
+	uint64_t
+	    qbuf[(sizeof(struct fiemap) + 8 * sizeof(struct fiemap_extent)) /
+		 sizeof(uint64_t)];
+	struct fiemap *q = (struct fiemap *)qbuf;
 	uint8_t buf[65536];
 	int fd, rc;
 
@@ -294,10 +295,10 @@ static void not_passed_on(void)
 	      "COLLAPSE_RANGE stops in the FUSE module: EOPNOTSUPP");
 	H_ERR(fallocate(fd, FALLOC_FL_INSERT_RANGE, 4096, 4096), EOPNOTSUPP,
 	      "INSERT_RANGE stops in the FUSE module: EOPNOTSUPP");
-	memset(&q, 0, sizeof(q));
-	q.fm.fm_length = FIEMAP_MAX_OFFSET;
-	q.fm.fm_extent_count = 8;
-	rc = ioctl(fd, FS_IOC_FIEMAP, &q);
+	memset(qbuf, 0, sizeof(qbuf));
+	q->fm_length = FIEMAP_MAX_OFFSET;
+	q->fm_extent_count = 8;
+	rc = ioctl(fd, FS_IOC_FIEMAP, q);
 	H_ERR(rc, EOPNOTSUPP,
 	      "FS_IOC_FIEMAP on a FUSE file: EOPNOTSUPP (no fiemap inode "
 	      "operation in FUSE)");
