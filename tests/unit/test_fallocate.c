@@ -888,6 +888,81 @@ static void test_fallocate_flags(void **state)
 	sfs_tfs_free(t);
 }
 
+/*
+ * A punch in a deep tree is path-local: on a depth-2 tree of a thousand
+ * one-block extents, punching a few hundred blocks frees the data and
+ * the leaves it empties, and logs far fewer tree blocks than a collapse
+ * (which rewrites the tree) of the same range.
+ */
+static void test_fallocate_punch_deep_tree(void **state)
+{
+	(void)state;
+	struct sfs_tfs *t = sfs_tfs_alloc();
+
+	assert_int_equal(sfs_test_mkimage(t->img, 32 * MiB, 1024), 0);
+	sfs_test_add_journal(t->img, 1024);
+	t->fs = sfs_test_open(t->img, "alloc=extent,data=ordered");
+	struct sfs_fs *fs = t->fs;
+	sfs_ino_t f = sfs_test_mkfile(fs, SFS_ROOT_INO, "deep");
+	GByteArray *m = g_byte_array_new();
+	uint64_t free0, b0, cost_punch, cost_collapse, before;
+
+	g_byte_array_set_size(m, 2000 * 1024);
+	memset(m->data, 0, m->len);
+	for (uint64_t b = 0; b < 2000; b += 2) {
+		put(fs, f, b * 1024, 1024, 10);
+		for (uint64_t i = 0; i < 1024; i++)
+			m->data[b * 1024 + i] = pat(b * 1024 + i, 10);
+	}
+	put(fs, f, 1999 * 1024, 1024, 10);
+	for (uint64_t i = 0; i < 1024; i++)
+		m->data[1999 * 1024 + i] = pat(1999 * 1024 + i, 10);
+	{
+		struct sfs_inode *ip;
+		sfs_lock(fs);
+		assert_int_equal(sfs_iget(fs, f, &ip), 0);
+		assert_true(
+		    sfs_le16(((struct sfs_dextent_header *)ip->d.i_block)
+				 ->eh_depth) >= 2);
+		sfs_iput(fs, ip);
+		sfs_unlock(fs);
+	}
+	assert_int_equal(sfs_fs_sync(fs), 0);
+	free0 = sfs_test_free_blocks(fs);
+	b0 = blocks_of(fs, f);
+	before = logged_meta(fs);
+	assert_int_equal(
+	    sfs_fallocate(fs, f, SFS_FALLOC_PUNCH_HOLE | SFS_FALLOC_KEEP_SIZE,
+			  600 * 1024, 400 * 1024),
+	    0);
+	model_zero(m, 600 * 1024, 1000 * 1024);
+	assert_int_equal(sfs_fs_sync(fs), 0);
+	cost_punch = logged_meta(fs) - before;
+	/* 200 data blocks, and at least one leaf emptied */
+	assert_true(sfs_test_free_blocks(fs) >= free0 + 201);
+	assert_int_equal(blocks_of(fs, f) * 512 / 1024,
+			 b0 * 512 / 1024 - (sfs_test_free_blocks(fs) - free0));
+	expect_model(fs, f, m, "after the punch");
+	before = logged_meta(fs);
+	assert_int_equal(sfs_fallocate(fs, f, SFS_FALLOC_COLLAPSE_RANGE,
+				       1200 * 1024, 100 * 1024),
+			 0);
+	g_byte_array_remove_range(m, 1200 * 1024, 100 * 1024);
+	assert_int_equal(sfs_fs_sync(fs), 0);
+	cost_collapse = logged_meta(fs) - before;
+	print_message("depth-2 tree: punch logged %" PRIu64
+		      " metadata blocks, collapse %" PRIu64 "\n",
+		      cost_punch, cost_collapse);
+	assert_true(cost_punch < cost_collapse);
+	expect_model(fs, f, m, "after the collapse");
+	assert_int_equal(sfs_release(fs, f), 0);
+	sfs_tfs_cycle(t);
+	expect_model(t->fs, f, m, "after remount");
+	sfs_tfs_assert_clean(t);
+	g_byte_array_free(m, TRUE);
+	sfs_tfs_free(t);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -903,6 +978,7 @@ int main(void)
 	    cmocka_unit_test(test_fallocate_journal_cost),
 	    cmocka_unit_test(test_fallocate_random_model),
 	    cmocka_unit_test(test_fallocate_flags),
+	    cmocka_unit_test(test_fallocate_punch_deep_tree),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
