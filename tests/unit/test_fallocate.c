@@ -721,7 +721,10 @@ static int rnd_falloc(struct rnd_ctx *c, GRand *r, int *mode_out,
 	return EOPNOTSUPP;
 }
 
-static void rnd_run(uint32_t bs, const char *opts, guint32 seed, int steps)
+/* One seeded run; adds its successful modes to done[] and its deepest
+ * tree to *max_depth. */
+static void rnd_run(uint32_t bs, const char *opts, guint32 seed, int steps,
+		    unsigned *done, uint32_t *max_depth, bool *extents)
 {
 	struct sfs_tfs *t = sfs_tfs_new(bs, 64 * MiB, opts);
 	struct rnd_ctx c = {.fs = t->fs, .m = g_byte_array_new(), .bs = bs};
@@ -804,19 +807,10 @@ static void rnd_run(uint32_t bs, const char *opts, guint32 seed, int steps)
 		}
 	}
 	assert_int_equal(sfs_release(t->fs, c.ino), 0);
-	print_message("%s seed %u: mode0 %u punch %u zero %u collapse %u "
-		      "insert %u depth %u size %u\n",
-		      opts, seed, c.done[0], c.done[2], c.done[0x10], c.done[8],
-		      c.done[0x20], c.max_depth, c.m->len);
-	/* the sequence did exercise what it claims to */
-	assert_true(c.done[SFS_FALLOC_PUNCH_HOLE] > 0);
-	if (c.extents) {
-		assert_true(c.done[0] > 0);
-		assert_true(c.done[SFS_FALLOC_ZERO_RANGE] > 0);
-		assert_true(c.done[SFS_FALLOC_COLLAPSE_RANGE] > 0);
-		assert_true(c.done[SFS_FALLOC_INSERT_RANGE] > 0);
-		assert_true(c.max_depth >= 1);
-	}
+	for (int k = 0; k < 0x40; k++)
+		done[k] += c.done[k];
+	*max_depth = MAX(*max_depth, c.max_depth);
+	*extents = c.extents;
 	{
 		char *out = NULL;
 		sfs_tfs_close(t);
@@ -841,10 +835,33 @@ static void test_fallocate_random_model(void **state)
 	    {1024, "alloc=blockmap"}, {4096, "alloc=reservation"},
 	};
 
-	for (size_t i = 0; i < G_N_ELEMENTS(cfgs); i++)
+	for (size_t i = 0; i < G_N_ELEMENTS(cfgs); i++) {
+		unsigned done[0x40] = {0};
+		uint32_t depth = 0;
+		bool extents = false;
+
 		for (guint32 seed = 1; seed <= 3; seed++)
 			rnd_run(cfgs[i].bs, cfgs[i].opts,
-				seed * 1000 + (guint32)i, 150);
+				seed * 1000 + (guint32)i, 150, done, &depth,
+				&extents);
+		/* the runs did exercise what they claim to */
+		print_message("%s, %u-byte blocks: mode 0 %u, punch %u, zero "
+			      "%u, collapse %u, insert %u calls succeeded; "
+			      "tree depth %u\n",
+			      cfgs[i].opts, cfgs[i].bs, done[0],
+			      done[SFS_FALLOC_PUNCH_HOLE],
+			      done[SFS_FALLOC_ZERO_RANGE],
+			      done[SFS_FALLOC_COLLAPSE_RANGE],
+			      done[SFS_FALLOC_INSERT_RANGE], depth);
+		assert_true(done[SFS_FALLOC_PUNCH_HOLE] > 0);
+		if (extents) {
+			assert_true(done[0] > 0);
+			assert_true(done[SFS_FALLOC_ZERO_RANGE] > 0);
+			assert_true(done[SFS_FALLOC_COLLAPSE_RANGE] > 0);
+			assert_true(done[SFS_FALLOC_INSERT_RANGE] > 0);
+			assert_true(depth >= 1);
+		}
+	}
 }
 
 /* chattr +i / +a (sfs_set_flags): fallocate is EPERM on an immutable
