@@ -883,8 +883,13 @@ out_size:
 	if (delay && ip->da)
 		sfs_cache_balance(fs->cache);
 	/* chattr +S: the write is synchronous (generic_write_sync) */
-	if (rc == 0 && done > 0 && (sfs_le32(ip->d.i_flags) & SFS_SYNC_FL))
+	if (rc == 0 && done > 0 && (sfs_le32(ip->d.i_flags) & SFS_SYNC_FL)) {
 		rc = fsync_file(fs, ip);
+		/* group commit with a commit in flight: the next one takes
+		 * the write along; the writer does not wait for it here */
+		if (rc == -EINPROGRESS)
+			rc = 0;
+	}
 out_put:
 	if (direct_runs) {
 		int wrc = write_through(fs, direct_runs);

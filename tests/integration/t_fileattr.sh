@@ -2,7 +2,8 @@
 # tests/integration/t_fileattr.sh - file attributes (lsattr, chattr:
 # FS_IOC_GETFLAGS / FS_IOC_SETFLAGS) through a mount.  lsattr shows the
 # extents flag; chattr +i makes a file refuse writes, appends, truncation,
-# unlink, rename, chmod, touch, links and fallocate with EPERM, and a
+# unlink, rename, chmod, touch, links, fallocate and extended attributes
+# with EPERM, and a
 # directory new names; chattr +a lets a file take appends only and a
 # directory new names only; clearing the flags gives everything back;
 # another user (the owner) may not set i or a (CAP_LINUX_IMMUTABLE) but
@@ -47,6 +48,7 @@ denied "+i: chmod" chmod 600 "$f"
 denied "+i: touch" touch "$f"
 denied "+i: link" ln "$f" "$mnt/f2"
 denied "+i: fallocate" fallocate -l 8192 "$f"
+denied "+i: setfattr" setfattr -n user.k -v v "$f"
 check "+i: still readable" bash -c "[[ \$(cat '$f') == hello ]]"
 check "chattr -i" chattr -i "$f"
 check "-i: writable again" bash -c "echo again >'$f'"
