@@ -274,7 +274,8 @@ int sfs_fallocate(struct sfs_fs *fs, sfs_ino_t ino, int mode, uint64_t off,
  * simfs cannot carry out (extents migration, per-file data journalling,
  * casefolding), are -EOPNOTSUPP; the other modifiable bits are stored.
  * Honoured: i, a (EPERM on changes, as the kernel), A (no atime), S
- * (writes synchronous).  ctime is updated.
+ * (writes synchronous), D (directory changes synchronous).  ctime is
+ * updated.
  */
 int sfs_get_flags(struct sfs_fs *fs, sfs_ino_t ino, uint32_t *flags_out);
 int sfs_set_flags(struct sfs_fs *fs, sfs_ino_t ino, uint32_t flags,

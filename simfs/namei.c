@@ -27,6 +27,7 @@
 #include <sys/sysmacros.h>
 
 #include "fs_priv.h"
+#include "journal.h"
 
 #define NM_LOST_FOUND "lost+found"
 
@@ -196,6 +197,8 @@ static int nm_setup(struct sfs_fs *fs, struct sfs_inode *dp,
  * with its "." for a directory, which also adds one to the parent).
  * -EEXIST, -ENOENT (parent removed), -EMLINK, -ENOSPC, -EROFS, -EIO.
  */
+static int nm_dirsync(struct sfs_fs *fs, const struct sfs_inode *dp, int rc);
+
 static int nm_create(struct sfs_fs *fs, sfs_ino_t parent, const char *name,
 		     const struct nm_new *nn, uint32_t uid, uint32_t gid,
 		     struct sfs_attr *out)
@@ -262,6 +265,7 @@ static int nm_create(struct sfs_fs *fs, sfs_ino_t parent, const char *name,
 	rc2 = nm_touch_dir(fs, dp);
 	if (!rc)
 		rc = rc2;
+	rc = nm_dirsync(fs, dp, rc);
 	if (!rc && out) {
 		sfs_i_to_attr(fs, ip, out);
 		sfs_kernel_ref(fs, ip);
@@ -273,6 +277,24 @@ out_put_dir:
 out_unlock:
 	sfs_op_end(fs);
 	return rc;
+}
+
+/*
+ * chattr +D (or +S) on a directory: a change to it is synchronous, as
+ * ext4_handle_sync makes it: with a journal the running transaction is
+ * committed (not while a commit is in flight under group commit: the next
+ * one takes it), without one everything is written back.  rc passes
+ * through when it is an error or the directory has neither flag.
+ */
+static int nm_dirsync(struct sfs_fs *fs, const struct sfs_inode *dp, int rc)
+{
+	if (rc || !(sfs_le32(dp->d.i_flags) & (SFS_DIRSYNC_FL | SFS_SYNC_FL)))
+		return rc;
+	if (sfs_jnl_journaled(fs->jnl) && !fs->jnl_off)
+		return sfs_fs_commit_busy(fs)
+			   ? 0
+			   : sfs_jnl_commit(fs->jnl, SFS_COMMIT_FSYNC);
+	return sfs_fs_fsync_locked(fs);
 }
 
 /* ---- the verbs ---- */
@@ -418,6 +440,7 @@ int sfs_link(struct sfs_fs *fs, sfs_ino_t ino, sfs_ino_t newparent,
 	rc2 = nm_touch_dir(fs, dp);
 	if (!rc)
 		rc = rc2;
+	rc = nm_dirsync(fs, dp, rc);
 	if (!rc && out) {
 		sfs_i_to_attr(fs, ip, out);
 		sfs_kernel_ref(fs, ip);
@@ -471,6 +494,7 @@ int sfs_unlink(struct sfs_fs *fs, sfs_ino_t parent, const char *name)
 	rc2 = nm_touch_dir(fs, dp);
 	if (!rc)
 		rc = rc2;
+	rc = nm_dirsync(fs, dp, rc);
 out_put:
 	sfs_iput(fs, ip); /* frees it if that was the last link and use */
 out_put_dir:
@@ -527,6 +551,7 @@ int sfs_rmdir(struct sfs_fs *fs, sfs_ino_t parent, const char *name)
 	rc2 = nm_touch_dir(fs, dp);
 	if (!rc)
 		rc = rc2;
+	rc = nm_dirsync(fs, dp, rc);
 out_put:
 	sfs_iput(fs, ip);
 out_put_dir:
@@ -816,6 +841,9 @@ int sfs_rename(struct sfs_fs *fs, sfs_ino_t parent, const char *name,
 	if (rc == 0 && r.tgt && !(flags & SFS_RENAME_EXCHANGE) &&
 	    r.src->da && !fs->cfg.no_auto_da_alloc)
 		rc = sfs_da_flush_inode(fs, r.src, SFS_DA_RENAME);
+	rc = nm_dirsync(fs, r.sdp, rc);
+	if (r.tdp != r.sdp)
+		rc = nm_dirsync(fs, r.tdp, rc);
 out_put:
 	if (r.tgt)
 		sfs_iput(fs, r.tgt); /* frees a replaced inode no one uses */

@@ -8,8 +8,8 @@
 # directory new names only; clearing the flags gives everything back;
 # another user (the owner) may not set i or a (CAP_LINUX_IMMUTABLE) but
 # may set d; e cannot be cleared (no migration in simfs); A keeps a
-# read from moving atime; S makes each write a journal commit (the stats'
-# fsync-reason commits count them).  After umount the flags are in i_flags
+# read from moving atime; S makes each write a journal commit, D each
+# change to a directory (the stats' fsync-reason commits count them).  After umount the flags are in i_flags
 # on the image (debugfs) and e2fsck -fn is clean.
 #
 #   tests/integration/t_fileattr.sh BUILD/simfs
@@ -108,6 +108,15 @@ for k in 1 2 3; do echo "$k" >>"$mnt/p"; done
 c2=$(fsyncs)
 check "S: three writes, three fsync commits ($c0 -> $c1)" test "$((c1 - c0))" -ge 3
 check "a plain file's writes commit nothing ($c1 -> $c2)" test "$c2" = "$c1"
+# D: each change to the directory is a commit too
+mkdir "$mnt/sd" && chattr +D "$mnt/sd"
+c3=$(fsyncs)
+touch "$mnt/sd/x" && mv "$mnt/sd/x" "$mnt/sd/y" && rm "$mnt/sd/y"
+c4=$(fsyncs)
+touch "$mnt/d/plain"
+c5=$(fsyncs)
+check "D: create, rename, unlink in it: three commits ($c3 -> $c4)" test "$((c4 - c3))" -ge 3
+check "a plain directory's create commits nothing ($c4 -> $c5)" test "$c5" = "$c4"
 check "lsattr shows S and A" bash -c "[[ \$(lsattr '$mnt/s' | cut -d' ' -f1) == *S* && \$(lsattr '$mnt/na' | cut -d' ' -f1) == *A* ]]"
 chattr +i "$f"
 
