@@ -84,6 +84,28 @@ struct sfs_map_ops {
 		    void *ctx);
 	/* Largest file size (bytes) this map can address at block size bs. */
 	uint64_t (*max_bytes)(uint32_t bs);
+	/*
+	 * Range edits for fallocate(2), logical blocks [from, to), from < to.
+	 * Each is optional: NULL means the mode is not supported for this
+	 * mapping (-EOPNOTSUPP, as ext4 says for block-mapped files).  Each
+	 * updates i_blocks and dirties the inode; 0, -ENOSPC (a new mapping
+	 * block was needed: nothing changed), -EFBIG, -EIO.
+	 *   punch     free the blocks mapped there (PUNCH_HOLE);
+	 *   unwrite   make the mapped blocks unwritten: they stay allocated
+	 *             and read as zeros (ZERO_RANGE; holes are the caller's);
+	 *   collapse  free them and move every later block down by to - from
+	 *             (COLLAPSE_RANGE);
+	 *   insert    move every block at or after from up by to - from,
+	 *             leaving a hole (INSERT_RANGE).
+	 */
+	int (*punch)(struct sfs_fs *fs, struct sfs_inode *ip, uint32_t from,
+		     uint32_t to);
+	int (*unwrite)(struct sfs_fs *fs, struct sfs_inode *ip, uint32_t from,
+		       uint32_t to);
+	int (*collapse)(struct sfs_fs *fs, struct sfs_inode *ip, uint32_t from,
+			uint32_t to);
+	int (*insert)(struct sfs_fs *fs, struct sfs_inode *ip, uint32_t from,
+		      uint32_t to);
 };
 
 /* A named allocator configuration: mapping + placement. */

@@ -119,6 +119,13 @@ static inline uint64_t sfs_cpu_to_be64(uint64_t v) { return htobe64(v); }
 #define SFS_IMMUTABLE_FL 0x00000010
 #define SFS_APPEND_FL 0x00000020
 #define SFS_NOATIME_FL 0x00000080
+#define SFS_JOURNAL_DATA_FL 0x00004000
+#define SFS_DIRSYNC_FL 0x00010000
+#define SFS_CASEFOLD_FL 0x40000000
+/* What FS_IOC_GETFLAGS shows and what SETFLAGS may change (ext4's
+ * EXT4_FL_USER_VISIBLE and EXT4_FL_USER_MODIFIABLE, fs/ext4/ext4.h). */
+#define SFS_FL_USER_VISIBLE 0x705BDFFF
+#define SFS_FL_USER_MODIFIABLE 0x604BC0FF
 #define SFS_INDEX_FL 0x00001000 /* directory has an htree index (dx_root) */
 #define SFS_EXTENTS_FL 0x00080000
 #define SFS_INLINE_DATA_FL 0x10000000

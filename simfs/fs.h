@@ -245,15 +245,48 @@ int sfs_write_ctx(struct sfs_fs *fs, sfs_ino_t ino, uint64_t off,
 		  size_t *written_out);
 int sfs_fsync(struct sfs_fs *fs, sfs_ino_t ino, bool datasync);
 /*
- * fallocate(2) mode 0 or SFS_FALLOC_KEEP_SIZE: give the holes of bytes
- * [off, off+len) blocks now, as unwritten extents that read as zeros (ext4;
- * extent-mapped files only, -EOPNOTSUPP for block-mapped ones, as ext4
- * says for them).  Without KEEP_SIZE i_size grows to off+len.  Other modes
- * -EOPNOTSUPP; -EINVAL for len 0; -ENOSPC keeps what was allocated.
+ * fallocate(2), modes and errors as ext4 gives them (the values are
+ * Linux's FALLOC_FL_*; doc/user-guide.md 4.1):
+ *   0, KEEP_SIZE          the holes of [off, off+len) get blocks now, as
+ *                         unwritten extents that read as zeros; i_size grows
+ *                         to off+len unless KEEP_SIZE (extent-mapped files
+ *                         only);
+ *   PUNCH_HOLE|KEEP_SIZE  the bytes read as zeros, whole blocks are freed;
+ *                         nothing at or past EOF (extents and block maps);
+ *   ZERO_RANGE[|KEEP_SIZE]  the bytes read as zeros, every block of the
+ *                         range allocated, whole ones unwritten;
+ *   COLLAPSE_RANGE        the range goes and the rest moves down; block
+ *                         aligned, ending before EOF;
+ *   INSERT_RANGE          a hole of len bytes opens at off; block aligned,
+ *                         off before EOF.
+ * -EOPNOTSUPP for another mode or combination, or a mode the file's
+ * mapping lacks; -EINVAL for len 0, misalignment, a range past EOF;
+ * -EFBIG past the maximum file size; -ENOSPC (what was allocated stays).
  */
 #define SFS_FALLOC_KEEP_SIZE 0x01
+#define SFS_FALLOC_PUNCH_HOLE 0x02
+#define SFS_FALLOC_COLLAPSE_RANGE 0x08
+#define SFS_FALLOC_ZERO_RANGE 0x10
+#define SFS_FALLOC_INSERT_RANGE 0x20
+/* PUNCH_HOLE past EOF stops at the end of this page (the kernel's). */
+#define SFS_FALLOC_PAGE 4096u
 int sfs_fallocate(struct sfs_fs *fs, sfs_ino_t ino, int mode, uint64_t off,
 		  uint64_t len);
+/*
+ * FS_IOC_GETFLAGS / FS_IOC_SETFLAGS (lsattr, chattr): the inode's i_flags
+ * as ext4 shows them (SFS_FL_USER_VISIBLE) and sets them.  Setting or
+ * clearing append-only or immutable needs cap_immutable
+ * (CAP_LINUX_IMMUTABLE: -EPERM); bits outside the visible set, and changes
+ * simfs cannot carry out (extents migration, per-file data journalling,
+ * casefolding), are -EOPNOTSUPP; the other modifiable bits are stored.
+ * Honoured: i, a (EPERM on changes, as the kernel), A (no atime), S
+ * (writes synchronous), D (directory changes synchronous).  ctime is
+ * updated.
+ */
+int sfs_get_flags(struct sfs_fs *fs, sfs_ino_t ino, uint32_t *flags_out);
+int sfs_set_flags(struct sfs_fs *fs, sfs_ino_t ino, uint32_t flags,
+		  bool cap_immutable);
+
 /*
  * lseek(2) SEEK_DATA / SEEK_HOLE (whence carries the Linux value): the
  * first offset >= off in data (delayed blocks are data) or in a hole

@@ -347,6 +347,17 @@ int sfs_inode_dirty(struct sfs_fs *fs, struct sfs_inode *ip);
 int sfs_inode_alloc(struct sfs_fs *fs, struct sfs_inode *dir, uint32_t mode,
 		    uint32_t uid, uint32_t gid, struct sfs_inode **out);
 
+/* Append-only or immutable (chattr +a / +i): the inode's name, links
+ * and attributes may not change (the kernel's IS_APPEND, IS_IMMUTABLE). */
+static inline bool sfs_i_pinned(const struct sfs_inode *ip)
+{
+	return sfs_le32(ip->d.i_flags) & (SFS_IMMUTABLE_FL | SFS_APPEND_FL);
+}
+static inline bool sfs_i_immutable(const struct sfs_inode *ip)
+{
+	return sfs_le32(ip->d.i_flags) & SFS_IMMUTABLE_FL;
+}
+
 /* ---- blocks (fs.c) ---- */
 /* Mark [start, start+n) used/free in bitmaps and group/super counts.
  * Freeing also discards the blocks from the cache. -EIO on bitmap read. */

@@ -69,6 +69,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/falloc.h>
+#include <linux/fs.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -1624,11 +1625,23 @@ static void sfs_fuse_fallocate(fuse_req_t req, fuse_ino_t ino, int mode,
 		fuse_reply_err(req, EINVAL);
 		return;
 	}
-	if (mode & FALLOC_FL_KEEP_SIZE) {
-		m |= SFS_FALLOC_KEEP_SIZE;
-		mode &= ~FALLOC_FL_KEEP_SIZE;
-	}
-	if (mode) { /* punch hole, zero range, collapse, insert: not yet */
+	/* the kernel's bits, one by one (the engine takes the same values;
+	 * a bit it does not know stays and gets -EOPNOTSUPP there) */
+	static const struct {
+		int linux_bit, sfs_bit;
+	} bits[] = {
+	    {FALLOC_FL_KEEP_SIZE, SFS_FALLOC_KEEP_SIZE},
+	    {FALLOC_FL_PUNCH_HOLE, SFS_FALLOC_PUNCH_HOLE},
+	    {FALLOC_FL_COLLAPSE_RANGE, SFS_FALLOC_COLLAPSE_RANGE},
+	    {FALLOC_FL_ZERO_RANGE, SFS_FALLOC_ZERO_RANGE},
+	    {FALLOC_FL_INSERT_RANGE, SFS_FALLOC_INSERT_RANGE},
+	};
+	for (size_t k = 0; k < G_N_ELEMENTS(bits); k++)
+		if (mode & bits[k].linux_bit) {
+			m |= bits[k].sfs_bit;
+			mode &= ~bits[k].linux_bit;
+		}
+	if (mode) {
 		fuse_reply_err(req, EOPNOTSUPP);
 		return;
 	}
@@ -1637,6 +1650,105 @@ static void sfs_fuse_fallocate(fuse_req_t req, fuse_ino_t ino, int mode,
 				   (uint64_t)length);
 	while (sfs_fuse_reclaim(req, rc));
 	sfs_fuse_reply_rc(req, rc);
+}
+
+/*
+ * FS_IOC_GETFLAGS / FS_IOC_SETFLAGS (lsattr, chattr).  The kernel's FUSE
+ * module sends them, from its fileattr operations, as restricted ioctls
+ * with a fixed-size argument: an int (the kernel's own fileattr path) or
+ * a long (the ioctl's nominal size); both are served, and
+ * FS_IOC_FSGETXATTR, which the kernel asks before a SETFLAGS.  The VFS has
+ * checked ownership and CAP_LINUX_IMMUTABLE already; the engine checks
+ * the latter again from the caller's uid (0 counts as privileged, as for
+ * CAP_FSETID).  Any other ioctl: ENOTTY.
+ */
+static void sfs_fuse_ioctl(fuse_req_t req, fuse_ino_t ino, unsigned int cmd,
+			   void *arg, struct fuse_file_info *fi, unsigned flags,
+			   const void *in_buf, size_t in_bufsz,
+			   size_t out_bufsz)
+{
+	sfs_ino_t i = sfs_fuse_ino_in(ino);
+	struct sfs_fs *fs = sfs_fuse_fs(req);
+	uint32_t v = 0;
+	int rc;
+
+	(void)arg;
+	(void)fi;
+	(void)flags;
+	if (cmd != FS_IOC_GETFLAGS && cmd != FS_IOC_SETFLAGS &&
+	    cmd != FS_IOC32_GETFLAGS && cmd != FS_IOC32_SETFLAGS &&
+	    cmd != FS_IOC_FSGETXATTR) {
+		fuse_reply_err(req, ENOTTY);
+		return;
+	}
+	if (sfs_ctl_of(ino) >= 0 || !i) {
+		fuse_reply_err(req, i ? ENOTTY : ESTALE);
+		return;
+	}
+	if (cmd == FS_IOC_FSGETXATTR) {
+		/* the kernel reads the old attributes this way before a
+		 * SETFLAGS: the flags that have an xflag, as
+		 * fileattr_fill_flags maps them */
+		static const struct {
+			uint32_t fl, xfl;
+		} map[] = {
+		    {FS_SYNC_FL, FS_XFLAG_SYNC},
+		    {FS_IMMUTABLE_FL, FS_XFLAG_IMMUTABLE},
+		    {FS_APPEND_FL, FS_XFLAG_APPEND},
+		    {FS_NODUMP_FL, FS_XFLAG_NODUMP},
+		    {FS_NOATIME_FL, FS_XFLAG_NOATIME},
+		    {FS_PROJINHERIT_FL, FS_XFLAG_PROJINHERIT},
+		};
+		struct fsxattr fa = {0};
+		if (out_bufsz < sizeof(fa)) {
+			fuse_reply_err(req, EINVAL);
+			return;
+		}
+		rc = sfs_get_flags(fs, i, &v);
+		if (rc) {
+			sfs_fuse_reply_rc(req, rc);
+			return;
+		}
+		for (size_t k = 0; k < G_N_ELEMENTS(map); k++)
+			if (v & map[k].fl)
+				fa.fsx_xflags |= map[k].xfl;
+		fuse_reply_ioctl(req, 0, &fa, sizeof(fa));
+		return;
+	}
+	if (cmd == FS_IOC_GETFLAGS || cmd == FS_IOC32_GETFLAGS) {
+		uint64_t wide;
+		if (out_bufsz < sizeof(v)) {
+			fuse_reply_err(req, EINVAL);
+			return;
+		}
+		rc = sfs_get_flags(fs, i, &v);
+		if (rc) {
+			sfs_fuse_reply_rc(req, rc);
+			return;
+		}
+		wide = v;
+		if (out_bufsz >= sizeof(wide))
+			fuse_reply_ioctl(req, 0, &wide, sizeof(wide));
+		else
+			fuse_reply_ioctl(req, 0, &v, sizeof(v));
+		return;
+	}
+	if (in_bufsz < sizeof(v) || !in_buf) {
+		fuse_reply_err(req, EINVAL);
+		return;
+	}
+	if (in_bufsz >= sizeof(uint64_t)) {
+		uint64_t wide;
+		memcpy(&wide, in_buf, sizeof(wide));
+		v = (uint32_t)wide;
+	} else {
+		memcpy(&v, in_buf, sizeof(v));
+	}
+	rc = sfs_set_flags(fs, i, v, fuse_req_ctx(req)->uid == 0);
+	if (rc)
+		sfs_fuse_reply_rc(req, rc);
+	else
+		fuse_reply_ioctl(req, 0, NULL, 0);
 }
 
 /* SEEK_DATA / SEEK_HOLE (the kernel does SEEK_SET/CUR/END itself).  Never
@@ -1998,6 +2110,7 @@ static const struct fuse_lowlevel_ops sfs_fuse_ops = {
     .release = sfs_fuse_release,
     .fsync = sfs_fuse_fsync,
     .fallocate = sfs_fuse_fallocate,
+    .ioctl = sfs_fuse_ioctl,
     .lseek = sfs_fuse_lseek,
     .opendir = sfs_fuse_opendir,
     .readdir = sfs_fuse_readdir,

@@ -292,6 +292,16 @@ int sfs_setattr(struct sfs_fs *fs, sfs_ino_t ino, const struct sfs_attr *in,
 		if (rc)
 			goto out_put;
 	}
+	/* notify_change and do_truncate: an immutable inode takes no
+	 * change; an append-only one keeps its size, mode, owner and
+	 * explicit times (touching to now is allowed) */
+	if ((valid && sfs_i_immutable(ip)) ||
+	    (sfs_i_pinned(ip) &&
+	     (valid & (SFS_SET_SIZE | SFS_SET_MODE | SFS_SET_UID | SFS_SET_GID |
+		       SFS_SET_ATIME | SFS_SET_MTIME)))) {
+		rc = -EPERM;
+		goto out_put;
+	}
 	if (valid & SFS_SET_SIZE) {
 		if (sfs_i_isdir(ip)) {
 			rc = -EISDIR;
@@ -366,6 +376,14 @@ int sfs_open(struct sfs_fs *fs, sfs_ino_t ino, int flags)
 		rc = sfs_check_writable(fs);
 		if (rc)
 			goto out_put;
+		/* may_open: immutable files are not opened for writing,
+		 * append-only ones only with O_APPEND and never O_TRUNC */
+		if (sfs_i_immutable(ip) ||
+		    (sfs_i_pinned(ip) &&
+		     (!(flags & O_APPEND) || (flags & O_TRUNC)))) {
+			rc = -EPERM;
+			goto out_put;
+		}
 	}
 	if ((flags & O_TRUNC) && sfs_i_isreg(ip) && sfs_i_size(ip) > 0) {
 		rc = sfs_truncate(fs, ip, 0);
@@ -711,6 +729,8 @@ static int write_through(struct sfs_fs *fs, GArray *runs)
 	return rc;
 }
 
+static int fsync_file(struct sfs_fs *fs, struct sfs_inode *ip);
+
 int sfs_write_ctx(struct sfs_fs *fs, sfs_ino_t ino, uint64_t off,
 		  const void *buf, size_t len, const struct sfs_ioctx *ctx,
 		  size_t *written_out)
@@ -739,6 +759,10 @@ int sfs_write_ctx(struct sfs_fs *fs, sfs_ino_t ino, uint64_t off,
 		goto out_put;
 	if (!sfs_i_isreg(ip)) {
 		rc = sfs_i_isdir(ip) ? -EISDIR : -EINVAL;
+		goto out_put;
+	}
+	if (sfs_i_immutable(ip)) { /* made immutable while open */
+		rc = -EPERM;
 		goto out_put;
 	}
 	if (len == 0)
@@ -868,6 +892,14 @@ out_size:
 	/* delayed data is dirty data: over the limit, the writer writes */
 	if (delay && ip->da)
 		sfs_cache_balance(fs->cache);
+	/* chattr +S: the write is synchronous (generic_write_sync) */
+	if (rc == 0 && done > 0 && (sfs_le32(ip->d.i_flags) & SFS_SYNC_FL)) {
+		rc = fsync_file(fs, ip);
+		/* group commit with a commit in flight: the next one takes
+		 * the write along; the writer does not wait for it here */
+		if (rc == -EINPROGRESS)
+			rc = 0;
+	}
 out_put:
 	if (direct_runs) {
 		int wrc = write_through(fs, direct_runs);
@@ -988,19 +1020,144 @@ int sfs_fsync(struct sfs_fs *fs, sfs_ino_t ino, bool datasync)
 	}
 }
 
+/* Zero bytes [off, off + n) of one block of ip, in place if the block is
+ * written (a hole or an unwritten block reads as zeros already). */
+static int zero_in_block(struct sfs_fs *fs, struct sfs_inode *ip, uint64_t off,
+			 uint32_t n)
+{
+	uint32_t boff = (uint32_t)(off & (fs->bs - 1));
+	struct sfs_buf *b;
+	sfs_blk_t pblk;
+	bool isnew;
+	int rc;
+
+	if (n == 0)
+		return 0;
+	rc = sfs_imap(fs, ip)->map(fs, ip, (uint32_t)(off >> fs->bs_log), false,
+				   &pblk, &isnew);
+	if (rc || pblk == 0)
+		return rc;
+	rc = sfs_cache_get(fs->cache, pblk, SFS_IO_DATA, &b);
+	if (rc)
+		return rc;
+	memset(b->data + boff, 0, n);
+	sfs_data_dirty(fs, b);
+	sfs_inode_note_dirty(ip, pblk, 1);
+	sfs_cache_put(fs->cache, b);
+	return 0;
+}
+
+/* Zero the partial blocks at either edge of [off, end)
+ * (ext4_zero_partial_blocks); the whole blocks between are the caller's. */
+static int zero_edges(struct sfs_fs *fs, struct sfs_inode *ip, uint64_t off,
+		      uint64_t end)
+{
+	uint64_t mask = fs->bs - 1;
+	uint64_t head_end = MIN(end, (off + mask) & ~mask);
+	int rc = 0;
+
+	if (off & mask)
+		rc = zero_in_block(fs, ip, off, (uint32_t)(head_end - off));
+	if (rc == 0 && (end & mask) && (end & ~mask) >= head_end)
+		rc = zero_in_block(fs, ip, end & ~mask, (uint32_t)(end & mask));
+	return rc;
+}
+
+/* PUNCH_HOLE (ext4_punch_hole): nothing at or past EOF; a range reaching
+ * past EOF stops at the end of the page holding it; partial blocks are
+ * zeroed, whole ones freed. */
+static int falloc_punch(struct sfs_fs *fs, struct sfs_inode *ip, uint64_t off,
+			uint64_t end)
+{
+	uint64_t size = sfs_i_size(ip), mask = fs->bs - 1;
+	uint64_t page_end =
+	    (size + SFS_FALLOC_PAGE - 1) & ~(SFS_FALLOC_PAGE - 1);
+	uint64_t first, last;
+	int rc;
+
+	if (off >= size)
+		return 0;
+	end = MIN(end, page_end);
+	rc = zero_edges(fs, ip, off, end);
+	if (rc)
+		return rc;
+	first = (off + mask) >> fs->bs_log;
+	last = end >> fs->bs_log;
+	if (first < last)
+		rc = sfs_imap(fs, ip)->punch(fs, ip, (uint32_t)first,
+					     (uint32_t)last);
+	return rc;
+}
+
+/* ZERO_RANGE (ext4_zero_range): every block of the range allocated
+ * (holes as unwritten), the whole blocks made unwritten, the partial edge
+ * blocks zeroed. */
+static int falloc_zero(struct sfs_fs *fs, struct sfs_inode *ip, uint64_t off,
+		       uint64_t end)
+{
+	uint64_t first = off >> fs->bs_log, last = (end - 1) >> fs->bs_log;
+	uint64_t a = (off + fs->bs - 1) >> fs->bs_log, b = end >> fs->bs_log;
+	int rc = sfs_extent_prealloc(fs, ip, (uint32_t)first,
+				     (uint32_t)(last - first + 1));
+
+	if (rc == 0 && a < b)
+		rc =
+		    sfs_imap(fs, ip)->unwrite(fs, ip, (uint32_t)a, (uint32_t)b);
+	if (rc == 0)
+		rc = zero_edges(fs, ip, off, end);
+	return rc;
+}
+
+/* Does the mapping of ip support fallocate mode op (mode without
+ * KEEP_SIZE)? */
+static bool falloc_supported(struct sfs_fs *fs, const struct sfs_inode *ip,
+			     int op)
+{
+	const struct sfs_map_ops *m = sfs_imap(fs, ip);
+
+	switch (op) {
+	case 0:
+		return sfs_le32(ip->d.i_flags) & SFS_EXTENTS_FL;
+	case SFS_FALLOC_PUNCH_HOLE:
+		return m->punch != NULL;
+	case SFS_FALLOC_ZERO_RANGE:
+		return m->unwrite != NULL;
+	case SFS_FALLOC_COLLAPSE_RANGE:
+		return m->collapse != NULL;
+	case SFS_FALLOC_INSERT_RANGE:
+		return m->insert != NULL;
+	}
+	return false;
+}
+
 int sfs_fallocate(struct sfs_fs *fs, sfs_ino_t ino, int mode, uint64_t off,
 		  uint64_t len)
 {
+	int op = mode & ~SFS_FALLOC_KEEP_SIZE;
+	bool keep = mode & SFS_FALLOC_KEEP_SIZE;
 	struct sfs_inode *ip;
-	uint64_t end = off + len;
+	uint64_t end = off + len, size, max;
 	int rc;
 
-	if (!fs)
+	if (!fs || len == 0)
 		return -EINVAL;
-	if (mode & ~SFS_FALLOC_KEEP_SIZE)
+	/* the mode, as vfs_fallocate checks it */
+	switch (op) {
+	case 0:
+	case SFS_FALLOC_ZERO_RANGE:
+		break;
+	case SFS_FALLOC_PUNCH_HOLE:
+		if (!keep)
+			return -EOPNOTSUPP;
+		break;
+	case SFS_FALLOC_COLLAPSE_RANGE:
+	case SFS_FALLOC_INSERT_RANGE:
+		if (keep)
+			return -EOPNOTSUPP;
+		break;
+	default:
 		return -EOPNOTSUPP;
-	if (len == 0)
-		return -EINVAL;
+	}
 	sfs_op_begin(fs, SFS_OP_FALLOCATE);
 	rc = sfs_iget(fs, ino, &ip);
 	if (rc)
@@ -1008,35 +1165,160 @@ int sfs_fallocate(struct sfs_fs *fs, sfs_ino_t ino, int mode, uint64_t off,
 	rc = sfs_check_writable(fs);
 	if (rc)
 		goto out_put;
+	/* vfs_fallocate: immutable, or append-only with anything but
+	 * preallocation, is EPERM */
+	if (sfs_i_immutable(ip) || (sfs_i_pinned(ip) && op)) {
+		rc = -EPERM;
+		goto out_put;
+	}
 	if (!sfs_i_isreg(ip)) {
 		rc = sfs_i_isdir(ip) ? -EISDIR : -ENODEV;
 		goto out_put;
 	}
-	if (!(sfs_le32(ip->d.i_flags) & SFS_EXTENTS_FL)) {
-		rc = -EOPNOTSUPP; /* ext4: no preallocation in block maps */
-		goto out_put;
-	}
-	if (end < off || end > sfs_imap(fs, ip)->max_bytes(fs->bs)) {
+	max = sfs_imap(fs, ip)->max_bytes(fs->bs);
+	if (end < off || end > max) {
 		rc = -EFBIG;
 		goto out_put;
 	}
-	/* delayed blocks in the range would be counted twice: place them */
+	/* then ext4's own checks: the mapping, alignment, EOF */
+	if (!falloc_supported(fs, ip, op)) {
+		rc = -EOPNOTSUPP;
+		goto out_put;
+	}
+	size = sfs_i_size(ip);
+	if (op == SFS_FALLOC_COLLAPSE_RANGE || op == SFS_FALLOC_INSERT_RANGE) {
+		if ((off | len) & (fs->bs - 1)) {
+			rc = -EINVAL;
+			goto out_put;
+		}
+		if (op == SFS_FALLOC_INSERT_RANGE && len > max - size) {
+			rc = -EFBIG;
+			goto out_put;
+		}
+		if (op == SFS_FALLOC_COLLAPSE_RANGE ? end >= size
+						    : off >= size) {
+			rc = -EINVAL;
+			goto out_put;
+		}
+	}
+	/* delayed blocks in the range would be counted twice or lost, and
+	 * ext4 writes the range (or, shifting, the file) back first: place
+	 * them */
 	rc = sfs_da_flush_inode(fs, ip, SFS_DA_FALLOC);
 	if (rc)
 		goto out_put;
-	uint64_t first = off >> fs->bs_log;
-	uint64_t last = (end - 1) >> fs->bs_log;
-	rc = sfs_extent_prealloc(fs, ip, (uint32_t)first,
-				 (uint32_t)(last - first + 1));
-	if (rc == 0 && !(mode & SFS_FALLOC_KEEP_SIZE) && end > sfs_i_size(ip)) {
-		set_size(fs, ip, end);
-		sfs_i_touch(fs, ip, SFS_SET_MTIME);
+	switch (op) {
+	case 0: {
+		uint64_t first = off >> fs->bs_log;
+		uint64_t last = (end - 1) >> fs->bs_log;
+		rc = sfs_extent_prealloc(fs, ip, (uint32_t)first,
+					 (uint32_t)(last - first + 1));
+		break;
 	}
-	sfs_i_touch(fs, ip, SFS_SET_CTIME);
+	case SFS_FALLOC_PUNCH_HOLE:
+		rc = falloc_punch(fs, ip, off, end);
+		break;
+	case SFS_FALLOC_ZERO_RANGE:
+		rc = falloc_zero(fs, ip, off, end);
+		break;
+	case SFS_FALLOC_COLLAPSE_RANGE:
+		rc = sfs_imap(fs, ip)->collapse(fs, ip,
+						(uint32_t)(off >> fs->bs_log),
+						(uint32_t)(end >> fs->bs_log));
+		if (rc == 0)
+			set_size(fs, ip, size - len);
+		break;
+	case SFS_FALLOC_INSERT_RANGE:
+		rc = sfs_imap(fs, ip)->insert(fs, ip,
+					      (uint32_t)(off >> fs->bs_log),
+					      (uint32_t)(end >> fs->bs_log));
+		if (rc == 0)
+			set_size(fs, ip, size + len);
+		break;
+	}
+	if (rc == 0 && (op == 0 || op == SFS_FALLOC_ZERO_RANGE) && !keep &&
+	    end > size)
+		set_size(fs, ip, end);
+	/* placement state (windows, preallocations) no longer matches */
+	if (op && fs->alloc->ops->release_inode && !ip->da)
+		fs->alloc->ops->release_inode(fs->alloc, ip);
+	if (op || sfs_i_size(ip) != size)
+		sfs_i_touch(fs, ip, SFS_SET_MTIME | SFS_SET_CTIME);
+	else
+		sfs_i_touch(fs, ip, SFS_SET_CTIME);
 	{
 		int drc = sfs_inode_dirty(fs, ip);
 		if (rc == 0)
 			rc = drc;
+	}
+out_put:
+	sfs_iput(fs, ip);
+out_unlock:
+	sfs_op_end(fs);
+	return rc;
+}
+
+int sfs_get_flags(struct sfs_fs *fs, sfs_ino_t ino, uint32_t *flags_out)
+{
+	struct sfs_inode *ip;
+	int rc;
+
+	if (!fs || !flags_out)
+		return -EINVAL;
+	sfs_op_begin(fs, SFS_OP_GETATTR);
+	rc = sfs_iget(fs, ino, &ip);
+	if (rc == 0) {
+		*flags_out = sfs_le32(ip->d.i_flags) & SFS_FL_USER_VISIBLE;
+		sfs_iput(fs, ip);
+	}
+	sfs_op_end(fs);
+	return rc;
+}
+
+int sfs_set_flags(struct sfs_fs *fs, sfs_ino_t ino, uint32_t flags,
+		  bool cap_immutable)
+{
+	/* changes simfs cannot carry out: ext4 migrates between block map
+	 * and extents, switches a file's data journalling, casefolds */
+	const uint32_t refused =
+	    SFS_EXTENTS_FL | SFS_JOURNAL_DATA_FL | SFS_CASEFOLD_FL;
+	struct sfs_inode *ip;
+	uint32_t old, now;
+	int rc;
+
+	if (!fs)
+		return -EINVAL;
+	if (flags & ~SFS_FL_USER_VISIBLE)
+		return -EOPNOTSUPP;
+	sfs_op_begin(fs, SFS_OP_SETATTR);
+	rc = sfs_iget(fs, ino, &ip);
+	if (rc)
+		goto out_unlock;
+	rc = sfs_check_writable(fs);
+	if (rc)
+		goto out_put;
+	old = sfs_le32(ip->d.i_flags);
+	if (((flags ^ old) & (SFS_APPEND_FL | SFS_IMMUTABLE_FL)) &&
+	    !cap_immutable) {
+		rc = -EPERM;
+		goto out_put;
+	}
+	/* an immutable or append-only inode takes no other change until the
+	 * flag goes (fileattr_set_prepare) */
+	if (sfs_i_pinned(ip) && !cap_immutable) {
+		rc = -EPERM;
+		goto out_put;
+	}
+	if ((flags ^ old) & refused & SFS_FL_USER_MODIFIABLE) {
+		rc = -EOPNOTSUPP;
+		goto out_put;
+	}
+	now =
+	    (old & ~SFS_FL_USER_MODIFIABLE) | (flags & SFS_FL_USER_MODIFIABLE);
+	if (now != old) {
+		ip->d.i_flags = sfs_cpu_to_le32(now);
+		sfs_i_touch(fs, ip, SFS_SET_CTIME);
+		rc = sfs_inode_dirty(fs, ip);
 	}
 out_put:
 	sfs_iput(fs, ip);

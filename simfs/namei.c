@@ -27,6 +27,7 @@
 #include <sys/sysmacros.h>
 
 #include "fs_priv.h"
+#include "journal.h"
 
 #define NM_LOST_FOUND "lost+found"
 
@@ -205,6 +206,8 @@ static int nm_setup(struct sfs_fs *fs, struct sfs_inode *dp,
  * with its "." for a directory, which also adds one to the parent).
  * -EEXIST, -ENOENT (parent removed), -EMLINK, -ENOSPC, -EROFS, -EIO.
  */
+static int nm_dirsync(struct sfs_fs *fs, const struct sfs_inode *dp, int rc);
+
 static int nm_create(struct sfs_fs *fs, sfs_ino_t parent, const char *name,
 		     const struct nm_new *nn, uint32_t uid, uint32_t gid,
 		     struct sfs_attr *out)
@@ -244,6 +247,10 @@ static int nm_create(struct sfs_fs *fs, sfs_ino_t parent, const char *name,
 		rc = -EEXIST;
 	if (rc != -ENOENT)
 		goto out_put_dir;
+	if (sfs_i_immutable(dp)) { /* chattr +i: no new names */
+		rc = -EPERM;
+		goto out_put_dir;
+	}
 	/* a setgid directory hands its group down (inode_init_owner) */
 	if (sfs_i_mode(dp) & 02000) {
 		gid = nm_gid(dp);
@@ -271,6 +278,7 @@ static int nm_create(struct sfs_fs *fs, sfs_ino_t parent, const char *name,
 	rc2 = nm_touch_dir(fs, dp);
 	if (!rc)
 		rc = rc2;
+	rc = nm_dirsync(fs, dp, rc);
 	if (!rc && out) {
 		sfs_i_to_attr(fs, ip, out);
 		sfs_kernel_ref(fs, ip);
@@ -282,6 +290,24 @@ out_put_dir:
 out_unlock:
 	sfs_op_end(fs);
 	return rc;
+}
+
+/*
+ * chattr +D (or +S) on a directory: a change to it is synchronous, as
+ * ext4_handle_sync makes it: with a journal the running transaction is
+ * committed (not while a commit is in flight under group commit: the next
+ * one takes it), without one everything is written back.  rc passes
+ * through when it is an error or the directory has neither flag.
+ */
+static int nm_dirsync(struct sfs_fs *fs, const struct sfs_inode *dp, int rc)
+{
+	if (rc || !(sfs_le32(dp->d.i_flags) & (SFS_DIRSYNC_FL | SFS_SYNC_FL)))
+		return rc;
+	if (sfs_jnl_journaled(fs->jnl) && !fs->jnl_off)
+		return sfs_fs_commit_busy(fs)
+			   ? 0
+			   : sfs_jnl_commit(fs->jnl, SFS_COMMIT_FSYNC);
+	return sfs_fs_fsync_locked(fs);
 }
 
 /* ---- the verbs ---- */
@@ -398,13 +424,17 @@ int sfs_link(struct sfs_fs *fs, sfs_ino_t ino, sfs_ino_t newparent,
 	rc = sfs_iget(fs, ino, &ip);
 	if (rc)
 		goto out_unlock;
-	if (sfs_i_isdir(ip)) {
+	if (sfs_i_isdir(ip) || sfs_i_pinned(ip)) { /* may_linkat */
 		rc = -EPERM;
 		goto out_put;
 	}
 	rc = nm_get_dir(fs, newparent, &dp);
 	if (rc)
 		goto out_put;
+	if (sfs_i_immutable(dp)) {
+		rc = -EPERM;
+		goto out_put_dir;
+	}
 	if (sfs_i_nlink(ip) == 0 || sfs_i_nlink(dp) == 0) {
 		rc = -ENOENT;
 		goto out_put_dir;
@@ -425,6 +455,7 @@ int sfs_link(struct sfs_fs *fs, sfs_ino_t ino, sfs_ino_t newparent,
 	rc2 = nm_touch_dir(fs, dp);
 	if (!rc)
 		rc = rc2;
+	rc = nm_dirsync(fs, dp, rc);
 	if (!rc && out) {
 		sfs_i_to_attr(fs, ip, out);
 		sfs_kernel_ref(fs, ip);
@@ -467,6 +498,10 @@ int sfs_unlink(struct sfs_fs *fs, sfs_ino_t parent, const char *name)
 		rc = -EISDIR;
 		goto out_put;
 	}
+	if (sfs_i_pinned(dp) || sfs_i_pinned(ip)) { /* may_delete */
+		rc = -EPERM;
+		goto out_put;
+	}
 	rc = sfs_dir_remove(fs, dp, name, len);
 	if (rc)
 		goto out_put;
@@ -474,6 +509,7 @@ int sfs_unlink(struct sfs_fs *fs, sfs_ino_t parent, const char *name)
 	rc2 = nm_touch_dir(fs, dp);
 	if (!rc)
 		rc = rc2;
+	rc = nm_dirsync(fs, dp, rc);
 out_put:
 	sfs_iput(fs, ip); /* frees it if that was the last link and use */
 out_put_dir:
@@ -512,6 +548,10 @@ int sfs_rmdir(struct sfs_fs *fs, sfs_ino_t parent, const char *name)
 		rc = -ENOTDIR;
 		goto out_put;
 	}
+	if (sfs_i_pinned(dp) || sfs_i_pinned(ip)) { /* may_delete */
+		rc = -EPERM;
+		goto out_put;
+	}
 	rc = sfs_dir_is_empty(fs, ip, &empty);
 	if (!rc && !empty)
 		rc = -ENOTEMPTY;
@@ -526,6 +566,7 @@ int sfs_rmdir(struct sfs_fs *fs, sfs_ino_t parent, const char *name)
 	rc2 = nm_touch_dir(fs, dp);
 	if (!rc)
 		rc = rc2;
+	rc = nm_dirsync(fs, dp, rc);
 out_put:
 	sfs_iput(fs, ip);
 out_put_dir:
@@ -689,6 +730,12 @@ static int nm_rename_check(struct sfs_fs *fs, struct nm_rename *r,
 
 	if (src_dir && nm_is_lost_found(parent, r->name, r->len))
 		return -EPERM;
+	/* may_delete on the source (and a replaced target), may_create in
+	 * the target directory: append-only and immutable hold */
+	if (sfs_i_pinned(r->sdp) || sfs_i_pinned(r->src) ||
+	    sfs_i_immutable(r->tdp) ||
+	    (r->tgt && (sfs_i_pinned(r->tdp) || sfs_i_pinned(r->tgt))))
+		return -EPERM;
 	if (r->tgt && tgt_dir &&
 	    nm_is_lost_found(newparent, r->newname, r->nlen))
 		return -EPERM;
@@ -809,6 +856,9 @@ int sfs_rename(struct sfs_fs *fs, sfs_ino_t parent, const char *name,
 	if (rc == 0 && r.tgt && !(flags & SFS_RENAME_EXCHANGE) &&
 	    r.src->da && !fs->cfg.no_auto_da_alloc)
 		rc = sfs_da_flush_inode(fs, r.src, SFS_DA_RENAME);
+	rc = nm_dirsync(fs, r.sdp, rc);
+	if (r.tdp != r.sdp)
+		rc = nm_dirsync(fs, r.tdp, rc);
 out_put:
 	if (r.tgt)
 		sfs_iput(fs, r.tgt); /* frees a replaced inode no one uses */

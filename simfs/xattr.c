@@ -980,7 +980,10 @@ int sfs_setxattr(struct sfs_fs *fs, sfs_ino_t ino, const char *name,
 	rc = sfs_iget(fs, ino, &ip);
 	if (rc)
 		goto out_unlock;
-	rc = sfs_xattr_set(fs, ip, name, value, size, flags);
+	/* xattr_permission: no change to an immutable or append-only
+	 * inode */
+	rc = sfs_i_pinned(ip) ? -EPERM
+			      : sfs_xattr_set(fs, ip, name, value, size, flags);
 	sfs_iput(fs, ip);
 out_unlock:
 	sfs_op_end(fs);
@@ -1025,7 +1028,9 @@ int sfs_removexattr(struct sfs_fs *fs, sfs_ino_t ino, const char *name)
 	rc = sfs_iget(fs, ino, &ip);
 	if (rc)
 		goto out_unlock;
-	rc = sfs_xattr_remove(fs, ip, name);
+	/* xattr_permission: no change to an immutable or append-only
+	 * inode */
+	rc = sfs_i_pinned(ip) ? -EPERM : sfs_xattr_remove(fs, ip, name);
 	sfs_iput(fs, ip);
 out_unlock:
 	sfs_op_end(fs);

@@ -250,12 +250,15 @@ static int bm_free_tree(struct sfs_fs *fs, struct sfs_inode *ip, sfs_blk_t p,
 }
 
 /*
- * Free what arr[0..n) maps at logical blocks >= from.  Entry i covers
+ * Free what arr[0..n) maps at logical blocks [from, to).  Entry i covers
  * [base + i*span, base + (i+1)*span) and points to a tree of height level.
+ * A subtree wholly inside goes with its indirect blocks; one that straddles
+ * an end is descended and keeps its indirect block (ext4_ind_remove_space
+ * frees the same for a punch; truncate is the range [from, infinity)).
  */
 static int bm_trunc_array(struct sfs_fs *fs, struct sfs_inode *ip,
 			  uint32_t *arr, uint32_t n, uint64_t base,
-			  uint64_t span, int level, uint64_t from,
+			  uint64_t span, int level, uint64_t from, uint64_t to,
 			  bool *changed, struct bm_freer *f)
 {
 	for (uint32_t i = 0; i < n; i++) {
@@ -263,9 +266,9 @@ static int bm_trunc_array(struct sfs_fs *fs, struct sfs_inode *ip,
 		sfs_blk_t p = sfs_le32(arr[i]);
 		int rc;
 
-		if (!p || start + span <= from)
+		if (!p || start + span <= from || start >= to)
 			continue;
-		if (start >= from) {
+		if (start >= from && start + span <= to) {
 			rc = bm_free_tree(fs, ip, p, level, f);
 			if (rc)
 				return rc;
@@ -281,10 +284,9 @@ static int bm_trunc_array(struct sfs_fs *fs, struct sfs_inode *ip,
 		rc = sfs_cache_get(fs->cache, p, SFS_IO_INDIRECT, &b);
 		if (rc)
 			return rc;
-		rc = bm_trunc_array(fs, ip, (uint32_t *)b->data,
-				    fs->addr_per_block, start,
-				    span / fs->addr_per_block, level - 1, from,
-				    &sub, f);
+		rc = bm_trunc_array(
+		    fs, ip, (uint32_t *)b->data, fs->addr_per_block, start,
+		    span / fs->addr_per_block, level - 1, from, to, &sub, f);
 		if (sub)
 			sfs_meta_dirty(fs, b);
 		sfs_cache_put(fs->cache, b);
@@ -294,7 +296,10 @@ static int bm_trunc_array(struct sfs_fs *fs, struct sfs_inode *ip,
 	return 0;
 }
 
-static int bm_truncate(struct sfs_fs *fs, struct sfs_inode *ip, uint32_t from)
+/* Free the blocks mapped at logical [from, to) and the indirect blocks
+ * wholly inside; i_blocks follows. */
+static int bm_free_range(struct sfs_fs *fs, struct sfs_inode *ip, uint64_t from,
+			 uint64_t to)
 {
 	uint64_t a = fs->addr_per_block;
 	struct bm_freer f = {0};
@@ -302,18 +307,19 @@ static int bm_truncate(struct sfs_fs *fs, struct sfs_inode *ip, uint32_t from)
 	int rc;
 
 	rc = bm_trunc_array(fs, ip, ip->d.i_block, SFS_NDIR_BLOCKS, 0, 1, 0,
-			    from, &changed, &f);
+			    from, to, &changed, &f);
 	if (!rc)
 		rc = bm_trunc_array(fs, ip, &ip->d.i_block[SFS_IND_BLOCK], 1,
-				    SFS_NDIR_BLOCKS, a, 1, from, &changed, &f);
+				    SFS_NDIR_BLOCKS, a, 1, from, to, &changed,
+				    &f);
 	if (!rc)
 		rc = bm_trunc_array(fs, ip, &ip->d.i_block[SFS_DIND_BLOCK], 1,
-				    SFS_NDIR_BLOCKS + a, a * a, 2, from,
+				    SFS_NDIR_BLOCKS + a, a * a, 2, from, to,
 				    &changed, &f);
 	if (!rc)
 		rc = bm_trunc_array(fs, ip, &ip->d.i_block[SFS_TIND_BLOCK], 1,
 				    SFS_NDIR_BLOCKS + a + a * a, a * a * a, 3,
-				    from, &changed, &f);
+				    from, to, &changed, &f);
 	bm_free_flush(fs, &f);
 	if (!rc)
 		rc = f.rc;
@@ -327,6 +333,19 @@ static int bm_truncate(struct sfs_fs *fs, struct sfs_inode *ip, uint32_t from)
 			rc = drc;
 	}
 	return rc;
+}
+
+static int bm_truncate(struct sfs_fs *fs, struct sfs_inode *ip, uint32_t from)
+{
+	return bm_free_range(fs, ip, from, UINT64_MAX);
+}
+
+/* PUNCH_HOLE on a block-mapped file (ext4_punch_hole ->
+ * ext4_ind_remove_space): the blocks go, the tree shape stays. */
+static int bm_punch(struct sfs_fs *fs, struct sfs_inode *ip, uint32_t from,
+		    uint32_t to)
+{
+	return bm_free_range(fs, ip, from, to);
 }
 
 struct bm_walker {
@@ -438,9 +457,12 @@ static uint64_t bm_max_bytes(uint32_t bs)
 }
 
 const struct sfs_map_ops sfs_blockmap_map_ops = {
-	.name = "blockmap",
-	.map = bm_map,
-	.truncate = bm_truncate,
-	.walk = bm_walk,
-	.max_bytes = bm_max_bytes,
+    .name = "blockmap",
+    .map = bm_map,
+    .truncate = bm_truncate,
+    .walk = bm_walk,
+    .max_bytes = bm_max_bytes,
+    .punch = bm_punch,
+    /* no unwritten state, no shifting: ZERO_RANGE, COLLAPSE_RANGE and
+     * INSERT_RANGE are -EOPNOTSUPP, as ext4 says for such files */
 };

@@ -18,8 +18,10 @@
  * Every change is path-local: ex_find keeps the root-to-leaf path, and an
  * insertion, merge or conversion reads and dirties only that path, the new
  * sibling of each node that splits and, when the tree grows, the block the
- * root moves into; O(depth) blocks a change.  Truncation, fallocate and
- * ex_tidy rewrite the tree whole (ex_collect + ex_build).
+ * root moves into; O(depth) blocks a change, and so is a punched hole
+ * (ex_punch: entries trimmed, split or removed, emptied nodes freed).
+ * Truncation, fallocate's preallocation, zero range, collapse and insert
+ * (ex_edit) and ex_tidy rewrite the tree whole (ex_collect + ex_build).
  *
  * Growth is ext4_ext_insert_extent's: a new block merges into the extent on
  * its left or right when logically and physically contiguous (up to 32768
@@ -1182,6 +1184,334 @@ out:
 	return rc;
 }
 
+/* ---- range edits (fallocate punch, zero, collapse, insert) ---- */
+
+enum ex_edit_kind {
+	EX_UNWRITE,  /* [a, b) becomes unwritten, blocks stay */
+	EX_COLLAPSE, /* free [a, b), later extents move down by b - a */
+	EX_INSERT,   /* extents at or after a move up by b - a */
+};
+
+/* Append e to out, joining it to the last extent when both are in the
+ * same state and logically and physically contiguous (ext4_ext_try_to_merge).
+ */
+static void ex_push(GArray *out, const struct sfs_dextent *e)
+{
+	if (out->len) {
+		struct sfs_dextent *l =
+		    &g_array_index(out, struct sfs_dextent, out->len - 1);
+		bool uw = ex_unwritten(e);
+		uint32_t max = uw ? EX_UNINIT_MAX : EX_INIT_MAX;
+
+		if (ex_unwritten(l) == uw &&
+		    sfs_le32(l->ee_block) + ex_len(l) ==
+			sfs_le32(e->ee_block) &&
+		    ex_pblk(l) + ex_len(l) == ex_pblk(e) &&
+		    ex_len(l) + ex_len(e) <= max) {
+			ex_set(l, sfs_le32(l->ee_block), ex_len(l) + ex_len(e),
+			       ex_pblk(l), uw);
+			return;
+		}
+	}
+	g_array_append_val(out, *e);
+}
+
+/* Append piece [k, k+n) of an extent starting at key k0 / block p0. */
+static void ex_piece(GArray *out, uint32_t k0, sfs_blk_t p0, uint32_t k,
+		     uint32_t n, int64_t shift, bool uw)
+{
+	struct sfs_dextent e;
+
+	if (n == 0)
+		return;
+	ex_set(&e, (uint32_t)((int64_t)k + shift), n, p0 + (k - k0), uw);
+	ex_push(out, &e);
+}
+
+/*
+ * One range edit of the extent list (see enum ex_edit_kind), the tree
+ * rebuilt from the result (ex_build).  Blocks are freed, and converted
+ * blocks dropped from the cache, only once the new tree is in place:
+ * -ENOSPC (a split needs a tree block) or -EFBIG changes nothing.
+ */
+static int ex_edit(struct sfs_fs *fs, struct sfs_inode *ip,
+		   enum ex_edit_kind kind, uint32_t a, uint32_t b)
+{
+	GArray *exts = g_array_new(FALSE, FALSE, sizeof(struct sfs_dextent));
+	GArray *blks = g_array_new(FALSE, FALSE, sizeof(sfs_blk_t));
+	GArray *out = g_array_new(FALSE, FALSE, sizeof(struct sfs_dextent));
+	GArray *gone = g_array_new(FALSE, FALSE, sizeof(struct sfs_run));
+	GArray *conv = g_array_new(FALSE, FALSE, sizeof(struct sfs_run));
+	uint64_t freed = 0;
+	bool changed = false;
+	int rc = ex_collect(fs, ip, exts, blks);
+
+	for (guint i = 0; !rc && i < exts->len; i++) {
+		struct sfs_dextent *e =
+		    &g_array_index(exts, struct sfs_dextent, i);
+		uint32_t k = sfs_le32(e->ee_block), len = ex_len(e);
+		uint64_t end = (uint64_t)k + len;
+		sfs_blk_t p = ex_pblk(e);
+		bool uw = ex_unwritten(e);
+		uint32_t lo = MAX(k, a), hi = (uint32_t)MIN(end, b);
+
+		if (!ex_valid_blk(fs, p) || p + len > fs->blocks_count) {
+			rc = ex_corrupt(fs, ip, p,
+					"extent outside the filesystem");
+			break;
+		}
+		if (kind == EX_INSERT) {
+			uint64_t n = b - a;
+			if (end <= a) {
+				ex_push(out, e);
+				continue;
+			}
+			if (end + n >= UINT32_MAX) {
+				rc = -EFBIG;
+				break;
+			}
+			changed = true;
+			if (k < a) {
+				ex_piece(out, k, p, k, a - k, 0, uw);
+				ex_piece(out, k, p, a, (uint32_t)(end - a),
+					 (int64_t)n, uw);
+			} else {
+				ex_piece(out, k, p, k, len, (int64_t)n, uw);
+			}
+			continue;
+		}
+		int64_t shift =
+		    (kind == EX_COLLAPSE && k >= b) ? -(int64_t)(b - a) : 0;
+		if (lo >= hi) { /* outside [a, b) */
+			if (shift) {
+				ex_piece(out, k, p, k, len, shift, uw);
+				changed = true;
+			} else {
+				ex_push(out, e);
+			}
+			continue;
+		}
+		changed = true;
+		ex_piece(out, k, p, k, lo - k, 0, uw);
+		if (kind == EX_UNWRITE) {
+			ex_piece(out, k, p, lo, hi - lo, 0, true);
+			if (!uw) {
+				struct sfs_run r = {p + (lo - k), hi - lo};
+				g_array_append_val(conv, r);
+			}
+		} else {
+			struct sfs_run r = {p + (lo - k), hi - lo};
+			g_array_append_val(gone, r);
+			freed += hi - lo;
+		}
+		shift = kind == EX_COLLAPSE ? -(int64_t)(b - a) : 0;
+		ex_piece(out, k, p, hi, (uint32_t)(end - hi), shift, uw);
+	}
+	if (rc || !changed)
+		goto out;
+	rc = ex_build(fs, ip, out, blks);
+	if (rc)
+		goto out;
+	for (guint i = 0; i < gone->len; i++) {
+		struct sfs_run *r = &g_array_index(gone, struct sfs_run, i);
+		int frc = sfs_blocks_free(fs, r->start, r->n);
+		if (frc && !rc)
+			rc = frc;
+	}
+	/* converted blocks read as zeros now: their cached copies go */
+	for (guint i = 0; i < conv->len; i++) {
+		struct sfs_run *r = &g_array_index(conv, struct sfs_run, i);
+		sfs_cache_discard(fs->cache, r->start, r->n);
+	}
+	if (freed)
+		sfs_i_add_blocks(fs, ip, -(int64_t)freed);
+	{
+		int drc = sfs_inode_dirty(fs, ip);
+		if (!rc)
+			rc = drc;
+	}
+out:
+	ip->next_lblk = 0;
+	ip->next_pblk = 0;
+	g_array_free(exts, TRUE);
+	g_array_free(blks, TRUE);
+	g_array_free(out, TRUE);
+	g_array_free(gone, TRUE);
+	g_array_free(conv, TRUE);
+	return rc;
+}
+
+/*
+ * Remove entry i of node l on path p (ext4_ext_rm_idx): a node left empty
+ * is freed and its index removed from the parent in turn; a new first
+ * entry corrects the keys above.  The tree emptied to the root becomes a
+ * depth-0 root.  The path is good only for ex_path_put afterwards.
+ */
+static int ex_node_remove(struct sfs_fs *fs, struct sfs_inode *ip,
+			  struct ex_path *p, int l, uint32_t i)
+{
+	struct ex_node *n = &p->n[l];
+	uint32_t cnt = ex_entries(n->h);
+	int rc;
+
+	assert(i < cnt);
+	if (cnt == 1 && l > 0) {
+		sfs_blk_t blk = n->blk;
+		sfs_cache_put(fs->cache, n->buf);
+		n->buf = NULL;
+		rc = sfs_blocks_free(fs, blk, 1);
+		sfs_i_add_blocks(fs, ip, -1);
+		if (rc)
+			return rc;
+		return ex_node_remove(fs, ip, p, l - 1,
+				      (uint32_t)p->n[l - 1].idx);
+	}
+	memmove(ex_ext(n->h, i), ex_ext(n->h, i + 1), 12 * (cnt - i - 1));
+	memset(ex_ext(n->h, cnt - 1), 0, 12);
+	n->h->eh_entries = sfs_cpu_to_le16((uint16_t)(cnt - 1));
+	if (cnt == 1) /* the root, emptied: back to depth 0 */
+		n->h->eh_depth = 0;
+	ex_dirty(fs, ip, n);
+	if (i == 0 && cnt > 1)
+		ex_fix_keys(fs, ip, p, l);
+	return 0;
+}
+
+/* The first key after the leaf on path p (the next index entry above),
+ * or UINT32_MAX when the leaf is the last. */
+static uint32_t ex_next_leaf_key(struct ex_path *p)
+{
+	for (int l = p->depth - 1; l >= 0; l--) {
+		struct ex_node *n = &p->n[l];
+		if ((uint32_t)n->idx + 1 < ex_entries(n->h))
+			return ex_key(n->h, (uint32_t)n->idx + 1);
+	}
+	return UINT32_MAX;
+}
+
+/*
+ * PUNCH_HOLE, path-local (ext4_ext_remove_space on a range): extent by
+ * extent, one lookup each, an extent inside the range is removed, one
+ * across an end is trimmed in place, one across both is split (the tail
+ * inserted first, so -ENOSPC changes nothing); only the nodes on each
+ * path are dirtied, emptied nodes are freed.  Small trees are tidied
+ * afterwards as after a merge (ex_tidy).
+ */
+static int ex_punch(struct sfs_fs *fs, struct sfs_inode *ip, uint32_t from,
+		    uint32_t to)
+{
+	uint64_t freed = 0;
+	bool removed = false;
+	uint32_t a = from;
+	int rc = 0;
+
+	while (a < to) {
+		struct ex_path p;
+		struct ex_node *leaf;
+		struct sfs_dextent *e;
+		uint32_t i, k, len, lo, hi;
+		uint64_t end;
+		sfs_blk_t pb;
+		bool uw;
+
+		rc = ex_find(fs, ip, a, &p);
+		if (rc)
+			break;
+		leaf = &p.n[p.depth];
+		i = leaf->idx < 0 ? 0 : (uint32_t)leaf->idx;
+		if (i < ex_entries(leaf->h) &&
+		    ex_key(leaf->h, i) + (uint64_t)ex_len(ex_ext(leaf->h, i)) <=
+			a)
+			i++;
+		if (i >= ex_entries(leaf->h)) {
+			/* nothing more in this leaf: on to the next one */
+			uint32_t next = ex_next_leaf_key(&p);
+			ex_path_put(fs, &p);
+			if (next <= a || next >= to)
+				break;
+			a = next;
+			continue;
+		}
+		e = ex_ext(leaf->h, i);
+		k = sfs_le32(e->ee_block);
+		len = ex_len(e);
+		end = (uint64_t)k + len;
+		pb = ex_pblk(e);
+		uw = ex_unwritten(e);
+		if (k >= to) {
+			ex_path_put(fs, &p);
+			break;
+		}
+		if (!ex_valid_blk(fs, pb) || pb + len > fs->blocks_count) {
+			ex_path_put(fs, &p);
+			rc = ex_corrupt(fs, ip, pb,
+					"extent outside the filesystem");
+			break;
+		}
+		lo = MAX(k, a);
+		hi = (uint32_t)MIN(end, to);
+		if (lo == k && hi == end) {
+			rc = ex_node_remove(fs, ip, &p, p.depth, i);
+			removed = true;
+		} else if (lo > k && hi == end) {
+			ex_set(e, k, lo - k, pb, uw);
+			ex_dirty(fs, ip, leaf);
+		} else if (lo == k) {
+			ex_set(e, hi, (uint32_t)(end - hi), pb + (hi - k), uw);
+			ex_dirty(fs, ip, leaf);
+			if (i == 0)
+				ex_fix_keys(fs, ip, &p, p.depth);
+		} else {
+			struct sfs_dextent tail;
+			ex_path_put(fs, &p);
+			ex_set(&tail, hi, (uint32_t)(end - hi), pb + (hi - k),
+			       uw);
+			rc = ex_insert_ext(fs, ip, &tail);
+			if (rc == 0)
+				rc = ex_reset(fs, ip, k, lo - k, pb, uw);
+			removed = true; /* the insert may have split */
+		}
+		ex_path_put(fs, &p);
+		if (rc)
+			break;
+		rc = sfs_blocks_free(fs, pb + (lo - k), hi - lo);
+		freed += hi - lo;
+		if (rc)
+			break;
+		a = hi;
+	}
+	if (freed)
+		sfs_i_add_blocks(fs, ip, -(int64_t)freed);
+	if (rc == 0 && removed)
+		rc = ex_tidy(fs, ip);
+	ip->next_lblk = 0;
+	ip->next_pblk = 0;
+	{
+		int drc = sfs_inode_dirty(fs, ip);
+		if (rc == 0)
+			rc = drc;
+	}
+	return rc;
+}
+
+static int ex_unwrite(struct sfs_fs *fs, struct sfs_inode *ip, uint32_t from,
+		      uint32_t to)
+{
+	return ex_edit(fs, ip, EX_UNWRITE, from, to);
+}
+
+static int ex_collapse(struct sfs_fs *fs, struct sfs_inode *ip, uint32_t from,
+		       uint32_t to)
+{
+	return ex_edit(fs, ip, EX_COLLAPSE, from, to);
+}
+
+static int ex_insert_range(struct sfs_fs *fs, struct sfs_inode *ip,
+			   uint32_t from, uint32_t to)
+{
+	return ex_edit(fs, ip, EX_INSERT, from, to);
+}
+
 void sfs_extent_init_root(struct sfs_fs *fs, struct sfs_inode *ip)
 {
 	uint32_t incompat = sfs_le32(fs->sb.s_feature_incompat);
@@ -1202,4 +1532,8 @@ const struct sfs_map_ops sfs_extent_map_ops = {
     .truncate = ex_truncate,
     .walk = ex_walk,
     .max_bytes = ex_max_bytes,
+    .punch = ex_punch,
+    .unwrite = ex_unwrite,
+    .collapse = ex_collapse,
+    .insert = ex_insert_range,
 };

@@ -11,7 +11,12 @@
  * mkdir, rmdir, symlink (dangling targets of 1..300 bytes, fast and slow),
  * chmod, lstat (type, mode, size, link count compared), and, where new
  * files are extent-mapped (alloc=extent/mballoc/delalloc), fallocate with
- * and without KEEP_SIZE.  A quarter of the reads and writes of regular
+ * and without KEEP_SIZE.  With FALLOC "all" the fallocate calls also
+ * punch holes and zero ranges (with and without KEEP_SIZE), the modes the
+ * FUSE module passes on and the reference filesystem supports (probed);
+ * on block maps they only punch.  The mode comes from the op's content
+ * seed, not a new draw, so a seed's sequence of operations is the same
+ * with and without it.  A quarter of the reads and writes of regular
  * files open the simfs side with O_DIRECT (the host side stays buffered:
  * its answer is what O_DIRECT must not change).  Names come from a
  * small pool (collisions are the point) that includes a 255-byte name;
@@ -21,7 +26,8 @@
  * Half-way and at the end: the trees are compared (names, types, sizes,
  * modes, link counts, symlink targets, contents by hash); umount, e2fsck
  * -fn clean, remount, compare again.  The seed is printed; rerun with
- *   t_randops SIMFS_BINARY SEED [NOPS [BLOCKSIZE [MOUNT_OPTS [WORKERS]]]]
+ *   t_randops SIMFS_BINARY SEED [NOPS [BLOCKSIZE [MOUNT_OPTS [WORKERS
+ *             [FALLOC]]]]]
  * (defaults: 10000 ops, 4096-byte blocks, default mount options, one
  * worker).  With WORKERS > 1, that many processes run NOPS operations
  * each at once, worker i in its own subdirectory with its own seed, so
@@ -105,6 +111,10 @@ struct res {
 };
 
 static struct h_rng rng;
+/* FALLOC "all": the further modes fallocate picks from (0 = none) */
+static int falloc_more[4];
+static unsigned nfalloc_more;
+static bool falloc_plain = true; /* modes 0 and KEEP_SIZE stay possible */
 static char *name_pool[16];
 static int npool;
 static const char *refroot; /* B */
@@ -310,6 +320,13 @@ static void gen_op(struct op *o)
 		o->flags = h_below(&rng, 2) ? FALLOC_FL_KEEP_SIZE : 0;
 		o->off = pick_offset(ref_size(o->p1));
 		o->len = 1 + h_below(&rng, 200000);
+		if (nfalloc_more) {
+			/* from the seed: the draws stay as they were */
+			unsigned k = (unsigned)((o->seed >> 40) %
+						(nfalloc_more + falloc_plain));
+			if (k < nfalloc_more)
+				o->flags = falloc_more[k];
+		}
 		break;
 	case OP_NTYPES:
 		break;
@@ -659,6 +676,43 @@ static int run_workers(const char *A, const char *B, uint64_t seed, long nops,
 	return bad;
 }
 
+/* FALLOC "all": which further modes the reference directory supports
+ * (its filesystem decides: tmpfs has no ZERO_RANGE, for one). */
+static void probe_falloc_modes(const char *dir)
+{
+	static const int want[] = {
+	    FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
+	    FALLOC_FL_ZERO_RANGE,
+	    FALLOC_FL_ZERO_RANGE | FALLOC_FL_KEEP_SIZE,
+	};
+	char *p = g_build_filename(dir, ".probe", NULL);
+	int fd = open(p, O_RDWR | O_CREAT | O_TRUNC, 0644);
+	GString *got = g_string_new(NULL);
+
+	if (fd < 0 || ftruncate(fd, 65536) < 0)
+		h_bail("probe file %s: %s", p, strerror(errno));
+	for (size_t i = 0; i < G_N_ELEMENTS(want); i++) {
+		if (!falloc_plain && !(want[i] & FALLOC_FL_PUNCH_HOLE))
+			continue; /* block maps: ZERO_RANGE is EOPNOTSUPP */
+		if (fallocate(fd, want[i], 4096, 8192) == 0) {
+			falloc_more[nfalloc_more++] = want[i];
+			g_string_append_printf(got, " %#x", want[i]);
+		} else {
+			h_diag("the reference lacks fallocate mode %#x (%s): "
+			       "not in the mix",
+			       want[i], strerror(errno));
+		}
+	}
+	close(fd);
+	unlink(p);
+	if (!nfalloc_more && !falloc_plain)
+		op_weight[OP_FALLOC] = 0;
+	h_diag("fallocate modes besides 0 and KEEP_SIZE:%s%s", got->str,
+	       falloc_plain ? "" : " (and not those two: block maps)");
+	g_string_free(got, TRUE);
+	g_free(p);
+}
+
 int main(int argc, char **argv)
 {
 	uint64_t seed = 1;
@@ -685,6 +739,8 @@ int main(int argc, char **argv)
 		workers = atoi(argv[6]);
 	if (workers < 1 || workers > 16)
 		h_bail("WORKERS must be 1 to 16, not %s", argv[6]);
+	if (argc > 7 && strcmp(argv[7], "all") != 0)
+		h_bail("FALLOC must be \"all\", not %s", argv[7]);
 	mkfs_args[1] = bs;
 	/* a journaled policy needs an image with a journal; a preset makes
 	 * its own kind of image */
@@ -712,6 +768,10 @@ int main(int argc, char **argv)
 	    (strstr(opts, "alloc=extent") || strstr(opts, "alloc=mballoc") ||
 	     strstr(opts, "alloc=delalloc") || strstr(opts, "preset=ext4") ||
 	     strstr(opts, "preset=ext3i")))
+		op_weight[OP_FALLOC] = 4;
+	else if (argc > 7) /* block maps: punching only */
+		falloc_plain = false;
+	if (argc > 7)
 		op_weight[OP_FALLOC] = 4;
 	h_rng_seed(&rng, seed);
 	umask(0);
@@ -743,6 +803,8 @@ int main(int argc, char **argv)
 		h_bail("simfs mount failed");
 	if (mkdir(A, 0755) < 0 || mkdir(B, 0755) < 0)
 		h_bail("mkdir work dirs: %s", strerror(errno));
+	if (argc > 7)
+		probe_falloc_modes(B);
 
 	if (workers == 1) {
 		run_sequence(A, B, nops, img, mnt, opts, &sq);
