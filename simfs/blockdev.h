@@ -18,7 +18,9 @@
  * hook is called again with `done` set and the result.
  *
  * Errors: -EIO (device failed), -EINVAL (out of range or misaligned for
- * O_DIRECT), -ENOSPC never (the device has a fixed size).
+ * O_DIRECT), -ENOSPC when the host cannot give a sparse image file the
+ * space a write or sfs_bdev_reserve needs (the device's size is fixed, but
+ * the host disk under it may be full).
  */
 #ifndef SFS_BLOCKDEV_H
 #define SFS_BLOCKDEV_H
@@ -94,6 +96,14 @@ struct sfs_bdev_ops {
 	 * door write zero buffers through ->write instead.
 	 */
 	int (*zero)(struct sfs_bdev *bd, uint64_t off, uint64_t len);
+	/*
+	 * Optional: make sure later writes of [off, off+len) will not fail
+	 * for want of space below (fallocate(2) on a sparse image file); the
+	 * contents do not change.  0, -ENOSPC (no room on the host) or -EIO.
+	 * NULL: nothing to reserve (RAM, block device, an overlay).  Stacked
+	 * devices forward it.  Not a request: not counted, not hooked.
+	 */
+	int (*reserve)(struct sfs_bdev *bd, uint64_t off, uint64_t len);
 };
 
 /* Flags for sfs_bdev_open_file. */
@@ -134,6 +144,14 @@ int sfs_bdev_flush(struct sfs_bdev *bd);
  */
 int sfs_bdev_zero(struct sfs_bdev *bd, enum sfs_io_cat cat, uint64_t off,
 		  uint64_t len);
+
+/*
+ * Reserve room below for [off, off+len) (ops->reserve): 0, -EINVAL
+ * (range), -ENOSPC (the host disk under an image file is full) or -EIO.
+ * The engine calls it when it hands out blocks, so that running out of
+ * host space is an error of that call, not of a later write-back.
+ */
+int sfs_bdev_reserve(struct sfs_bdev *bd, uint64_t off, uint64_t len);
 
 /*
  * True while every byte of the device is known to read as zero: a sparse

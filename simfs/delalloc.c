@@ -481,7 +481,13 @@ static int flush_inode(struct sfs_fs *fs, struct sfs_inode *ip,
 		if (rc)
 			break;
 	}
-	if (rc == -ENOSPC && ip->da) {
+	if (rc == -ENOSPC && ip->da && fs->host_full) {
+		/* The image had the blocks, the host disk under it did not:
+		 * the data stays delayed, and a later write-back (once there
+		 * is room) places it. */
+		da_trim_meta(fs, ip);
+		da_put(fs, ip);
+	} else if (rc == -ENOSPC && ip->da) {
 		/* The reserve should have made this impossible; as ext4,
 		 * report it and drop what cannot be placed.  (Other errors,
 		 * such as a bitmap that could not be read, leave the rest

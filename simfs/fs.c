@@ -59,6 +59,24 @@ void sfs_fs_error(struct sfs_fs *fs, int err, const char *fmt, ...)
 	}
 }
 
+/*
+ * A write-back pass failed with rc.  A full host disk under the image
+ * (-ENOSPC) leaves the image as consistent as it was: the buffers stay
+ * dirty and a later pass (or simfs sync, once there is room) writes them,
+ * so it is said once and is no error state.  Anything else is.
+ */
+static void fs_wb_failed(struct sfs_fs *fs, int rc)
+{
+	if (rc == -ENOSPC) {
+		if (!fs->wb_host_full)
+			g_printerr("simfs: write-back waits for room on the "
+				   "host disk under the image\n");
+		fs->wb_host_full = true;
+		return;
+	}
+	sfs_fs_error(fs, rc, "write-back failed");
+}
+
 int sfs_check_writable(struct sfs_fs *fs)
 {
 	if (fs->ro || fs->error)
@@ -107,7 +125,7 @@ static void fs_tick(struct sfs_fs *fs)
 		return;
 	rc = sfs_cache_tick(fs->cache);
 	if (rc)
-		sfs_fs_error(fs, rc, "write-back failed");
+		fs_wb_failed(fs, rc);
 	if (!fs->jnl)
 		return;
 	if (fs_enospc_commit_due(fs)) {
@@ -213,7 +231,7 @@ int sfs_fs_writeback_tick(struct sfs_fs *fs)
 	if (!fs->ro && !fs->error) {
 		rc = sfs_cache_tick(fs->cache);
 		if (rc)
-			sfs_fs_error(fs, rc, "write-back failed");
+			fs_wb_failed(fs, rc);
 	}
 	sfs_unlock(fs);
 	return rc;
@@ -858,6 +876,7 @@ int sfs_alloc_blocks(struct sfs_fs *fs, struct sfs_inode *ip, sfs_blk_t goal,
 
 	if (want == 0)
 		return -EINVAL;
+	fs->host_full = false;
 	if (goal < fs->first_data_block || goal >= fs->blocks_count)
 		goal = fs->first_data_block;
 	/* Blocks set aside for delayed data are not free to others. */
@@ -874,6 +893,16 @@ int sfs_alloc_blocks(struct sfs_fs *fs, struct sfs_inode *ip, sfs_blk_t goal,
 	if (rc)
 		return rc;
 	assert(*got_out >= 1 && *got_out <= want);
+	/* The host disk under a sparse image must hold them too: find out
+	 * now, while this call can still fail, rather than at write-back. */
+	rc = sfs_bdev_reserve(fs->bd, (uint64_t)*start_out * fs->bs,
+			      (uint64_t)*got_out * fs->bs);
+	fs->host_full = rc == -ENOSPC;
+	if (rc) {
+		fs->host_enospc++;
+		sfs_blocks_free(fs, *start_out, *got_out);
+		return rc == -ENOSPC ? -ENOSPC : -EIO;
+	}
 	return 0;
 }
 
@@ -1616,6 +1645,16 @@ int sfs_inode_alloc(struct sfs_fs *fs, struct sfs_inode *dir, uint32_t mode,
 			     ino);
 		return -EIO;
 	}
+	/* its slot in the inode table may lie in a hole of the image file */
+	rc = sfs_bdev_reserve(fs->bd,
+			      (uint64_t)sfs_inode_block(fs, ino) * fs->bs,
+			      fs->bs);
+	fs->host_full = rc == -ENOSPC;
+	if (rc) {
+		fs->host_enospc++;
+		sfs_cache_put(fs->cache, b);
+		return rc == -ENOSPC ? -ENOSPC : -EIO;
+	}
 	bit_set(b->data, idx);
 	sfs_meta_dirty(fs, b);
 	sfs_cache_put(fs->cache, b);
@@ -1756,6 +1795,8 @@ static int fs_sync_locked(struct sfs_fs *fs, enum sfs_commit_reason why)
 			return rc;
 	}
 	rc = sfs_cache_sync(fs->cache);
+	if (!rc && !darc)
+		fs->wb_host_full = false;
 	return rc ? rc : darc;
 }
 

@@ -237,6 +237,9 @@ struct sfs_fs {
 	const struct sfs_map_ops *map;    /* mapping model */
 	bool ro;
 	bool error;             /* sticky error: cache and disk may disagree */
+	bool host_full;         /* the last host reservation got -ENOSPC */
+	uint64_t host_enospc;   /* allocations refused: host disk full */
+	bool wb_host_full;      /* write-back is waiting for host space */
 };
 
 /* ---- locking ---- */

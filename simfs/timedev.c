@@ -624,6 +624,14 @@ static int td_zero(struct sfs_bdev *bd, uint64_t off, uint64_t len)
 	return rc;
 }
 
+/* Host space for the device below: no request, no modelled time. */
+static int td_reserve(struct sfs_bdev *bd, uint64_t off, uint64_t len)
+{
+	struct timedev *td = sfs_bdev_priv(bd);
+
+	return sfs_bdev_reserve(td->lower, off, len);
+}
+
 static int td_flush(struct sfs_bdev *bd)
 {
 	struct timedev *td = sfs_bdev_priv(bd);
@@ -965,4 +973,5 @@ static const struct sfs_bdev_ops td_ops = {
     .flush = td_flush,
     .close = td_close,
     .zero = td_zero,
+    .reserve = td_reserve,
 };
