@@ -2492,7 +2492,8 @@ int sfs_fs_set_knobs(struct sfs_fs *fs, const char *opts, char **err)
 	timed = sfs_timedev_mode(fs->bd, &mode) == 0;
 	new_mode = strcmp(next.clock, fs->cfg.clock) != 0;
 	new_dev = strcmp(next.device, fs->cfg.device) != 0;
-	rc = -EINVAL;
+	/* a change this mount cannot make: -EPERM (config.h's errors) */
+	rc = -EPERM;
 	if (new_mode && (sfs_clock_is_virtual(fs->clock) ||
 			 strcmp(next.clock, "virtual") == 0)) {
 		*err = g_strdup_printf("clock=%s cannot change to clock=%s "
@@ -2511,6 +2512,7 @@ int sfs_fs_set_knobs(struct sfs_fs *fs, const char *opts, char **err)
 		goto out_unlock;
 	}
 	if (new_mode && sfs_timedev_mode_parse(next.clock, &mode)) {
+		rc = -EINVAL;
 		*err = g_strdup_printf("unknown clock '%s'", next.clock);
 		goto out_unlock;
 	}
