@@ -32,6 +32,7 @@
 #include <sys/file.h>
 #include <sys/ioctl.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 #include <glib.h>
@@ -334,6 +335,16 @@ int sfs_bdev_reserve(struct sfs_bdev *bd, uint64_t off, uint64_t len)
 	return bd->ops->reserve(bd, off, len);
 }
 
+int sfs_bdev_host_room(struct sfs_bdev *bd, uint64_t *bytes_out)
+{
+	if (!bd || !bytes_out)
+		return -EINVAL;
+	*bytes_out = UINT64_MAX;
+	if (!bd->ops->host_room)
+		return 0;
+	return bd->ops->host_room(bd, bytes_out);
+}
+
 /* Close bd and what its ops own. */
 void sfs_bdev_close(struct sfs_bdev *bd)
 {
@@ -580,6 +591,30 @@ static int bdf_reserve(struct sfs_bdev *bd, uint64_t off, uint64_t len)
 	return 0;
 }
 
+/*
+ * What the host file system can still give the image file: f_bavail (the
+ * unprivileged share, a lower bound even for root), or UINT64_MAX when
+ * the file has no holes to fill (st_blocks covers st_size) or is a device.
+ */
+static int bdf_host_room(struct sfs_bdev *bd, uint64_t *bytes_out)
+{
+	struct bdf *f = sfs_bdev_priv(bd);
+	struct statvfs sv;
+	struct stat st;
+
+	*bytes_out = UINT64_MAX;
+	if (f->rdonly || f->blkdev)
+		return 0;
+	if (fstat(f->fd, &st) < 0)
+		return -EIO;
+	if ((uint64_t)st.st_blocks * 512 >= (uint64_t)st.st_size)
+		return 0;
+	if (fstatvfs(f->fd, &sv) < 0)
+		return errno == ENOSYS ? 0 : -EIO;
+	*bytes_out = (uint64_t)sv.f_bavail * sv.f_frsize;
+	return 0;
+}
+
 static void bdf_close(struct sfs_bdev *bd)
 {
 	struct bdf *f = sfs_bdev_priv(bd);
@@ -600,6 +635,7 @@ static const struct sfs_bdev_ops bdf_ops = {
     .close = bdf_close,
     .zero = bdf_zero,
     .reserve = bdf_reserve,
+    .host_room = bdf_host_room,
 };
 
 /* Find the O_DIRECT alignment the host wants for fd. */

@@ -104,6 +104,13 @@ struct sfs_bdev_ops {
 	 * devices forward it.  Not a request: not counted, not hooked.
 	 */
 	int (*reserve)(struct sfs_bdev *bd, uint64_t off, uint64_t len);
+	/*
+	 * Optional: how many more bytes the host can give the device's
+	 * holes (statvfs of a sparse image file's file system; UINT64_MAX
+	 * for a file without holes).  0 or -errno.  NULL: no limit below.
+	 * Stacked devices forward it.
+	 */
+	int (*host_room)(struct sfs_bdev *bd, uint64_t *bytes_out);
 };
 
 /* Flags for sfs_bdev_open_file. */
@@ -152,6 +159,13 @@ int sfs_bdev_zero(struct sfs_bdev *bd, enum sfs_io_cat cat, uint64_t off,
  * host space is an error of that call, not of a later write-back.
  */
 int sfs_bdev_reserve(struct sfs_bdev *bd, uint64_t off, uint64_t len);
+
+/*
+ * A lower bound of the host space left for the device's unwritten holes
+ * (ops->host_room), UINT64_MAX when nothing below limits it.  Delayed
+ * allocation, which reserves no block at write time, asks it.  0 or -EIO.
+ */
+int sfs_bdev_host_room(struct sfs_bdev *bd, uint64_t *bytes_out);
 
 /*
  * True while every byte of the device is known to read as zero: a sparse

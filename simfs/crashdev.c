@@ -379,6 +379,13 @@ static int cd_reserve(struct sfs_bdev *bd, uint64_t off, uint64_t len)
 	return sfs_bdev_reserve(c->lower, off, len);
 }
 
+static int cd_host_room(struct sfs_bdev *bd, uint64_t *bytes_out)
+{
+	struct crashdev *c = sfs_bdev_priv(bd);
+
+	return sfs_bdev_host_room(c->lower, bytes_out);
+}
+
 static int cd_flush(struct sfs_bdev *bd)
 {
 	struct crashdev *c = sfs_bdev_priv(bd);
@@ -418,6 +425,7 @@ static const struct sfs_bdev_ops crash_ops = {
     .close = cd_close,
     .zero = cd_zero,
     .reserve = cd_reserve,
+    .host_room = cd_host_room,
 };
 
 struct sfs_bdev *sfs_crashdev_new(struct sfs_bdev *lower)

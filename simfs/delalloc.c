@@ -19,7 +19,10 @@
  *     it was truncated to zero (the "replace a file" idioms);
  *   - by an O_DIRECT write to the file, which must not pass cached data;
  *   - when a reservation fails: everything is placed (turning estimates
- *     into real, usually smaller, use) and the reservation is retried.
+ *     into real, usually smaller, use) and the reservation is retried;
+ *   - when the host disk under a sparse image may not hold the delayed
+ *     blocks (da_host_room): placing reserves host space, and a write the
+ *     host cannot hold fails with ENOSPC at write time.
  * Placing one inode walks its delayed blocks in logical order, in runs of
  * consecutive blocks (at most 8 MiB, as ext4's writepages), maps each with
  * create through the inode's mapping model; the blocks become ordinary dirty
@@ -244,6 +247,48 @@ static bool da_room(const struct sfs_fs *fs, uint64_t k)
 	return free >= resv && free - resv >= k;
 }
 
+#define DA_HOST_LOOK_BLOCKS 256 /* new delayed blocks between looks */
+
+/*
+ * Can the host disk under a sparse image still hold every delayed block
+ * and k more, should all land in holes of the image file?  Delayed blocks
+ * have no place yet, so nothing can be reserved for them (the allocation
+ * door does that when they are placed); instead the host's free space is
+ * looked at (sfs_bdev_host_room), every DA_HOST_LOOK_BLOCKS new blocks
+ * while it is plentiful and at every one near the edge.  When it may not
+ * suffice, everything is placed now, which reserves host space block by
+ * block, as ext4 stops delaying when free space runs low
+ * (ext4_nonda_switch).  0, or -ENOSPC when the host has no room (what
+ * cannot be placed stays delayed, for a later write-back), or -EIO.
+ */
+static int da_host_room(struct sfs_fs *fs, uint64_t k)
+{
+	uint64_t need = (fs->da_blocks + fs->da_meta + k) << fs->bs_log;
+	uint64_t margin = (uint64_t)DA_HOST_LOOK_BLOCKS << fs->bs_log;
+	int rc;
+
+	if (fs->host_room_age == 0 || fs->host_room_bytes < need + margin) {
+		rc = sfs_bdev_host_room(fs->bd, &fs->host_room_bytes);
+		if (rc)
+			return rc;
+		fs->host_room_age = DA_HOST_LOOK_BLOCKS;
+	}
+	fs->host_room_age--;
+	if (fs->host_room_bytes >= need)
+		return 0;
+	fs->host_room_age = 0; /* look again next time */
+	rc = sfs_da_flush_all(fs, SFS_DA_ENOSPC);
+	if (rc)
+		return rc;
+	/* what was delayed is placed, its host space reserved: is there
+	 * room left for these k? */
+	rc = sfs_bdev_host_room(fs->bd, &fs->host_room_bytes);
+	if (rc)
+		return rc;
+	need = (fs->da_blocks + fs->da_meta + k) << fs->bs_log;
+	return fs->host_room_bytes >= need ? 0 : -ENOSPC;
+}
+
 int sfs_da_write(struct sfs_fs *fs, struct sfs_inode *ip, uint32_t lblk,
 		 uint32_t boff, const void *src, size_t n)
 {
@@ -272,6 +317,15 @@ int sfs_da_write(struct sfs_fs *fs, struct sfs_inode *ip, uint32_t lblk,
 				return rc ? rc : -ENOSPC;
 			}
 		}
+		int hrc = da_host_room(fs, 1 + (uint64_t)more);
+		if (hrc) {
+			fs->da_ctr.enospc++;
+			da_put(fs, ip);
+			return hrc;
+		}
+		da = da_get(fs, ip); /* a placement may have freed it */
+		need = meta_need(fs, ip, da->n + 1, MAX(da->max_lblk, lblk));
+		more = need > da->meta ? need - da->meta : 0;
 		buf = g_malloc0(fs->bs);
 		g_tree_insert(da->blocks, GUINT_TO_POINTER(lblk), buf);
 		da->n++;

@@ -632,6 +632,13 @@ static int td_reserve(struct sfs_bdev *bd, uint64_t off, uint64_t len)
 	return sfs_bdev_reserve(td->lower, off, len);
 }
 
+static int td_host_room(struct sfs_bdev *bd, uint64_t *bytes_out)
+{
+	struct timedev *td = sfs_bdev_priv(bd);
+
+	return sfs_bdev_host_room(td->lower, bytes_out);
+}
+
 static int td_flush(struct sfs_bdev *bd)
 {
 	struct timedev *td = sfs_bdev_priv(bd);
@@ -974,4 +981,5 @@ static const struct sfs_bdev_ops td_ops = {
     .close = td_close,
     .zero = td_zero,
     .reserve = td_reserve,
+    .host_room = td_host_room,
 };
