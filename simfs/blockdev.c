@@ -580,8 +580,8 @@ static int bdf_reserve(struct sfs_bdev *bd, uint64_t off, uint64_t len)
 
 	if (f->rdonly || f->blkdev)
 		return 0;
-	while (fallocate(f->fd, FALLOC_FL_KEEP_SIZE, (off_t)off,
-			 (off_t)len) < 0) {
+	while (fallocate(f->fd, FALLOC_FL_KEEP_SIZE, (off_t)off, (off_t)len) <
+	       0) {
 		if (errno == EINTR)
 			continue;
 		if (errno == EOPNOTSUPP)

@@ -1646,9 +1646,8 @@ int sfs_inode_alloc(struct sfs_fs *fs, struct sfs_inode *dir, uint32_t mode,
 		return -EIO;
 	}
 	/* its slot in the inode table may lie in a hole of the image file */
-	rc = sfs_bdev_reserve(fs->bd,
-			      (uint64_t)sfs_inode_block(fs, ino) * fs->bs,
-			      fs->bs);
+	rc = sfs_bdev_reserve(
+	    fs->bd, (uint64_t)sfs_inode_block(fs, ino) * fs->bs, fs->bs);
 	fs->host_full = rc == -ENOSPC;
 	if (rc) {
 		fs->host_enospc++;

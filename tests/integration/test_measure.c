@@ -13,8 +13,9 @@
  *  - /.simfs/config: a bad value (EINVAL), a number out of range
  *    (ERANGE), an unknown knob (ENOKEY), a knob or change the live mount
  *    cannot take (EPERM), and a write mixing a good and a bad line are
- *    refused with that errno and change nothing (last_error says why); clock=emulate and a new device
- *    model take effect and read back; counters carry on;
+ *    refused with that errno and change nothing (last_error says why);
+ *    clock=emulate and a new device model take effect and read back;
+ *    counters carry on;
  *  - simfs sync MOUNTPOINT (and a write to /.simfs/sync) leaves no dirty
  *    bytes and flushes the device, where sync(2) reaches nothing; the sync
  *    file cannot be read; simfs sync refuses what is not a simfs mount;

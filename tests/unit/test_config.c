@@ -62,8 +62,9 @@ static bool refusal_errno(int rc)
 }
 
 /*
- * opts must be refused: -EINVAL, -ERANGE or -ENOKEY, a one-line message containing `needle`
- * (if non-NULL), the config and the unknown list untouched.
+ * opts must be refused: -EINVAL, -ERANGE or -ENOKEY, a one-line message
+ * containing `needle` (if non-NULL), the config and the unknown list
+ * untouched.
  */
 static void expect_refused(const char *opts, const char *needle)
 {

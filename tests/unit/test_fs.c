@@ -234,8 +234,9 @@ static void test_fs_io_error_is_eio(void **state)
  * -ENOSPC and the data stays delayed); an overwrite of placed blocks
  * works; the fs is not read-only.  2. The host refuses writes themselves
  * (-ENOSPC from every write; no journal and data=ordered): sync fails
- * with -ENOSPC, twice, and the fs stays writable.  3. With room back, sync and close succeed, the image is
- * e2fsck clean and the data reads back.
+ * with -ENOSPC, twice, and the fs stays writable.  3. With room back,
+ * sync and close succeed, the image is e2fsck clean and the data reads
+ * back.
  */
 static void host_full_case(struct ctx *c, const char *mode, bool delalloc)
 {
