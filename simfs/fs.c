@@ -868,6 +868,48 @@ int sfs_blocks_release(struct sfs_fs *fs, sfs_blk_t start, uint32_t n)
 	return blocks_change(fs, start, n, false);
 }
 
+#define FS_HOST_WIN_MIN (64u << 10) /* reserve-ahead window, bytes */
+#define FS_HOST_WIN_MAX (1u << 20)
+
+/*
+ * Reserve host space under [off, off+len) of the device (sfs_bdev_reserve).
+ * One call per allocation would be one fallocate(2) per block of a
+ * streaming writer, so, as readahead does, a range that continues the
+ * last reserved one reserves ahead: a window from 64 KiB doubling to
+ * 1 MiB.  Scattered allocations reserve exactly what they take, so a
+ * sparse image stays sparse.  If the window does not fit on the host,
+ * the exact range is tried.  0, -ENOSPC or -EIO.
+ */
+static int fs_host_reserve(struct sfs_fs *fs, uint64_t off, uint64_t len)
+{
+	uint64_t dev = sfs_bdev_size_bytes(fs->bd), start = off, end;
+	bool cont = off >= fs->hr_lo && off <= fs->hr_hi && fs->hr_hi;
+	int rc;
+
+	if (cont && off + len <= fs->hr_hi)
+		return 0; /* reserved ahead already */
+	if (cont) {
+		start = fs->hr_hi;
+		fs->hr_win = MIN(MAX(fs->hr_win * 2, FS_HOST_WIN_MIN),
+				 FS_HOST_WIN_MAX);
+	} else {
+		fs->hr_win = 0;
+	}
+	end = MIN(MAX(off + len, start + fs->hr_win), dev);
+	rc = sfs_bdev_reserve(fs->bd, start, end - start);
+	if (rc == -ENOSPC && end > off + len) {
+		fs->hr_win = 0;
+		end = off + len;
+		rc = sfs_bdev_reserve(fs->bd, start, end - start);
+	}
+	if (rc)
+		return rc;
+	if (!cont)
+		fs->hr_lo = start;
+	fs->hr_hi = end;
+	return 0;
+}
+
 int sfs_alloc_blocks(struct sfs_fs *fs, struct sfs_inode *ip, sfs_blk_t goal,
 		     uint32_t want, sfs_blk_t *start_out, uint32_t *got_out)
 {
@@ -895,8 +937,8 @@ int sfs_alloc_blocks(struct sfs_fs *fs, struct sfs_inode *ip, sfs_blk_t goal,
 	assert(*got_out >= 1 && *got_out <= want);
 	/* The host disk under a sparse image must hold them too: find out
 	 * now, while this call can still fail, rather than at write-back. */
-	rc = sfs_bdev_reserve(fs->bd, (uint64_t)*start_out * fs->bs,
-			      (uint64_t)*got_out * fs->bs);
+	rc = fs_host_reserve(fs, (uint64_t)*start_out * fs->bs,
+			     (uint64_t)*got_out * fs->bs);
 	fs->host_full = rc == -ENOSPC;
 	if (rc) {
 		fs->host_enospc++;
