@@ -890,8 +890,8 @@ static int fs_host_reserve(struct sfs_fs *fs, uint64_t off, uint64_t len)
 		return 0; /* reserved ahead already */
 	if (cont) {
 		start = fs->hr_hi;
-		fs->hr_win = MIN(MAX(fs->hr_win * 2, FS_HOST_WIN_MIN),
-				 FS_HOST_WIN_MAX);
+		fs->hr_win =
+		    MIN(MAX(fs->hr_win * 2, FS_HOST_WIN_MIN), FS_HOST_WIN_MAX);
 	} else {
 		fs->hr_win = 0;
 	}
