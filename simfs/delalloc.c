@@ -51,6 +51,9 @@
 #include "fs_priv.h"
 #include "journal.h"
 
+static void da_drop_from(struct sfs_fs *fs, struct sfs_inode *ip,
+			 uint32_t from);
+
 /* Largest run placed (and written) in one go: ext4's 8 MiB. */
 #define DA_MAX_RUN_BYTES (8u << 20)
 
@@ -258,8 +261,10 @@ static bool da_room(const struct sfs_fs *fs, uint64_t k)
  * while it is plentiful and at every one near the edge.  When it may not
  * suffice, everything is placed now, which reserves host space block by
  * block, as ext4 stops delaying when free space runs low
- * (ext4_nonda_switch).  0, or -ENOSPC when the host has no room (what
- * cannot be placed stays delayed, for a later write-back), or -EIO.
+ * (ext4_nonda_switch).  0; 1 when the new block must be placed as soon as
+ * it is written (the host still looks short); -ENOSPC when what was
+ * delayed cannot be placed for want of host space (it stays delayed, for
+ * a later write-back); -EIO.
  */
 static int da_host_room(struct sfs_fs *fs, uint64_t k)
 {
@@ -280,13 +285,15 @@ static int da_host_room(struct sfs_fs *fs, uint64_t k)
 	rc = sfs_da_flush_all(fs, SFS_DA_ENOSPC);
 	if (rc)
 		return rc;
-	/* what was delayed is placed, its host space reserved: is there
-	 * room left for these k? */
+	/* What was delayed is placed, its host space reserved.  If the host
+	 * still looks short, the new block is placed at once: it may land
+	 * on image blocks the host already backs (a deleted file's), which
+	 * only the reservation at placement can tell. */
 	rc = sfs_bdev_host_room(fs->bd, &fs->host_room_bytes);
 	if (rc)
 		return rc;
 	need = (fs->da_blocks + fs->da_meta + k) << fs->bs_log;
-	return fs->host_room_bytes >= need ? 0 : -ENOSPC;
+	return fs->host_room_bytes >= need ? 0 : 1;
 }
 
 int sfs_da_write(struct sfs_fs *fs, struct sfs_inode *ip, uint32_t lblk,
@@ -294,6 +301,7 @@ int sfs_da_write(struct sfs_fs *fs, struct sfs_inode *ip, uint32_t lblk,
 {
 	struct sfs_da_inode *da = da_get(fs, ip);
 	uint8_t *buf = g_tree_lookup(da->blocks, GUINT_TO_POINTER(lblk));
+	bool place_now = false;
 
 	if (!buf) {
 		uint32_t need =
@@ -318,11 +326,12 @@ int sfs_da_write(struct sfs_fs *fs, struct sfs_inode *ip, uint32_t lblk,
 			}
 		}
 		int hrc = da_host_room(fs, 1 + (uint64_t)more);
-		if (hrc) {
+		if (hrc < 0) {
 			fs->da_ctr.enospc++;
 			da_put(fs, ip);
 			return hrc;
 		}
+		place_now = hrc > 0;
 		da = da_get(fs, ip); /* a placement may have freed it */
 		need = meta_need(fs, ip, da->n + 1, MAX(da->max_lblk, lblk));
 		more = need > da->meta ? need - da->meta : 0;
@@ -338,6 +347,23 @@ int sfs_da_write(struct sfs_fs *fs, struct sfs_inode *ip, uint32_t lblk,
 		    MAX(fs->da_ctr.meta_reserved_peak, fs->da_meta);
 	}
 	memcpy(buf + boff, src, n);
+	if (place_now) {
+		/* the only delayed block now (da_host_room placed the rest):
+		 * if the host cannot hold it, it is not written at all */
+		int rc = sfs_da_flush_inode(fs, ip, SFS_DA_ENOSPC);
+		if (!rc && ip->da &&
+		    g_tree_lookup(ip->da->blocks, GUINT_TO_POINTER(lblk)))
+			rc = -ENOSPC;
+		if (rc) {
+			uint64_t died = fs->da_ctr.died_blocks;
+
+			if (ip->da)
+				da_drop_from(fs, ip, lblk);
+			fs->da_ctr.died_blocks = died; /* refused, not died */
+			fs->da_ctr.enospc++;
+			return rc;
+		}
+	}
 	return 0;
 }
 
