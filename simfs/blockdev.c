@@ -11,6 +11,8 @@
  * a write for the hook and the counters.
  *
  * File backend: pread/pwrite loops that survive EINTR and short transfers.
+ * A full host disk is -ENOSPC (not -EIO), so the engine can keep the data
+ * and try again; reserve is fallocate(KEEP_SIZE) on the image file.
  * With SFS_BDEV_DIRECT the fd is O_DIRECT; a request whose buffer, offset or
  * length is not aligned to what the host wants goes through an aligned
  * bounce buffer (read-modify-write of the edge units when the host unit is
@@ -30,6 +32,7 @@
 #include <sys/file.h>
 #include <sys/ioctl.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 #include <glib.h>
@@ -323,6 +326,26 @@ int sfs_bdev_zero(struct sfs_bdev *bd, enum sfs_io_cat cat, uint64_t off,
 	return bd_finish(bd, &req, rc);
 }
 
+int sfs_bdev_reserve(struct sfs_bdev *bd, uint64_t off, uint64_t len)
+{
+	if (!bd || len == 0 || off > bd->size_bytes ||
+	    len > bd->size_bytes - off)
+		return -EINVAL;
+	if (!bd->ops->reserve)
+		return 0;
+	return bd->ops->reserve(bd, off, len);
+}
+
+int sfs_bdev_host_room(struct sfs_bdev *bd, uint64_t *bytes_out)
+{
+	if (!bd || !bytes_out)
+		return -EINVAL;
+	*bytes_out = UINT64_MAX;
+	if (!bd->ops->host_room)
+		return 0;
+	return bd->ops->host_room(bd, bytes_out);
+}
+
 /* Close bd and what its ops own. */
 void sfs_bdev_close(struct sfs_bdev *bd)
 {
@@ -349,9 +372,12 @@ struct bdf {
 	uint8_t *bounce;    /* BDF_BOUNCE_BYTES, mem_align-aligned, lazy */
 };
 
-/* Host errno -> device error: -EINVAL stays (misuse), the rest is -EIO. */
+/* Host errno -> device error: -EINVAL stays (misuse), a full host disk
+ * (or quota) is -ENOSPC, the rest is -EIO. */
 static int bdf_err(int err)
 {
+	if (err == ENOSPC || err == EDQUOT)
+		return -ENOSPC;
 	return err == EINVAL ? -EINVAL : -EIO;
 }
 
@@ -544,6 +570,52 @@ static int bdf_zero(struct sfs_bdev *bd, uint64_t off, uint64_t len)
 	return errno == EIO ? -EIO : -EOPNOTSUPP;
 }
 
+/*
+ * Allocate the host blocks under [off, off+len) of an image file without
+ * changing what it reads (fallocate mode KEEP_SIZE).  A host file system
+ * without fallocate, and a block device, have nothing to reserve: 0.
+ */
+static int bdf_reserve(struct sfs_bdev *bd, uint64_t off, uint64_t len)
+{
+	struct bdf *f = sfs_bdev_priv(bd);
+
+	if (f->rdonly || f->blkdev)
+		return 0;
+	while (fallocate(f->fd, FALLOC_FL_KEEP_SIZE, (off_t)off, (off_t)len) <
+	       0) {
+		if (errno == EINTR)
+			continue;
+		if (errno == EOPNOTSUPP)
+			return 0;
+		return bdf_err(errno);
+	}
+	return 0;
+}
+
+/*
+ * What the host file system can still give the image file: f_bavail (the
+ * unprivileged share, a lower bound even for root), or UINT64_MAX when
+ * the file has no holes to fill (st_blocks covers st_size) or is a device.
+ */
+static int bdf_host_room(struct sfs_bdev *bd, uint64_t *bytes_out)
+{
+	struct bdf *f = sfs_bdev_priv(bd);
+	struct statvfs sv;
+	struct stat st;
+
+	*bytes_out = UINT64_MAX;
+	if (f->rdonly || f->blkdev)
+		return 0;
+	if (fstat(f->fd, &st) < 0)
+		return -EIO;
+	if ((uint64_t)st.st_blocks * 512 >= (uint64_t)st.st_size)
+		return 0;
+	if (fstatvfs(f->fd, &sv) < 0)
+		return errno == ENOSYS ? 0 : -EIO;
+	*bytes_out = (uint64_t)sv.f_bavail * sv.f_frsize;
+	return 0;
+}
+
 static void bdf_close(struct sfs_bdev *bd)
 {
 	struct bdf *f = sfs_bdev_priv(bd);
@@ -563,6 +635,8 @@ static const struct sfs_bdev_ops bdf_ops = {
     .flush = bdf_flush,
     .close = bdf_close,
     .zero = bdf_zero,
+    .reserve = bdf_reserve,
+    .host_room = bdf_host_room,
 };
 
 /* Find the O_DIRECT alignment the host wants for fd. */

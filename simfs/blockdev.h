@@ -18,7 +18,9 @@
  * hook is called again with `done` set and the result.
  *
  * Errors: -EIO (device failed), -EINVAL (out of range or misaligned for
- * O_DIRECT), -ENOSPC never (the device has a fixed size).
+ * O_DIRECT), -ENOSPC when the host cannot give a sparse image file the
+ * space a write or sfs_bdev_reserve needs (the device's size is fixed, but
+ * the host disk under it may be full).
  */
 #ifndef SFS_BLOCKDEV_H
 #define SFS_BLOCKDEV_H
@@ -95,6 +97,21 @@ struct sfs_bdev_ops {
 	 * door write zero buffers through ->write instead.
 	 */
 	int (*zero)(struct sfs_bdev *bd, uint64_t off, uint64_t len);
+	/*
+	 * Optional: make sure later writes of [off, off+len) will not fail
+	 * for want of space below (fallocate(2) on a sparse image file); the
+	 * contents do not change.  0, -ENOSPC (no room on the host) or -EIO.
+	 * NULL: nothing to reserve (RAM, block device, an overlay).  Stacked
+	 * devices forward it.  Not a request: not counted, not hooked.
+	 */
+	int (*reserve)(struct sfs_bdev *bd, uint64_t off, uint64_t len);
+	/*
+	 * Optional: how many more bytes the host can give the device's
+	 * holes (statvfs of a sparse image file's file system; UINT64_MAX
+	 * for a file without holes).  0 or -errno.  NULL: no limit below.
+	 * Stacked devices forward it.
+	 */
+	int (*host_room)(struct sfs_bdev *bd, uint64_t *bytes_out);
 };
 
 /* Flags for sfs_bdev_open_file. */
@@ -135,6 +152,21 @@ int sfs_bdev_flush(struct sfs_bdev *bd);
  */
 int sfs_bdev_zero(struct sfs_bdev *bd, enum sfs_io_cat cat, uint64_t off,
 		  uint64_t len);
+
+/*
+ * Reserve room below for [off, off+len) (ops->reserve): 0, -EINVAL
+ * (range), -ENOSPC (the host disk under an image file is full) or -EIO.
+ * The engine calls it when it hands out blocks, so that running out of
+ * host space is an error of that call, not of a later write-back.
+ */
+int sfs_bdev_reserve(struct sfs_bdev *bd, uint64_t off, uint64_t len);
+
+/*
+ * A lower bound of the host space left for the device's unwritten holes
+ * (ops->host_room), UINT64_MAX when nothing below limits it.  Delayed
+ * allocation, which reserves no block at write time, asks it.  0 or -EIO.
+ */
+int sfs_bdev_host_room(struct sfs_bdev *bd, uint64_t *bytes_out);
 
 /*
  * True while every byte of the device is known to read as zero: a sparse

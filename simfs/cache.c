@@ -35,7 +35,9 @@
  * changed by the operation in progress) and all paths skip pinned ones.
  *
  * Write-back failure: the buffers stay dirty; the caller gets -EIO (tick,
- * sync, write_blocks, eviction) or an error is counted (throttle).
+ * sync, write_blocks, eviction), or -ENOSPC when the host disk under the
+ * image is full (room may come back: a later pass writes them), or an
+ * error is counted (throttle).
  * Discard: dirty contents are dropped ("died dirty"), never written.
  * Not thread-safe: the engine serialises calls.
  */
@@ -554,8 +556,8 @@ static int get_bounce(struct sfs_cache *c, uint8_t **buf)
  * batch: sorted by block, runs of adjacent blocks of one category merged
  * into one request of at most max_req_blocks.  Written buffers become
  * clean and are counted under `why`; the written callback then runs for
- * each.  0 or -EIO (the buffers of the failed request and after stay
- * dirty).
+ * each.  0, -ENOSPC (host disk full) or -EIO (the buffers of the failed
+ * request and after stay dirty).
  */
 static int write_back(struct sfs_cache *c, struct cbuf **bufs, size_t n,
 		      enum sfs_wb_reason why)
@@ -589,10 +591,13 @@ static int write_back(struct sfs_cache *c, struct cbuf **bufs, size_t n,
 				       bufs[k]->pub.data, c->bs);
 			src = c->stage;
 		}
-		if (sfs_bdev_write(c->bd, bufs[i]->cat,
-				   (uint64_t)bufs[i]->pub.blk * c->bs, src,
-				   (j - i) * c->bs)) {
-			rc = -EIO;
+		rc = sfs_bdev_write(c->bd, bufs[i]->cat,
+				    (uint64_t)bufs[i]->pub.blk * c->bs, src,
+				    (j - i) * c->bs);
+		if (rc) {
+			/* a full host disk stays -ENOSPC: retryable */
+			if (rc != -ENOSPC)
+				rc = -EIO;
 			break;
 		}
 		for (size_t k = i; k < j; k++) {

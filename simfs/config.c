@@ -998,8 +998,9 @@ static int cfg_spec_apply(char *field, const struct cfg_knob *k,
 
 /*
  * Apply one knob to cfg.  value is NULL for a bare "key"; negate is set for
- * "nokey" (booleans only, see cfg_knob_resolve).  Returns 0 or -EINVAL with
- * *err set; cfg may be partly changed on error (callers work on a copy).
+ * "nokey" (booleans only, see cfg_knob_resolve).  Returns 0, -EINVAL (a
+ * value that does not parse) or -ERANGE (a number out of range) with *err
+ * set; cfg may be partly changed on error (callers work on a copy).
  */
 static int cfg_knob_apply(struct sfs_config *cfg, const struct cfg_knob *k,
 			  const char *value, bool negate, char **err)
@@ -1136,7 +1137,7 @@ check_range:
 			*err = g_strdup_printf("%s=%s is out of range (%s to "
 					       "%s)",
 					       k->name, value, lo, hi);
-		return -EINVAL;
+		return -ERANGE;
 	}
 	if (k->type == CFG_SIZE)
 		*(uint64_t *)field = v;
@@ -1275,12 +1276,12 @@ static int cfg_unknown_error(const char *key, char **err)
 		*err = g_strdup_printf("unknown option '%s' (did you mean "
 				       "%s?)",
 				       key, close);
-		return -EINVAL;
+		return -ENOKEY;
 	}
 	names = cfg_knob_names();
 	*err = g_strdup_printf("unknown option '%s' (valid: %s)", key, names);
 	g_free(names);
-	return -EINVAL;
+	return -ENOKEY;
 }
 
 void sfs_config_defaults(struct sfs_config *cfg)
@@ -1502,7 +1503,7 @@ static int cfg_parse(struct sfs_config *cfg, const char *opts, char **unknown,
 					       "while mounted (these can: %s)",
 					       tok, names);
 			g_free(names);
-			rc = -EINVAL;
+			rc = -EPERM;
 			goto out_free;
 		}
 		if (k && k->type == CFG_SPEC) {

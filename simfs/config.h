@@ -100,7 +100,9 @@ void sfs_config_defaults(struct sfs_config *cfg);
  * Unknown keys are left to
  * the caller when `unknown` is non-NULL (they are appended to it, comma
  * separated, e.g. FUSE's own options); otherwise they are an error.
- * Returns 0, or -EINVAL with a one-line message in *err (g_free it).
+ * Returns 0, or with a one-line message in *err (g_free it): -EINVAL (a
+ * value that does not parse, a malformed option), -ERANGE (a number or
+ * size out of the knob's range) or -ENOKEY (no such knob).
  * On error cfg is unchanged.
  */
 int sfs_config_parse(struct sfs_config *cfg, const char *opts,
@@ -110,8 +112,8 @@ int sfs_config_parse(struct sfs_config *cfg, const char *opts,
  * Apply an option string, as sfs_config_parse without an unknown list, to
  * the config of a live mount: only knobs that may change while mounted
  * (clock=, device= and the device's own knobs) are accepted; any other
- * knob gets -EINVAL ("cannot change while mounted").  On error cfg is
- * unchanged.
+ * knob gets -EPERM ("cannot change while mounted"), the rest the errors
+ * of sfs_config_parse.  On error cfg is unchanged.
  */
 int sfs_config_parse_runtime(struct sfs_config *cfg, const char *opts,
 			     char **err);

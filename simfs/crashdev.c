@@ -371,6 +371,21 @@ static int cd_zero(struct sfs_bdev *bd, uint64_t off, uint64_t len)
 	return cd_put(bd, off, NULL, len);
 }
 
+/* Host space below: contents do not change, so nothing to record. */
+static int cd_reserve(struct sfs_bdev *bd, uint64_t off, uint64_t len)
+{
+	struct crashdev *c = sfs_bdev_priv(bd);
+
+	return sfs_bdev_reserve(c->lower, off, len);
+}
+
+static int cd_host_room(struct sfs_bdev *bd, uint64_t *bytes_out)
+{
+	struct crashdev *c = sfs_bdev_priv(bd);
+
+	return sfs_bdev_host_room(c->lower, bytes_out);
+}
+
 static int cd_flush(struct sfs_bdev *bd)
 {
 	struct crashdev *c = sfs_bdev_priv(bd);
@@ -409,6 +424,8 @@ static const struct sfs_bdev_ops crash_ops = {
     .flush = cd_flush,
     .close = cd_close,
     .zero = cd_zero,
+    .reserve = cd_reserve,
+    .host_room = cd_host_room,
 };
 
 struct sfs_bdev *sfs_crashdev_new(struct sfs_bdev *lower)

@@ -19,7 +19,10 @@
  *     it was truncated to zero (the "replace a file" idioms);
  *   - by an O_DIRECT write to the file, which must not pass cached data;
  *   - when a reservation fails: everything is placed (turning estimates
- *     into real, usually smaller, use) and the reservation is retried.
+ *     into real, usually smaller, use) and the reservation is retried;
+ *   - when the host disk under a sparse image may not hold the delayed
+ *     blocks (da_host_room): placing reserves host space, and a write the
+ *     host cannot hold fails with ENOSPC at write time.
  * Placing one inode walks its delayed blocks in logical order, in runs of
  * consecutive blocks (at most 8 MiB, as ext4's writepages), maps each with
  * create through the inode's mapping model; the blocks become ordinary dirty
@@ -47,6 +50,9 @@
 #include "clock.h"
 #include "fs_priv.h"
 #include "journal.h"
+
+static void da_drop_from(struct sfs_fs *fs, struct sfs_inode *ip,
+			 uint32_t from);
 
 /* Largest run placed (and written) in one go: ext4's 8 MiB. */
 #define DA_MAX_RUN_BYTES (8u << 20)
@@ -244,11 +250,58 @@ static bool da_room(const struct sfs_fs *fs, uint64_t k)
 	return free >= resv && free - resv >= k;
 }
 
+#define DA_HOST_LOOK_BLOCKS 256 /* new delayed blocks between looks */
+
+/*
+ * Can the host disk under a sparse image still hold every delayed block
+ * and k more, should all land in holes of the image file?  Delayed blocks
+ * have no place yet, so nothing can be reserved for them (the allocation
+ * door does that when they are placed); instead the host's free space is
+ * looked at (sfs_bdev_host_room), every DA_HOST_LOOK_BLOCKS new blocks
+ * while it is plentiful and at every one near the edge.  When it may not
+ * suffice, everything is placed now, which reserves host space block by
+ * block, as ext4 stops delaying when free space runs low
+ * (ext4_nonda_switch).  0; 1 when the new block must be placed as soon as
+ * it is written (the host still looks short); -ENOSPC when what was
+ * delayed cannot be placed for want of host space (it stays delayed, for
+ * a later write-back); -EIO.
+ */
+static int da_host_room(struct sfs_fs *fs, uint64_t k)
+{
+	uint64_t need = (fs->da_blocks + fs->da_meta + k) << fs->bs_log;
+	uint64_t margin = (uint64_t)DA_HOST_LOOK_BLOCKS << fs->bs_log;
+	int rc;
+
+	if (fs->host_room_age == 0 || fs->host_room_bytes < need + margin) {
+		rc = sfs_bdev_host_room(fs->bd, &fs->host_room_bytes);
+		if (rc)
+			return rc;
+		fs->host_room_age = DA_HOST_LOOK_BLOCKS;
+	}
+	fs->host_room_age--;
+	if (fs->host_room_bytes >= need)
+		return 0;
+	fs->host_room_age = 0; /* look again next time */
+	rc = sfs_da_flush_all(fs, SFS_DA_ENOSPC);
+	if (rc)
+		return rc;
+	/* What was delayed is placed, its host space reserved.  If the host
+	 * still looks short, the new block is placed at once: it may land
+	 * on image blocks the host already backs (a deleted file's), which
+	 * only the reservation at placement can tell. */
+	rc = sfs_bdev_host_room(fs->bd, &fs->host_room_bytes);
+	if (rc)
+		return rc;
+	need = (fs->da_blocks + fs->da_meta + k) << fs->bs_log;
+	return fs->host_room_bytes >= need ? 0 : 1;
+}
+
 int sfs_da_write(struct sfs_fs *fs, struct sfs_inode *ip, uint32_t lblk,
 		 uint32_t boff, const void *src, size_t n)
 {
 	struct sfs_da_inode *da = da_get(fs, ip);
 	uint8_t *buf = g_tree_lookup(da->blocks, GUINT_TO_POINTER(lblk));
+	bool place_now = false;
 
 	if (!buf) {
 		uint32_t need =
@@ -272,6 +325,16 @@ int sfs_da_write(struct sfs_fs *fs, struct sfs_inode *ip, uint32_t lblk,
 				return rc ? rc : -ENOSPC;
 			}
 		}
+		int hrc = da_host_room(fs, 1 + (uint64_t)more);
+		if (hrc < 0) {
+			fs->da_ctr.enospc++;
+			da_put(fs, ip);
+			return hrc;
+		}
+		place_now = hrc > 0;
+		da = da_get(fs, ip); /* a placement may have freed it */
+		need = meta_need(fs, ip, da->n + 1, MAX(da->max_lblk, lblk));
+		more = need > da->meta ? need - da->meta : 0;
 		buf = g_malloc0(fs->bs);
 		g_tree_insert(da->blocks, GUINT_TO_POINTER(lblk), buf);
 		da->n++;
@@ -284,6 +347,23 @@ int sfs_da_write(struct sfs_fs *fs, struct sfs_inode *ip, uint32_t lblk,
 		    MAX(fs->da_ctr.meta_reserved_peak, fs->da_meta);
 	}
 	memcpy(buf + boff, src, n);
+	if (place_now) {
+		/* the only delayed block now (da_host_room placed the rest):
+		 * if the host cannot hold it, it is not written at all */
+		int rc = sfs_da_flush_inode(fs, ip, SFS_DA_ENOSPC);
+		if (!rc && ip->da &&
+		    g_tree_lookup(ip->da->blocks, GUINT_TO_POINTER(lblk)))
+			rc = -ENOSPC;
+		if (rc) {
+			uint64_t died = fs->da_ctr.died_blocks;
+
+			if (ip->da)
+				da_drop_from(fs, ip, lblk);
+			fs->da_ctr.died_blocks = died; /* refused, not died */
+			fs->da_ctr.enospc++;
+			return rc;
+		}
+	}
 	return 0;
 }
 
@@ -481,7 +561,13 @@ static int flush_inode(struct sfs_fs *fs, struct sfs_inode *ip,
 		if (rc)
 			break;
 	}
-	if (rc == -ENOSPC && ip->da) {
+	if (rc == -ENOSPC && ip->da && fs->host_full) {
+		/* The image had the blocks, the host disk under it did not:
+		 * the data stays delayed, and a later write-back (once there
+		 * is room) places it. */
+		da_trim_meta(fs, ip);
+		da_put(fs, ip);
+	} else if (rc == -ENOSPC && ip->da) {
 		/* The reserve should have made this impossible; as ext4,
 		 * report it and drop what cannot be placed.  (Other errors,
 		 * such as a bitmap that could not be read, leave the rest

@@ -59,6 +59,24 @@ void sfs_fs_error(struct sfs_fs *fs, int err, const char *fmt, ...)
 	}
 }
 
+/*
+ * A write-back pass failed with rc.  A full host disk under the image
+ * (-ENOSPC) leaves the image as consistent as it was: the buffers stay
+ * dirty and a later pass (or simfs sync, once there is room) writes them,
+ * so it is said once and is no error state.  Anything else is.
+ */
+static void fs_wb_failed(struct sfs_fs *fs, int rc)
+{
+	if (rc == -ENOSPC) {
+		if (!fs->wb_host_full)
+			g_printerr("simfs: write-back waits for room on the "
+				   "host disk under the image\n");
+		fs->wb_host_full = true;
+		return;
+	}
+	sfs_fs_error(fs, rc, "write-back failed");
+}
+
 int sfs_check_writable(struct sfs_fs *fs)
 {
 	if (fs->ro || fs->error)
@@ -107,7 +125,7 @@ static void fs_tick(struct sfs_fs *fs)
 		return;
 	rc = sfs_cache_tick(fs->cache);
 	if (rc)
-		sfs_fs_error(fs, rc, "write-back failed");
+		fs_wb_failed(fs, rc);
 	if (!fs->jnl)
 		return;
 	if (fs_enospc_commit_due(fs)) {
@@ -213,7 +231,7 @@ int sfs_fs_writeback_tick(struct sfs_fs *fs)
 	if (!fs->ro && !fs->error) {
 		rc = sfs_cache_tick(fs->cache);
 		if (rc)
-			sfs_fs_error(fs, rc, "write-back failed");
+			fs_wb_failed(fs, rc);
 	}
 	sfs_unlock(fs);
 	return rc;
@@ -851,6 +869,48 @@ int sfs_blocks_release(struct sfs_fs *fs, sfs_blk_t start, uint32_t n)
 	return blocks_change(fs, start, n, false);
 }
 
+#define FS_HOST_WIN_MIN (64u << 10) /* reserve-ahead window, bytes */
+#define FS_HOST_WIN_MAX (1u << 20)
+
+/*
+ * Reserve host space under [off, off+len) of the device (sfs_bdev_reserve).
+ * One call per allocation would be one fallocate(2) per block of a
+ * streaming writer, so, as readahead does, a range that continues the
+ * last reserved one reserves ahead: a window from 64 KiB doubling to
+ * 1 MiB.  Scattered allocations reserve exactly what they take, so a
+ * sparse image stays sparse.  If the window does not fit on the host,
+ * the exact range is tried.  0, -ENOSPC or -EIO.
+ */
+static int fs_host_reserve(struct sfs_fs *fs, uint64_t off, uint64_t len)
+{
+	uint64_t dev = sfs_bdev_size_bytes(fs->bd), start = off, end;
+	bool cont = off >= fs->hr_lo && off <= fs->hr_hi && fs->hr_hi;
+	int rc;
+
+	if (cont && off + len <= fs->hr_hi)
+		return 0; /* reserved ahead already */
+	if (cont) {
+		start = fs->hr_hi;
+		fs->hr_win =
+		    MIN(MAX(fs->hr_win * 2, FS_HOST_WIN_MIN), FS_HOST_WIN_MAX);
+	} else {
+		fs->hr_win = 0;
+	}
+	end = MIN(MAX(off + len, start + fs->hr_win), dev);
+	rc = sfs_bdev_reserve(fs->bd, start, end - start);
+	if (rc == -ENOSPC && end > off + len) {
+		fs->hr_win = 0;
+		end = off + len;
+		rc = sfs_bdev_reserve(fs->bd, start, end - start);
+	}
+	if (rc)
+		return rc;
+	if (!cont)
+		fs->hr_lo = start;
+	fs->hr_hi = end;
+	return 0;
+}
+
 int sfs_alloc_blocks(struct sfs_fs *fs, struct sfs_inode *ip, sfs_blk_t goal,
 		     uint32_t want, sfs_blk_t *start_out, uint32_t *got_out)
 {
@@ -859,6 +919,7 @@ int sfs_alloc_blocks(struct sfs_fs *fs, struct sfs_inode *ip, sfs_blk_t goal,
 
 	if (want == 0)
 		return -EINVAL;
+	fs->host_full = false;
 	if (goal < fs->first_data_block || goal >= fs->blocks_count)
 		goal = fs->first_data_block;
 	/* Blocks set aside for delayed data are not free to others. */
@@ -875,6 +936,16 @@ int sfs_alloc_blocks(struct sfs_fs *fs, struct sfs_inode *ip, sfs_blk_t goal,
 	if (rc)
 		return rc;
 	assert(*got_out >= 1 && *got_out <= want);
+	/* The host disk under a sparse image must hold them too: find out
+	 * now, while this call can still fail, rather than at write-back. */
+	rc = fs_host_reserve(fs, (uint64_t)*start_out * fs->bs,
+			     (uint64_t)*got_out * fs->bs);
+	fs->host_full = rc == -ENOSPC;
+	if (rc) {
+		fs->host_enospc++;
+		sfs_blocks_free(fs, *start_out, *got_out);
+		return rc == -ENOSPC ? -ENOSPC : -EIO;
+	}
 	return 0;
 }
 
@@ -1617,6 +1688,15 @@ int sfs_inode_alloc(struct sfs_fs *fs, struct sfs_inode *dir, uint32_t mode,
 			     ino);
 		return -EIO;
 	}
+	/* its slot in the inode table may lie in a hole of the image file */
+	rc = sfs_bdev_reserve(
+	    fs->bd, (uint64_t)sfs_inode_block(fs, ino) * fs->bs, fs->bs);
+	fs->host_full = rc == -ENOSPC;
+	if (rc) {
+		fs->host_enospc++;
+		sfs_cache_put(fs->cache, b);
+		return rc == -ENOSPC ? -ENOSPC : -EIO;
+	}
 	bit_set(b->data, idx);
 	sfs_meta_dirty(fs, b);
 	sfs_cache_put(fs->cache, b);
@@ -1757,6 +1837,8 @@ static int fs_sync_locked(struct sfs_fs *fs, enum sfs_commit_reason why)
 			return rc;
 	}
 	rc = sfs_cache_sync(fs->cache);
+	if (!rc && !darc)
+		fs->wb_host_full = false;
 	return rc ? rc : darc;
 }
 
@@ -2452,7 +2534,8 @@ int sfs_fs_set_knobs(struct sfs_fs *fs, const char *opts, char **err)
 	timed = sfs_timedev_mode(fs->bd, &mode) == 0;
 	new_mode = strcmp(next.clock, fs->cfg.clock) != 0;
 	new_dev = strcmp(next.device, fs->cfg.device) != 0;
-	rc = -EINVAL;
+	/* a change this mount cannot make: -EPERM (config.h's errors) */
+	rc = -EPERM;
 	if (new_mode && (sfs_clock_is_virtual(fs->clock) ||
 			 strcmp(next.clock, "virtual") == 0)) {
 		*err = g_strdup_printf("clock=%s cannot change to clock=%s "
@@ -2471,6 +2554,7 @@ int sfs_fs_set_knobs(struct sfs_fs *fs, const char *opts, char **err)
 		goto out_unlock;
 	}
 	if (new_mode && sfs_timedev_mode_parse(next.clock, &mode)) {
+		rc = -EINVAL;
 		*err = g_strdup_printf("unknown clock '%s'", next.clock);
 		goto out_unlock;
 	}

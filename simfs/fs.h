@@ -126,8 +126,11 @@ void sfs_fs_get_config(struct sfs_fs *fs, struct sfs_config *out);
  * Change knobs while mounted, from an option string ("clock=emulate",
  * "device=hdd-2009,rpm=5400"): all or nothing.  Only clock=account|emulate
  * (on a real clock) and device=SPEC (over a timing device; counters carry
- * on) may change; anything else, or a bad value, is -EINVAL with a
- * one-line reason in *err (g_free it) and changes nothing.
+ * on) may change, with the knobs config.h lists; a refusal has a
+ * one-line reason in *err (g_free it), changes nothing, and says why in
+ * its errno: -EINVAL a value that does not parse (or knobs that disagree),
+ * -ERANGE a number out of range, -ENOKEY no such knob, -EPERM a knob or
+ * change this live mount cannot take.
  */
 int sfs_fs_set_knobs(struct sfs_fs *fs, const char *opts, char **err);
 

@@ -239,6 +239,13 @@ struct sfs_fs {
 	const struct sfs_map_ops *map;    /* mapping model */
 	bool ro;
 	bool error;             /* sticky error: cache and disk may disagree */
+	bool host_full;         /* the last host reservation got -ENOSPC */
+	uint64_t host_enospc;   /* allocations refused: host disk full */
+	bool wb_host_full;      /* write-back is waiting for host space */
+	uint64_t hr_lo, hr_hi;  /* host space reserved ahead: [lo, hi) bytes */
+	uint64_t hr_win;        /* its window, bytes (fs_host_reserve) */
+	uint64_t host_room_bytes; /* delalloc: host space at the last look */
+	uint32_t host_room_age;   /* delalloc: new blocks before a new look */
 };
 
 /* ---- locking ---- */

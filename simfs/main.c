@@ -6,6 +6,7 @@
  *   simfs mount [-f] [-d] [-o OPTS] IMAGE MOUNTPOINT | --list-devices
  *   simfs IMAGE MOUNTPOINT [-o OPTS]   (= mount; what mount.fuse3 runs)
  *   simfs umount [--timeout SECONDS] MOUNTPOINT
+ *   simfs sync [--timeout SECONDS] MOUNTPOINT
  *   simfs stats [--json] FILE|MOUNTPOINT
  *   simfs inspect IMAGE [summary|groups|inode INO|file PATH|free]
  *   simfs help [COMMAND] | --help | --version
@@ -1351,6 +1352,7 @@ static int sfs_run_fusermount(const char *mnt)
 
 /* What a waiting `simfs umount` knows and shows. */
 struct sfs_umount_watch {
+	const char *cmd;     /* "umount" or "sync": names the lines */
 	const char *mnt;     /* for messages */
 	bool tty;	     /* stderr is a terminal: progress lines */
 	double timeout_s;    /* --timeout, or 0: none */
@@ -1518,14 +1520,13 @@ static void sfs_umount_show(const struct sfs_umount_watch *w, double secs)
 	if (w->dirty_bytes > 0) {
 		sfs_human_size((uint64_t)w->dirty_bytes, dirty, sizeof(dirty));
 		fprintf(stderr,
-			"\rsimfs umount: writing back %s: %s written of "
+			"\rsimfs %s: writing back %s: %s written of "
 			"about %s dirty, %.0f s   ",
-			w->mnt, done, dirty, secs);
+			w->cmd, w->mnt, done, dirty, secs);
 	} else {
-		fprintf(
-		    stderr,
-		    "\rsimfs umount: writing back %s: %s written, %.0f s   ",
-		    w->mnt, done, secs);
+		fprintf(stderr,
+			"\rsimfs %s: writing back %s: %s written, %.0f s   ",
+			w->cmd, w->mnt, done, secs);
 	}
 	fflush(stderr);
 }
@@ -1720,6 +1721,7 @@ static int cmd_umount(int argc, char **argv)
 			"without waiting for the write-back",
 			source, g_strerror(errno));
 
+	w.cmd = "umount";
 	w.tty = isatty(STDERR_FILENO);
 	w.timeout_s = timeout_s;
 	w.mnt = mnt;
@@ -1806,49 +1808,217 @@ static void sfs_stats_usage(FILE *out)
 
 static void sfs_sync_usage(FILE *out)
 {
-	fputs("usage: simfs sync MOUNTPOINT\n"
-	      "\n"
-	      "Write everything a simfs mount holds back to its image, as sync(2) does for\n"
-	      "a disk: delayed allocations placed, dirty blocks written, the journal\n"
-	      "committed, the modelled drive's write cache emptied.  Returns when that is\n"
-	      "done.  (sync(1) does not reach a FUSE daemon; this does, through\n"
-	      "MOUNTPOINT/.simfs/sync.)  The device time it takes is modelled as usual.\n"
-	      "\n"
-	      "options:\n"
-	      "  -h, --help  this help\n",
-	      out);
+	fprintf(out,
+		"usage: simfs sync [--timeout SECONDS] MOUNTPOINT\n"
+		"\n"
+		"Write everything a simfs mount holds back to its image, as "
+		"sync(2) does for\n"
+		"a disk: delayed allocations placed, dirty blocks written, the "
+		"journal\n"
+		"committed, the modelled drive's write cache emptied.  Returns "
+		"when that is\n"
+		"done.  (sync(1) does not reach a FUSE daemon; this does, "
+		"through\n"
+		"MOUNTPOINT/.simfs/sync.)  The device time it takes is "
+		"modelled as usual.\n"
+		"It waits as long as the daemon makes progress (writes or uses "
+		"CPU), and gives\n"
+		"up only after %d s without any; on a terminal it shows the "
+		"write-back's\n"
+		"progress.\n"
+		"\n"
+		"options:\n"
+		"      --timeout SECONDS  give up after SECONDS in any case "
+		"(the sync goes on)\n"
+		"  -h, --help             this help\n",
+		SFS_UMOUNT_STALL_S);
+}
+
+/* The write to MNT/.simfs/sync, made off the main thread so that the
+ * main thread can show progress and give up; freed by whoever is last. */
+struct sfs_sync_call {
+	char *path;	  /* MNT/.simfs/sync */
+	GMutex lock;	  /* protects done, orphaned */
+	GCond cond;	  /* done changed */
+	bool done;	  /* the write has returned */
+	bool orphaned;	  /* the waiter gave up: the writer frees it */
+	const char *step; /* what failed: "open", "write", "close", or NULL */
+	int err;	  /* its errno */
+};
+
+static void sfs_sync_call_free(struct sfs_sync_call *c)
+{
+	g_mutex_clear(&c->lock);
+	g_cond_clear(&c->cond);
+	g_free(c->path);
+	g_free(c);
+}
+
+static gpointer sfs_sync_writer(gpointer arg)
+{
+	struct sfs_sync_call *c = arg;
+	const char *step = NULL;
+	int fd, err = 0;
+	bool orphaned;
+
+	fd = open(c->path, O_WRONLY | O_CLOEXEC);
+	if (fd < 0) {
+		step = "open";
+		err = errno;
+	} else if (write(fd, "1\n", 2) != 2) {
+		step = "write";
+		err = errno ? errno : EIO;
+		close(fd);
+	} else if (close(fd) != 0) {
+		step = "close";
+		err = errno;
+	}
+	g_mutex_lock(&c->lock);
+	c->step = step;
+	c->err = err;
+	c->done = true;
+	orphaned = c->orphaned;
+	g_cond_signal(&c->cond);
+	g_mutex_unlock(&c->lock);
+	if (orphaned)
+		sfs_sync_call_free(c);
+	return NULL;
+}
+
+/*
+ * Wait for the sync call c: as long as the daemon (w->pid) makes progress
+ * (its write(2) bytes or CPU time grow), at most w->timeout_s if set; on a
+ * terminal a progress line every tick, as simfs umount shows.  true once
+ * the call returned; false after giving up (said why; c is orphaned).
+ */
+static bool sfs_sync_wait(struct sfs_sync_call *c, struct sfs_umount_watch *w)
+{
+	gint64 start = g_get_monotonic_time(), now, last_progress = start;
+	bool shown = false, done;
+
+	if (w->pid)
+		sfs_umount_sample(w->pid, &w->wchar, &w->cpu);
+	w->wchar0 = w->wchar;
+	g_mutex_lock(&c->lock);
+	for (;;) {
+		gint64 until = g_get_monotonic_time() + SFS_UMOUNT_TICK_US;
+
+		while (!c->done && g_cond_wait_until(&c->cond, &c->lock, until))
+			;
+		if (c->done)
+			break;
+		g_mutex_unlock(&c->lock);
+		now = g_get_monotonic_time();
+		uint64_t wc = w->wchar, cpu = w->cpu;
+		if (w->pid && sfs_umount_sample(w->pid, &wc, &cpu) &&
+		    (wc != w->wchar || cpu != w->cpu))
+			last_progress = now;
+		w->wchar = wc;
+		w->cpu = cpu;
+		if (w->tty) {
+			sfs_umount_show(w, (double)(now - start) / 1e6);
+			shown = true;
+		}
+		const char *why = NULL;
+		if (w->timeout_s > 0 &&
+		    (double)(now - start) / 1e6 > w->timeout_s)
+			why = "timeout";
+		else if (now - last_progress >
+			 (gint64)SFS_UMOUNT_STALL_S * G_USEC_PER_SEC)
+			why = "stall";
+		g_mutex_lock(&c->lock);
+		if (why && !c->done) {
+			c->orphaned = true; /* the writer frees c */
+			g_mutex_unlock(&c->lock);
+			if (shown)
+				fputc('\n', stderr);
+			if (strcmp(why, "timeout") == 0)
+				sfs_err("sync",
+					"gave up after --timeout %g s: the "
+					"simfs daemon (pid %d) is still "
+					"writing back %s; the sync goes on",
+					w->timeout_s, (int)w->pid, w->mnt);
+			else
+				sfs_err("sync",
+					"the simfs daemon (pid %d) has made "
+					"no progress for %d s syncing %s; see "
+					"the system log",
+					(int)w->pid, SFS_UMOUNT_STALL_S,
+					w->mnt);
+			return false;
+		}
+	}
+	done = c->done;
+	g_mutex_unlock(&c->lock);
+	if (shown) {
+		/* the last line: what was written in the end */
+		if (w->pid)
+			sfs_umount_sample(w->pid, &w->wchar, &w->cpu);
+		sfs_umount_show(w,
+				(double)(g_get_monotonic_time() - start) / 1e6);
+		fputc('\n', stderr);
+	}
+	return done;
 }
 
 static int cmd_sync(int argc, char **argv)
 {
-	char *mnt, *source, *type, *path = NULL;
-	int fd, rc;
+	char *mnt, *source, *type;
+	struct sfs_umount_watch w = {0};
+	struct sfs_sync_call *c;
+	struct sfs_dsuper sb;
+	double timeout_s = 0;
+	GThread *t;
+	int fd = -1, rc;
 
-	rc = sfs_mountpoint_args("sync", sfs_sync_usage, argc, argv, NULL, &mnt,
-				 &source, &type);
+	rc = sfs_mountpoint_args("sync", sfs_sync_usage, argc, argv,
+				 &timeout_s, &mnt, &source, &type);
 	if (rc) {
 		rc = rc < 0 ? 0 : rc;
 		goto out;
 	}
 	rc = SFS_EXIT_FAIL;
-	path = g_build_filename(mnt, ".simfs", "sync", NULL);
-	fd = open(path, O_WRONLY | O_CLOEXEC);
-	if (fd < 0) {
-		sfs_err("sync", "%s: %s", path, g_strerror(errno));
+	w.cmd = "sync";
+	w.tty = isatty(STDERR_FILENO);
+	w.timeout_s = timeout_s;
+	w.mnt = mnt;
+	w.dirty_bytes = -1;
+	/* the image finds the daemon, whose progress we watch */
+	fd = open(source, O_RDONLY | O_CLOEXEC);
+	if (fd >= 0) {
+		w.pid = sfs_umount_find_daemon(fd);
+		if (w.tty &&
+		    pread(fd, &sb, sizeof(sb), SFS_SUPER_OFFSET) == sizeof(sb) &&
+		    sfs_le32(sb.s_log_block_size) <= 6)
+			w.dirty_bytes = sfs_umount_dirty(
+			    mnt, 1024u << sfs_le32(sb.s_log_block_size));
+	}
+	c = g_new0(struct sfs_sync_call, 1);
+	c->path = g_build_filename(mnt, ".simfs", "sync", NULL);
+	g_mutex_init(&c->lock);
+	g_cond_init(&c->cond);
+	t = g_thread_try_new("sync", sfs_sync_writer, c, NULL);
+	if (!t) {
+		sfs_err("sync", "cannot start a thread");
+		sfs_sync_call_free(c);
 		goto out;
 	}
-	if (write(fd, "1\n", 2) != 2) {
-		sfs_err("sync", "%s: sync failed: %s", mnt, g_strerror(errno));
-		close(fd);
+	if (!sfs_sync_wait(c, &w)) {
+		g_thread_unref(t); /* c is the writer's now */
 		goto out;
 	}
-	if (close(fd) != 0) {
-		sfs_err("sync", "%s: %s", path, g_strerror(errno));
-		goto out;
-	}
-	rc = 0;
+	g_thread_join(t);
+	if (!c->step)
+		rc = 0;
+	else if (strcmp(c->step, "write") == 0)
+		sfs_err("sync", "%s: sync failed: %s", mnt,
+			g_strerror(c->err));
+	else
+		sfs_err("sync", "%s: %s", c->path, g_strerror(c->err));
+	sfs_sync_call_free(c);
 out:
-	g_free(path);
+	if (fd >= 0)
+		close(fd);
 	g_free(source);
 	g_free(type);
 	g_free(mnt);

@@ -624,6 +624,21 @@ static int td_zero(struct sfs_bdev *bd, uint64_t off, uint64_t len)
 	return rc;
 }
 
+/* Host space for the device below: no request, no modelled time. */
+static int td_reserve(struct sfs_bdev *bd, uint64_t off, uint64_t len)
+{
+	struct timedev *td = sfs_bdev_priv(bd);
+
+	return sfs_bdev_reserve(td->lower, off, len);
+}
+
+static int td_host_room(struct sfs_bdev *bd, uint64_t *bytes_out)
+{
+	struct timedev *td = sfs_bdev_priv(bd);
+
+	return sfs_bdev_host_room(td->lower, bytes_out);
+}
+
 static int td_flush(struct sfs_bdev *bd)
 {
 	struct timedev *td = sfs_bdev_priv(bd);
@@ -965,4 +980,6 @@ static const struct sfs_bdev_ops td_ops = {
     .flush = td_flush,
     .close = td_close,
     .zero = td_zero,
+    .reserve = td_reserve,
+    .host_room = td_host_room,
 };

@@ -602,6 +602,27 @@ static uint32_t jl_limit(const struct sfs_jlog *log)
 	return log->maxlen ? log->maxlen : log->total;
 }
 
+int sfs_jlog_reserve(struct sfs_jlog *log)
+{
+	uint32_t n = 0, lim, contig;
+	int rc;
+
+	if (!log)
+		return -EINVAL;
+	lim = jl_limit(log);
+	while (n < lim) {
+		uint64_t d = jl_dev_block(log, n, &contig);
+
+		contig = MIN(contig, lim - n);
+		rc = sfs_bdev_reserve(log->jdev, d * log->bs,
+				      (uint64_t)contig * log->bs);
+		if (rc)
+			return rc;
+		n += contig;
+	}
+	return 0;
+}
+
 int sfs_jlog_bmap(const struct sfs_jlog *log, uint32_t n, uint64_t *dev_blk)
 {
 	uint32_t contig;

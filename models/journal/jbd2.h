@@ -107,6 +107,9 @@ uint32_t sfs_jlog_next(const struct sfs_jlog *log, uint32_t n);
 /* Device block holding journal block n (for inspect). -EINVAL if n is out
  * of range. */
 int sfs_jlog_bmap(const struct sfs_jlog *log, uint32_t n, uint64_t *dev_blk);
+/* Reserve host space under every journal block (sfs_bdev_reserve), so
+ * that a commit never meets a full host disk.  0, -ENOSPC or -EIO. */
+int sfs_jlog_reserve(struct sfs_jlog *log);
 
 /* ---- the journal superblock ---- */
 

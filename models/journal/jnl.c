@@ -21,11 +21,15 @@
  *     the log (logged[blk] newer than the tail) is revoked in the running
  *     transaction.
  *
- * Commit (sfs_jnl_commit), in order: deferred frees into the bitmaps; the
- * group descriptors and superblock into their buffers; ordered data
- * written home (data=ordered); room made in the log; the journal superblock
- * rewritten if the tail moved; descriptor + logged blocks + revokes +
- * commit block written with a flush before and after the commit block.
+ * Commit (sfs_jnl_commit), in order: ordered data written home
+ * (data=ordered; a full host disk under the image, -ENOSPC, stops the
+ * commit here with nothing changed, the transaction still running, so it
+ * commits once there is room); deferred frees into the bitmaps; the group
+ * descriptors and superblock into their buffers; room made in the log; the
+ * journal superblock rewritten if the tail moved; descriptor + logged
+ * blocks + revokes + commit block written with a flush before and after
+ * the commit block.  The log itself is reserved on the host at open
+ * (sfs_jlog_reserve), so its writes do not meet a full host disk.
  */
 #include <errno.h>
 #include <string.h>
@@ -500,6 +504,20 @@ int sfs_jnl_commit(struct sfs_jnl *j, enum sfs_commit_reason why)
 		return 0;
 	sfs_fs_commit_started(fs);
 
+	/* 0. ordered data home before anything of the commit happens: a
+	 * full host disk under the image (-ENOSPC) then leaves the
+	 * transaction as it was, running, to commit once there is room */
+	if (j->ops->order_data) {
+		rc = write_ordered_data(j, t);
+		if (rc == -ENOSPC)
+			return rc;
+		if (rc) {
+			sfs_fs_error(fs, rc, "journal commit of transaction "
+				     "%u failed", t->tid);
+			return rc;
+		}
+	}
+
 	/* 1. deferred frees, 2. counts: both join this transaction.  A freed
 	 * block this transaction had changed is not logged (it is revoked);
 	 * it stays pinned until the commit is durable. */
@@ -525,7 +543,8 @@ int sfs_jnl_commit(struct sfs_jnl *j, enum sfs_commit_reason why)
 	if (rc)
 		goto out_error;
 
-	/* 3. ordered data home before the commit block */
+	/* 3. ordered data dirtied by the frees' own work (none as a rule:
+	 * step 0 wrote the transaction's) */
 	if (j->ops->order_data) {
 		rc = write_ordered_data(j, t);
 		if (rc)
@@ -775,6 +794,14 @@ int sfs_jnl_open(struct sfs_fs *fs, const struct sfs_jnl_ops *ops,
 	rc = sfs_jlog_open_fs(fs, jdev, &j->log, err);
 	if (rc)
 		goto out_free;
+	rc = sfs_jlog_reserve(j->log);
+	if (rc) {
+		*err = g_strdup_printf(
+		    "cannot reserve room on the host disk for the journal "
+		    "(%u blocks): %s",
+		    sfs_jlog_maxlen(j->log), g_strerror(-rc));
+		goto out_free;
+	}
 	sfs_jlog_get_super(j->log, &s);
 	if (s.start != 0) {
 		*err = g_strdup("the journal is not empty after recovery");

@@ -5,8 +5,11 @@
 # naming the daemon's pid, and leaves it running; once continued, the
 # daemon finishes the write-back and the image is clean with the data.
 # Without --timeout, on a terminal (script(1) gives it one), `simfs umount`
-# of a mount with dirty data waits for the write-back and exits 0.  Bad
-# --timeout values are usage errors (exit 2).  SKIP (77) without FUSE.
+# of a mount with dirty data waits for the write-back and exits 0.
+# `simfs sync --timeout 1` on the stopped daemon shows progress lines on a
+# terminal and gives up naming the pid; continued, `simfs sync` completes
+# and leaves no dirty bytes.  Bad --timeout values of either are usage
+# errors (exit 2).  SKIP (77) without FUSE.
 #
 #   tests/integration/t_umount.sh BUILD/simfs
 set -uo pipefail
@@ -34,14 +37,16 @@ ok() { n=$((n + 1)); echo "ok $n - $*"; }
 fail() { n=$((n + 1)); failed=$((failed + 1)); echo "not ok $n - $*"; }
 mkdir -p "$mnt"
 
-for bad in 0 -1 abc 1e9; do
-	"$SIMFS" umount --timeout "$bad" "$mnt" 2>"$dir/err"
-	rc=$?
-	if [[ $rc == 2 ]] && grep -q "bad --timeout '$bad'" "$dir/err"; then
-		ok "--timeout $bad refused (exit 2)"
-	else
-		fail "--timeout $bad: exit $rc, $(cat "$dir/err")"
-	fi
+for cmd in umount sync; do
+	for bad in 0 -1 abc 1e9; do
+		"$SIMFS" $cmd --timeout "$bad" "$mnt" 2>"$dir/err"
+		rc=$?
+		if [[ $rc == 2 ]] && grep -q "bad --timeout '$bad'" "$dir/err"; then
+			ok "$cmd --timeout $bad refused (exit 2)"
+		else
+			fail "$cmd --timeout $bad: exit $rc, $(cat "$dir/err")"
+		fi
+	done
 done
 
 "$SIMFS" mkfs -j "$dir/img" 64M >/dev/null || { echo "Bail out! mkfs"; exit 1; }
@@ -55,6 +60,41 @@ pid=$(pgrep -f -- "mount -o preset=ext4 $dir/img" | head -1)
 if [[ -z $pid ]]; then
 	fail "the daemon's pid not found"
 else
+	# simfs sync on a terminal, the daemon stopped: progress lines, then
+	# it gives up at --timeout; continued, a second sync succeeds
+	kill -STOP "$pid"
+	if command -v script >/dev/null; then
+		script -qec "'$SIMFS' sync --timeout 1 '$mnt'" /dev/null >"$dir/tty" 2>&1
+		rc=$?
+		tr '\r' '\n' <"$dir/tty" >"$dir/lines"
+		if [[ $rc == 1 ]] &&
+			grep -q "gave up after --timeout 1 s.*pid $pid.*the sync goes on" "$dir/lines"; then
+			ok "sync --timeout 1 gives up on a stopped daemon, naming its pid"
+		else
+			fail "sync --timeout 1 on a stopped daemon: exit $rc, $(cat "$dir/lines")"
+		fi
+		if grep -q "^simfs sync: writing back $mnt: 0 B written" "$dir/lines"; then
+			ok "sync on a terminal shows the write-back's progress"
+		else
+			fail "no progress line from sync: $(cat "$dir/lines")"
+		fi
+	fi
+	kill -CONT "$pid"
+	if "$SIMFS" sync --timeout 600 "$mnt" 2>"$dir/err"; then
+		ok "continued, simfs sync --timeout 600 completes (exit 0)"
+	else
+		fail "simfs sync after continuing: $(cat "$dir/err")"
+	fi
+	# the cache's dirty bytes and the delayed blocks (the 8 MiB copy is
+	# delayed with preset=ext4): none left
+	left=$("$SIMFS" stats --json "$mnt" | python3 -c 'import json,sys
+d = json.load(sys.stdin)
+print(d["cache"]["dirty_bytes"] + d["delalloc"]["delayed_blocks_now"])')
+	if [[ $left == 0 ]]; then
+		ok "after simfs sync nothing is dirty or delayed"
+	else
+		fail "after simfs sync: $left dirty bytes + delayed blocks"
+	fi
 	kill -STOP "$pid"
 	"$SIMFS" umount --timeout 1 "$mnt" 2>"$dir/err"
 	rc=$?

@@ -10,10 +10,12 @@
  *    exactly the reads and writes the test made, and their bytes; device
  *    bytes and requests by category add up to the totals; a slow reader of
  *    one open sees one consistent snapshot;
- *  - /.simfs/config: a bad line, a knob that cannot change while mounted,
- *    and a write mixing a good and a bad line are refused with EINVAL and
- *    change nothing (last_error says why); clock=emulate and a new device
- *    model take effect and read back; counters carry on;
+ *  - /.simfs/config: a bad value (EINVAL), a number out of range
+ *    (ERANGE), an unknown knob (ENOKEY), a knob or change the live mount
+ *    cannot take (EPERM), and a write mixing a good and a bad line are
+ *    refused with that errno and change nothing (last_error says why);
+ *    clock=emulate and a new device model take effect and read back;
+ *    counters carry on;
  *  - simfs sync MOUNTPOINT (and a write to /.simfs/sync) leaves no dirty
  *    bytes and flushes the device, where sync(2) reaches nothing; the sync
  *    file cannot be read; simfs sync refuses what is not a simfs mount;
@@ -467,28 +469,39 @@ static void check_config(void)
 		 strstr(before, "\nstats=") && strstr(before, "\niolog="),
 	     "config shows device=hdd-2009 and clock=account");
 
-	static const char *const bad[] = {
-	    "clock=bogus\n",
-	    "mem=1G\n",
-	    "alloc=blockmap\n",
-	    "nosuchknob=1\n",
-	    "clock=emulate\ndevice=hdd-2009,rpm=bogus\n",
-	    "device=nosuchmodel\n",
-	    "clock=virtual\n",
+	/* each refusal says why in its errno and in last_error */
+	static const struct {
+		const char *text;
+		int err;
+		const char *why; /* in last_error */
+	} bad[] = {
+	    {"clock=bogus\n", EINVAL, "bad value 'bogus' for clock"},
+	    {"commit=abc\n", EINVAL, "bad number 'abc' for commit"},
+	    {"commit=0\n", ERANGE, "commit=0 is"},
+	    {"dirty_ratio=101\n", ERANGE, "dirty_ratio=101 is out of range"},
+	    {"mem=1G\n", EPERM, "cannot change while mounted"},
+	    {"alloc=blockmap\n", EPERM, "cannot change while mounted"},
+	    {"nosuchknob=1\n", ENOKEY, "unknown option 'nosuchknob'"},
+	    {"clock=emulate\ndevice=hdd-2009,rpm=bogus\n", EINVAL, "rpm"},
+	    {"device=nosuchmodel\n", EINVAL, "nosuchmodel"},
+	    {"clock=virtual\n", EPERM, "cannot change to clock=virtual"},
+	    {"device=none\n", EPERM, "device=none only at mount time"},
 	};
 	for (size_t i = 0; i < G_N_ELEMENTS(bad); i++) {
-		char *shown = g_strescape(bad[i], NULL);
+		char *shown = g_strescape(bad[i].text, NULL);
+		int got = write_once(cfg, bad[i].text);
 
-		H_EQ(write_once(cfg, bad[i]), EINVAL,
-		     "config write '%s' refused with EINVAL", shown);
+		H_EQ(got, bad[i].err, "config write '%s' refused with %s (%s)",
+		     shown, g_strerror(bad[i].err), g_strerror(got));
 		after = read_text(cfg);
 		H_OK(!strcmp(after, before), "config unchanged after '%s'",
 		     shown);
 		msg = read_text(lerr);
 		one_line = strlen(msg) > 1 &&
 			   strchr(msg, '\n') == msg + strlen(msg) - 1;
-		H_OK(one_line, "last_error explains it in one line: %s",
-		     g_strchomp(msg));
+		H_OK(one_line && strstr(msg, bad[i].why),
+		     "last_error explains it in one line, naming '%s': %s",
+		     bad[i].why, g_strchomp(msg));
 		g_free(msg);
 		g_free(after);
 		g_free(shown);
@@ -639,9 +652,9 @@ static void check_device_none(void)
 	H_OK(!strcmp(jstr(s, "device.name"), "file") &&
 		 jint(s, "device.write.bytes") > 0,
 	     "device=none: the device section is the image file's");
-	H_EQ(write_once(cfg, "device=ssd\n"), EINVAL,
+	H_EQ(write_once(cfg, "device=ssd\n"), EPERM,
 	     "device=none: device= refused at runtime");
-	H_EQ(write_once(cfg, "clock=emulate\n"), EINVAL,
+	H_EQ(write_once(cfg, "clock=emulate\n"), EPERM,
 	     "device=none: clock= refused at runtime");
 	if (s)
 		json_node_unref(s);

@@ -24,6 +24,7 @@ struct faultdev {
 	bool sticky;
 	uint64_t seen;	/* matching requests since arming */
 	uint64_t fired; /* requests failed, ever */
+	int err;	/* what a fired fault returns: -EIO, or set */
 };
 
 /* Should this request fail?  Counts it if it matches. */
@@ -44,7 +45,7 @@ static int fault_read(struct sfs_bdev *bd, uint64_t off, void *buf, size_t len)
 	struct faultdev *f = sfs_bdev_priv(bd);
 
 	if (fault_hit(f, SFS_FAULT_READ))
-		return -EIO;
+		return f->err;
 	return sfs_bdev_read(f->lower, sfs_bdev_req_cat(bd), off, buf, len);
 }
 
@@ -54,7 +55,7 @@ static int fault_write(struct sfs_bdev *bd, uint64_t off, const void *buf,
 	struct faultdev *f = sfs_bdev_priv(bd);
 
 	if (fault_hit(f, SFS_FAULT_WRITE))
-		return -EIO;
+		return f->err;
 	return sfs_bdev_write(f->lower, sfs_bdev_req_cat(bd), off, buf, len);
 }
 
@@ -63,7 +64,7 @@ static int fault_zero(struct sfs_bdev *bd, uint64_t off, uint64_t len)
 	struct faultdev *f = sfs_bdev_priv(bd);
 
 	if (fault_hit(f, SFS_FAULT_WRITE))
-		return -EIO;
+		return f->err;
 	return sfs_bdev_zero(f->lower, sfs_bdev_req_cat(bd), off, len);
 }
 
@@ -72,8 +73,19 @@ static int fault_flush(struct sfs_bdev *bd)
 	struct faultdev *f = sfs_bdev_priv(bd);
 
 	if (fault_hit(f, SFS_FAULT_FLUSH))
-		return -EIO;
+		return f->err;
 	return sfs_bdev_flush(f->lower);
+}
+
+/* Host space below: a fault of its own (SFS_FAULT_RESERVE), as a full
+ * host disk under an image file would refuse it. */
+static int fault_reserve(struct sfs_bdev *bd, uint64_t off, uint64_t len)
+{
+	struct faultdev *f = sfs_bdev_priv(bd);
+
+	if (fault_hit(f, SFS_FAULT_RESERVE))
+		return f->err;
+	return sfs_bdev_reserve(f->lower, off, len);
 }
 
 static void fault_close(struct sfs_bdev *bd)
@@ -91,6 +103,7 @@ static const struct sfs_bdev_ops fault_ops = {
     .flush = fault_flush,
     .close = fault_close,
     .zero = fault_zero,
+    .reserve = fault_reserve,
 };
 
 /* Wrap lower (owned from here on); unarmed it forwards everything. */
@@ -103,6 +116,7 @@ struct sfs_bdev *sfs_faultdev_new(struct sfs_bdev *lower)
 		return NULL;
 	f = g_new0(struct faultdev, 1);
 	f->lower = lower;
+	f->err = -EIO;
 	bd = sfs_bdev_new(&fault_ops, f, sfs_bdev_size_bytes(lower));
 	sfs_bdev_set_known_zero(bd, sfs_bdev_known_zero(lower));
 	return bd;
@@ -129,6 +143,14 @@ void sfs_faultdev_arm(struct sfs_bdev *fd, unsigned mask, uint64_t nth,
 	f->nth = nth;
 	f->sticky = sticky;
 	f->seen = 0;
+}
+
+void sfs_faultdev_set_errno(struct sfs_bdev *fd, int err)
+{
+	struct faultdev *f = fault_of(fd);
+
+	if (f)
+		f->err = err < 0 ? err : -EIO;
 }
 
 void sfs_faultdev_disarm(struct sfs_bdev *fd)

@@ -27,15 +27,20 @@ uint8_t *sfs_ramdev_data(struct sfs_bdev *bd);
 #define SFS_FAULT_READ 0x1
 #define SFS_FAULT_WRITE 0x2
 #define SFS_FAULT_FLUSH 0x4
+#define SFS_FAULT_RESERVE 0x8 /* sfs_bdev_reserve (host space) */
 /*
  * Wrap `lower` (the fault device owns and closes it).  Once armed, the
- * nth (1-based) request matching `mask` fails with -EIO; with `sticky` every
- * matching request after it fails too.  Unarmed it forwards everything.
+ * nth (1-based) request matching `mask` fails with -EIO (or the errno set
+ * by sfs_faultdev_set_errno, e.g. -ENOSPC for a full host disk); with
+ * `sticky` every matching request after it fails too.  Unarmed it
+ * forwards everything.
  */
 struct sfs_bdev *sfs_faultdev_new(struct sfs_bdev *lower);
 void sfs_faultdev_arm(struct sfs_bdev *fd, unsigned mask, uint64_t nth,
 		      bool sticky);
 void sfs_faultdev_disarm(struct sfs_bdev *fd);
+/* What fired faults return from now on: a negative errno (else -EIO). */
+void sfs_faultdev_set_errno(struct sfs_bdev *fd, int err);
 /* How many requests it failed so far. */
 uint64_t sfs_faultdev_fired(struct sfs_bdev *fd);
 

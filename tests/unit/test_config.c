@@ -55,9 +55,16 @@ static int parse(struct sfs_config *cfg, const char *opts)
 	return rc;
 }
 
+/* One of the errnos a refused option string may get (config.h). */
+static bool refusal_errno(int rc)
+{
+	return rc == -EINVAL || rc == -ERANGE || rc == -ENOKEY || rc == -EPERM;
+}
+
 /*
- * opts must be refused: -EINVAL, a one-line message containing `needle`
- * (if non-NULL), the config and the unknown list untouched.
+ * opts must be refused: -EINVAL, -ERANGE or -ENOKEY, a one-line message
+ * containing `needle` (if non-NULL), the config and the unknown list
+ * untouched.
  */
 static void expect_refused(const char *opts, const char *needle)
 {
@@ -70,7 +77,7 @@ static void expect_refused(const char *opts, const char *needle)
 	cfg.mem_bytes = 3 * MiB; /* not a default: must survive */
 	before = cfg;
 	rc = sfs_config_parse(&cfg, opts, &unknown, &err);
-	if (rc != -EINVAL)
+	if (!refusal_errno(rc) || rc == -EPERM)
 		fail_msg("'%s' accepted (rc %d)", opts, rc);
 	assert_non_null(err);
 	assert_true(strlen(err) > 0);
@@ -91,7 +98,7 @@ static void expect_unknown(const char *opts, const char *key)
 
 	sfs_config_defaults(&cfg);
 	before = cfg;
-	assert_int_equal(sfs_config_parse(&cfg, opts, NULL, &err), -EINVAL);
+	assert_int_equal(sfs_config_parse(&cfg, opts, NULL, &err), -ENOKEY);
 	if (!err || !strstr(err, want))
 		fail_msg("'%s': message '%s' lacks '%s'", opts, err, want);
 	assert_cfg_equal(&cfg, &before);
@@ -309,6 +316,40 @@ static void test_config_error_leaves_cfg_unchanged(void **state)
 	expect_refused("direct,mem=1x", "mem");
 }
 
+/* The errno of a refusal says which kind it is (config.h). */
+static void test_config_refusal_errnos(void **state)
+{
+	static const struct {
+		const char *opts;
+		bool runtime;
+		int rc;
+	} cases[] = {
+	    {"mem=lots", false, -EINVAL},   {"commit=abc", false, -EINVAL},
+	    {"clock=bogus", false, -EINVAL}, {"commit=0", false, -ERANGE},
+	    {"mem=1", false, -ERANGE},      {"dirty_ratio=101", true, -ERANGE},
+	    {"nosuch=1", false, -ENOKEY},   {"nosuch=1", true, -ENOKEY},
+	    {"mem=8M", true, -EPERM},       {"alloc=blockmap", true, -EPERM},
+	    {"mem=8M", false, 0},
+	};
+	(void)state;
+	for (size_t i = 0; i < G_N_ELEMENTS(cases); i++) {
+		struct sfs_config cfg;
+		char *err = NULL;
+		int rc;
+
+		sfs_config_defaults(&cfg);
+		rc = cases[i].runtime
+			 ? sfs_config_parse_runtime(&cfg, cases[i].opts, &err)
+			 : sfs_config_parse(&cfg, cases[i].opts, NULL, &err);
+		if (rc != cases[i].rc)
+			fail_msg("'%s'%s: rc %d, want %d (%s)", cases[i].opts,
+				 cases[i].runtime ? " (runtime)" : "", rc,
+				 cases[i].rc, err ? err : "");
+		assert_true(rc == 0 ? err == NULL : err && *err);
+		g_free(err);
+	}
+}
+
 static void test_config_unknown_refused(void **state)
 {
 	struct sfs_config cfg, before;
@@ -317,7 +358,7 @@ static void test_config_unknown_refused(void **state)
 	sfs_config_defaults(&cfg);
 	before = cfg;
 	assert_int_equal(
-	    sfs_config_parse(&cfg, "mem=8M,allow_other", NULL, &err), -EINVAL);
+	    sfs_config_parse(&cfg, "mem=8M,allow_other", NULL, &err), -ENOKEY);
 	assert_non_null(err);
 	assert_non_null(strstr(err, "unknown option 'allow_other'"));
 	/* the message lists the valid knobs */
@@ -329,7 +370,7 @@ static void test_config_unknown_refused(void **state)
 
 	/* "no" + a non-boolean knob is no knob */
 	err = NULL;
-	assert_int_equal(sfs_config_parse(&cfg, "nomem", NULL, &err), -EINVAL);
+	assert_int_equal(sfs_config_parse(&cfg, "nomem", NULL, &err), -ENOKEY);
 	assert_non_null(strstr(err, "unknown option 'nomem'"));
 	g_free(err);
 }
@@ -390,7 +431,7 @@ static void test_config_set(void **state)
 	assert_non_null(strstr(err, "lots"));
 	g_free(err);
 	err = NULL;
-	assert_int_equal(sfs_config_set(&cfg, "bogus", "1", &err), -EINVAL);
+	assert_int_equal(sfs_config_set(&cfg, "bogus", "1", &err), -ENOKEY);
 	assert_non_null(strstr(err, "bogus"));
 	g_free(err);
 	err = NULL;
@@ -672,7 +713,8 @@ static void test_config_runtime(void **state)
 	before = cfg;
 	for (size_t i = 0; i < G_N_ELEMENTS(refused); i++) {
 		err = NULL;
-		if (sfs_config_parse_runtime(&cfg, refused[i], &err) != -EINVAL)
+		if (!refusal_errno(
+			sfs_config_parse_runtime(&cfg, refused[i], &err)))
 			fail_msg("runtime '%s' accepted", refused[i]);
 		assert_non_null(err);
 		assert_null(strchr(err, '\n'));
@@ -681,7 +723,7 @@ static void test_config_runtime(void **state)
 	}
 	err = NULL;
 	assert_int_equal(sfs_config_parse_runtime(&cfg, "mem=1G", &err),
-			 -EINVAL);
+			 -EPERM);
 	assert_non_null(strstr(err, "cannot change while mounted"));
 	g_free(err);
 }
@@ -726,11 +768,11 @@ static void test_config_messages_help(void **state)
 	/* a config write gets the same help */
 	sfs_config_defaults(&cfg);
 	assert_int_equal(sfs_config_parse_runtime(&cfg, "clok=emulate", &err),
-			 -EINVAL);
+			 -ENOKEY);
 	assert_non_null(strstr(err, "did you mean clock?"));
 	g_free(err);
 	err = NULL;
-	assert_int_equal(sfs_config_set(&cfg, "comit", "5", &err), -EINVAL);
+	assert_int_equal(sfs_config_set(&cfg, "comit", "5", &err), -ENOKEY);
 	assert_non_null(strstr(err, "did you mean commit?"));
 	g_free(err);
 }
@@ -750,6 +792,7 @@ int main(void)
 	    cmocka_unit_test(test_config_all_knobs_at_once),
 	    cmocka_unit_test(test_config_malformed_refused),
 	    cmocka_unit_test(test_config_error_leaves_cfg_unchanged),
+	    cmocka_unit_test(test_config_refusal_errnos),
 	    cmocka_unit_test(test_config_unknown_refused),
 	    cmocka_unit_test(test_config_unknown_passthrough),
 	    cmocka_unit_test(test_config_set),

@@ -362,11 +362,11 @@ static void test_cpumodel_config_knobs(void **state)
 	    -EINVAL);
 	g_free(err);
 	err = NULL;
-	assert_int_equal(sfs_config_parse(&cfg, "cpus=0", NULL, &err), -EINVAL);
+	assert_int_equal(sfs_config_parse(&cfg, "cpus=0", NULL, &err), -ERANGE);
 	g_free(err);
 	err = NULL;
 	assert_int_equal(sfs_config_parse(&cfg, "cpus=1025", NULL, &err),
-			 -EINVAL);
+			 -ERANGE);
 	g_free(err);
 	err = NULL;
 	/* refused strings changed nothing */

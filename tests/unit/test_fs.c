@@ -226,6 +226,134 @@ static void test_fs_io_error_is_eio(void **state)
 	assert_true(sfs_test_fsck_clean(c->img, NULL));
 }
 
+/*
+ * A full host disk under the image, in each journal mode and with delayed
+ * allocation.  1. The host refuses to reserve space (SFS_FAULT_RESERVE
+ * failing with -ENOSPC): a 2 MiB write that needs new blocks (more than
+ * the engine reserves ahead) and a create fail
+ * with -ENOSPC (delayed allocation: the write is taken, sync fails with
+ * -ENOSPC and the data stays delayed); an overwrite of placed blocks
+ * works; the fs is not read-only.  2. The host refuses writes themselves
+ * (-ENOSPC from every write; no journal and data=ordered): sync fails
+ * with -ENOSPC, twice, and the fs stays writable.  3. With room back,
+ * sync and close succeed, the image is e2fsck clean and the data reads
+ * back.
+ */
+static void host_full_case(struct ctx *c, const char *mode, bool delalloc)
+{
+	const size_t big = 2 << 20; /* past the 1 MiB reserve-ahead window */
+	struct sfs_config cfg;
+	struct sfs_bdev *bd, *fd;
+	struct sfs_fs *fs;
+	struct sfs_attr a, b, d;
+	char *err = NULL;
+	char buf[16384], back[16384];
+	char *data = g_malloc(big);
+	size_t n;
+	int rc;
+
+	print_message("host full: data=%s%s\n", mode,
+		      delalloc ? ", delalloc" : "");
+	assert_int_equal(sfs_test_mkimage(c->img, 32 << 20, 4096), 0);
+	if (strcmp(mode, "none") != 0)
+		sfs_test_add_journal(c->img, 1024);
+	assert_int_equal(sfs_bdev_open_file(c->img, 0, 0, &bd), 0);
+	fd = sfs_faultdev_new(bd);
+	sfs_faultdev_set_errno(fd, -ENOSPC);
+	sfs_config_defaults(&cfg);
+	g_strlcpy(cfg.journal, mode, sizeof(cfg.journal));
+	if (delalloc) {
+		g_strlcpy(cfg.alloc, "mballoc", sizeof(cfg.alloc));
+		cfg.delalloc = true;
+	}
+	assert_int_equal(sfs_fs_open(fd, &cfg, &fs, &err), 0);
+	assert_int_equal(sfs_mknod(fs, SFS_ROOT_INO, "f", SFS_S_IFREG | 0644,
+				   0, 0, 0, &a),
+			 0);
+	memset(buf, 'a', sizeof(buf));
+	assert_int_equal(sfs_write(fs, a.ino, 0, buf, sizeof(buf), &n), 0);
+	assert_int_equal(sfs_fs_sync(fs), 0); /* f's blocks are placed */
+
+	/* 1. no host space for new blocks */
+	sfs_faultdev_arm(fd, SFS_FAULT_RESERVE, 1, true);
+	memset(data, 'b', big);
+	n = 0;
+	rc = sfs_write(fs, a.ino, sizeof(buf), data, big, &n);
+	if (delalloc) {
+		assert_int_equal(rc, 0);
+		assert_int_equal(sfs_fs_sync(fs), -ENOSPC);
+	} else {
+		assert_int_equal(rc, -ENOSPC);
+		assert_true(n < big);
+	}
+	assert_int_equal(sfs_mknod(fs, SFS_ROOT_INO, "g", SFS_S_IFREG | 0644,
+				   0, 0, 0, &b),
+			 -ENOSPC);
+	assert_true(sfs_faultdev_fired(fd) >= 2);
+	/* overwriting placed blocks needs no new space */
+	memset(buf, 'c', 4096);
+	assert_int_equal(sfs_write(fs, a.ino, 0, buf, 4096, &n), 0);
+	sfs_faultdev_disarm(fd);
+
+	/* 2. the host refuses the writes themselves (data=writeback and
+	 * data=journal write nothing before the log, which is reserved at
+	 * mount and so never refused by a full host: not their case) */
+	assert_int_equal(sfs_mknod(fs, SFS_ROOT_INO, "d", SFS_S_IFREG | 0644,
+				   0, 0, 0, &d),
+			 0);
+	assert_int_equal(sfs_write(fs, d.ino, 0, buf, 4096, &n), 0);
+	if (!strcmp(mode, "none") || !strcmp(mode, "ordered")) {
+		sfs_faultdev_arm(fd, SFS_FAULT_WRITE, 1, true);
+		assert_int_equal(sfs_fs_sync(fs), -ENOSPC);
+		assert_int_equal(sfs_fs_sync(fs), -ENOSPC);
+		assert_true(sfs_faultdev_fired(fd) >= 2);
+		sfs_faultdev_disarm(fd);
+	}
+
+	/* 3. room again: everything goes out, the image is clean */
+	if (!delalloc)
+		assert_int_equal(
+		    sfs_write(fs, a.ino, sizeof(buf), data, big, &n), 0);
+	assert_int_equal(sfs_mknod(fs, SFS_ROOT_INO, "g", SFS_S_IFREG | 0644,
+				   0, 0, 0, &b),
+			 0);
+	assert_int_equal(sfs_fs_sync(fs), 0);
+	assert_int_equal(sfs_fs_close(fs), 0);
+	assert_true(sfs_test_fsck_clean(c->img, NULL));
+
+	/* the data, read back from the image */
+	assert_int_equal(sfs_bdev_open_file(c->img, 0, 0, &bd), 0);
+	assert_int_equal(sfs_fs_open(bd, &cfg, &fs, &err), 0);
+	assert_int_equal(sfs_read(fs, a.ino, 0, sizeof(back), back, &n), 0);
+	assert_int_equal(n, sizeof(back));
+	assert_int_equal(back[0], 'c');
+	assert_int_equal(back[4095], 'c');
+	assert_int_equal(back[4096], 'a');
+	char *got = g_malloc(big);
+	assert_int_equal(sfs_read(fs, a.ino, sizeof(buf), big, got, &n), 0);
+	assert_int_equal(n, big);
+	assert_memory_equal(got, data, big);
+	g_free(got);
+	assert_int_equal(sfs_read(fs, d.ino, 0, 4096, back, &n), 0);
+	assert_int_equal(n, 4096);
+	assert_int_equal(back[17], 'c');
+	assert_int_equal(sfs_fs_close(fs), 0);
+	unlink(c->img);
+	g_free(data);
+}
+
+static void test_fs_host_full_enospc(void **state)
+{
+	struct ctx *c = *state;
+
+	host_full_case(c, "none", false);
+	host_full_case(c, "ordered", false);
+	host_full_case(c, "writeback", false);
+	host_full_case(c, "journal", false);
+	host_full_case(c, "none", true);
+	host_full_case(c, "ordered", true);
+}
+
 /* Read errors: each failing read is -EIO, none crashes, and after the
  * device recovers the same calls succeed. */
 static void test_fs_read_error_loop(void **state)
@@ -340,6 +468,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_fs_inode_enospc, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_fs_io_error_is_eio, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_fs_host_full_enospc, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_fs_read_error_loop, setup,
 						teardown),
