@@ -2580,10 +2580,25 @@ struct child {
 	size_t idx;
 };
 
+/* A sweep's count of finished checks, for p->progress. */
+struct sweep_count {
+	size_t done, bad, total;
+};
+
+/* One more check finished, with result r. */
+static void sweep_done(const struct sfs_crash_params *p, struct sweep_count *n,
+		       const struct sfs_crash_result *r)
+{
+	n->done++;
+	n->bad += r->violated;
+	if (p->progress)
+		p->progress(p->progress_arg, n->done, n->total, n->bad);
+}
+
 /* Collect one finished child (blocking); fills its result. */
 static void reap_one(GArray *kids, const struct sfs_crash_params *p,
 		     const uint64_t *points, uint32_t subsets,
-		     struct sfs_crash_result *res)
+		     struct sfs_crash_result *res, struct sweep_count *cnt)
 {
 	int status = 0;
 	pid_t pid;
@@ -2602,6 +2617,7 @@ static void reap_one(GArray *kids, const struct sfs_crash_params *p,
 			res[k->idx].violated = true;
 			g_snprintf(res[k->idx].why, sizeof(res[k->idx].why),
 				   "checker lost: %s", g_strerror(errno));
+			sweep_done(p, cnt, &res[k->idx]);
 			g_array_remove_index_fast(kids, 0);
 		}
 		return;
@@ -2636,6 +2652,7 @@ static void reap_one(GArray *kids, const struct sfs_crash_params *p,
 					       ? WEXITSTATUS(status)
 					       : -1);
 		}
+		sweep_done(p, cnt, r);
 		g_array_remove_index_fast(kids, i);
 		return;
 	}
@@ -2666,12 +2683,14 @@ size_t sfs_crash_sweep(const struct sfs_crash_params *p0,
 		       unsigned jobs, struct sfs_crash_result *res)
 {
 	struct sfs_crash_params pp = *p0, *p = &pp;
+	struct sweep_count cnt = {0};
 	size_t total, bad = 0;
 	GArray *kids = g_array_new(FALSE, FALSE, sizeof(struct child));
 	char *wd = NULL, *sweep_dir = NULL;
 
 	subsets = MAX(subsets, 1);
 	total = n * subsets;
+	cnt.total = total;
 	if (!p->keep_failed && !p->keep_all) {
 		/* one directory for the whole sweep, removed at the end */
 		wd = p->workdir ? g_strdup(p->workdir) : default_workdir();
@@ -2680,6 +2699,8 @@ size_t sfs_crash_sweep(const struct sfs_crash_params *p0,
 			pp.workdir = sweep_dir;
 	}
 	fflush(NULL);
+	if (p->progress)
+		p->progress(p->progress_arg, 0, total, 0);
 	for (size_t i = 0; i < total; i++) {
 		uint64_t pt = points[i / subsets];
 		uint32_t sub = (uint32_t)(i % subsets);
@@ -2691,16 +2712,18 @@ size_t sfs_crash_sweep(const struct sfs_crash_params *p0,
 			    !res[i].violated) {
 				res[i].violated = true;
 			}
+			sweep_done(p, &cnt, &res[i]);
 			continue;
 		}
 		while (kids->len >= jobs)
-			reap_one(kids, p, points, subsets, res);
+			reap_one(kids, p, points, subsets, res, &cnt);
 		if (pipe(fds)) {
 			memset(&res[i], 0, sizeof(res[i]));
 			res[i].point = pt;
 			res[i].violated = true;
 			g_snprintf(res[i].why, sizeof(res[i].why), "pipe: %s",
 				   g_strerror(errno));
+			sweep_done(p, &cnt, &res[i]);
 			continue;
 		}
 		pid = fork();
@@ -2729,13 +2752,14 @@ size_t sfs_crash_sweep(const struct sfs_crash_params *p0,
 			res[i].violated = true;
 			g_snprintf(res[i].why, sizeof(res[i].why), "fork: %s",
 				   g_strerror(errno));
+			sweep_done(p, &cnt, &res[i]);
 			continue;
 		}
 		struct child k = {pid, fds[0], i};
 		g_array_append_val(kids, k);
 	}
 	while (kids->len)
-		reap_one(kids, p, points, subsets, res);
+		reap_one(kids, p, points, subsets, res, &cnt);
 	g_array_free(kids, TRUE);
 	for (size_t i = 0; i < total; i++)
 		bad += res[i].violated;
@@ -2851,6 +2875,42 @@ void sfs_crash_print_summary(FILE *out, const struct sfs_crash_params *p,
 
 /* ======================================================= simfs crash */
 
+/*
+ * The progress line of a sweep, on stderr: by default only when stderr is
+ * a terminal (and neither --quiet nor --trace), so a redirected or piped
+ * run prints exactly what it always did.  On a terminal the line is
+ * rewritten in place and erased when the sweep ends, before the table;
+ * forced (--progress) onto a file or pipe it is one line per percent.
+ */
+struct crash_progress {
+	FILE *out;
+	bool tty;
+	size_t last_pct; /* not a tty: the percent last printed, +1 */
+};
+
+static void crash_progress_cb(void *arg, size_t done, size_t total, size_t bad)
+{
+	struct crash_progress *pr = arg;
+	size_t pct = total ? done * 100 / total : 100;
+
+	if (pr->tty) {
+		if (done < total)
+			fprintf(pr->out,
+				"\rsimfs crash: %zu/%zu checks done (%zu%%), "
+				"%zu violation%s so far\033[K",
+				done, total, pct, bad, bad == 1 ? "" : "s");
+		else
+			fputs("\r\033[K", pr->out);
+	} else if (pct + 1 != pr->last_pct) {
+		fprintf(pr->out,
+			"simfs crash: %zu/%zu checks done (%zu%%), %zu "
+			"violation%s so far\n",
+			done, total, pct, bad, bad == 1 ? "" : "s");
+		pr->last_pct = pct + 1;
+	}
+	fflush(pr->out);
+}
+
 static void crash_usage(FILE *out)
 {
 	fputs("usage: simfs crash [-o OPTS] [--workload NAME] [--seed S]\n"
@@ -2859,7 +2919,8 @@ static void crash_usage(FILE *out)
 	      "                   [--subsets K | --subset K]\n"
 	      "                   [--jobs J] [--long-ops N] [--run-to-end]\n"
 	      "                   [--promise MODE] [--keep] [--trace]\n"
-	      "                   [--quiet] IMAGE\n"
+	      "                   [--quiet] [--progress | --no-progress]\n"
+	      "                   IMAGE\n"
 	      "\n"
 	      "Run a workload on copies of IMAGE (a fresh simfs or mke2fs\n"
 	      "image; never modified), cut the power after request N,\n"
@@ -2873,6 +2934,12 @@ static void crash_usage(FILE *out)
 	      "keeps the images of failed points (of the point, with\n"
 	      "--point) for e2fsck, debugfs and simfs inspect.  --trace\n"
 	      "lists each run's ops and device requests with their fate.\n"
+	      "--quiet prints only failed points and the summary.  While\n"
+	      "a sweep runs, a progress line (checks done of total,\n"
+	      "violations so far) goes to stderr if it is a terminal,\n"
+	      "erased before the table; --progress forces it (one line\n"
+	      "per percent when stderr is not a terminal), --no-progress\n"
+	      "turns it off.  stdout is the same either way.\n"
 	      "Defaults: --workload mix --seed 1 --points all --mode cut,\n"
 	      "--jobs = the number of CPUs.\n"
 	      "\n"
@@ -2919,6 +2986,8 @@ int sfs_crash_main(int argc, char **argv)
 	    {"quiet", no_argument, NULL, 'q'},
 	    {"promise", required_argument, NULL, 'R'},
 	    {"trace", no_argument, NULL, 'T'},
+	    {"progress", no_argument, NULL, 'G'},
+	    {"no-progress", no_argument, NULL, 'N'},
 	    {NULL, 0, NULL, 0},
 	};
 	struct sfs_crash_params p = {.workload = "mix", .seed = 1};
@@ -2932,6 +3001,8 @@ int sfs_crash_main(int argc, char **argv)
 	long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
 	unsigned jobs = ncpu > 0 ? (unsigned)ncpu : 1;
 	bool quiet = false;
+	int progress = -1; /* -1 auto, 0 off, 1 on */
+	struct crash_progress pr = {.out = stderr};
 	size_t n, bad;
 	int c, rc;
 
@@ -3001,6 +3072,12 @@ int sfs_crash_main(int argc, char **argv)
 			break;
 		case 'q':
 			quiet = true;
+			break;
+		case 'G':
+			progress = 1;
+			break;
+		case 'N':
+			progress = 0;
 			break;
 		case 'h':
 			crash_usage(stdout);
@@ -3091,6 +3168,14 @@ int sfs_crash_main(int argc, char **argv)
 	p.keep_all = p.keep_failed && n == 1;
 	if (p.trace)
 		jobs = 0; /* in order, in this process */
+	pr.tty = isatty(STDERR_FILENO) == 1;
+	if (progress < 0)
+		progress = pr.tty && !quiet && !p.trace;
+	if (progress) {
+		fflush(stdout); /* the first line before the progress */
+		p.progress = crash_progress_cb;
+		p.progress_arg = &pr;
+	}
 	if (subset != UINT32_MAX) {
 		res = g_new0(struct sfs_crash_result, 1);
 		rc = sfs_crash_check_point(&p, points[0], subset, res);

@@ -75,6 +75,12 @@ struct sfs_crash_params {
 				data= mode's (tests of the checker) */
 	FILE *trace;	     /* print each run's ops and requests (with
 				their fate) here; NULL: quiet */
+	/* Optional (NULL: none): sfs_crash_sweep calls it in the sweeping
+	 * process once at the start (done 0) and after each point is
+	 * checked, with the checks done of total and the violations so
+	 * far.  simfs crash's progress line. */
+	void (*progress)(void *arg, size_t done, size_t total, size_t bad);
+	void *progress_arg;
 };
 
 /* The dry run: the workload unarmed, every request counted. */
@@ -154,6 +160,7 @@ int sfs_crash_check_point(const struct sfs_crash_params *p, uint64_t point,
  * to `jobs` at a time (0: in this process, one after another).  results
  * has n * subsets entries (point-major).  A process that dies counts as a
  * violation ("checker died: signal N").  Returns the number of violations.
+ * p->progress, if set, hears of each point as its check ends.
  */
 size_t sfs_crash_sweep(const struct sfs_crash_params *p, const uint64_t *points,
 		       size_t n, uint32_t subsets, unsigned jobs,

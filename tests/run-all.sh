@@ -5,26 +5,51 @@
 #                   (unit + integration through real FUSE mounts)
 #  2. build-asan/   -Db_sanitize=address,undefined: the unit suite, then the
 #                   integration suite with the simfs daemon under ASan/UBSan
-#  3. build-clang/  CC=clang -Dwerror=true: must compile warning-free
-#                   (build only)
+#  3. build-clang/  CC=clang -Dwerror=true -Doptimization=0: must compile
+#                   warning-free (build only)
 #  4. build-tsan/   -Db_sanitize=thread: t_concurrent (several processes on
 #                   one mount) with the daemon under ThreadSanitizer
 #
 # SIMFS_TEST_TIMEOUT_MULTIPLIER=N (default 1) gives every test N times
-# its timeout, for a loaded machine.
+# its timeout, for a loaded machine: meson's --timeout-multiplier, and the
+# same variable in each test's environment, which stretches the time
+# limits inside the tests (polls, deadlock guards; tests/integration/
+# harness.h h_time_scale).
+#
+# CI time (2 cores).  The sanitizer steps repeat paths the normal build
+# runs in full, so where a test is only more repetitions of the same
+# paths it runs shorter there, each through a knob the test honours and
+# prints (the normal build keeps the full size):
+#   - t_randops: T_RANDOPS_OPS_MAX=2500 under ASan, every seed,
+#     configuration and check (half-way remount, fsck, O_DIRECT) kept;
+#     10000 operations per seed in build/;
+#   - t_concurrent: T_CONCURRENT_OPS=2000 under ASan and TSan (6000 in
+#     build/), all five configurations;
+#   - test_fuzzimage: SFS_FUZZ_ITERS=100 corruptions per image under ASan
+#     (400 in build/), all four images, same seed;
+#   - test_allocprop: SFS_ALLOCPROP_SEEDS=1,4,5,6 under ASan, 4 of the 7
+#     seeded runs of every allocator row, one per block size and group
+#     layout (1 KiB in 3 and in 2 groups, 2 KiB, 4 KiB).
+# Measured under ASan on a shared, loaded 2-core machine, one test alone
+# unless noted: randops-seed10-delalloc 126 s -> 34 s; fuzzimage 100
+# iterations 58 s (400: 215 s, in the unit suite beside allocprop);
+# allocprop 4 runs 57 s (7: 192 s, in the suite); concurrent at 2000
+# operations 88 s.  The crash suite runs in build/ only, as before.
 #
 # Build dirs live in the source tree (ignored by git); set BUILD_ROOT to put
 # them elsewhere.  Exits non-zero if any step fails; runs every step anyway
 # and prints a verdict per step at the end.
 set -uo pipefail
 # SIMFS_TEST_TIMEOUT_MULTIPLIER=N stretches every test's timeout N times
-# (a loaded machine); the sanitizer steps multiply it again by 3.
+# (a loaded machine); the sanitizer integration steps multiply it again by
+# 3.  Exported: the tests scale their own time limits by it.
 M=${SIMFS_TEST_TIMEOUT_MULTIPLIER:-1}
 if ! [[ $M =~ ^[1-9][0-9]*$ ]]; then
 	echo "run-all.sh: SIMFS_TEST_TIMEOUT_MULTIPLIER must be a positive integer, not '$M'" >&2
 	exit 2
 fi
 M3=$((M * 3))
+export SIMFS_TEST_TIMEOUT_MULTIPLIER=$M
 
 root=$(cd "$(dirname "$0")/.." && pwd)
 BUILD_ROOT=${BUILD_ROOT:-$root}
@@ -91,22 +116,30 @@ no_sanitizer_reports() {
 if run "configure build-asan" setup "$A" -Db_sanitize=address,undefined \
 		-Db_lundef=false -Dbuildtype=debug &&
 	run "compile build-asan" meson compile -C "$A"; then
-	run "asan: unit suite" meson test -C "$A" --suite unit --print-errorlogs \
-		--timeout-multiplier "$M"
+	run "asan: unit suite" env SFS_FUZZ_ITERS=100 \
+		SFS_ALLOCPROP_SEEDS=1,4,5,6 meson test -C "$A" --suite unit \
+		--print-errorlogs --timeout-multiplier "$M"
 	# the integration tests are slower under ASan: give them 3x the time
-	run "asan: integration suite" meson test -C "$A" --suite integration \
-		--print-errorlogs --timeout-multiplier "$M3"
+	run "asan: integration suite" env SIMFS_TEST_TIMEOUT_MULTIPLIER="$M3" \
+		T_RANDOPS_OPS_MAX=2500 T_CONCURRENT_OPS=2000 \
+		meson test -C "$A" --suite integration --print-errorlogs \
+		--timeout-multiplier "$M3"
 	run "asan: no sanitizer reports" no_sanitizer_reports
 fi
 unset ASAN_OPTIONS UBSAN_OPTIONS
 
-# 3. clang, warning-free
+# 3. clang, warning-free.  -O0: clang emits its warnings from the front
+# end, whatever the optimisation level (the few back-end ones, such as
+# -Wframe-larger-than, are not enabled here; the optimiser-dependent
+# warnings are GCC's, and build/ is GCC at -O2 with -Werror); 56 s
+# instead of 107 s of compile on a loaded 2-core machine.
 C=$BUILD_ROOT/build-clang
 if [[ -f $C/build.ninja ]]; then
-	run "configure build-clang (werror)" meson configure "$C" -Dwerror=true
+	run "configure build-clang (werror)" meson configure "$C" \
+		-Dwerror=true -Doptimization=0
 else
 	run "configure build-clang (werror)" env CC=clang meson setup "$C" \
-		"$root" -Dwerror=true
+		"$root" -Dwerror=true -Doptimization=0
 fi && run "compile build-clang" meson compile -C "$C"
 
 # 4. ThreadSanitizer on the daemon while several processes use one mount.
@@ -125,7 +158,8 @@ if run "configure build-tsan" setup "$T" -Db_sanitize=thread \
 		t_concurrent:executable; then
 	# 2000 operations per worker and configuration (6000 elsewhere): the
 	# same paths, at a third of the cost under TSan
-	run "tsan: t_concurrent" env T_CONCURRENT_OPS=2000 meson test -C "$T" \
+	run "tsan: t_concurrent" env T_CONCURRENT_OPS=2000 \
+		SIMFS_TEST_TIMEOUT_MULTIPLIER="$M3" meson test -C "$T" \
 		--no-rebuild concurrent --print-errorlogs --timeout-multiplier "$M3"
 	run "tsan: no sanitizer reports" no_sanitizer_reports
 fi

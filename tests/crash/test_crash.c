@@ -17,6 +17,11 @@
  *    workloads cut at every point, mix volatile, long at 100 points;
  *  - `simfs crash` (sfs_crash_main) end to end.
  *
+ * It runs in parts (basics, then POLICY-cut, POLICY-volatile,
+ * POLICY-long for none, writeback, ordered, journal and delalloc; see
+ * main), one meson test each, side by side: `test_crash PART...`, or no
+ * argument for all of them in one process.
+ *
  * Each cell runs its points in forked processes (one per point, as many
  * at a time as there are CPUs).  A failure prints the mode, workload,
  * crash point, seeds and the `simfs crash` command that reproduces it.
@@ -558,16 +563,86 @@ static void test_crash_main(void **state)
 
 /* ------------------------------------------------------------ main */
 
-static GPtrArray *cells; /* struct cell * */
-static GPtrArray *names; /* char * */
+/*
+ * The suite runs in parts, one meson test each (tests/crash/meson.build),
+ * so meson runs them side by side and none comes near its timeout on a
+ * loaded machine: "basics" (the device, the checker, `simfs crash`), then
+ * for each policy P (none, writeback, ordered, journal, delalloc):
+ * "P-cut" (every short workload cut at every point, the tears, the run
+ * to the end), "P-volatile" (the short volatile cells), "P-long" (the
+ * long workload's sample).  No argument runs every part; --list prints
+ * them.  The basics part checks that SIMFS_CRASH_PARTS, the list meson
+ * runs, names every part, so a part added here cannot go unrun.
+ */
+static GPtrArray *cells;     /* struct cell * */
+static GPtrArray *names;     /* char * */
+static GPtrArray *parts;     /* char *: every part, in order */
+static char **selected;	     /* the parts asked for; NULL: all */
+static GHashTable *part_len; /* part -> number of tests added */
 
-static void add_cell(GArray *tests, const char *policy, const char *wl,
+static bool part_selected(const char *part)
+{
+	return !selected ||
+	       g_strv_contains((const char *const *)selected, part);
+}
+
+static void note_part(const char *part)
+{
+	if (!g_hash_table_contains(part_len, part)) {
+		g_ptr_array_add(parts, g_strdup(part));
+		g_hash_table_insert(part_len, g_strdup(part),
+				    GUINT_TO_POINTER(0));
+	}
+}
+
+static void count_test(const char *part)
+{
+	guint n = GPOINTER_TO_UINT(g_hash_table_lookup(part_len, part));
+
+	g_hash_table_insert(part_len, g_strdup(part), GUINT_TO_POINTER(n + 1));
+}
+
+/* Every part this program has is in SIMFS_CRASH_PARTS (meson's list). */
+static void test_crash_parts_all_run(void **state)
+{
+	const char *env = g_getenv("SIMFS_CRASH_PARTS");
+	char **run;
+
+	if (!env) {
+		print_message("# SIMFS_CRASH_PARTS not set: all parts in this "
+			      "process\n");
+		assert_null(selected);
+		return;
+	}
+	run = g_strsplit_set(env, " ,", -1);
+	for (guint i = 0; i < parts->len; i++) {
+		if (!g_strv_contains((const char *const *)run, parts->pdata[i]))
+			print_error("part %s is not in SIMFS_CRASH_PARTS (add "
+				    "it to tests/crash/meson.build)\n",
+				    (char *)parts->pdata[i]);
+		assert_true(
+		    g_strv_contains((const char *const *)run, parts->pdata[i]));
+	}
+	g_strfreev(run);
+}
+
+static void add_cell(GArray *tests, const char *pname, const char *kind,
+		     const char *policy, const char *wl,
 		     enum sfs_crash_mode mode, const char *spec,
 		     uint32_t subsets, bool run_to_end)
 {
-	struct cell *c = g_new0(struct cell, 1);
+	char *part = g_strdup_printf("%s-%s", pname, kind);
+	struct cell *c;
 	char *name;
 
+	note_part(part);
+	if (!part_selected(part)) {
+		g_free(part);
+		return;
+	}
+	count_test(part);
+	g_free(part);
+	c = g_new0(struct cell, 1);
 	c->policy = policy;
 	c->workload = wl;
 	c->mode = mode;
@@ -587,9 +662,69 @@ static void add_cell(GArray *tests, const char *policy, const char *wl,
 	g_array_append_val(tests, t);
 }
 
-int main(void)
+/* The cells of one journal policy (pname names its parts). */
+static void add_policy(GArray *tests, const char *pol, const char *pname)
 {
 	const char *const *wls = sfs_crash_workloads();
+	char spec[32];
+	unsigned k;
+
+	for (size_t w = 0; wls[w]; w++)
+		if (strcmp(wls[w], "long") != 0)
+			add_cell(tests, pname, "cut", pol, wls[w],
+				 SFS_CRASH_CUT, "all", 1, false);
+	add_cell(tests, pname, "cut", pol, "mix", SFS_CRASH_TEAR, "all", 1,
+		 false);
+	add_cell(tests, pname, "cut", pol, "unlink", SFS_CRASH_TEAR, "all", 1,
+		 false);
+	add_cell(tests, pname, "cut", pol, "rename", SFS_CRASH_CUT, "all", 1,
+		 true);
+	add_cell(tests, pname, "volatile", pol, "mix", SFS_CRASH_VOLATILE,
+		 "all", 4, false);
+	add_cell(tests, pname, "volatile", pol, "truncate", SFS_CRASH_VOLATILE,
+		 "all", 4, false);
+	add_cell(tests, pname, "volatile", pol, "rename", SFS_CRASH_VOLATILE,
+		 "all", 4, false);
+	/* the long workload: its share of the points, half cut, a quarter
+	 * tear, a quarter volatile */
+	k = (S.long_points + S.npol - 1) / S.npol;
+	g_snprintf(spec, sizeof(spec), "sample:%u", (k + 1) / 2);
+	add_cell(tests, pname, "long", pol, "long", SFS_CRASH_CUT, spec, 1,
+		 false);
+	g_snprintf(spec, sizeof(spec), "sample:%u", (k + 3) / 4);
+	add_cell(tests, pname, "long", pol, "long", SFS_CRASH_TEAR, spec, 1,
+		 false);
+	add_cell(tests, pname, "long", pol, "long", SFS_CRASH_VOLATILE, spec, 1,
+		 false);
+}
+
+/* delayed allocation under data=ordered: a file's recovered size may
+ * trail its state's (i_disksize), the rest of the promise holds */
+static void add_delalloc(GArray *tests)
+{
+	static const char pol[] = "ordered,alloc=delalloc";
+	const char *const *wls = sfs_crash_workloads();
+
+	for (size_t w = 0; wls[w]; w++)
+		if (strcmp(wls[w], "long") != 0)
+			add_cell(tests, "delalloc", "cut", pol, wls[w],
+				 SFS_CRASH_CUT, "all", 1, false);
+	add_cell(tests, "delalloc", "volatile", pol, "mix", SFS_CRASH_VOLATILE,
+		 "all", 4, false);
+	add_cell(tests, "delalloc", "long", pol, "long", SFS_CRASH_CUT,
+		 "sample:100", 1, false);
+}
+
+static void usage_parts(FILE *out)
+{
+	fprintf(out, "usage: test_crash [--list | PART...]; parts:");
+	for (guint i = 0; i < parts->len; i++)
+		fprintf(out, " %s", (char *)parts->pdata[i]);
+	fprintf(out, "\n");
+}
+
+int main(int argc, char **argv)
+{
 	GArray *tests = g_array_new(FALSE, TRUE, sizeof(struct CMUnitTest));
 	const struct CMUnitTest fixed[] = {
 	    cmocka_unit_test(test_crashdev_cut),
@@ -600,60 +735,79 @@ int main(void)
 	    cmocka_unit_test(test_crash_checker_catches),
 	    cmocka_unit_test(test_crash_deterministic),
 	    cmocka_unit_test(test_crash_main),
+	    cmocka_unit_test(test_crash_parts_all_run),
 	};
-	int rc;
+	bool list = argc == 2 && strcmp(argv[1], "--list") == 0;
+	int rc = 0;
 
+	if (argc > 1 && !list)
+		selected = g_strdupv(argv + 1);
 	cells = g_ptr_array_new();
 	names = g_ptr_array_new_with_free_func(g_free);
-	g_array_append_vals(tests, fixed, G_N_ELEMENTS(fixed));
-	/* the policies are known only after probing: probe here too */
-	probe_policies();
-	for (unsigned i = 0; i < S.npol; i++) {
-		const char *pol = S.pol[i];
-		char spec[32];
-		unsigned k;
-
-		for (size_t w = 0; wls[w]; w++)
-			if (strcmp(wls[w], "long") != 0)
-				add_cell(tests, pol, wls[w], SFS_CRASH_CUT,
-					 "all", 1, false);
-		add_cell(tests, pol, "mix", SFS_CRASH_TEAR, "all", 1, false);
-		add_cell(tests, pol, "unlink", SFS_CRASH_TEAR, "all", 1, false);
-		add_cell(tests, pol, "mix", SFS_CRASH_VOLATILE, "all", 4,
-			 false);
-		add_cell(tests, pol, "truncate", SFS_CRASH_VOLATILE, "all", 4,
-			 false);
-		add_cell(tests, pol, "rename", SFS_CRASH_VOLATILE, "all", 4,
-			 false);
-		add_cell(tests, pol, "rename", SFS_CRASH_CUT, "all", 1, true);
-		/* the long workload: its share of the points, half cut, a
-		 * quarter tear, a quarter volatile */
-		{
-			const char *lp = g_getenv("SIMFS_CRASH_LONG_POINTS");
-			unsigned total = lp ? (unsigned)atoi(lp) : 1000;
-
-			k = (total + S.npol - 1) / S.npol;
-		}
-		g_snprintf(spec, sizeof(spec), "sample:%u", (k + 1) / 2);
-		add_cell(tests, pol, "long", SFS_CRASH_CUT, spec, 1, false);
-		g_snprintf(spec, sizeof(spec), "sample:%u", (k + 3) / 4);
-		add_cell(tests, pol, "long", SFS_CRASH_TEAR, spec, 1, false);
-		add_cell(tests, pol, "long", SFS_CRASH_VOLATILE, spec, 1,
-			 false);
+	parts = g_ptr_array_new_with_free_func(g_free);
+	part_len = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
+	note_part("basics");
+	if (part_selected("basics")) {
+		g_array_append_vals(tests, fixed, G_N_ELEMENTS(fixed));
+		g_hash_table_insert(part_len, g_strdup("basics"),
+				    GUINT_TO_POINTER(G_N_ELEMENTS(fixed)));
 	}
-	/* delayed allocation under data=ordered: a file's recovered size
-	 * may trail its state's (i_disksize), the rest of the promise holds */
-	for (size_t w = 0; wls[w]; w++)
-		if (strcmp(wls[w], "long") != 0)
-			add_cell(tests, "ordered,alloc=delalloc", wls[w],
-				 SFS_CRASH_CUT, "all", 1, false);
-	add_cell(tests, "ordered,alloc=delalloc", "mix", SFS_CRASH_VOLATILE,
-		 "all", 4, false);
-	add_cell(tests, "ordered,alloc=delalloc", "long", SFS_CRASH_CUT,
-		 "sample:100", 1, false);
+	/* the policies are known only after probing: probe here too, and
+	 * read the sample size group_setup prints */
+	probe_policies();
+	{
+		const char *lp = g_getenv("SIMFS_CRASH_LONG_POINTS");
+
+		S.long_points =
+		    lp ? (unsigned)g_ascii_strtoull(lp, NULL, 0) : 1000;
+	}
+	for (size_t i = 0; i < G_N_ELEMENTS(all_policies); i++) {
+		bool accepted = false;
+
+		for (unsigned j = 0; j < S.npol; j++)
+			accepted |= strcmp(S.pol[j], all_policies[i]) == 0;
+		if (accepted) {
+			add_policy(tests, all_policies[i], all_policies[i]);
+		} else {
+			/* its parts exist, empty: asked for, they fail */
+			static const char *const kinds[] = {"cut", "volatile",
+							    "long"};
+
+			for (size_t k = 0; k < G_N_ELEMENTS(kinds); k++) {
+				char *pt = g_strdup_printf(
+				    "%s-%s", all_policies[i], kinds[k]);
+
+				note_part(pt);
+				g_free(pt);
+			}
+		}
+	}
+	add_delalloc(tests);
+	if (list) {
+		for (guint i = 0; i < parts->len; i++)
+			printf("%s\n", (char *)parts->pdata[i]);
+		goto out;
+	}
+	for (char **sel = selected; sel && *sel; sel++) {
+		if (!g_hash_table_contains(part_len, *sel)) {
+			fprintf(stderr, "test_crash: unknown part '%s'\n",
+				*sel);
+			usage_parts(stderr);
+			rc = 2;
+			goto out;
+		}
+		if (!g_hash_table_lookup(part_len, *sel)) {
+			printf("Bail out! part %s has no tests: is its "
+			       "policy one the engine accepts?\n",
+			       *sel);
+			rc = 1;
+			goto out;
+		}
+	}
 	rc = _cmocka_run_group_tests(
 	    "crash", (const struct CMUnitTest *)(void *)tests->data, tests->len,
 	    group_setup, group_teardown);
+out:
 	g_array_free(tests, TRUE);
 	g_ptr_array_free(names, TRUE);
 	for (guint i = 0; i < cells->len; i++) {
@@ -663,5 +817,8 @@ int main(void)
 		g_free(c);
 	}
 	g_ptr_array_free(cells, TRUE);
+	g_ptr_array_free(parts, TRUE);
+	g_hash_table_destroy(part_len);
+	g_strfreev(selected);
 	return rc;
 }

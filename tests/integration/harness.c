@@ -193,6 +193,23 @@ int h_done(void)
 	return H.nfail ? 1 : 0;
 }
 
+double h_time_scale(void)
+{
+	const char *s = g_getenv("SIMFS_TEST_TIMEOUT_MULTIPLIER");
+	char *end;
+	unsigned long v;
+
+	if (!s || !*s)
+		return 1;
+	errno = 0;
+	v = strtoul(s, &end, 10);
+	if (errno || *end || v == 0 || v > 999999 || *s == '-' || *s == '+')
+		h_bail("SIMFS_TEST_TIMEOUT_MULTIPLIER must be an integer from "
+		       "1 to 999999, not '%s'",
+		       s);
+	return (double)v;
+}
+
 double h_now(void)
 {
 	struct timespec ts;
@@ -848,6 +865,7 @@ void h_init(int argc, char **argv)
 		printf("Bail out! %s: %s\n", H.simfs, strerror(errno));
 		exit(1);
 	}
+	h_time_scale(); /* a bad SIMFS_TEST_TIMEOUT_MULTIPLIER: at once */
 	fd = open("/dev/fuse", O_RDWR | O_CLOEXEC);
 	if (fd < 0) {
 		printf("1..0 # SKIP cannot open /dev/fuse: %s\n",

@@ -130,6 +130,13 @@ int h_failures(void);
 int h_done(void);
 /* Monotonic seconds, for reporting durations (and polling). */
 double h_now(void);
+/*
+ * SIMFS_TEST_TIMEOUT_MULTIPLIER (a positive integer, default 1): every
+ * time limit inside a test (a poll's deadline, a deadlock guard) is
+ * multiplied by it, as meson's --timeout-multiplier stretches the test's
+ * own timeout (tests/run-all.sh passes both).  A bad value bails out.
+ */
+double h_time_scale(void);
 
 /* ---- data ---- */
 /* splitmix64: seeded, the same sequence on every machine */

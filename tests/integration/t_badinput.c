@@ -94,7 +94,7 @@ static bool contains_any(const char *s, const char *const *any)
 
 static bool no_daemon(const char *img)
 {
-	double end = h_now() + 3;
+	double end = h_now() + 3 * h_time_scale();
 
 	while (h_find_process(img) && h_now() < end)
 		usleep(50000);

@@ -712,14 +712,14 @@ static void run_workers(const char *mnt, uint64_t seed, int ops,
 		}
 		if (left == 0)
 			break;
-		if (h_now() - t0 > DEADLINE_S) {
+		if (h_now() - t0 > DEADLINE_S * h_time_scale()) {
 			for (int id = 0; id < NWORKERS; id++)
 				if (pid[id] > 0) {
 					kill(pid[id], SIGKILL);
 					waitpid(pid[id], NULL, 0);
 				}
-			H_OK(false, "the workers finished within %d s",
-			     DEADLINE_S);
+			H_OK(false, "the workers finished within %.0f s",
+			     DEADLINE_S * h_time_scale());
 			return;
 		}
 		/* the control file and write-back, amid the workers */

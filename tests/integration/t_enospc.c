@@ -358,7 +358,7 @@ int main(int argc, char **argv)
 		df[i].gone = true;
 	}
 	{
-		double end = h_now() + 5;
+		double end = h_now() + 5 * h_time_scale();
 
 		while (statvfs(mnt, &sv) == 0 &&
 		       sv.f_bfree < bfree_full + 3 * (MiB / 4096) &&

@@ -17,6 +17,12 @@
 #
 #   tests/integration/t_mount8.sh BUILD/simfs
 set -uo pipefail
+# internal time limits stretch as meson's timeout does (tests/run-all.sh)
+tscale=${SIMFS_TEST_TIMEOUT_MULTIPLIER:-1}
+[[ $tscale =~ ^[1-9][0-9]{0,5}$ ]] || {
+	echo "Bail out! SIMFS_TEST_TIMEOUT_MULTIPLIER must be an integer from 1 to 999999, not '$tscale'"
+	exit 1
+}
 PATH=$PATH:/usr/sbin:/sbin
 if [[ ${1:-} == --inner ]]; then
 	inner=1
@@ -43,7 +49,7 @@ mnt=$dir/mnt
 cleanup() {
 	if mountpoint -q "$mnt"; then
 		umount "$mnt" 2>/dev/null || umount -l "$mnt" 2>/dev/null
-		flock -x -w 60 "$dir/img" true 2>/dev/null
+		flock -x -w $((60 * tscale)) "$dir/img" true 2>/dev/null
 	fi
 	mountpoint -q /usr/local/sbin && umount /usr/local/sbin 2>/dev/null
 	rm -rf "$dir"
@@ -85,10 +91,10 @@ one_case() {
 		return
 	fi
 	# the kernel's umount returns before the daemon's write-back ends
-	if flock -x -w 120 "$dir/img" true; then
+	if flock -x -w $((120 * tscale)) "$dir/img" true; then
 		ok "$name: the daemon released the image"
 	else
-		fail "$name: the daemon still holds the image after 120 s"
+		fail "$name: the daemon still holds the image after $((120 * tscale)) s"
 		return
 	fi
 	if dumpe2fs -h "$dir/img" 2>/dev/null | grep -q '^Filesystem state: *clean$'; then

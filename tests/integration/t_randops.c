@@ -35,7 +35,10 @@
  * half-way remount then); a worker still running two minutes after the
  * others ended fails the test as a deadlock.  A preset= in MOUNT_OPTS
  * also makes the image with `simfs mkfs --preset`, and dir_index with
- * `simfs mkfs -O dir_index`.
+ * `simfs mkfs -O dir_index`.  $T_RANDOPS_OPS_MAX
+ * caps NOPS (per worker) where each operation costs more (the sanitizer
+ * builds, tests/run-all.sh): the same kinds of operation and the same
+ * checks, a shorter sequence.
  */
 #include "harness.h"
 
@@ -607,9 +610,9 @@ static void run_sequence(const char *A, const char *B, long nops,
 /*
  * WORKERS processes at once, worker i confined to A/wI and B/wI with its
  * own seed, so each one's results are still exact while the engine serves
- * them together.  A worker that has not finished WAIT_S seconds after the
- * others did is taken for a deadlock.  Returns the workers' mismatches
- * (or -1).
+ * them together.  A worker that has not finished 120 s (times
+ * h_time_scale()) after the others did is taken for a deadlock.  Returns the
+ * workers' mismatches (or -1).
  */
 static int run_workers(const char *A, const char *B, uint64_t seed, long nops,
 		       int workers, struct seq *sq)
@@ -660,10 +663,10 @@ static int run_workers(const char *A, const char *B, uint64_t seed, long nops,
 				bad++;
 			continue;
 		}
-		if (last > 0 && h_now() - last > 120) {
-			h_diag("%d worker(s) still running 120 s after the "
+		if (last > 0 && h_now() - last > 120 * h_time_scale()) {
+			h_diag("%d worker(s) still running %.0f s after the "
 			       "last one ended: taken for a deadlock",
-			       left);
+			       left, 120 * h_time_scale());
 			for (int w = 0; w < workers; w++)
 				kill(pids[w], SIGKILL);
 			while (waitpid(-1, &st, 0) > 0)
@@ -741,6 +744,23 @@ int main(int argc, char **argv)
 		h_bail("WORKERS must be 1 to 16, not %s", argv[6]);
 	if (argc > 7 && strcmp(argv[7], "all") != 0)
 		h_bail("FALLOC must be \"all\", not %s", argv[7]);
+	if (getenv("T_RANDOPS_OPS_MAX")) {
+		const char *cap_s = getenv("T_RANDOPS_OPS_MAX");
+		char *end;
+		long cap = strtol(cap_s, &end, 10);
+
+		if (*end || cap < 1000)
+			h_bail(
+			    "T_RANDOPS_OPS_MAX must be a number of operations "
+			    ">= 1000, not '%s'",
+			    cap_s);
+		if (nops > cap) {
+			h_diag("T_RANDOPS_OPS_MAX=%ld: %ld operations instead "
+			       "of %ld",
+			       cap, cap, nops);
+			nops = cap;
+		}
+	}
 	mkfs_args[1] = bs;
 	/* a journaled policy needs an image with a journal; a preset makes
 	 * its own kind of image */

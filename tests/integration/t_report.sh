@@ -14,6 +14,12 @@
 # Chromium is required: where it is not installed the test fails and says
 # so (tests/setup-debian.sh installs Debian's chromium package).
 set -uo pipefail
+# internal time limits stretch as meson's timeout does (tests/run-all.sh)
+tscale=${SIMFS_TEST_TIMEOUT_MULTIPLIER:-1}
+[[ $tscale =~ ^[1-9][0-9]{0,5}$ ]] || {
+	echo "Bail out! SIMFS_TEST_TIMEOUT_MULTIPLIER must be an integer from 1 to 999999, not '$tscale'"
+	exit 1
+}
 SIMFS=${1:?usage: t_report.sh SIMFS T_REPORT_RENDER}
 RENDER=${2:?usage: t_report.sh SIMFS T_REPORT_RENDER}
 dir=$(mktemp -d "${TMPDIR:-/tmp}/simfs-treport.XXXXXX")
@@ -108,7 +114,7 @@ done
 browse() { # browse OUTFILE ARGS...
 	local o=$1
 	shift
-	timeout 120 "$chrome" --headless --no-sandbox --disable-gpu \
+	timeout $((120 * tscale)) "$chrome" --headless --no-sandbox --disable-gpu \
 		--disable-dev-shm-usage --no-first-run --no-default-browser-check \
 		--user-data-dir="$dir/profile" --window-size=1200,2400 \
 		"$@" "file://$out/report.html" >"$o" 2>"$dir/chrome.err"

@@ -126,7 +126,7 @@ static fsfilcnt_t ffree(void)
 /* FUSE sends RELEASE asynchronously after close(): poll for a while. */
 static fsblkcnt_t wait_bfree(fsblkcnt_t want)
 {
-	double end = h_now() + 5;
+	double end = h_now() + 5 * h_time_scale();
 	fsblkcnt_t b;
 
 	while ((b = bfree()) != want && h_now() < end)
@@ -136,7 +136,7 @@ static fsblkcnt_t wait_bfree(fsblkcnt_t want)
 
 static fsfilcnt_t wait_ffree(fsfilcnt_t want)
 {
-	double end = h_now() + 5;
+	double end = h_now() + 5 * h_time_scale();
 	fsfilcnt_t f;
 
 	while ((f = ffree()) != want && h_now() < end)

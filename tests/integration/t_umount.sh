@@ -13,6 +13,12 @@
 #
 #   tests/integration/t_umount.sh BUILD/simfs
 set -uo pipefail
+# internal time limits stretch as meson's timeout does (tests/run-all.sh)
+tscale=${SIMFS_TEST_TIMEOUT_MULTIPLIER:-1}
+[[ $tscale =~ ^[1-9][0-9]{0,5}$ ]] || {
+	echo "Bail out! SIMFS_TEST_TIMEOUT_MULTIPLIER must be an integer from 1 to 999999, not '$tscale'"
+	exit 1
+}
 SIMFS=${1:?usage: t_umount.sh SIMFS}
 SIMFS=$(realpath "$SIMFS")
 PATH=$PATH:/usr/sbin:/sbin
@@ -27,7 +33,7 @@ pid=
 cleanup() {
 	[[ -n $pid ]] && kill -CONT "$pid" 2>/dev/null
 	mountpoint -q "$mnt" && { "$SIMFS" umount "$mnt" || fusermount3 -uz "$mnt"; } >/dev/null 2>&1
-	flock -x -w 60 "$dir/img" true 2>/dev/null
+	flock -x -w $((60 * tscale)) "$dir/img" true 2>/dev/null
 	rm -rf "$dir"
 }
 trap cleanup EXIT INT TERM
@@ -109,7 +115,7 @@ print(d["cache"]["dirty_bytes"] + d["delalloc"]["delayed_blocks_now"])')
 		fail "after giving up: daemon alive? mount gone?"
 	fi
 	kill -CONT "$pid"
-	if flock -x -w 60 "$dir/img" true; then
+	if flock -x -w $((60 * tscale)) "$dir/img" true; then
 		ok "continued, the daemon finishes and releases the image"
 	else
 		fail "the daemon still holds the image"

@@ -685,7 +685,8 @@ static void check_foreground_report(void)
 		g_error_free(gerr);
 		return;
 	}
-	for (int i = 0; i < 200 && !h_is_mounted(mnt); i++)
+	for (double end = h_now() + 10 * h_time_scale();
+	     !h_is_mounted(mnt) && h_now() < end;)
 		g_usleep(50000);
 	h_track(mnt);
 	H_OK(h_is_mounted(mnt), "simfs mount -f is mounted");
