@@ -789,6 +789,15 @@ static const struct cfg_knob cfg_knobs[] = {
 	.help = "atime_policy=noatime",
     },
     {
+	.name = "diratime",
+	.type = CFG_BOOL,
+	.offset = KNOB_OFF(no_diratime),
+	.def = "on",
+	.flags = CFG_INVERT | CFG_RUNTIME,
+	.help = "reads of a directory update its atime as atime_policy= "
+		"says (nodiratime: never, as ext4's nodiratime)",
+    },
+    {
 	.name = "delalloc",
 	.type = CFG_BOOL,
 	.offset = KNOB_OFF(delalloc),
@@ -1228,7 +1237,7 @@ const char *sfs_config_suggest(const char *key)
 	    "dev",	   "nodev",	    "suid",
 	    "nosuid",	   "exec",	    "noexec",
 	    "async",	   "sync",	    "dirsync",
-	    "nodiratime",  "context",	    "fscontext",
+	    "context",	   "fscontext",
 	    "defcontext",  "rootcontext",   "symfollow",
 	    "nosymfollow", "nostrictatime", "default_permissions",
 	    "fsname",	   "subtype",	    "user_id",

@@ -57,6 +57,7 @@ struct sfs_config {
 	uint32_t reservation_max;   /* alloc=reservation: largest window */
 	char dirs[SFS_NAME_LEN];    /* directory placement: "orlov", "oldalloc" */
 	char atime[SFS_NAME_LEN];   /* "atime", "relatime", "noatime" */
+	bool no_diratime;           /* nodiratime: readdir leaves atime */
 	bool no_user_xattr;         /* nouser_xattr: user.* refused */
 	bool no_acl;                /* noacl: POSIX ACLs refused */
 	bool no_shared_mmap;        /* noshared_mmap: MAP_SHARED not asked

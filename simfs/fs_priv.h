@@ -321,6 +321,8 @@ void sfs_i_set_size(struct sfs_inode *ip, uint64_t size);
 void sfs_i_add_blocks(struct sfs_fs *fs, struct sfs_inode *ip, int64_t delta);
 /* Stamp times: any of SFS_SET_ATIME/MTIME/CTIME ORed in `which`. */
 void sfs_i_touch(struct sfs_fs *fs, struct sfs_inode *ip, unsigned which);
+/* A read of ip (file data or directory entries): atime as the policy says. */
+void sfs_i_accessed(struct sfs_fs *fs, struct sfs_inode *ip);
 /* Fill a struct sfs_attr from an inode. */
 void sfs_i_to_attr(struct sfs_fs *fs, const struct sfs_inode *ip,
 		   struct sfs_attr *out);

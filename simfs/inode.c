@@ -530,6 +530,23 @@ static bool atime_due(struct sfs_fs *fs, const struct sfs_inode *ip)
 }
 
 /*
+ * atime after a read of ip (Linux touch_atime): file data and, unless
+ * nodiratime, a directory's entries (readdir).
+ */
+void sfs_i_accessed(struct sfs_fs *fs, struct sfs_inode *ip)
+{
+	if (fs->ro || fs->error)
+		return;
+	if (fs->cfg.no_diratime && sfs_i_isdir(ip))
+		return;
+	if (!atime_due(fs, ip))
+		return;
+	sfs_i_touch(fs, ip, SFS_SET_ATIME);
+	sfs_inode_dirty(fs, ip);
+	fs->atime_updates++;
+}
+
+/*
  * O_DIRECT read of n whole blocks at pblk, as Linux does it: dirty cached
  * copies are written first, then the blocks are read from the device
  * whatever the cache holds, and do not stay in it.  Blocks pinned by the
@@ -651,11 +668,7 @@ int sfs_read_ctx(struct sfs_fs *fs, sfs_ino_t ino, uint64_t off, size_t len,
 	}
 	if (!direct) /* O_DIRECT reads no more than asked */
 		ra_after_read(fs, ip, start, end, size);
-	if (!fs->ro && !fs->error && atime_due(fs, ip)) {
-		sfs_i_touch(fs, ip, SFS_SET_ATIME);
-		sfs_inode_dirty(fs, ip);
-		fs->atime_updates++;
-	}
+	sfs_i_accessed(fs, ip);
 out_put:
 	*got_out = done;
 	fs->bytes_read += done;

@@ -944,6 +944,8 @@ int sfs_readdir(struct sfs_fs *fs, sfs_ino_t ino, uint64_t off,
 	if (rc)
 		goto out_unlock;
 	rc = sfs_dir_iterate(fs, dp, off, fn, ctx);
+	if (rc == 0)
+		sfs_i_accessed(fs, dp);
 	sfs_iput(fs, dp);
 out_unlock:
 	sfs_op_end(fs);

@@ -119,7 +119,7 @@ one_case() {
 
 # what mount(8) and fstab pass to every helper: nothing for simfs, and no
 # reason to refuse the mount
-generic=noauto,nofail,_netdev,x-systemd.automount,defaults,norelatime,relatime,dev,suid
+generic=noauto,nofail,_netdev,x-systemd.automount,defaults,norelatime,relatime,nodiratime,diratime,dev,suid
 
 one_case "mount -t fuse.simfs" \
 	mount -t fuse.simfs "$dir/img" "$mnt" -o "preset=ext4,$generic"

@@ -525,7 +525,8 @@ static void test_config_print_roundtrip(void **state)
 				  "mb_min_to_scan=10\nmb_order2_req=2\n"
 				  "mb_stream_req=16\nmb_group_prealloc=512\n"
 				  "dirs=orlov\n"
-				  "atime_policy=relatime\ndelalloc=off\n"
+				  "atime_policy=relatime\ndiratime=on\n"
+				  "delalloc=off\n"
 				  "auto_da_alloc=on\nuser_xattr=on\n"
 				  "acl=on\nshared_mmap=on\ndir_index=on\n");
 	free(text);
