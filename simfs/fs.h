@@ -69,6 +69,7 @@ struct sfs_attr {
 /* rename flags (values of the Linux renameat2 flags) */
 #define SFS_RENAME_NOREPLACE 0x1
 #define SFS_RENAME_EXCHANGE 0x2
+#define SFS_RENAME_WHITEOUT 0x4 /* sfs_rename_whiteout only */
 
 /* setxattr flags (values of XATTR_CREATE / XATTR_REPLACE) */
 #define SFS_XATTR_CREATE 0x1
@@ -183,6 +184,13 @@ int sfs_rmdir(struct sfs_fs *fs, sfs_ino_t parent, const char *name);
  * directory would move under itself. */
 int sfs_rename(struct sfs_fs *fs, sfs_ino_t parent, const char *name,
 	       sfs_ino_t newparent, const char *newname, unsigned flags);
+/* rename(2)'s RENAME_WHITEOUT (flags 0 or SFS_RENAME_NOREPLACE besides):
+ * the old name is left to a whiteout, a character device 0:0 owned by
+ * uid:gid, made in the same operation as ext4 does (ext4_whiteout_for_
+ * rename).  Errors as sfs_rename. */
+int sfs_rename_whiteout(struct sfs_fs *fs, sfs_ino_t parent, const char *name,
+			sfs_ino_t newparent, const char *newname,
+			unsigned flags, uint32_t uid, uint32_t gid);
 /* Copy the link target (not NUL-terminated) into buf; *len_out = its length. */
 int sfs_readlink(struct sfs_fs *fs, sfs_ino_t ino, char *buf, size_t size,
 		 size_t *len_out);

@@ -104,6 +104,7 @@
 
 static_assert(SFS_RENAME_NOREPLACE == RENAME_NOREPLACE, "rename flag");
 static_assert(SFS_RENAME_EXCHANGE == RENAME_EXCHANGE, "rename flag");
+static_assert(SFS_RENAME_WHITEOUT == RENAME_WHITEOUT, "rename flag");
 
 /* Control files: /.simfs and what it holds (rule 7). */
 #define SFS_CTL_INO 0xFFFFFF00u /* the directory; files follow */
@@ -1273,9 +1274,14 @@ static void sfs_fuse_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
 	sfs_ns_t t0 = sfs_rec_start(req);
 	int rc;
 
-	if (flags & ~(unsigned)(RENAME_NOREPLACE | RENAME_EXCHANGE) ||
-	    flags == (RENAME_NOREPLACE | RENAME_EXCHANGE))
-		rc = -EINVAL; /* RENAME_WHITEOUT and the unknown */
+	uint32_t uid, gid;
+
+	sfs_fuse_owner(req, &uid, &gid);
+	if (flags & ~(unsigned)(RENAME_NOREPLACE | RENAME_EXCHANGE |
+				RENAME_WHITEOUT) ||
+	    flags == (RENAME_NOREPLACE | RENAME_EXCHANGE) ||
+	    ((flags & RENAME_WHITEOUT) && (flags & RENAME_EXCHANGE)))
+		rc = -EINVAL; /* the unknown, and what the VFS refuses */
 	else if (sfs_ctl_old_name(parent, name) ||
 		 sfs_ctl_old_name(newparent, newname))
 		rc = -EPERM;
@@ -1283,8 +1289,14 @@ static void sfs_fuse_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
 		rc = -ESTALE;
 	else
 		do
-			rc = sfs_rename(sfs_fuse_fs(req), p, name, np, newname,
-					flags);
+			/* RENAME_WHITEOUT (overlayfs): the kernel checked
+			 * CAP_MKNOD; the whiteout belongs to the caller */
+			rc = (flags & RENAME_WHITEOUT)
+				 ? sfs_rename_whiteout(
+				       sfs_fuse_fs(req), p, name, np, newname,
+				       flags & RENAME_NOREPLACE, uid, gid)
+				 : sfs_rename(sfs_fuse_fs(req), p, name, np,
+					      newname, flags);
 		while (sfs_fuse_reclaim(req, rc));
 	if (sfs_rec(req) && sfs_ctl_of(parent) < 0 &&
 	    sfs_ctl_of(newparent) < 0) {

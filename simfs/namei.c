@@ -640,6 +640,7 @@ static int nm_finish_parents(struct sfs_fs *fs, struct sfs_inode *sdp,
 struct nm_rename {
 	struct sfs_inode *sdp, *tdp; /* old and new parent */
 	struct sfs_inode *src, *tgt; /* renamed inode, replaced one or NULL */
+	struct sfs_inode *wh;	     /* RENAME_WHITEOUT: the whiteout, or NULL */
 	const char *name, *newname;
 	size_t len, nlen;
 	int sd, td; /* link-count changes of sdp and tdp */
@@ -659,7 +660,15 @@ static int nm_do_rename(struct sfs_fs *fs, struct nm_rename *r)
 				 nm_ftype(r->src));
 	if (rc)
 		return rc; /* nothing changed yet */
-	rc = sfs_dir_remove(fs, r->sdp, r->name, r->len);
+	if (r->wh) /* the old entry now names the whiteout */
+		rc = sfs_dir_retarget(fs, r->sdp, r->name, r->len, r->wh->ino,
+				      nm_ftype(r->wh));
+	else
+		rc = sfs_dir_remove(fs, r->sdp, r->name, r->len);
+	if (!rc && r->wh) {
+		sfs_i_set_nlink(r->wh, 1);
+		rc = sfs_inode_dirty(fs, r->wh);
+	}
 	if (!rc && src_dir && r->sdp != r->tdp)
 		rc = sfs_dir_set_dotdot(fs, r->src, r->tdp->ino);
 	if (rc)
@@ -794,15 +803,18 @@ static int nm_rename_check(struct sfs_fs *fs, struct nm_rename *r,
  * -ENOTEMPTY, -EINVAL (a directory under itself), -EBUSY ("." or ".."),
  * -EPERM (the root's lost+found), -EMLINK, -ENOSPC, -EROFS, -EIO.
  */
-int sfs_rename(struct sfs_fs *fs, sfs_ino_t parent, const char *name,
-	       sfs_ino_t newparent, const char *newname, unsigned flags)
+static int nm_rename(struct sfs_fs *fs, sfs_ino_t parent, const char *name,
+		     sfs_ino_t newparent, const char *newname, unsigned flags,
+		     uint32_t uid, uint32_t gid)
 {
 	struct nm_rename r = {.name = name, .newname = newname};
 	int rc;
 
 	if (!fs || !name || !newname ||
-	    (flags & ~(SFS_RENAME_NOREPLACE | SFS_RENAME_EXCHANGE)) ||
-	    flags == (SFS_RENAME_NOREPLACE | SFS_RENAME_EXCHANGE))
+	    (flags & ~(SFS_RENAME_NOREPLACE | SFS_RENAME_EXCHANGE |
+		       SFS_RENAME_WHITEOUT)) ||
+	    flags == (SFS_RENAME_NOREPLACE | SFS_RENAME_EXCHANGE) ||
+	    ((flags & SFS_RENAME_WHITEOUT) && (flags & SFS_RENAME_EXCHANGE)))
 		return -EINVAL;
 	rc = sfs_check_name(name, &r.len);
 	if (!rc)
@@ -846,6 +858,18 @@ int sfs_rename(struct sfs_fs *fs, sfs_ino_t parent, const char *name,
 	rc = nm_rename_check(fs, &r, parent, newparent, flags);
 	if (rc)
 		goto out_put;
+	if (flags & SFS_RENAME_WHITEOUT) {
+		/* allocated first, so that running out of inodes changes
+		 * nothing; unlinked until nm_do_rename points the old name
+		 * at it (sfs_iput frees it otherwise) */
+		struct nm_new nn = {.mode = SFS_S_IFCHR, .rdev = 0};
+
+		rc = sfs_inode_alloc(fs, r.sdp, SFS_S_IFCHR, uid, gid, &r.wh);
+		if (!rc)
+			rc = nm_setup(fs, r.sdp, r.wh, &nn);
+		if (rc)
+			goto out_put;
+	}
 	if (flags & SFS_RENAME_EXCHANGE)
 		rc = nm_do_exchange(fs, &r);
 	else
@@ -860,6 +884,8 @@ int sfs_rename(struct sfs_fs *fs, sfs_ino_t parent, const char *name,
 	if (r.tdp != r.sdp)
 		rc = nm_dirsync(fs, r.tdp, rc);
 out_put:
+	if (r.wh)
+		sfs_iput(fs, r.wh);
 	if (r.tgt)
 		sfs_iput(fs, r.tgt); /* frees a replaced inode no one uses */
 	if (r.src)
@@ -870,6 +896,24 @@ out_put:
 out_unlock:
 	sfs_op_end(fs);
 	return rc;
+}
+
+int sfs_rename(struct sfs_fs *fs, sfs_ino_t parent, const char *name,
+	       sfs_ino_t newparent, const char *newname, unsigned flags)
+{
+	if (flags & SFS_RENAME_WHITEOUT)
+		return -EINVAL; /* needs an owner: sfs_rename_whiteout */
+	return nm_rename(fs, parent, name, newparent, newname, flags, 0, 0);
+}
+
+int sfs_rename_whiteout(struct sfs_fs *fs, sfs_ino_t parent, const char *name,
+			sfs_ino_t newparent, const char *newname,
+			unsigned flags, uint32_t uid, uint32_t gid)
+{
+	if (flags & SFS_RENAME_EXCHANGE)
+		return -EINVAL;
+	return nm_rename(fs, parent, name, newparent, newname,
+			 flags | SFS_RENAME_WHITEOUT, uid, gid);
 }
 
 /*
