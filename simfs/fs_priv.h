@@ -175,6 +175,8 @@ struct sfs_fs {
 	uint64_t free_blocks;   /* sum of the groups' bg_free_blocks_count,
 				   kept with them (allocation asks per block) */
 	bool gd_dirty;
+	bool csum;              /* metadata_csum: checksums kept (csum.c) */
+	uint32_t csum_seed;     /* crc32c of the UUID, or s_checksum_seed */
 
 	GHashTable *icache;     /* sfs_ino_t -> struct sfs_inode * */
 	/* references the kernel holds (FUSE lookup counts): sfs_ino_t ->

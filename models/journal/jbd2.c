@@ -35,6 +35,7 @@
 
 #include <glib.h>
 
+#include "csum.h"
 #include "fs_priv.h"
 #include "jbd2.h"
 
@@ -188,7 +189,10 @@ static int jl_read_fs_super(struct sfs_bdev *bd, struct sfs_dsuper *sb,
 
 static int jl_write_fs_super(struct sfs_bdev *bd, const struct sfs_dsuper *sb)
 {
-	return sfs_bdev_write(bd, SFS_IO_SUPER, SFS_SUPER_OFFSET, sb,
+	struct sfs_dsuper out = *sb;
+
+	sfs_csum_super_set(&out); /* metadata_csum: the sum follows */
+	return sfs_bdev_write(bd, SFS_IO_SUPER, SFS_SUPER_OFFSET, &out,
 			      SFS_SUPER_SIZE);
 }
 
