@@ -101,28 +101,31 @@ void sfs_csum_super_set(struct sfs_dsuper *sb)
 			 sfs_crc32c(~0u, raw, SFS_SB_CSUM_OFF));
 }
 
-uint16_t sfs_csum_group(const struct sfs_fs *fs, uint32_t g,
+uint16_t sfs_csum_group(struct sfs_fs *fs, uint32_t g,
 			const struct sfs_dgroup *gd)
 {
 	size_t off = offsetof(struct sfs_dgroup, bg_checksum);
 	uint32_t c = crc_le32(fs->csum_seed, g);
 
+	fs->cpu_ctr.csum_bytes += sizeof(*gd);
 	c = sfs_crc32c(c, gd, off);
 	c = crc_zeros(c, 2);
 	/* 32-byte descriptors: nothing follows the checksum */
 	return (uint16_t)(c & 0xFFFF);
 }
 
-static uint32_t bitmap_sum(const struct sfs_fs *fs, bool inode,
+static uint32_t bitmap_sum(struct sfs_fs *fs, bool inode,
 			   const uint8_t *map)
 {
 	uint32_t n = inode ? fs->ipg / 8
 			   : sfs_le32(fs->sb.s_clusters_per_group) / 8;
 
+	fs->cpu_ctr.csum_bytes += n;
+
 	return sfs_crc32c(fs->csum_seed, map, n);
 }
 
-bool sfs_csum_bitmap_ok(const struct sfs_fs *fs, uint32_t g, bool inode,
+bool sfs_csum_bitmap_ok(struct sfs_fs *fs, uint32_t g, bool inode,
 			const uint8_t *map)
 {
 	uint16_t want;
@@ -166,13 +169,15 @@ static bool inode_has_hi(const struct sfs_fs *fs, const uint8_t *slot)
 		   4;
 }
 
-static uint32_t inode_sum(const struct sfs_fs *fs, sfs_ino_t ino,
+static uint32_t inode_sum(struct sfs_fs *fs, sfs_ino_t ino,
 			  const uint8_t *slot)
 {
 	const struct sfs_dinode *d = (const struct sfs_dinode *)slot;
 	size_t lo = offsetof(struct sfs_dinode, i_checksum_lo);
 	size_t hi = offsetof(struct sfs_dinode, i_checksum_hi);
 	uint32_t c = sfs_csum_owner_seed(fs, ino, d->i_generation);
+
+	fs->cpu_ctr.csum_bytes += fs->inode_size;
 
 	c = sfs_crc32c(c, slot, lo);
 	c = crc_zeros(c, 2);
@@ -191,7 +196,7 @@ static uint32_t inode_sum(const struct sfs_fs *fs, sfs_ino_t ino,
 	return c;
 }
 
-bool sfs_csum_inode_ok(const struct sfs_fs *fs, sfs_ino_t ino,
+bool sfs_csum_inode_ok(struct sfs_fs *fs, sfs_ino_t ino,
 		       const void *slot)
 {
 	const struct sfs_dinode *d = slot;
@@ -208,7 +213,7 @@ bool sfs_csum_inode_ok(const struct sfs_fs *fs, sfs_ino_t ino,
 	return c == want;
 }
 
-void sfs_csum_inode_set(const struct sfs_fs *fs, sfs_ino_t ino, void *slot)
+void sfs_csum_inode_set(struct sfs_fs *fs, sfs_ino_t ino, void *slot)
 {
 	struct sfs_dinode *d = slot;
 	uint32_t c;
@@ -229,7 +234,7 @@ static uint32_t extent_tail(const struct sfs_fs *fs, const uint8_t *blk)
 	return off + 4 <= fs->bs ? off : 0;
 }
 
-bool sfs_csum_extent_ok(const struct sfs_fs *fs, uint32_t seed,
+bool sfs_csum_extent_ok(struct sfs_fs *fs, uint32_t seed,
 			const uint8_t *blk)
 {
 	uint32_t off;
@@ -237,16 +242,18 @@ bool sfs_csum_extent_ok(const struct sfs_fs *fs, uint32_t seed,
 	if (!fs->csum)
 		return true;
 	off = extent_tail(fs, blk);
+	fs->cpu_ctr.csum_bytes += off;
 	return off && get_le32(blk + off) == sfs_crc32c(seed, blk, off);
 }
 
-void sfs_csum_extent_set(const struct sfs_fs *fs, uint32_t seed, uint8_t *blk)
+void sfs_csum_extent_set(struct sfs_fs *fs, uint32_t seed, uint8_t *blk)
 {
 	uint32_t off;
 
 	if (!fs->csum)
 		return;
 	off = extent_tail(fs, blk);
+	fs->cpu_ctr.csum_bytes += off;
 	if (off)
 		put_le32(blk + off, sfs_crc32c(seed, blk, off));
 }
@@ -264,24 +271,26 @@ bool sfs_csum_dir_has_tail(const struct sfs_fs *fs, const uint8_t *blk)
 	       t[6] == 0 && t[7] == SFS_DIRENT_TAIL_FT;
 }
 
-bool sfs_csum_dir_ok(const struct sfs_fs *fs, uint32_t seed,
+bool sfs_csum_dir_ok(struct sfs_fs *fs, uint32_t seed,
 		     const uint8_t *blk)
 {
 	uint32_t end = fs->bs - SFS_DIRENT_TAIL_LEN;
 
 	if (!fs->csum)
 		return true;
+	fs->cpu_ctr.csum_bytes += end;
 	return sfs_csum_dir_has_tail(fs, blk) &&
 	       get_le32(blk + end + 8) == sfs_crc32c(seed, blk, end);
 }
 
-void sfs_csum_dir_set(const struct sfs_fs *fs, uint32_t seed, uint8_t *blk)
+void sfs_csum_dir_set(struct sfs_fs *fs, uint32_t seed, uint8_t *blk)
 {
 	uint32_t end = fs->bs - SFS_DIRENT_TAIL_LEN;
 	uint8_t *t = blk + end;
 
 	if (!fs->csum)
 		return;
+	fs->cpu_ctr.csum_bytes += end;
 	put_le32(t, 0);
 	t[4] = SFS_DIRENT_TAIL_LEN;
 	t[5] = 0;
@@ -315,7 +324,7 @@ static uint32_t dx_sum(uint32_t seed, const uint8_t *blk, uint32_t count_off,
 	return crc_zeros(c, 4);		  /* dt_checksum, as zero */
 }
 
-bool sfs_csum_dx_ok(const struct sfs_fs *fs, uint32_t seed, const uint8_t *blk,
+bool sfs_csum_dx_ok(struct sfs_fs *fs, uint32_t seed, const uint8_t *blk,
 		    uint32_t count_off)
 {
 	uint32_t tail;
@@ -325,10 +334,11 @@ bool sfs_csum_dx_ok(const struct sfs_fs *fs, uint32_t seed, const uint8_t *blk,
 	tail = dx_tail(fs, blk, count_off);
 	if (!tail || get_le16(blk + count_off + 2) > get_le16(blk + count_off))
 		return false;
+	fs->cpu_ctr.csum_bytes += tail + 8;
 	return get_le32(blk + tail + 4) == dx_sum(seed, blk, count_off, tail);
 }
 
-void sfs_csum_dx_set(const struct sfs_fs *fs, uint32_t seed, uint8_t *blk,
+void sfs_csum_dx_set(struct sfs_fs *fs, uint32_t seed, uint8_t *blk,
 		     uint32_t count_off)
 {
 	uint32_t tail;
@@ -338,23 +348,26 @@ void sfs_csum_dx_set(const struct sfs_fs *fs, uint32_t seed, uint8_t *blk,
 	tail = dx_tail(fs, blk, count_off);
 	if (!tail)
 		return;
+	fs->cpu_ctr.csum_bytes += tail + 8;
 	put_le32(blk + tail, 0);
 	put_le32(blk + tail + 4, dx_sum(seed, blk, count_off, tail));
 }
 
-static uint32_t xattr_sum(const struct sfs_fs *fs, sfs_blk_t blk,
+static uint32_t xattr_sum(struct sfs_fs *fs, sfs_blk_t blk,
 			  const uint8_t *data)
 {
 	size_t off = offsetof(struct sfs_dxattr_header, h_checksum);
 	uint64_t nr = sfs_cpu_to_le64(blk);
 	uint32_t c = sfs_crc32c(fs->csum_seed, &nr, 8);
 
+	fs->cpu_ctr.csum_bytes += fs->bs;
+
 	c = sfs_crc32c(c, data, off);
 	c = crc_zeros(c, 4);
 	return sfs_crc32c(c, data + off + 4, fs->bs - off - 4);
 }
 
-bool sfs_csum_xattr_ok(const struct sfs_fs *fs, sfs_blk_t blk,
+bool sfs_csum_xattr_ok(struct sfs_fs *fs, sfs_blk_t blk,
 		       const uint8_t *data)
 {
 	const struct sfs_dxattr_header *h = (const void *)data;
@@ -362,7 +375,7 @@ bool sfs_csum_xattr_ok(const struct sfs_fs *fs, sfs_blk_t blk,
 	return !fs->csum || sfs_le32(h->h_checksum) == xattr_sum(fs, blk, data);
 }
 
-void sfs_csum_xattr_set(const struct sfs_fs *fs, sfs_blk_t blk, uint8_t *data)
+void sfs_csum_xattr_set(struct sfs_fs *fs, sfs_blk_t blk, uint8_t *data)
 {
 	struct sfs_dxattr_header *h = (void *)data;
 

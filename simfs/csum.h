@@ -30,49 +30,49 @@ bool sfs_csum_super_ok(const struct sfs_dsuper *sb);
 void sfs_csum_super_set(struct sfs_dsuper *sb);
 
 /* group descriptor g (bg_checksum) */
-uint16_t sfs_csum_group(const struct sfs_fs *fs, uint32_t g,
+uint16_t sfs_csum_group(struct sfs_fs *fs, uint32_t g,
 			const struct sfs_dgroup *gd);
 /* bitmaps: the checksum of a group's block (inode = false) or inode
  * bitmap, checked against and stored into descriptor g */
-bool sfs_csum_bitmap_ok(const struct sfs_fs *fs, uint32_t g, bool inode,
+bool sfs_csum_bitmap_ok(struct sfs_fs *fs, uint32_t g, bool inode,
 			const uint8_t *map);
 void sfs_csum_bitmap_set(struct sfs_fs *fs, uint32_t g, bool inode,
 			 const uint8_t *map);
 
 /* inode slot of inode ino (fs->inode_size bytes), seeded by ino and the
  * slot's i_generation */
-bool sfs_csum_inode_ok(const struct sfs_fs *fs, sfs_ino_t ino,
+bool sfs_csum_inode_ok(struct sfs_fs *fs, sfs_ino_t ino,
 		       const void *slot);
-void sfs_csum_inode_set(const struct sfs_fs *fs, sfs_ino_t ino, void *slot);
+void sfs_csum_inode_set(struct sfs_fs *fs, sfs_ino_t ino, void *slot);
 
 /* Seed of the blocks an inode owns (extent blocks, directory blocks). */
 uint32_t sfs_csum_owner_seed(const struct sfs_fs *fs, sfs_ino_t ino,
 			     uint32_t generation_le);
 
 /* extent tree block: tail after eh_max entries */
-bool sfs_csum_extent_ok(const struct sfs_fs *fs, uint32_t seed,
+bool sfs_csum_extent_ok(struct sfs_fs *fs, uint32_t seed,
 			const uint8_t *blk);
-void sfs_csum_extent_set(const struct sfs_fs *fs, uint32_t seed, uint8_t *blk);
+void sfs_csum_extent_set(struct sfs_fs *fs, uint32_t seed, uint8_t *blk);
 
 /* directory leaf: the bytes a leaf's entries may use (bs, or bs - 12) */
 uint32_t sfs_csum_dir_end(const struct sfs_fs *fs);
 /* A leaf ends in a well-formed tail? */
 bool sfs_csum_dir_has_tail(const struct sfs_fs *fs, const uint8_t *blk);
-bool sfs_csum_dir_ok(const struct sfs_fs *fs, uint32_t seed,
+bool sfs_csum_dir_ok(struct sfs_fs *fs, uint32_t seed,
 		     const uint8_t *blk);
 /* Write the tail (entries must end at sfs_csum_dir_end) and its sum. */
-void sfs_csum_dir_set(const struct sfs_fs *fs, uint32_t seed, uint8_t *blk);
+void sfs_csum_dir_set(struct sfs_fs *fs, uint32_t seed, uint8_t *blk);
 
 /* htree node or root: count/limit at count_off; the tail after limit */
 uint32_t sfs_csum_dx_limit_cut(const struct sfs_fs *fs); /* 1 or 0 */
-bool sfs_csum_dx_ok(const struct sfs_fs *fs, uint32_t seed, const uint8_t *blk,
+bool sfs_csum_dx_ok(struct sfs_fs *fs, uint32_t seed, const uint8_t *blk,
 		    uint32_t count_off);
-void sfs_csum_dx_set(const struct sfs_fs *fs, uint32_t seed, uint8_t *blk,
+void sfs_csum_dx_set(struct sfs_fs *fs, uint32_t seed, uint8_t *blk,
 		     uint32_t count_off);
 
 /* xattr block at block number blk */
-bool sfs_csum_xattr_ok(const struct sfs_fs *fs, sfs_blk_t blk,
+bool sfs_csum_xattr_ok(struct sfs_fs *fs, sfs_blk_t blk,
 		       const uint8_t *data);
-void sfs_csum_xattr_set(const struct sfs_fs *fs, sfs_blk_t blk, uint8_t *data);
+void sfs_csum_xattr_set(struct sfs_fs *fs, sfs_blk_t blk, uint8_t *data);
 
 #endif /* SFS_CSUM_H */

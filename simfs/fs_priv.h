@@ -88,6 +88,7 @@ struct sfs_cpu_ctr {
 	uint64_t dir_entries;	/* directory records examined */
 	uint64_t dir_blocks;	/* directory blocks fetched by dir.c (leaves
 				   and index blocks) */
+	uint64_t csum_bytes;	/* bytes crc32c'd for metadata_csum (csum.c) */
 };
 
 /* One in-memory inode.  Protected by fs->lock. */

@@ -19,6 +19,7 @@
 
 #include "blockdev.h"
 #include "config.h"
+#include "cpumodel.h"
 #include "csum.h"
 #include "fs.h"
 #include "fs_priv.h"
@@ -198,6 +199,11 @@ static void workload(const char *img, const char *opts)
 			 0);
 	assert_int_equal(sfs_release(fs, f1), 0);
 	assert_int_equal(sfs_release(fs, f2), 0);
+	/* the CPU model is charged for what was checksummed: at least one
+	 * inode per file created */
+	struct sfs_cpu_counts cc;
+	sfs_fs_cpu_counts(fs, &cc);
+	assert_true(cc.csum_bytes >= 400u * 256);
 	assert_int_equal(sfs_fs_close(fs), 0);
 }
 
