@@ -480,6 +480,61 @@ static void test_flipped_bit_is_eio(void **state)
 	g_free(dir);
 }
 
+/* A power cut after journal commits: e2fsck replays simfs's log, and so
+ * does simfs's next mount; both leave a clean, checksummed image. */
+static void test_crash_replay(void **state)
+{
+	char *dir = sfs_test_tmpdir();
+	char *img = g_build_filename(dir, "img", NULL);
+	char *img2 = g_build_filename(dir, "img2", NULL);
+	gchar *cp[] = {"cp", img, img2, NULL};
+	gchar *fix[] = {"e2fsck", "-fy", img2, NULL};
+	char *out = NULL, name[32];
+	struct sfs_fs *fs;
+	struct sfs_attr a;
+	gint status = -1;
+
+	(void)state;
+	mkimage(img, "1024", "");
+	fs = sfs_test_open(img, "alloc=extent,journal=ordered");
+	for (unsigned i = 0; i < 120; i++) {
+		g_snprintf(name, sizeof(name), "n%u", i);
+		assert_int_equal(
+		    sfs_mkdir(fs, SFS_ROOT_INO, name, 0755, 0, 0, &a), 0);
+		if (i == 60)
+			assert_int_equal(sfs_fs_sync(fs), 0);
+	}
+	assert_int_equal(sfs_fs_sync(fs), 0);
+	sfs_fs_abort(fs);
+	/* the log holds the transactions: there is something to replay */
+	int fd = open(img, O_RDONLY);
+	struct sfs_dsuper sb;
+	assert_true(fd >= 0);
+	assert_int_equal(pread(fd, &sb, sizeof(sb), 1024), sizeof(sb));
+	close(fd);
+	assert_true(sfs_le32(sb.s_feature_incompat) &
+		    SFS_FEATURE_INCOMPAT_RECOVER);
+	g_free(run(cp));
+	/* e2fsck -fy exits 1 when it replayed or fixed something */
+	assert_true(g_spawn_sync(NULL, fix, NULL, G_SPAWN_SEARCH_PATH, NULL,
+				 NULL, &out, NULL, &status, NULL));
+	g_free(out);
+	assert_true(WIFEXITED(status) && WEXITSTATUS(status) <= 1);
+	if (!sfs_test_fsck_clean(img2, &out))
+		fail_msg("after e2fsck's replay: %s", out);
+	g_free(out);
+	fs = sfs_test_open(img, "alloc=extent,journal=ordered");
+	assert_int_equal(sfs_lookup(fs, SFS_ROOT_INO, "n119", &a), 0);
+	assert_int_equal(sfs_fs_close(fs), 0);
+	if (!sfs_test_fsck_clean(img, &out))
+		fail_msg("after simfs's replay: %s", out);
+	g_free(out);
+	sfs_test_rmtree(dir);
+	g_free(img2);
+	g_free(img);
+	g_free(dir);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -487,6 +542,7 @@ int main(void)
 	    cmocka_unit_test(test_super_from_mke2fs),
 	    cmocka_unit_test(test_workload_fsck_clean),
 	    cmocka_unit_test(test_flipped_bit_is_eio),
+	    cmocka_unit_test(test_crash_replay),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
