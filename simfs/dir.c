@@ -45,6 +45,7 @@
 #include <string.h>
 #include <xxhash.h>
 
+#include "csum.h"
 #include "dirhash.h"
 #include "fs_priv.h"
 
@@ -250,6 +251,50 @@ static int dir_nblocks(struct sfs_fs *fs, struct sfs_inode *dp, uint32_t *out)
 	return 0;
 }
 
+/* ---- metadata_csum (csum.h) ---- */
+
+/* Bytes of a leaf its entries use: the block, less the checksum tail. */
+static inline uint32_t leaf_end(const struct sfs_fs *fs)
+{
+	return sfs_csum_dir_end(fs);
+}
+
+/* Seed of dp's block checksums (its number and generation). */
+static uint32_t dir_seed(const struct sfs_fs *fs, const struct sfs_inode *dp)
+{
+	return fs->csum ? sfs_csum_owner_seed(fs, dp->ino, dp->d.i_generation)
+			: 0;
+}
+
+static inline bool dir_is_dx(const struct sfs_fs *fs,
+			     const struct sfs_inode *dp);
+
+/* Is block lblk of dp shaped as an htree block: an indexed directory's
+ * root ("." then ".." spanning the block) or node (one empty record
+ * spanning it)? */
+static bool dir_dx_shaped(const struct sfs_fs *fs, const struct sfs_inode *dp,
+			  uint32_t lblk, const uint8_t *data)
+{
+	const struct sfs_ddirent *de = (const void *)data;
+
+	if (!(sfs_le32(dp->d.i_flags) & SFS_INDEX_FL))
+		return false;
+	if (lblk != 0)
+		return !de->inode && sfs_le16(de->rec_len) == fs->bs;
+	de = (const void *)(data + DIR_MIN_REC);
+	return sfs_le16(((const struct sfs_ddirent *)data)->rec_len) ==
+		   DIR_MIN_REC &&
+	       sfs_le16(de->rec_len) == fs->bs - DIR_MIN_REC;
+}
+
+/* Every changed leaf leaves through here: tail and sum, then dirty. */
+static void leaf_dirty(struct sfs_fs *fs, struct sfs_inode *dp,
+		       struct sfs_buf *b)
+{
+	sfs_csum_dir_set(fs, dir_seed(fs, dp), b->data);
+	sfs_meta_dirty(fs, b);
+}
+
 /*
  * Check one directory block (ext-format 5.2, and "." / ".." first in block
  * 0) and report in *room_out the largest record an insert could place in
@@ -261,23 +306,41 @@ static int dir_check_block(struct sfs_fs *fs, struct sfs_inode *dp,
 {
 	uint32_t max_ino = sfs_le32(fs->sb.s_inodes_count);
 	bool ftype = dir_has_ftype(fs);
-	uint32_t off = 0, room = 0, n = 0, rl = 0;
+	uint32_t off = 0, room = 0, n = 0, rl = 0, end = fs->bs;
 	const char *why = NULL;
 	struct sfs_ddirent *de = NULL;
 
-	while (off < fs->bs) {
+	if (fs->csum) {
+		/* a leaf ends in its checksum tail; an htree block (the root,
+		 * or a node: one empty record spanning it) has its own sum,
+		 * checked with the index (dx_check_frame) */
+		de = de_at(data, 0);
+		if (dir_dx_shaped(fs, dp, lblk, data)) {
+			/* the kernel may leave a stale leaf tail inside the
+			 * root's ".." record: the shape decides, as in
+			 * ext4's is_dx_block */
+		} else if (!sfs_csum_dir_has_tail(fs, data)) {
+			why = "leaf without a checksum tail";
+		} else {
+			end = sfs_csum_dir_end(fs);
+			if (!sfs_csum_dir_ok(fs, dir_seed(fs, dp), data))
+				why = "leaf checksum mismatch";
+		}
+		de = NULL;
+	}
+	while (!why && off < end) {
 		uint32_t ino, avail;
 
 		de = de_at(data, off);
 		rl = 0;
-		if (fs->bs - off < DIR_MIN_REC) {
+		if (end - off < DIR_MIN_REC) {
 			de = NULL;
 			why = "record header crosses the block end";
 			break;
 		}
 		rl = de_rec_len(de);
 		ino = sfs_le32(de->inode);
-		if (rl < DIR_MIN_REC || rl % 4 || rl > fs->bs - off) {
+		if (rl < DIR_MIN_REC || rl % 4 || rl > end - off) {
 			why = "bad rec_len";
 			break;
 		}
@@ -400,7 +463,7 @@ static int dir_index_build(struct sfs_fs *fs, struct sfs_inode *dp)
 		rc = dir_get_block(fs, dp, lblk, &b, &room);
 		if (rc)
 			goto out_free;
-		for (uint32_t off = 0; off < fs->bs; off += rl) {
+		for (uint32_t off = 0; off < leaf_end(fs); off += rl) {
 			struct sfs_ddirent *de = de_at(b->data, off);
 
 			rl = de_rec_len(de);
@@ -527,7 +590,7 @@ static int dir_block_insert(struct sfs_fs *fs, uint8_t *data, uint32_t lblk,
 {
 	uint32_t need = SFS_DIRENT_LEN(len), rl;
 
-	for (uint32_t off = 0; off < fs->bs; off += rl) {
+	for (uint32_t off = 0; off < leaf_end(fs); off += rl) {
 		struct sfs_ddirent *de = de_at(data, off);
 		uint32_t used;
 
@@ -559,7 +622,7 @@ static uint32_t dir_block_room(struct sfs_fs *fs, uint8_t *data, uint32_t lblk)
 {
 	uint32_t room = 0, rl;
 
-	for (uint32_t off = 0; off < fs->bs; off += rl) {
+	for (uint32_t off = 0; off < leaf_end(fs); off += rl) {
 		struct sfs_ddirent *de = de_at(data, off);
 		uint32_t avail;
 
@@ -611,8 +674,8 @@ static int dir_append_block(struct sfs_fs *fs, struct sfs_inode *dp,
 	rc = sfs_cache_get_new(fs->cache, pblk, SFS_IO_DIR, &b);
 	if (rc)
 		goto out_undo;
-	de_fill(fs, b->data, 0, fs->bs, name, len, ino, ftype);
-	sfs_meta_dirty(fs, b);
+	de_fill(fs, b->data, 0, leaf_end(fs), name, len, ino, ftype);
+	leaf_dirty(fs, dp, b);
 	sfs_cache_put(fs->cache, b);
 	sfs_i_set_size(dp, old_size + fs->bs);
 	return sfs_inode_dirty(fs, dp);
@@ -715,14 +778,34 @@ static inline bool dir_is_dx(const struct sfs_fs *fs,
 	return dx_enabled(fs) && (sfs_le32(dp->d.i_flags) & SFS_INDEX_FL);
 }
 
+/* Every changed htree block (root or node) leaves through here. */
+static void dx_dirty(struct sfs_fs *fs, struct sfs_inode *dp,
+		     struct dx_frame *f)
+{
+	sfs_csum_dx_set(fs, dir_seed(fs, dp), f->b->data, f->ents);
+	sfs_meta_dirty(fs, f->b);
+}
+
+/* Block lblk of dp changed: the root of an htree, or a leaf. */
+static void dir_dirty(struct sfs_fs *fs, struct sfs_inode *dp,
+		      struct sfs_buf *b, uint32_t lblk)
+{
+	if (lblk == 0 && dir_is_dx(fs, dp)) {
+		sfs_csum_dx_set(fs, dir_seed(fs, dp), b->data, DX_ROOT_ENTRIES);
+		sfs_meta_dirty(fs, b);
+	} else {
+		leaf_dirty(fs, dp, b);
+	}
+}
+
 static inline uint32_t dx_root_limit(const struct sfs_fs *fs)
 {
-	return (fs->bs - DX_ROOT_ENTRIES) / 8;
+	return (fs->bs - DX_ROOT_ENTRIES) / 8 - sfs_csum_dx_limit_cut(fs);
 }
 
 static inline uint32_t dx_node_limit(const struct sfs_fs *fs)
 {
-	return (fs->bs - DX_NODE_ENTRIES) / 8;
+	return (fs->bs - DX_NODE_ENTRIES) / 8 - sfs_csum_dx_limit_cut(fs);
 }
 
 /* Hash version v of a dx_root (or s_def_hash_version) as the kernel
@@ -780,6 +863,8 @@ static int dx_check_frame(struct sfs_fs *fs, struct sfs_inode *dp,
 {
 	uint32_t prev = 0;
 
+	if (!sfs_csum_dx_ok(fs, dir_seed(fs, dp), f->b->data, f->ents))
+		return dx_bad(fs, dp, f->lblk, "index checksum mismatch", 0, 0);
 	f->limit = rd16(f->b->data + f->ents);
 	f->count = rd16(f->b->data + f->ents + 2);
 	if (f->limit != want_limit)
@@ -968,7 +1053,7 @@ static int64_t dir_block_find(struct sfs_fs *fs, const uint8_t *data,
 {
 	uint32_t rl;
 
-	for (uint32_t off = 0; off < fs->bs; off += rl) {
+	for (uint32_t off = 0; off < leaf_end(fs); off += rl) {
 		const struct sfs_ddirent *de =
 		    (const struct sfs_ddirent *)(data + off);
 
@@ -1053,7 +1138,7 @@ static uint32_t dx_map_leaf(struct sfs_fs *fs, const struct dx_path *p,
 {
 	uint32_t n = 0, rl;
 
-	for (uint32_t off = 0; off < fs->bs; off += rl) {
+	for (uint32_t off = 0; off < leaf_end(fs); off += rl) {
 		const struct sfs_ddirent *de =
 		    (const struct sfs_ddirent *)(data + off);
 
@@ -1089,10 +1174,10 @@ static void dx_pack(struct sfs_fs *fs, const uint8_t *src, uint8_t *dst,
 		at += map[i].size;
 	}
 	if (last == UINT32_MAX)
-		de_at(dst, 0)->rec_len = sfs_cpu_to_le16((uint16_t)fs->bs);
+		de_at(dst, 0)->rec_len = sfs_cpu_to_le16((uint16_t)leaf_end(fs));
 	else
 		de_at(dst, last)->rec_len =
-		    sfs_cpu_to_le16((uint16_t)(fs->bs - last));
+		    sfs_cpu_to_le16((uint16_t)(leaf_end(fs) - last));
 }
 
 /*
@@ -1120,8 +1205,8 @@ static int dir_append_empty(struct sfs_fs *fs, struct sfs_inode *dp,
 			break;
 		/* a valid (empty) directory block until the caller fills it */
 		de_at(bufs[got]->data, 0)->rec_len =
-		    sfs_cpu_to_le16((uint16_t)fs->bs);
-		sfs_meta_dirty(fs, bufs[got]);
+		    sfs_cpu_to_le16((uint16_t)leaf_end(fs));
+		leaf_dirty(fs, dp, bufs[got]);
 	}
 	if (rc) {
 		while (got > 0)
@@ -1179,7 +1264,7 @@ static int dx_split_add(struct sfs_fs *fs, struct sfs_inode *dp,
 		g_free(tmp);
 		rc = dir_block_insert(fs, leaf->data, leaf_lblk, name, len, ino,
 				      ftype, &off);
-		sfs_meta_dirty(fs, leaf);
+		leaf_dirty(fs, dp, leaf);
 		goto out_leaf;
 	}
 	if (f->count == f->limit) {
@@ -1217,8 +1302,8 @@ static int dx_split_add(struct sfs_fs *fs, struct sfs_inode *dp,
 		dx_set_count(r, 1);
 		r->at = 0;
 		r->b->data[DX_ROOT_INFO + 6] = 1;
-		sfs_meta_dirty(fs, r->b);
-		sfs_meta_dirty(fs, nd->b);
+		dx_dirty(fs, dp, r);
+		dx_dirty(fs, dp, nd);
 		p->nf = 2;
 		f = nd;
 	} else if (nsplit) {
@@ -1240,9 +1325,9 @@ static int dx_split_add(struct sfs_fs *fs, struct sfs_inode *dp,
 		dx_set_count(f, n1);
 		nb[0] = NULL;
 		dx_insert_entry(r, h2, first);
-		sfs_meta_dirty(fs, r->b);
-		sfs_meta_dirty(fs, f->b);
-		sfs_meta_dirty(fs, f2.b);
+		dx_dirty(fs, dp, r);
+		dx_dirty(fs, dp, f);
+		dx_dirty(fs, dp, &f2);
 		if (f->at >= n1) {
 			f2.at = f->at - n1;
 			r->at++;
@@ -1274,11 +1359,11 @@ static int dx_split_add(struct sfs_fs *fs, struct sfs_inode *dp,
 	dx_pack(fs, tmp, leaf->data, map, n, false);
 	g_free(tmp);
 	dx_insert_entry(f, hash2 + continued, first + (grow || nsplit ? 1 : 0));
-	sfs_meta_dirty(fs, f->b);
+	dx_dirty(fs, dp, f);
 	target = hash >= hash2 ? nleaf : leaf;
 	rc = dir_block_insert(fs, target->data, 1, name, len, ino, ftype, &off);
-	sfs_meta_dirty(fs, leaf);
-	sfs_meta_dirty(fs, nleaf);
+	leaf_dirty(fs, dp, leaf);
+	leaf_dirty(fs, dp, nleaf);
 	sfs_cache_put(fs->cache, nleaf);
 out_leaf:
 	sfs_cache_put(fs->cache, leaf);
@@ -1305,7 +1390,7 @@ static int dx_add(struct sfs_fs *fs, struct sfs_inode *dp, const char *name,
 		goto out_path;
 	rc = dir_block_insert(fs, b->data, lblk, name, len, ino, ftype, &off);
 	if (rc == 0) {
-		sfs_meta_dirty(fs, b);
+		leaf_dirty(fs, dp, b);
 		sfs_cache_put(fs->cache, b);
 	} else {
 		rc = dx_split_add(fs, dp, &p, b, lblk, hash, name, len, ino,
@@ -1349,7 +1434,7 @@ static int dx_make_indexed(struct sfs_fs *fs, struct sfs_inode *dp,
 	rl = de_rec_len(de_at(d, 0));
 	dotdot = sfs_le32(de_at(d, rl)->inode);
 	rl += de_rec_len(de_at(d, rl));
-	for (uint32_t off = rl; off < fs->bs;
+	for (uint32_t off = rl; off < leaf_end(fs);
 	     off += de_rec_len(de_at(d, off))) {
 		struct sfs_ddirent *de = de_at(d, off);
 
@@ -1373,8 +1458,9 @@ static int dx_make_indexed(struct sfs_fs *fs, struct sfs_inode *dp,
 	wr16(d + DX_ROOT_ENTRIES, (uint16_t)dx_root_limit(fs));
 	wr16(d + DX_ROOT_ENTRIES + 2, 1);
 	wr32(d + DX_ROOT_ENTRIES + 4, 1);
+	sfs_csum_dx_set(fs, dir_seed(fs, dp), d, DX_ROOT_ENTRIES);
 	sfs_meta_dirty(fs, root);
-	sfs_meta_dirty(fs, leaf);
+	leaf_dirty(fs, dp, leaf);
 	sfs_cache_put(fs->cache, root);
 	dp->d.i_flags |= sfs_cpu_to_le32(SFS_INDEX_FL);
 	rc = sfs_inode_dirty(fs, dp);
@@ -1663,6 +1749,20 @@ static int dir_drop_htree(struct sfs_fs *fs, struct sfs_inode *dp)
 
 	if (!(sfs_le32(dp->d.i_flags) & SFS_INDEX_FL))
 		return 0;
+	if (fs->csum) {
+		/* the root becomes a leaf: ".." gives the tail its room */
+		struct sfs_buf *b;
+
+		rc = dir_get_block_cat(fs, dp, 0, SFS_IO_DIRIDX, &b, NULL);
+		if (rc)
+			return rc;
+		de_at(b->data, DIR_MIN_REC)->rec_len = sfs_cpu_to_le16(
+		    (uint16_t)(leaf_end(fs) - DIR_MIN_REC));
+		memset(b->data + DX_ROOT_INFO, 0,
+		       leaf_end(fs) - DX_ROOT_INFO);
+		leaf_dirty(fs, dp, b);
+		sfs_cache_put(fs->cache, b);
+	}
 	dp->d.i_flags &= ~sfs_cpu_to_le32(SFS_INDEX_FL);
 	rc = sfs_inode_dirty(fs, dp);
 	if (rc)
@@ -1718,7 +1818,7 @@ int sfs_dir_add(struct sfs_fs *fs, struct sfs_inode *dp, const char *name,
 			dix_set_room(ix, lblk, room);
 			continue;
 		}
-		sfs_meta_dirty(fs, b);
+		leaf_dirty(fs, dp, b);
 		dix_set_room(ix, lblk, dir_block_room(fs, b->data, lblk));
 		sfs_cache_put(fs->cache, b);
 		dix_insert(ix, dir_hash(fs, name, len), lblk * fs->bs + off);
@@ -1735,7 +1835,7 @@ int sfs_dir_add(struct sfs_fs *fs, struct sfs_inode *dp, const char *name,
 		return rc;
 	}
 	ix->nblocks = lblk + 1;
-	dix_set_room(ix, lblk, fs->bs - need);
+	dix_set_room(ix, lblk, leaf_end(fs) - need);
 	dix_insert(ix, dir_hash(fs, name, len), lblk * fs->bs);
 	return 0;
 }
@@ -1785,7 +1885,7 @@ int sfs_dir_remove(struct sfs_fs *fs, struct sfs_inode *dp, const char *name,
 		de->file_type = 0;
 		memset(de->name, 0, rl - SFS_DIRENT_HDR);
 	}
-	sfs_meta_dirty(fs, b);
+	leaf_dirty(fs, dp, b);
 	if (!dx) {
 		dix_delete(dp->dindex, dir_hash(fs, name, len), pos);
 		dix_set_room(dp->dindex, lblk,
@@ -1818,7 +1918,7 @@ int sfs_dir_retarget(struct sfs_fs *fs, struct sfs_inode *dp, const char *name,
 	de = de_at(b->data, off);
 	de->inode = sfs_cpu_to_le32(ino);
 	de->file_type = dir_has_ftype(fs) ? ftype : 0;
-	sfs_meta_dirty(fs, b);
+	leaf_dirty(fs, dp, b);
 	sfs_cache_put(fs->cache, b);
 	return 0;
 }
@@ -1844,9 +1944,9 @@ int sfs_dir_init(struct sfs_fs *fs, struct sfs_inode *dp, sfs_ino_t parent)
 	if (rc)
 		goto out_undo;
 	de_fill(fs, b->data, 0, DIR_MIN_REC, ".", 1, dp->ino, SFS_FT_DIR);
-	de_fill(fs, b->data, DIR_MIN_REC, fs->bs - DIR_MIN_REC, "..", 2, parent,
-		SFS_FT_DIR);
-	sfs_meta_dirty(fs, b);
+	de_fill(fs, b->data, DIR_MIN_REC, leaf_end(fs) - DIR_MIN_REC, "..", 2,
+		parent, SFS_FT_DIR);
+	leaf_dirty(fs, dp, b);
 	sfs_cache_put(fs->cache, b);
 	sfs_i_set_size(dp, fs->bs);
 	return sfs_inode_dirty(fs, dp);
@@ -1873,7 +1973,7 @@ int sfs_dir_set_dotdot(struct sfs_fs *fs, struct sfs_inode *dp,
 		return rc;
 	de = de_at(b->data, de_rec_len(de_at(b->data, 0)));
 	de->inode = sfs_cpu_to_le32(parent);
-	sfs_meta_dirty(fs, b);
+	dir_dirty(fs, dp, b, 0);
 	sfs_cache_put(fs->cache, b);
 	return 0;
 }
@@ -1928,7 +2028,7 @@ int sfs_dir_iterate(struct sfs_fs *fs, struct sfs_inode *dp, uint64_t off,
 		rc = dir_get_block(fs, dp, lblk, &b, NULL);
 		if (rc)
 			return rc;
-		for (uint32_t o = 0; o < fs->bs; o += rl) {
+		for (uint32_t o = 0; o < leaf_end(fs); o += rl) {
 			struct sfs_ddirent *de = de_at(b->data, o);
 			uint64_t next;
 

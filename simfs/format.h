@@ -83,6 +83,7 @@ static inline uint64_t sfs_cpu_to_be64(uint64_t v) { return htobe64(v); }
 #define SFS_FEATURE_INCOMPAT_64BIT 0x0080
 #define SFS_FEATURE_INCOMPAT_MMP 0x0100
 #define SFS_FEATURE_INCOMPAT_FLEX_BG 0x0200
+#define SFS_FEATURE_INCOMPAT_CSUM_SEED 0x2000
 #define SFS_FEATURE_RO_COMPAT_SPARSE_SUPER 0x0001
 #define SFS_FEATURE_RO_COMPAT_LARGE_FILE 0x0002
 #define SFS_FEATURE_RO_COMPAT_HUGE_FILE 0x0008
@@ -98,11 +99,11 @@ static inline uint64_t sfs_cpu_to_be64(uint64_t v) { return htobe64(v); }
 	 SFS_FEATURE_COMPAT_DIR_INDEX)
 #define SFS_INCOMPAT_SUPP                                                      \
 	(SFS_FEATURE_INCOMPAT_FILETYPE | SFS_FEATURE_INCOMPAT_RECOVER |        \
-	 SFS_FEATURE_INCOMPAT_EXTENTS)
+	 SFS_FEATURE_INCOMPAT_EXTENTS | SFS_FEATURE_INCOMPAT_CSUM_SEED)
 #define SFS_RO_COMPAT_SUPP                                                     \
 	(SFS_FEATURE_RO_COMPAT_SPARSE_SUPER | SFS_FEATURE_RO_COMPAT_LARGE_FILE |  \
 	 SFS_FEATURE_RO_COMPAT_HUGE_FILE | SFS_FEATURE_RO_COMPAT_DIR_NLINK |      \
-	 SFS_FEATURE_RO_COMPAT_EXTRA_ISIZE)
+	 SFS_FEATURE_RO_COMPAT_EXTRA_ISIZE | SFS_FEATURE_RO_COMPAT_METADATA_CSUM)
 
 /* i_mode type bits (same values as S_IF*) */
 #define SFS_S_IFMT 0xF000
@@ -217,6 +218,17 @@ static inline bool sfs_sb_marked_clean(const struct sfs_dsuper *sb)
 	       !(sfs_le32(sb->s_feature_incompat) &
 		 SFS_FEATURE_INCOMPAT_RECOVER);
 }
+
+/* metadata_csum fields of the superblock, by offset (crc32c, doc:
+ * internals "Metadata checksums"): s_checksum_type (1 = crc32c),
+ * s_checksum_seed (metadata_csum_seed) and s_checksum over bytes 0..0x3FC. */
+#define SFS_SB_CSUM_TYPE_OFF 0x175
+#define SFS_SB_CSUM_SEED_OFF 0x270
+#define SFS_SB_CSUM_OFF 0x3FC
+#define SFS_CSUM_TYPE_CRC32C 1
+/* the 12-byte entry ending a checksummed directory leaf (file_type 0xDE) */
+#define SFS_DIRENT_TAIL_LEN 12
+#define SFS_DIRENT_TAIL_FT 0xDE
 
 /* ---- group descriptor (32 bytes, no 64bit) ---- */
 struct sfs_dgroup {

@@ -29,6 +29,7 @@
 #include <string.h>
 
 #include "clock.h"
+#include "csum.h"
 #include "frag.h"
 #include "fs_priv.h"
 #include "iolog.h"
@@ -442,7 +443,8 @@ static const struct feat_name feat_names[] = {
 	 SFS_FEATURE_COMPAT_DIR_PREALLOC | SFS_FEATURE_COMPAT_HAS_JOURNAL |    \
 	 SFS_FEATURE_COMPAT_DIR_INDEX)
 #define ENGINE_INCOMPAT                                                        \
-	(SFS_FEATURE_INCOMPAT_FILETYPE | SFS_FEATURE_INCOMPAT_EXTENTS)
+	(SFS_FEATURE_INCOMPAT_FILETYPE | SFS_FEATURE_INCOMPAT_EXTENTS |        \
+	 SFS_FEATURE_INCOMPAT_CSUM_SEED)
 #define ENGINE_RO_COMPAT SFS_RO_COMPAT_SUPP
 
 /*
@@ -655,10 +657,19 @@ static int check_groups(struct sfs_fs *fs, char **err)
 					       g);
 			return -EINVAL;
 		}
+		if (fs->csum &&
+		    sfs_le16(gd->bg_checksum) != sfs_csum_group(fs, g, gd)) {
+			*err = g_strdup_printf("group %u: descriptor checksum "
+					       "0x%04x, computed 0x%04x",
+					       g, sfs_le16(gd->bg_checksum),
+					       sfs_csum_group(fs, g, gd));
+			return -EINVAL;
+		}
 		/* INODE_ZEROED (0x4) is harmless and mke2fs sets it; the
-		 * uninitialised-group flags need uninit_bg. */
-		if ((sfs_le16(gd->bg_flags) & 0x3) ||
-		    sfs_le16(gd->bg_itable_unused)) {
+		 * uninitialised-group flags need uninit_bg, or metadata_csum
+		 * (init_uninit_groups builds those groups' bitmaps). */
+		if (!fs->csum && ((sfs_le16(gd->bg_flags) & 0x3) ||
+				  sfs_le16(gd->bg_itable_unused))) {
 			*err = g_strdup_printf("group %u: uninitialised-group "
 					       "flags set (uninit_bg is not "
 					       "supported)",
@@ -667,6 +678,134 @@ static int check_groups(struct sfs_fs *fs, char **err)
 		}
 	}
 	return 0;
+}
+
+static inline bool bit_test(const uint8_t *map, uint32_t i)
+{
+	return map[i >> 3] & (1u << (i & 7));
+}
+
+static inline void bit_set(uint8_t *map, uint32_t i)
+{
+	map[i >> 3] |= (uint8_t)(1u << (i & 7));
+}
+
+static inline void bit_clear(uint8_t *map, uint32_t i)
+{
+	map[i >> 3] &= (uint8_t) ~(1u << (i & 7));
+}
+
+#define BG_INODE_UNINIT 0x1
+#define BG_BLOCK_UNINIT 0x2
+#define BG_INODE_ZEROED 0x4
+
+/* Build the bitmap block of an uninitialised group in b (zeroed first):
+ * padding past the group's end set, and for BLOCK_UNINIT the group's own
+ * metadata (superblock copy, GDT, reserved GDT, bitmaps, inode table). */
+static int uninit_bitmap(struct sfs_fs *fs, uint32_t g, bool inode,
+			 uint8_t *map, char **err)
+{
+	const struct sfs_dgroup *gd = &fs->gd[g];
+	uint32_t n = inode ? fs->ipg : sfs_group_nblocks(fs, g);
+	sfs_blk_t first = sfs_group_first(fs, g);
+	uint32_t used = 0;
+
+	memset(map, 0, fs->bs);
+	for (uint32_t i = n; i < fs->bs * 8; i++)
+		bit_set(map, i);
+	if (inode)
+		return 0;
+	if (sfs_group_has_super(g, sfs_le32(fs->sb.s_feature_ro_compat) &
+				       SFS_FEATURE_RO_COMPAT_SPARSE_SUPER))
+		for (uint32_t i = 0; i < 1 + fs->desc_blocks + fs->reserved_gdt;
+		     i++)
+			bit_set(map, i);
+	bit_set(map, sfs_le32(gd->bg_block_bitmap) - first);
+	bit_set(map, sfs_le32(gd->bg_inode_bitmap) - first);
+	for (uint32_t i = 0; i < fs->itb; i++)
+		bit_set(map, sfs_le32(gd->bg_inode_table) - first + i);
+	for (uint32_t i = 0; i < n; i++)
+		used += bit_test(map, i);
+	if (n - used != sfs_le16(gd->bg_free_blocks_count)) {
+		*err = g_strdup_printf("group %u: uninitialised, %u blocks of "
+				       "metadata, but %u of %u free",
+				       g, used,
+				       sfs_le16(gd->bg_free_blocks_count), n);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+/*
+ * metadata_csum images (mke2fs) leave groups uninitialised: BLOCK_UNINIT
+ * or INODE_UNINIT, whose bitmap blocks hold nothing yet, and
+ * bg_itable_unused.  Build those bitmaps as the kernel does on first use
+ * (ext4_init_block_bitmap), write them (a read-only mount pins them in
+ * the cache instead), then clear the flags in memory: the rest of the
+ * engine sees ordinary groups and the next descriptor write records it.
+ * The inode table must be zeroed already (INODE_ZEROED).
+ */
+static int init_uninit_groups(struct sfs_fs *fs, char **err)
+{
+	bool any = false;
+	int rc;
+
+	for (uint32_t g = 0; g < fs->groups; g++) {
+		struct sfs_dgroup *gd = &fs->gd[g];
+		uint16_t fl = sfs_le16(gd->bg_flags);
+
+		if (!(fl & (BG_INODE_UNINIT | BG_BLOCK_UNINIT)) &&
+		    !gd->bg_itable_unused)
+			continue;
+		if (!(fl & BG_INODE_ZEROED)) {
+			*err = g_strdup_printf("group %u: uninitialised and its "
+					       "inode table not zeroed (make "
+					       "the image with mke2fs -E "
+					       "lazy_itable_init=0)",
+					       g);
+			return -EINVAL;
+		}
+		for (int k = 0; k < 2; k++) {
+			bool inode = k == 1;
+			struct sfs_buf *b;
+
+			if (!(fl & (inode ? BG_INODE_UNINIT : BG_BLOCK_UNINIT)))
+				continue;
+			rc = sfs_cache_get_new(
+			    fs->cache,
+			    sfs_le32(inode ? gd->bg_inode_bitmap
+					   : gd->bg_block_bitmap),
+			    SFS_IO_BITMAP, &b);
+			if (rc)
+				return rc;
+			rc = uninit_bitmap(fs, g, inode, b->data, err);
+			if (!rc) {
+				sfs_csum_bitmap_set(fs, g, inode, b->data);
+				if (fs->ro)
+					sfs_cache_pin(fs->cache, b);
+				else
+					sfs_cache_dirty(fs->cache, b);
+			}
+			sfs_cache_put(fs->cache, b);
+			if (rc)
+				return rc;
+		}
+		gd->bg_flags = sfs_cpu_to_le16(fl & ~(BG_INODE_UNINIT |
+						      BG_BLOCK_UNINIT));
+		gd->bg_itable_unused = 0;
+		any = true;
+	}
+	if (!any || fs->ro)
+		return 0;
+	fs->gd_dirty = true;
+	/* the bitmaps reach the disk before any descriptor that drops the
+	 * flags */
+	rc = sfs_cache_sync(fs->cache);
+	if (rc)
+		*err = g_strdup_printf("cannot write the initialised bitmaps: "
+				       "%s",
+				       g_strerror(-rc));
+	return rc;
 }
 
 /* Read or write the primary superblock through the cache. */
@@ -681,6 +820,7 @@ static int super_io(struct sfs_fs *fs, bool write)
 	if (rc)
 		return rc;
 	if (write) {
+		sfs_csum_super_set(&fs->sb);
 		if (memcmp(b->data + off, &fs->sb, SFS_SUPER_SIZE)) {
 			memcpy(b->data + off, &fs->sb, SFS_SUPER_SIZE);
 			sfs_meta_dirty(fs, b);
@@ -697,6 +837,10 @@ static int gdt_io(struct sfs_fs *fs, bool write)
 	size_t total = (size_t)fs->groups * sizeof(struct sfs_dgroup);
 	sfs_blk_t start = fs->first_data_block + 1;
 
+	if (write && fs->csum)
+		for (uint32_t g = 0; g < fs->groups; g++)
+			fs->gd[g].bg_checksum = sfs_cpu_to_le16(
+			    sfs_csum_group(fs, g, &fs->gd[g]));
 	for (uint32_t i = 0; i < fs->desc_blocks; i++) {
 		struct sfs_buf *b;
 		size_t off = (size_t)i * fs->bs;
@@ -764,31 +908,34 @@ uint64_t sfs_free_blocks(const struct sfs_fs *fs)
 
 /* ---- bitmaps ---- */
 
+/* A group's bitmap, its checksum verified (metadata_csum): a mismatch is
+ * -EIO and the filesystem's error state, as ext4 reports EFSBADCRC. */
+static int bitmap_get(struct sfs_fs *fs, uint32_t g, bool inode,
+		      struct sfs_buf **out)
+{
+	const struct sfs_dgroup *gd = &fs->gd[g];
+	int rc = sfs_cache_get(
+	    fs->cache,
+	    sfs_le32(inode ? gd->bg_inode_bitmap : gd->bg_block_bitmap),
+	    SFS_IO_BITMAP, out);
+
+	if (rc || sfs_csum_bitmap_ok(fs, g, inode, (*out)->data))
+		return rc;
+	sfs_cache_put(fs->cache, *out);
+	*out = NULL;
+	sfs_fs_error(fs, -EIO, "group %u: %s bitmap checksum mismatch", g,
+		     inode ? "inode" : "block");
+	return -EIO;
+}
+
 int sfs_block_bitmap(struct sfs_fs *fs, uint32_t g, struct sfs_buf **out)
 {
-	return sfs_cache_get(fs->cache, sfs_le32(fs->gd[g].bg_block_bitmap),
-			     SFS_IO_BITMAP, out);
+	return bitmap_get(fs, g, false, out);
 }
 
 static int inode_bitmap(struct sfs_fs *fs, uint32_t g, struct sfs_buf **out)
 {
-	return sfs_cache_get(fs->cache, sfs_le32(fs->gd[g].bg_inode_bitmap),
-			     SFS_IO_BITMAP, out);
-}
-
-static inline bool bit_test(const uint8_t *map, uint32_t i)
-{
-	return map[i >> 3] & (1u << (i & 7));
-}
-
-static inline void bit_set(uint8_t *map, uint32_t i)
-{
-	map[i >> 3] |= (uint8_t)(1u << (i & 7));
-}
-
-static inline void bit_clear(uint8_t *map, uint32_t i)
-{
-	map[i >> 3] &= (uint8_t) ~(1u << (i & 7));
+	return bitmap_get(fs, g, true, out);
 }
 
 /*
@@ -826,6 +973,7 @@ static int blocks_change(struct sfs_fs *fs, sfs_blk_t start, uint32_t n,
 				bit_clear(b->data, i);
 			changed++;
 		}
+		sfs_csum_bitmap_set(fs, g, false, b->data);
 		sfs_meta_dirty(fs, b);
 		sfs_cache_put(fs->cache, b);
 		uint16_t fb = sfs_le16(fs->gd[g].bg_free_blocks_count);
@@ -1014,6 +1162,7 @@ int sfs_inode_dirty(struct sfs_fs *fs, struct sfs_inode *ip)
 		d->i_size = sfs_cpu_to_le32((uint32_t)ds);
 		d->i_size_high = sfs_cpu_to_le32((uint32_t)(ds >> 32));
 	}
+	sfs_csum_inode_set(fs, ip->ino, b->data + off);
 	sfs_meta_dirty(fs, b);
 	sfs_cache_put(fs->cache, b);
 	return 0;
@@ -1057,6 +1206,20 @@ static int slot_read(struct sfs_fs *fs, sfs_ino_t ino, struct sfs_dinode *out)
 		return rc;
 	memset(out, 0, sizeof(*out));
 	memcpy(out, b->data + off, MIN(sizeof(*out), (size_t)fs->inode_size));
+	/* metadata_csum: a never-used (all-zero) slot has no sum, as e2fsck
+	 * allows */
+	if (fs->csum && !sfs_csum_inode_ok(fs, ino, b->data + off)) {
+		bool zero = true;
+
+		for (uint32_t i = 0; i < fs->inode_size && zero; i++)
+			zero = !b->data[off + i];
+		if (!zero) {
+			sfs_cache_put(fs->cache, b);
+			sfs_fs_error(fs, -EIO, "inode %u: checksum mismatch",
+				     ino);
+			return -EIO;
+		}
+	}
 	sfs_cache_put(fs->cache, b);
 	return 0;
 }
@@ -1299,6 +1462,7 @@ static int inode_free(struct sfs_fs *fs, struct sfs_inode *ip)
 		return -EIO;
 	}
 	bit_clear(b->data, idx);
+	sfs_csum_bitmap_set(fs, g, true, b->data);
 	sfs_meta_dirty(fs, b);
 	sfs_cache_put(fs->cache, b);
 	fs->gd[g].bg_free_inodes_count =
@@ -1698,6 +1862,7 @@ int sfs_inode_alloc(struct sfs_fs *fs, struct sfs_inode *dir, uint32_t mode,
 		return rc == -ENOSPC ? -ENOSPC : -EIO;
 	}
 	bit_set(b->data, idx);
+	sfs_csum_bitmap_set(fs, g, true, b->data);
 	sfs_meta_dirty(fs, b);
 	sfs_cache_put(fs->cache, b);
 	fs->gd[g].bg_free_inodes_count =
@@ -2279,6 +2444,14 @@ int sfs_fs_open(struct sfs_bdev *bd, const struct sfs_config *cfg,
 	rc = check_features(&fs->sb, &msg);
 	if (rc)
 		goto out_free;
+	rc = sfs_csum_setup(fs, &msg);
+	if (rc)
+		goto out_free;
+	if (!sfs_csum_super_ok(&fs->sb)) {
+		msg = g_strdup("superblock checksum mismatch (metadata_csum)");
+		rc = -EINVAL;
+		goto out_free;
+	}
 	if (sfs_clock_is_virtual(fs->clock))
 		fs->time_base_ns = (sfs_ns_t)MAX(sfs_le32(fs->sb.s_wtime),
 						 sfs_le32(fs->sb.s_mkfs_time)) *
@@ -2307,6 +2480,8 @@ int sfs_fs_open(struct sfs_bdev *bd, const struct sfs_config *cfg,
 		goto out_free;
 	}
 	rc = check_groups(fs, &msg);
+	if (!rc)
+		rc = init_uninit_groups(fs, &msg);
 	if (rc)
 		goto out_free;
 	for (uint32_t g = 0; g < fs->groups; g++)

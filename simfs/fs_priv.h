@@ -88,6 +88,7 @@ struct sfs_cpu_ctr {
 	uint64_t dir_entries;	/* directory records examined */
 	uint64_t dir_blocks;	/* directory blocks fetched by dir.c (leaves
 				   and index blocks) */
+	uint64_t csum_bytes;	/* bytes crc32c'd for metadata_csum (csum.c) */
 };
 
 /* One in-memory inode.  Protected by fs->lock. */
@@ -175,6 +176,8 @@ struct sfs_fs {
 	uint64_t free_blocks;   /* sum of the groups' bg_free_blocks_count,
 				   kept with them (allocation asks per block) */
 	bool gd_dirty;
+	bool csum;              /* metadata_csum: checksums kept (csum.c) */
+	uint32_t csum_seed;     /* crc32c of the UUID, or s_checksum_seed */
 
 	GHashTable *icache;     /* sfs_ino_t -> struct sfs_inode * */
 	/* references the kernel holds (FUSE lookup counts): sfs_ino_t ->

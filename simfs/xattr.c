@@ -34,6 +34,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "csum.h"
 #include "fs_priv.h"
 
 #define XA_HDR_LEN ((uint32_t)sizeof(struct sfs_dxattr_header))
@@ -302,6 +303,8 @@ static int xa_load_block(struct sfs_fs *fs, struct sfs_inode *ip,
 	memcpy(st->bdata, b->data, fs->bs);
 	sfs_cache_put(fs->cache, b);
 	why = xa_check_header((const struct sfs_dxattr_header *)st->bdata);
+	if (!why && !sfs_csum_xattr_ok(fs, st->blk, st->bdata))
+		why = "checksum mismatch";
 	if (!why)
 		rc = xa_parse(st->bdata, XA_HDR_LEN, fs->bs, 0, true, &st->be,
 			      &st->bn, &why);
@@ -430,6 +433,8 @@ static int xa_block_unref(struct sfs_fs *fs, struct sfs_inode *ip,
 		return rc;
 	h = (struct sfs_dxattr_header *)b->data;
 	why = xa_check_header(h);
+	if (!why && !sfs_csum_xattr_ok(fs, blk, b->data))
+		why = "checksum mismatch";
 	if (why) {
 		sfs_cache_put(fs->cache, b);
 		sfs_fs_error(fs, -EIO, "inode %u: xattr block %u: %s", ip->ino,
@@ -439,6 +444,7 @@ static int xa_block_unref(struct sfs_fs *fs, struct sfs_inode *ip,
 	refs = sfs_le32(h->h_refcount);
 	if (refs > 1) {
 		h->h_refcount = sfs_cpu_to_le32(refs - 1);
+		sfs_csum_xattr_set(fs, blk, b->data);
 		sfs_meta_dirty(fs, b);
 		sfs_cache_put(fs->cache, b);
 		return 0;
@@ -479,6 +485,7 @@ static int xa_store_block(struct sfs_fs *fs, struct sfs_inode *ip,
 		if (rc)
 			goto out_free;
 		memcpy(b->data, img, fs->bs);
+		sfs_csum_xattr_set(fs, st->blk, b->data);
 		sfs_meta_dirty(fs, b);
 		sfs_cache_put(fs->cache, b);
 		goto out_free;
@@ -493,6 +500,7 @@ static int xa_store_block(struct sfs_fs *fs, struct sfs_inode *ip,
 		goto out_free;
 	}
 	memcpy(b->data, img, fs->bs);
+	sfs_csum_xattr_set(fs, nb, b->data);
 	sfs_meta_dirty(fs, b);
 	sfs_cache_put(fs->cache, b);
 	if (st->blk) {

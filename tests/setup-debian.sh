@@ -8,6 +8,7 @@ packages=(
 	# build
 	meson ninja-build pkg-config gcc clang
 	libfuse3-dev libglib2.0-dev libxxhash-dev libcmocka-dev libjson-glib-dev
+	libisal-dev
 	# run and check: fusermount3, e2fsck/mke2fs/debugfs, losetup/mount
 	fuse3 e2fsprogs util-linux attr
 	# the install test: groff and man render the manual pages

@@ -38,6 +38,7 @@
 #include <errno.h>
 #include <string.h>
 
+#include "csum.h"
 #include "fs_priv.h"
 
 #define EX_MAGIC 0xF30A
@@ -165,6 +166,22 @@ static bool ex_valid_blk(const struct sfs_fs *fs, sfs_blk_t b)
 	return b >= fs->first_data_block && b < fs->blocks_count;
 }
 
+/* metadata_csum: the seed of ip's tree blocks (its number, generation). */
+static uint32_t ex_seed(const struct sfs_fs *fs, const struct sfs_inode *ip)
+{
+	return fs->csum ? sfs_csum_owner_seed(fs, ip->ino, ip->d.i_generation)
+			: 0;
+}
+
+/* Every changed tree block leaves through here: its tail sum, dirty. */
+static void ex_blk_dirty(struct sfs_fs *fs, struct sfs_inode *ip,
+			 struct sfs_buf *b, sfs_blk_t blk)
+{
+	sfs_csum_extent_set(fs, ex_seed(fs, ip), b->data);
+	sfs_meta_dirty(fs, b);
+	sfs_inode_note_dirty(ip, blk, 1);
+}
+
 /* Read tree block blk, expected at the given depth. */
 static int ex_read_node(struct sfs_fs *fs, struct sfs_inode *ip, sfs_blk_t blk,
 			int depth, struct sfs_buf **out)
@@ -177,6 +194,8 @@ static int ex_read_node(struct sfs_fs *fs, struct sfs_inode *ip, sfs_blk_t blk,
 	if (rc)
 		return rc;
 	rc = ex_check(fs, ip, blk, (void *)(*out)->data, depth, ex_cap(fs));
+	if (!rc && !sfs_csum_extent_ok(fs, ex_seed(fs, ip), (*out)->data))
+		rc = ex_corrupt(fs, ip, blk, "checksum mismatch");
 	if (rc) {
 		sfs_cache_put(fs->cache, *out);
 		*out = NULL;
@@ -256,10 +275,8 @@ static int ex_find(struct sfs_fs *fs, struct sfs_inode *ip, uint32_t lblk,
 
 static void ex_dirty(struct sfs_fs *fs, struct sfs_inode *ip, struct ex_node *n)
 {
-	if (n->buf) {
-		sfs_meta_dirty(fs, n->buf);
-		sfs_inode_note_dirty(ip, n->blk, 1);
-	}
+	if (n->buf)
+		ex_blk_dirty(fs, ip, n->buf, n->blk);
 	/* the root is written with the inode (sfs_inode_dirty) */
 }
 
@@ -407,8 +424,7 @@ static int ex_insert(struct sfs_fs *fs, struct sfs_inode *ip, struct ex_path *p,
 			ex_fix_keys(fs, ip, p, l);
 	}
 	ex_dirty(fs, ip, n);
-	sfs_meta_dirty(fs, nb);
-	sfs_inode_note_dirty(ip, nblk, 1);
+	ex_blk_dirty(fs, ip, nb, nblk);
 	ix.ei_block = sfs_cpu_to_le32(ex_key(nh, 0));
 	ix.ei_leaf_lo = sfs_cpu_to_le32(nblk);
 	sfs_cache_put(fs->cache, nb);
@@ -575,8 +591,7 @@ static int ex_build(struct sfs_fs *fs, struct sfs_inode *ip, GArray *exts,
 			memcpy(b->data + 12, cur->data + 12 * i, 12 * k);
 			((struct sfs_dextent_header *)b->data)->eh_entries =
 			    sfs_cpu_to_le16((uint16_t)k);
-			sfs_meta_dirty(fs, b);
-			sfs_inode_note_dirty(ip, blk, 1);
+			ex_blk_dirty(fs, ip, b, blk);
 			sfs_cache_put(fs->cache, b);
 			memcpy(&ix.ei_block, cur->data + 12 * i, 4);
 			ix.ei_leaf_lo = sfs_cpu_to_le32(blk);

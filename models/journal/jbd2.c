@@ -35,6 +35,7 @@
 
 #include <glib.h>
 
+#include "csum.h"
 #include "fs_priv.h"
 #include "jbd2.h"
 
@@ -188,7 +189,10 @@ static int jl_read_fs_super(struct sfs_bdev *bd, struct sfs_dsuper *sb,
 
 static int jl_write_fs_super(struct sfs_bdev *bd, const struct sfs_dsuper *sb)
 {
-	return sfs_bdev_write(bd, SFS_IO_SUPER, SFS_SUPER_OFFSET, sb,
+	struct sfs_dsuper out = *sb;
+
+	sfs_csum_super_set(&out); /* metadata_csum: the sum follows */
+	return sfs_bdev_write(bd, SFS_IO_SUPER, SFS_SUPER_OFFSET, &out,
 			      SFS_SUPER_SIZE);
 }
 
@@ -773,6 +777,43 @@ static char *jl_bad_features(uint32_t compat, uint32_t incompat,
 }
 
 /* Validate the journal superblock in log->sb_block; set first/maxlen. */
+#define JL_SB_CSUM_OFF 0xFC /* s_checksum, crc32c of the 1024 bytes */
+
+/*
+ * The kernel turns journal_checksum_v3 on whenever it mounts a
+ * metadata_csum filesystem.  A clean log (s_start 0) holds nothing in that
+ * format: once its superblock's own checksum checks, simfs drops the
+ * checksum features in the copy it keeps, and uses the journal as one that
+ * was never checksummed (every later superblock write records that; the
+ * kernel sets the feature again on its next mount).  A log that still holds
+ * transactions with checksums is refused by the feature check.  0, or
+ * -EINVAL with *err.
+ */
+static int jl_drop_clean_csum(struct sfs_jbd2_super *j, uint32_t start,
+			      char **err)
+{
+	const uint32_t csum = SFS_JBD2_INCOMPAT_CSUM_V2 |
+			      SFS_JBD2_INCOMPAT_CSUM_V3;
+	uint32_t inc = sfs_be32(j->s_feature_incompat), want, got;
+	uint8_t *raw = (uint8_t *)j;
+
+	if (!(inc & csum) || start)
+		return 0;
+	memcpy(&want, raw + JL_SB_CSUM_OFF, 4);
+	memset(raw + JL_SB_CSUM_OFF, 0, 4);
+	got = sfs_crc32c(~0u, raw, sizeof(*j));
+	if (sfs_be32(want) != got) {
+		memcpy(raw + JL_SB_CSUM_OFF, &want, 4);
+		set_err(err, "journal superblock checksum 0x%08x, computed "
+			     "0x%08x",
+			sfs_be32(want), got);
+		return -EINVAL;
+	}
+	j->s_feature_incompat = sfs_cpu_to_be32(inc & ~csum);
+	raw[0x50] = 0; /* s_checksum_type */
+	return 0;
+}
+
 static int jl_check_super(struct sfs_jlog *log, char **err)
 {
 	const struct sfs_jbd2_super *j = jl_jsb(log);
@@ -828,6 +869,8 @@ static int jl_check_super(struct sfs_jlog *log, char **err)
 			first, log->sb_blk, maxlen);
 		return -EINVAL;
 	}
+	if (jl_drop_clean_csum(jl_jsb(log), start, err))
+		return -EINVAL;
 	bad = jl_bad_features(sfs_be32(j->s_feature_compat),
 			      sfs_be32(j->s_feature_incompat),
 			      sfs_be32(j->s_feature_ro_compat));

@@ -6,7 +6,8 @@
  * (naming the feature where a feature is the reason), leave nothing
  * mounted, leave no daemon behind, and leave the image bytes unchanged
  * (XXH3 before/after).  Cases: wrong magic, an unknown incompat feature
- * bit, known but unsupported features (flex_bg, 64bit, metadata_csum), a
+ * bit, known but unsupported features (flex_bg, 64bit), metadata_csum set
+ * without its checksum type, a
  * truncated image, an empty file, a missing file, an image that is already
  * mounted, a small text file ("not an ext2/3/4 image"), `-o bogus=1`,
  * `-o mem=12Q`, `-o alloc=bogus`, `-o mem=0`, `-o commit=-1` (the range

@@ -835,7 +835,15 @@ static void bad_incompat(struct sfs_jbd2_super *j)
 	j->s_feature_incompat = sfs_cpu_to_be32(0x80);
 }
 
+/* a log still holding transactions with checksums */
 static void bad_csum3(struct sfs_jbd2_super *j)
+{
+	j->s_feature_incompat = sfs_cpu_to_be32(SFS_JBD2_INCOMPAT_CSUM_V3);
+	j->s_start = j->s_first;
+}
+
+/* a clean one whose superblock checksum is wrong (it is 0 here) */
+static void bad_csum3_sum(struct sfs_jbd2_super *j)
 {
 	j->s_feature_incompat = sfs_cpu_to_be32(SFS_JBD2_INCOMPAT_CSUM_V3);
 }
@@ -871,6 +879,8 @@ static void test_jbd2_refuses_bad_super(void **state)
 		       "unknown incompat feature "
 		       "0x80");
 	expect_refused(state, base, bad_csum3, "journal_checksum_v3");
+	expect_refused(state, base, bad_csum3_sum,
+		       "journal superblock checksum");
 	expect_refused(state, base, bad_first, "s_first");
 	expect_refused(state, base, bad_maxlen, "journal too short");
 	expect_refused(state, base, bad_v1, "version 1");

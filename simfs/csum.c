@@ -1,0 +1,384 @@
+/*
+ * csum.c - ext4 metadata_csum checksums (the layouts: the kernel's
+ * Documentation/filesystems/ext4/, "Checksums", and fs/ext4).  Every
+ * sum is crc32c; Intel ISA-L's crc32_iscsi is the raw CRC, no inversion on
+ * either side, which is what ext4_chksum computes.
+ */
+#include <errno.h>
+#include <string.h>
+
+#include <glib.h>
+#include <isa-l/crc.h>
+
+#include "csum.h"
+#include "fs_priv.h"
+
+uint32_t sfs_crc32c(uint32_t crc, const void *buf, size_t len)
+{
+	/* crc32_iscsi takes an int length; metadata blocks are <= 64 KiB */
+	return crc32_iscsi((unsigned char *)buf, (int)len, crc);
+}
+
+static uint32_t crc_le32(uint32_t crc, uint32_t v)
+{
+	uint32_t le = sfs_cpu_to_le32(v);
+
+	return sfs_crc32c(crc, &le, 4);
+}
+
+static uint32_t crc_zeros(uint32_t crc, size_t n)
+{
+	static const uint8_t zero[4];
+
+	return sfs_crc32c(crc, zero, n);
+}
+
+static uint32_t get_le32(const uint8_t *p)
+{
+	uint32_t v;
+
+	memcpy(&v, p, 4);
+	return sfs_le32(v);
+}
+
+static void put_le32(uint8_t *p, uint32_t v)
+{
+	v = sfs_cpu_to_le32(v);
+	memcpy(p, &v, 4);
+}
+
+static uint16_t get_le16(const uint8_t *p)
+{
+	uint16_t v;
+
+	memcpy(&v, p, 2);
+	return sfs_le16(v);
+}
+
+int sfs_csum_setup(struct sfs_fs *fs, char **err)
+{
+	const uint8_t *raw = (const uint8_t *)&fs->sb;
+
+	fs->csum = sfs_le32(fs->sb.s_feature_ro_compat) &
+		   SFS_FEATURE_RO_COMPAT_METADATA_CSUM;
+	fs->csum_seed = 0;
+	if (!fs->csum)
+		return 0;
+	if (raw[SFS_SB_CSUM_TYPE_OFF] != SFS_CSUM_TYPE_CRC32C) {
+		*err = g_strdup_printf("metadata_csum: unknown checksum type "
+				       "%u (only 1, crc32c, exists)",
+				       raw[SFS_SB_CSUM_TYPE_OFF]);
+		return -EINVAL;
+	}
+	if (sfs_le32(fs->sb.s_feature_incompat) &
+	    SFS_FEATURE_INCOMPAT_CSUM_SEED)
+		fs->csum_seed = get_le32(raw + SFS_SB_CSUM_SEED_OFF);
+	else
+		fs->csum_seed = sfs_crc32c(~0u, fs->sb.s_uuid, 16);
+	return 0;
+}
+
+static bool sb_csum_on(const struct sfs_dsuper *sb)
+{
+	return sfs_le32(sb->s_feature_ro_compat) &
+	       SFS_FEATURE_RO_COMPAT_METADATA_CSUM;
+}
+
+bool sfs_csum_super_ok(const struct sfs_dsuper *sb)
+{
+	const uint8_t *raw = (const uint8_t *)sb;
+
+	return !sb_csum_on(sb) || get_le32(raw + SFS_SB_CSUM_OFF) ==
+				      sfs_crc32c(~0u, raw, SFS_SB_CSUM_OFF);
+}
+
+void sfs_csum_super_set(struct sfs_dsuper *sb)
+{
+	uint8_t *raw = (uint8_t *)sb;
+
+	if (sb_csum_on(sb))
+		put_le32(raw + SFS_SB_CSUM_OFF,
+			 sfs_crc32c(~0u, raw, SFS_SB_CSUM_OFF));
+}
+
+uint16_t sfs_csum_group(struct sfs_fs *fs, uint32_t g,
+			const struct sfs_dgroup *gd)
+{
+	size_t off = offsetof(struct sfs_dgroup, bg_checksum);
+	uint32_t c = crc_le32(fs->csum_seed, g);
+
+	fs->cpu_ctr.csum_bytes += sizeof(*gd);
+	c = sfs_crc32c(c, gd, off);
+	c = crc_zeros(c, 2);
+	/* 32-byte descriptors: nothing follows the checksum */
+	return (uint16_t)(c & 0xFFFF);
+}
+
+static uint32_t bitmap_sum(struct sfs_fs *fs, bool inode,
+			   const uint8_t *map)
+{
+	uint32_t n = inode ? fs->ipg / 8
+			   : sfs_le32(fs->sb.s_clusters_per_group) / 8;
+
+	fs->cpu_ctr.csum_bytes += n;
+
+	return sfs_crc32c(fs->csum_seed, map, n);
+}
+
+bool sfs_csum_bitmap_ok(struct sfs_fs *fs, uint32_t g, bool inode,
+			const uint8_t *map)
+{
+	uint16_t want;
+
+	if (!fs->csum)
+		return true;
+	want = sfs_le16(inode ? fs->gd[g].bg_inode_bitmap_csum
+			      : fs->gd[g].bg_block_bitmap_csum);
+	/* 32-byte descriptors keep the low 16 bits only */
+	return want == (uint16_t)(bitmap_sum(fs, inode, map) & 0xFFFF);
+}
+
+void sfs_csum_bitmap_set(struct sfs_fs *fs, uint32_t g, bool inode,
+			 const uint8_t *map)
+{
+	uint16_t v;
+
+	if (!fs->csum)
+		return;
+	v = sfs_cpu_to_le16((uint16_t)(bitmap_sum(fs, inode, map) & 0xFFFF));
+	if (inode)
+		fs->gd[g].bg_inode_bitmap_csum = v;
+	else
+		fs->gd[g].bg_block_bitmap_csum = v;
+	fs->gd_dirty = true;
+}
+
+uint32_t sfs_csum_owner_seed(const struct sfs_fs *fs, sfs_ino_t ino,
+			     uint32_t generation_le)
+{
+	uint32_t c = crc_le32(fs->csum_seed, ino);
+
+	return sfs_crc32c(c, &generation_le, 4);
+}
+
+/* Does the slot's extra part reach i_checksum_hi? */
+static bool inode_has_hi(const struct sfs_fs *fs, const uint8_t *slot)
+{
+	return fs->inode_size > SFS_GOOD_OLD_INODE_SIZE &&
+	       get_le16(slot + offsetof(struct sfs_dinode, i_extra_isize)) >=
+		   4;
+}
+
+static uint32_t inode_sum(struct sfs_fs *fs, sfs_ino_t ino,
+			  const uint8_t *slot)
+{
+	const struct sfs_dinode *d = (const struct sfs_dinode *)slot;
+	size_t lo = offsetof(struct sfs_dinode, i_checksum_lo);
+	size_t hi = offsetof(struct sfs_dinode, i_checksum_hi);
+	uint32_t c = sfs_csum_owner_seed(fs, ino, d->i_generation);
+
+	fs->cpu_ctr.csum_bytes += fs->inode_size;
+
+	c = sfs_crc32c(c, slot, lo);
+	c = crc_zeros(c, 2);
+	c = sfs_crc32c(c, slot + lo + 2, SFS_GOOD_OLD_INODE_SIZE - lo - 2);
+	if (fs->inode_size > SFS_GOOD_OLD_INODE_SIZE) {
+		size_t off = hi;
+
+		c = sfs_crc32c(c, slot + SFS_GOOD_OLD_INODE_SIZE,
+			       hi - SFS_GOOD_OLD_INODE_SIZE);
+		if (inode_has_hi(fs, slot)) {
+			c = crc_zeros(c, 2);
+			off += 2;
+		}
+		c = sfs_crc32c(c, slot + off, fs->inode_size - off);
+	}
+	return c;
+}
+
+bool sfs_csum_inode_ok(struct sfs_fs *fs, sfs_ino_t ino,
+		       const void *slot)
+{
+	const struct sfs_dinode *d = slot;
+	uint32_t c, want;
+
+	if (!fs->csum)
+		return true;
+	c = inode_sum(fs, ino, slot);
+	want = sfs_le16(d->i_checksum_lo);
+	if (inode_has_hi(fs, slot))
+		want |= (uint32_t)sfs_le16(d->i_checksum_hi) << 16;
+	else
+		c &= 0xFFFF;
+	return c == want;
+}
+
+void sfs_csum_inode_set(struct sfs_fs *fs, sfs_ino_t ino, void *slot)
+{
+	struct sfs_dinode *d = slot;
+	uint32_t c;
+
+	if (!fs->csum)
+		return;
+	c = inode_sum(fs, ino, slot);
+	d->i_checksum_lo = sfs_cpu_to_le16((uint16_t)(c & 0xFFFF));
+	if (inode_has_hi(fs, slot))
+		d->i_checksum_hi = sfs_cpu_to_le16((uint16_t)(c >> 16));
+}
+
+/* Offset of an extent block's tail, or 0 if eh_max leaves no room. */
+static uint32_t extent_tail(const struct sfs_fs *fs, const uint8_t *blk)
+{
+	uint32_t off = 12 + 12u * get_le16(blk + 4);
+
+	return off + 4 <= fs->bs ? off : 0;
+}
+
+bool sfs_csum_extent_ok(struct sfs_fs *fs, uint32_t seed,
+			const uint8_t *blk)
+{
+	uint32_t off;
+
+	if (!fs->csum)
+		return true;
+	off = extent_tail(fs, blk);
+	fs->cpu_ctr.csum_bytes += off;
+	return off && get_le32(blk + off) == sfs_crc32c(seed, blk, off);
+}
+
+void sfs_csum_extent_set(struct sfs_fs *fs, uint32_t seed, uint8_t *blk)
+{
+	uint32_t off;
+
+	if (!fs->csum)
+		return;
+	off = extent_tail(fs, blk);
+	fs->cpu_ctr.csum_bytes += off;
+	if (off)
+		put_le32(blk + off, sfs_crc32c(seed, blk, off));
+}
+
+uint32_t sfs_csum_dir_end(const struct sfs_fs *fs)
+{
+	return fs->csum ? fs->bs - SFS_DIRENT_TAIL_LEN : fs->bs;
+}
+
+bool sfs_csum_dir_has_tail(const struct sfs_fs *fs, const uint8_t *blk)
+{
+	const uint8_t *t = blk + fs->bs - SFS_DIRENT_TAIL_LEN;
+
+	return get_le32(t) == 0 && get_le16(t + 4) == SFS_DIRENT_TAIL_LEN &&
+	       t[6] == 0 && t[7] == SFS_DIRENT_TAIL_FT;
+}
+
+bool sfs_csum_dir_ok(struct sfs_fs *fs, uint32_t seed,
+		     const uint8_t *blk)
+{
+	uint32_t end = fs->bs - SFS_DIRENT_TAIL_LEN;
+
+	if (!fs->csum)
+		return true;
+	fs->cpu_ctr.csum_bytes += end;
+	return sfs_csum_dir_has_tail(fs, blk) &&
+	       get_le32(blk + end + 8) == sfs_crc32c(seed, blk, end);
+}
+
+void sfs_csum_dir_set(struct sfs_fs *fs, uint32_t seed, uint8_t *blk)
+{
+	uint32_t end = fs->bs - SFS_DIRENT_TAIL_LEN;
+	uint8_t *t = blk + end;
+
+	if (!fs->csum)
+		return;
+	fs->cpu_ctr.csum_bytes += end;
+	put_le32(t, 0);
+	t[4] = SFS_DIRENT_TAIL_LEN;
+	t[5] = 0;
+	t[6] = 0;
+	t[7] = SFS_DIRENT_TAIL_FT;
+	put_le32(t + 8, sfs_crc32c(seed, blk, end));
+}
+
+uint32_t sfs_csum_dx_limit_cut(const struct sfs_fs *fs)
+{
+	return fs->csum ? 1 : 0;
+}
+
+/* Offset of an htree block's dx_tail, or 0 if it does not fit. */
+static uint32_t dx_tail(const struct sfs_fs *fs, const uint8_t *blk,
+			uint32_t count_off)
+{
+	uint32_t limit = get_le16(blk + count_off);
+	uint32_t off = count_off + 8u * limit;
+
+	return off + 8 <= fs->bs ? off : 0;
+}
+
+static uint32_t dx_sum(uint32_t seed, const uint8_t *blk, uint32_t count_off,
+		       uint32_t tail)
+{
+	uint32_t count = get_le16(blk + count_off + 2);
+	uint32_t c = sfs_crc32c(seed, blk, count_off + 8u * count);
+
+	c = sfs_crc32c(c, blk + tail, 4); /* dt_reserved */
+	return crc_zeros(c, 4);		  /* dt_checksum, as zero */
+}
+
+bool sfs_csum_dx_ok(struct sfs_fs *fs, uint32_t seed, const uint8_t *blk,
+		    uint32_t count_off)
+{
+	uint32_t tail;
+
+	if (!fs->csum)
+		return true;
+	tail = dx_tail(fs, blk, count_off);
+	if (!tail || get_le16(blk + count_off + 2) > get_le16(blk + count_off))
+		return false;
+	fs->cpu_ctr.csum_bytes += tail + 8;
+	return get_le32(blk + tail + 4) == dx_sum(seed, blk, count_off, tail);
+}
+
+void sfs_csum_dx_set(struct sfs_fs *fs, uint32_t seed, uint8_t *blk,
+		     uint32_t count_off)
+{
+	uint32_t tail;
+
+	if (!fs->csum)
+		return;
+	tail = dx_tail(fs, blk, count_off);
+	if (!tail)
+		return;
+	fs->cpu_ctr.csum_bytes += tail + 8;
+	put_le32(blk + tail, 0);
+	put_le32(blk + tail + 4, dx_sum(seed, blk, count_off, tail));
+}
+
+static uint32_t xattr_sum(struct sfs_fs *fs, sfs_blk_t blk,
+			  const uint8_t *data)
+{
+	size_t off = offsetof(struct sfs_dxattr_header, h_checksum);
+	uint64_t nr = sfs_cpu_to_le64(blk);
+	uint32_t c = sfs_crc32c(fs->csum_seed, &nr, 8);
+
+	fs->cpu_ctr.csum_bytes += fs->bs;
+
+	c = sfs_crc32c(c, data, off);
+	c = crc_zeros(c, 4);
+	return sfs_crc32c(c, data + off + 4, fs->bs - off - 4);
+}
+
+bool sfs_csum_xattr_ok(struct sfs_fs *fs, sfs_blk_t blk,
+		       const uint8_t *data)
+{
+	const struct sfs_dxattr_header *h = (const void *)data;
+
+	return !fs->csum || sfs_le32(h->h_checksum) == xattr_sum(fs, blk, data);
+}
+
+void sfs_csum_xattr_set(struct sfs_fs *fs, sfs_blk_t blk, uint8_t *data)
+{
+	struct sfs_dxattr_header *h = (void *)data;
+
+	if (fs->csum)
+		h->h_checksum = sfs_cpu_to_le32(xattr_sum(fs, blk, data));
+}
