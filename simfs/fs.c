@@ -20,8 +20,9 @@
  * kernel does; mkfs writes the backups.
  *
  * In-memory inodes live in fs->icache.  Unreferenced, unopened inodes stay
- * cached in LRU order (fs->ilru) up to SFS_ICACHE_MAX so that directories
- * keep their name index between requests.
+ * cached in LRU order (fs->ilru) so that directories keep their name index
+ * between requests: as many as an eighth of mem= holds (icache_max), at
+ * least SFS_ICACHE_MIN and at most SFS_ICACHE_MAX (doc/cache.md).
  */
 #include <errno.h>
 #include <stdarg.h>
@@ -39,7 +40,8 @@
 #include "stats.h"
 #include "timedev.h"
 
-#define SFS_ICACHE_MAX 65536 /* unreferenced inodes kept in memory */
+#define SFS_ICACHE_MAX 65536 /* unreferenced inodes kept in memory, */
+#define SFS_ICACHE_MIN 4096  /* whatever mem= is */
 
 /* ---- errors and small checks ---- */
 
@@ -1183,10 +1185,21 @@ static void inode_evict(struct sfs_fs *fs, struct sfs_inode *ip)
 	g_free(ip);
 }
 
-/* Keep at most SFS_ICACHE_MAX unreferenced inodes. */
+/* How many unreferenced inodes to keep: their structs take at most an
+ * eighth of mem= (the kernel's lookup counts and directory indexes are
+ * not limited by it), within [SFS_ICACHE_MIN, SFS_ICACHE_MAX]. */
+static guint icache_max(const struct sfs_fs *fs)
+{
+	uint64_t n = fs->cfg.mem_bytes / 8 / sizeof(struct sfs_inode);
+
+	return (guint)CLAMP(n, SFS_ICACHE_MIN, SFS_ICACHE_MAX);
+}
+
 static void icache_trim(struct sfs_fs *fs)
 {
-	while (fs->ilru.length > SFS_ICACHE_MAX) {
+	guint max = icache_max(fs);
+
+	while (fs->ilru.length > max) {
 		GList *l = g_queue_peek_head_link(&fs->ilru);
 		inode_evict(fs, l->data);
 	}

@@ -19,6 +19,8 @@ packages=(
 	# has the svg and pngcairo terminals simfs bench draws with, and a font
 	# for the PNGs (fonts-liberation is only a recommendation of it)
 	fio dbench gnuplot-nox fonts-dejavu-core python3
+	# bench/compare.sh: e2fsprogs' FUSE driver, one of the targets
+	fuse2fs
 	# the test that opens simfs bench's report.html in headless Chromium
 	chromium
 )
