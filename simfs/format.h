@@ -128,6 +128,7 @@ static inline uint64_t sfs_cpu_to_be64(uint64_t v) { return htobe64(v); }
 #define SFS_FL_USER_MODIFIABLE 0x604BC0FF
 #define SFS_INDEX_FL 0x00001000 /* directory has an htree index (dx_root) */
 #define SFS_EXTENTS_FL 0x00080000
+#define SFS_HUGE_FILE_FL 0x00040000 /* huge_file: i_blocks in fs blocks */
 #define SFS_INLINE_DATA_FL 0x10000000
 
 /* directory entry file_type */

@@ -307,6 +307,95 @@ static void test_ext4img_1k_mballoc_delalloc(void **state)
 	run_case(1024, "alloc=mballoc,delalloc");
 }
 
+/* The raw inode ino of the image at path, read or written. */
+static void raw_inode(const char *path, sfs_ino_t ino, struct sfs_dinode *d,
+		      bool write)
+{
+	uint8_t *img;
+	gsize len;
+	const struct sfs_dsuper *sb;
+	struct sfs_dgroup gd;
+	uint32_t bs, ipg, isz, g;
+	uint64_t off;
+
+	assert_true(g_file_get_contents(path, (char **)&img, &len, NULL));
+	sb = (const struct sfs_dsuper *)(img + SFS_SUPER_OFFSET);
+	bs = 1024u << sfs_le32(sb->s_log_block_size);
+	ipg = sfs_le32(sb->s_inodes_per_group);
+	isz = sfs_le16(sb->s_inode_size);
+	g = (uint32_t)((ino - 1) / ipg);
+	memcpy(&gd,
+	       img + (size_t)(sfs_le32(sb->s_first_data_block) + 1) * bs +
+		   (size_t)g * sfs_le16(sb->s_desc_size),
+	       sizeof(gd));
+	off = (uint64_t)sfs_le32(gd.bg_inode_table) * bs +
+	      (uint64_t)((ino - 1) % ipg) * isz;
+	assert_true(off + isz <= len);
+	if (write) {
+		memcpy(img + off, d, isz);
+		assert_true(
+		    g_file_set_contents(path, (char *)img, (gssize)len, NULL));
+	} else {
+		memcpy(d, img + off, isz);
+	}
+	g_free(img);
+}
+
+/*
+ * huge_file: an inode flagged EXT4_HUGE_FILE_FL counts i_blocks in
+ * filesystem blocks.  A file's count rewritten that way reads back as the
+ * same sectors; growing it by a block keeps the sum right and rewrites the
+ * count in sectors (the flag goes), which e2fsck accepts.  New inodes get
+ * i_extra_isize 32 and a creation time.
+ */
+static void test_ext4img_huge_file_flag(void **state)
+{
+	char *dir = sfs_test_tmpdir();
+	char *path = g_build_filename(dir, "ext4.img", NULL);
+	static uint8_t data[8192];
+	struct sfs_dinode d;
+	struct sfs_attr a;
+	struct sfs_fs *fs;
+	sfs_ino_t ino;
+	size_t put = 0;
+	uint64_t sectors;
+
+	(void)state;
+	memset(data, 'h', sizeof(data));
+	make_ext4(path, 1024);
+	fs = sfs_test_open(path, "");
+	ino = sfs_test_mkfile(fs, SFS_ROOT_INO, "huge");
+	assert_int_equal(sfs_write(fs, ino, 0, data, sizeof(data), &put), 0);
+	assert_int_equal(sfs_release(fs, ino), 0);
+	assert_int_equal(sfs_getattr(fs, ino, &a), 0);
+	sectors = a.blocks;
+	assert_true(sectors >= sizeof(data) / 512);
+	assert_int_equal(sfs_fs_close(fs), 0);
+
+	raw_inode(path, ino, &d, false);
+	assert_int_equal(sfs_le16(d.i_extra_isize), 32);
+	assert_int_not_equal(sfs_le32(d.i_crtime), 0);
+	assert_int_equal(sfs_le32(d.i_blocks), sectors);
+	d.i_blocks = sfs_cpu_to_le32((uint32_t)(sectors / 2));
+	d.i_flags = sfs_cpu_to_le32(sfs_le32(d.i_flags) | SFS_HUGE_FILE_FL);
+	raw_inode(path, ino, &d, true);
+
+	fs = sfs_test_open(path, "");
+	assert_int_equal(sfs_getattr(fs, ino, &a), 0);
+	assert_int_equal(a.blocks, sectors);
+	assert_int_equal(sfs_open(fs, ino, O_RDWR), 0);
+	assert_int_equal(sfs_write(fs, ino, sizeof(data), data, 1024, &put), 0);
+	assert_int_equal(sfs_release(fs, ino), 0);
+	assert_int_equal(sfs_fs_close(fs), 0);
+	raw_inode(path, ino, &d, false);
+	assert_int_equal(sfs_le32(d.i_flags) & SFS_HUGE_FILE_FL, 0);
+	assert_int_equal(sfs_le32(d.i_blocks), sectors + 2);
+	assert_true(sfs_test_fsck_clean(path, NULL));
+	sfs_test_rmtree(dir);
+	g_free(path);
+	g_free(dir);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -315,6 +404,7 @@ int main(void)
 	    cmocka_unit_test(test_ext4img_4k),
 	    cmocka_unit_test(test_ext4img_4k_preset_ext4),
 	    cmocka_unit_test(test_ext4img_1k_mballoc_delalloc),
+	    cmocka_unit_test(test_ext4img_huge_file_flag),
 	};
 
 	return cmocka_run_group_tests_name("ext4img", tests, NULL, NULL);
