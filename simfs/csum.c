@@ -101,16 +101,43 @@ void sfs_csum_super_set(struct sfs_dsuper *sb)
 			 sfs_crc32c(~0u, raw, SFS_SB_CSUM_OFF));
 }
 
+/* Bytes 32..desc_size of descriptor g (64bit images only). */
+static uint8_t *gd_tail_of(const struct sfs_fs *fs, uint32_t g)
+{
+	return fs->gd_tail + (size_t)g * (fs->desc_size - sizeof(struct sfs_dgroup));
+}
+
+/* The high 16 bits of a bitmap checksum live in the descriptor's second
+ * half (bg_block_bitmap_csum_hi at 0x38, bg_inode_bitmap_csum_hi at
+ * 0x3A) when the descriptors reach that far, as ext4 keeps them. */
+static uint8_t *bitmap_csum_hi(const struct sfs_fs *fs, uint32_t g,
+			       bool inode)
+{
+	size_t off = inode ? offsetof(struct sfs_dgroup_hi,
+				      bg_inode_bitmap_csum_hi)
+			   : offsetof(struct sfs_dgroup_hi,
+				      bg_block_bitmap_csum_hi);
+
+	if (!fs->gd_tail || fs->desc_size < sizeof(struct sfs_dgroup) +
+						 sizeof(struct sfs_dgroup_hi))
+		return NULL;
+	return gd_tail_of(fs, g) + off;
+}
+
 uint16_t sfs_csum_group(struct sfs_fs *fs, uint32_t g,
 			const struct sfs_dgroup *gd)
 {
 	size_t off = offsetof(struct sfs_dgroup, bg_checksum);
 	uint32_t c = crc_le32(fs->csum_seed, g);
 
-	fs->cpu_ctr.csum_bytes += sizeof(*gd);
+	fs->cpu_ctr.csum_bytes += fs->desc_size;
 	c = sfs_crc32c(c, gd, off);
 	c = crc_zeros(c, 2);
-	/* 32-byte descriptors: nothing follows the checksum */
+	/* with 64bit the second half of the descriptor (fs->gd_tail, as
+	 * read or as last set) follows the checksum field */
+	if (fs->gd_tail && fs->desc_size > sizeof(*gd))
+		c = sfs_crc32c(c, gd_tail_of(fs, g),
+			       fs->desc_size - sizeof(*gd));
 	return (uint16_t)(c & 0xFFFF);
 }
 
@@ -132,10 +159,15 @@ bool sfs_csum_bitmap_ok(struct sfs_fs *fs, uint32_t g, bool inode,
 
 	if (!fs->csum)
 		return true;
+	uint32_t sum = bitmap_sum(fs, inode, map);
+	const uint8_t *hi = bitmap_csum_hi(fs, g, inode);
+
 	want = sfs_le16(inode ? fs->gd[g].bg_inode_bitmap_csum
 			      : fs->gd[g].bg_block_bitmap_csum);
+	if (want != (uint16_t)(sum & 0xFFFF))
+		return false;
 	/* 32-byte descriptors keep the low 16 bits only */
-	return want == (uint16_t)(bitmap_sum(fs, inode, map) & 0xFFFF);
+	return !hi || (uint16_t)(hi[0] | hi[1] << 8) == (uint16_t)(sum >> 16);
 }
 
 void sfs_csum_bitmap_set(struct sfs_fs *fs, uint32_t g, bool inode,
@@ -145,7 +177,14 @@ void sfs_csum_bitmap_set(struct sfs_fs *fs, uint32_t g, bool inode,
 
 	if (!fs->csum)
 		return;
-	v = sfs_cpu_to_le16((uint16_t)(bitmap_sum(fs, inode, map) & 0xFFFF));
+	uint32_t sum = bitmap_sum(fs, inode, map);
+	uint8_t *hi = bitmap_csum_hi(fs, g, inode);
+
+	v = sfs_cpu_to_le16((uint16_t)(sum & 0xFFFF));
+	if (hi) {
+		hi[0] = (uint8_t)(sum >> 16);
+		hi[1] = (uint8_t)(sum >> 24);
+	}
 	if (inode)
 		fs->gd[g].bg_inode_bitmap_csum = v;
 	else

@@ -129,6 +129,7 @@ static inline uint64_t sfs_cpu_to_be64(uint64_t v) { return htobe64(v); }
 #define SFS_FL_USER_MODIFIABLE 0x604BC0FF
 #define SFS_INDEX_FL 0x00001000 /* directory has an htree index (dx_root) */
 #define SFS_EXTENTS_FL 0x00080000
+#define SFS_HUGE_FILE_FL 0x00040000 /* huge_file: i_blocks in fs blocks */
 #define SFS_INLINE_DATA_FL 0x10000000
 
 /* directory entry file_type */
@@ -238,7 +239,7 @@ struct sfs_dgroup {
 	uint16_t bg_free_blocks_count;  /* 0x0C */
 	uint16_t bg_free_inodes_count;  /* 0x0E */
 	uint16_t bg_used_dirs_count;    /* 0x10 */
-	uint16_t bg_flags;              /* 0x12 always 0 */
+	uint16_t bg_flags;              /* 0x12 SFS_BG_* */
 	uint32_t bg_exclude_bitmap_lo;  /* 0x14 */
 	uint16_t bg_block_bitmap_csum;  /* 0x18 */
 	uint16_t bg_inode_bitmap_csum;  /* 0x1A */
@@ -246,6 +247,36 @@ struct sfs_dgroup {
 	uint16_t bg_checksum;           /* 0x1E */
 };
 static_assert(sizeof(struct sfs_dgroup) == 32, "group descriptor size");
+
+/* The second half of a 64-byte descriptor (64bit feature, s_desc_size >=
+ * 64): the high 32 bits of the locations, the high 16 of the counts. */
+struct sfs_dgroup_hi {
+	uint32_t bg_block_bitmap_hi;      /* 0x20 */
+	uint32_t bg_inode_bitmap_hi;      /* 0x24 */
+	uint32_t bg_inode_table_hi;       /* 0x28 */
+	uint16_t bg_free_blocks_count_hi; /* 0x2C */
+	uint16_t bg_free_inodes_count_hi; /* 0x2E */
+	uint16_t bg_used_dirs_count_hi;   /* 0x30 */
+	uint16_t bg_itable_unused_hi;     /* 0x32 */
+	uint32_t bg_exclude_bitmap_hi;    /* 0x34 */
+	uint16_t bg_block_bitmap_csum_hi; /* 0x38 */
+	uint16_t bg_inode_bitmap_csum_hi; /* 0x3A */
+	uint32_t bg_reserved;             /* 0x3C */
+};
+static_assert(sizeof(struct sfs_dgroup_hi) == 32, "descriptor high half");
+
+#define SFS_DESC_SIZE 32        /* without 64bit */
+#define SFS_DESC_SIZE_64BIT 64  /* least s_desc_size with 64bit */
+#define SFS_DESC_SIZE_MAX 1024
+
+/* Bytes per group descriptor: s_desc_size with 64bit, else 32 (the
+ * kernel ignores s_desc_size then).  Unchecked: see check_geometry. */
+static inline uint32_t sfs_sb_desc_size(const struct sfs_dsuper *sb)
+{
+	if (sfs_le32(sb->s_feature_incompat) & SFS_FEATURE_INCOMPAT_64BIT)
+		return sfs_le16(sb->s_desc_size);
+	return SFS_DESC_SIZE;
+}
 
 /* ---- inode (128-byte base + 256-byte extension) ---- */
 struct sfs_dinode {

@@ -446,7 +446,8 @@ static const struct feat_name feat_names[] = {
 	 SFS_FEATURE_COMPAT_DIR_INDEX)
 #define ENGINE_INCOMPAT                                                        \
 	(SFS_FEATURE_INCOMPAT_FILETYPE | SFS_FEATURE_INCOMPAT_EXTENTS |        \
-	 SFS_FEATURE_INCOMPAT_CSUM_SEED)
+	 SFS_FEATURE_INCOMPAT_CSUM_SEED | SFS_FEATURE_INCOMPAT_64BIT |        \
+	 SFS_FEATURE_INCOMPAT_FLEX_BG)
 #define ENGINE_RO_COMPAT SFS_RO_COMPAT_SUPP
 
 /*
@@ -529,6 +530,7 @@ static int check_geometry(struct sfs_fs *fs, uint64_t dev_bytes, char **err)
 	const struct sfs_dsuper *sb = &fs->sb;
 	uint32_t log = sfs_le32(sb->s_log_block_size);
 	uint64_t groups;
+	bool is64;
 
 	if (sfs_le16(sb->s_magic) != SFS_SUPER_MAGIC) {
 		*err =
@@ -556,6 +558,24 @@ static int check_geometry(struct sfs_fs *fs, uint64_t dev_bytes, char **err)
 	fs->ipg = sfs_le32(sb->s_inodes_per_group);
 	fs->inode_size = sfs_le16(sb->s_inode_size);
 	fs->reserved_gdt = sfs_le16(sb->s_reserved_gdt_blocks);
+	fs->desc_size = sfs_sb_desc_size(sb);
+	is64 = sfs_le32(sb->s_feature_incompat) & SFS_FEATURE_INCOMPAT_64BIT;
+
+	if (is64 && (fs->desc_size < SFS_DESC_SIZE_64BIT ||
+		     fs->desc_size > SFS_DESC_SIZE_MAX ||
+		     (fs->desc_size & (fs->desc_size - 1)))) {
+		*err = g_strdup_printf("bad group descriptor size %u (64bit "
+				       "wants a power of two from 64 to "
+				       "1024)",
+				       fs->desc_size);
+		return -EINVAL;
+	}
+	if (is64 && (sb->s_blocks_count_hi || sb->s_r_blocks_count_hi ||
+		     sb->s_free_blocks_hi)) {
+		*err = g_strdup("more than 2^32 blocks (s_blocks_count_hi or "
+				"another high half set) is not supported");
+		return -EINVAL;
+	}
 
 	if (sfs_le32(sb->s_log_cluster_size) != log ||
 	    sfs_le32(sb->s_clusters_per_group) != fs->bpg) {
@@ -622,7 +642,8 @@ static int check_geometry(struct sfs_fs *fs, uint64_t dev_bytes, char **err)
 	}
 	fs->itb = fs->ipg * fs->inode_size / fs->bs;
 	fs->desc_blocks =
-	    (fs->groups * sizeof(struct sfs_dgroup) + fs->bs - 1) / fs->bs;
+	    (uint32_t)(((uint64_t)fs->groups * fs->desc_size + fs->bs - 1) /
+		       fs->bs);
 	return 0;
 }
 
@@ -633,22 +654,61 @@ uint32_t sfs_group_nblocks(const struct sfs_fs *fs, uint32_t g)
 	return fs->blocks_count - fs->first_data_block - g * fs->bpg;
 }
 
+/* The high half of descriptor g (zeros without 64bit). */
+static struct sfs_dgroup_hi gd_hi(const struct sfs_fs *fs, uint32_t g)
+{
+	struct sfs_dgroup_hi hi = {0};
+
+	if (fs->gd_tail)
+		memcpy(&hi, fs->gd_tail + (size_t)g * (fs->desc_size - 32),
+		       sizeof(hi));
+	return hi;
+}
+
+/*
+ * Each group's bitmaps and inode table must lie inside the filesystem
+ * after its GDT; without flex_bg inside the group itself.  With flex_bg
+ * mke2fs packs those of a flex group at its start, so they may sit in
+ * another group: the engine finds them through the descriptor and the
+ * block bitmaps mark them used where they lie (doc/internals.md, "flex_bg
+ * layout").  With 64bit the high halves must be zero: the engine keeps
+ * 32-bit block numbers (check_geometry refuses more than 2^32 blocks) and
+ * 16-bit counts (a group holds at most 8 x block-size blocks or inodes).
+ */
 static int check_groups(struct sfs_fs *fs, char **err)
 {
+	bool flex =
+	    sfs_le32(fs->sb.s_feature_incompat) & SFS_FEATURE_INCOMPAT_FLEX_BG;
+
 	for (uint32_t g = 0; g < fs->groups; g++) {
 		const struct sfs_dgroup *gd = &fs->gd[g];
+		struct sfs_dgroup_hi hi = gd_hi(fs, g);
 		sfs_blk_t first = sfs_group_first(fs, g);
 		sfs_blk_t end = first + sfs_group_nblocks(fs, g);
 		sfs_blk_t bb = sfs_le32(gd->bg_block_bitmap);
 		sfs_blk_t ib = sfs_le32(gd->bg_inode_bitmap);
 		sfs_blk_t it = sfs_le32(gd->bg_inode_table);
 
+		if (hi.bg_block_bitmap_hi || hi.bg_inode_bitmap_hi ||
+		    hi.bg_inode_table_hi || hi.bg_free_blocks_count_hi ||
+		    hi.bg_free_inodes_count_hi || hi.bg_used_dirs_count_hi ||
+		    hi.bg_itable_unused_hi) {
+			*err = g_strdup_printf("group %u: a high half of the "
+					       "64-bit descriptor is set "
+					       "(beyond 2^32 blocks or a "
+					       "65535 count)",
+					       g);
+			return -EINVAL;
+		}
+		if (flex) {
+			first = fs->first_data_block + 1 + fs->desc_blocks;
+			end = fs->blocks_count;
+		}
 		if (bb < first || bb >= end || ib < first || ib >= end ||
 		    it < first || it + fs->itb > end) {
-			*err = g_strdup_printf("group %u: bitmap or inode table"
-					       " outside the group (flex_bg "
-					       "layout is not supported)",
-					       g);
+			*err = g_strdup_printf(
+			    "group %u: bitmap or inode table outside the %s", g,
+			    flex ? "filesystem" : "group (flex_bg is off)");
 			return -EINVAL;
 		}
 		if (sfs_le16(gd->bg_free_blocks_count) >
@@ -701,6 +761,15 @@ static inline void bit_clear(uint8_t *map, uint32_t i)
 #define BG_BLOCK_UNINIT 0x2
 #define BG_INODE_ZEROED 0x4
 
+/* Set block blk's bit in the bitmap of the group [first, first + n) if
+ * it lies in that group. */
+static void set_if_inside(uint8_t *map, sfs_blk_t first, uint32_t n,
+			  sfs_blk_t blk)
+{
+	if (blk >= first && blk - first < n)
+		bit_set(map, (uint32_t)(blk - first));
+}
+
 /* Build the bitmap block of an uninitialised group in b (zeroed first):
  * padding past the group's end set, and for BLOCK_UNINIT the group's own
  * metadata (superblock copy, GDT, reserved GDT, bitmaps, inode table). */
@@ -722,10 +791,14 @@ static int uninit_bitmap(struct sfs_fs *fs, uint32_t g, bool inode,
 		for (uint32_t i = 0; i < 1 + fs->desc_blocks + fs->reserved_gdt;
 		     i++)
 			bit_set(map, i);
-	bit_set(map, sfs_le32(gd->bg_block_bitmap) - first);
-	bit_set(map, sfs_le32(gd->bg_inode_bitmap) - first);
+	/* with flex_bg a group's bitmaps and inode table may lie in another
+	 * group: only the blocks inside this one are marked here, as
+	 * ext4_init_block_bitmap does (the free-count check below catches
+	 * a group that holds metadata this rule does not see) */
+	set_if_inside(map, first, n, sfs_le32(gd->bg_block_bitmap));
+	set_if_inside(map, first, n, sfs_le32(gd->bg_inode_bitmap));
 	for (uint32_t i = 0; i < fs->itb; i++)
-		bit_set(map, sfs_le32(gd->bg_inode_table) - first + i);
+		set_if_inside(map, first, n, sfs_le32(gd->bg_inode_table) + i);
 	for (uint32_t i = 0; i < n; i++)
 		used += bit_test(map, i);
 	if (n - used != sfs_le16(gd->bg_free_blocks_count)) {
@@ -834,9 +907,34 @@ static int super_io(struct sfs_fs *fs, bool write)
 	return 0;
 }
 
+/* Copy descriptor g between its on-disk slot and fs->gd / fs->gd_tail;
+ * true when writing changed the slot. */
+static bool gd_copy(struct sfs_fs *fs, uint32_t g, uint8_t *slot, bool write)
+{
+	size_t tail = fs->desc_size - sizeof(struct sfs_dgroup);
+	uint8_t *t = fs->gd_tail ? fs->gd_tail + (size_t)g * tail : NULL;
+	bool changed = false;
+
+	if (!write) {
+		memcpy(&fs->gd[g], slot, sizeof(struct sfs_dgroup));
+		if (t)
+			memcpy(t, slot + sizeof(struct sfs_dgroup), tail);
+		return false;
+	}
+	if (memcmp(slot, &fs->gd[g], sizeof(struct sfs_dgroup))) {
+		memcpy(slot, &fs->gd[g], sizeof(struct sfs_dgroup));
+		changed = true;
+	}
+	if (t && memcmp(slot + sizeof(struct sfs_dgroup), t, tail)) {
+		memcpy(slot + sizeof(struct sfs_dgroup), t, tail);
+		changed = true;
+	}
+	return changed;
+}
+
 static int gdt_io(struct sfs_fs *fs, bool write)
 {
-	size_t total = (size_t)fs->groups * sizeof(struct sfs_dgroup);
+	uint32_t per_blk = fs->bs / fs->desc_size;
 	sfs_blk_t start = fs->first_data_block + 1;
 
 	if (write && fs->csum)
@@ -845,20 +943,19 @@ static int gdt_io(struct sfs_fs *fs, bool write)
 			    sfs_csum_group(fs, g, &fs->gd[g]));
 	for (uint32_t i = 0; i < fs->desc_blocks; i++) {
 		struct sfs_buf *b;
-		size_t off = (size_t)i * fs->bs;
-		size_t n = MIN((size_t)fs->bs, total - off);
+		uint32_t g0 = i * per_blk;
+		uint32_t g1 = MIN(fs->groups, g0 + per_blk);
+		bool changed = false;
 		int rc = sfs_cache_get(fs->cache, start + i, SFS_IO_GDT, &b);
 
 		if (rc)
 			return rc;
-		if (write) {
-			if (memcmp(b->data, (uint8_t *)fs->gd + off, n)) {
-				memcpy(b->data, (uint8_t *)fs->gd + off, n);
-				sfs_meta_dirty(fs, b);
-			}
-		} else {
-			memcpy((uint8_t *)fs->gd + off, b->data, n);
-		}
+		for (uint32_t g = g0; g < g1; g++)
+			changed |= gd_copy(
+			    fs, g, b->data + (size_t)(g - g0) * fs->desc_size,
+			    write);
+		if (changed)
+			sfs_meta_dirty(fs, b);
 		sfs_cache_put(fs->cache, b);
 	}
 	return 0;
@@ -1986,6 +2083,7 @@ static void fs_free(struct sfs_fs *fs)
 	if (fs->clock)
 		sfs_clock_free(fs->clock);
 	g_free(fs->gd);
+	g_free(fs->gd_tail);
 	g_free(fs->err_msg);
 	sfs_mutex_clear(&fs->lock);
 	g_free(fs);
@@ -2481,7 +2579,12 @@ int sfs_fs_open(struct sfs_bdev *bd, const struct sfs_config *cfg,
 	if (rc)
 		goto out_free;
 	fs->gd = g_try_new0(struct sfs_dgroup, fs->groups);
-	if (!fs->gd) {
+	if (fs->desc_size > sizeof(struct sfs_dgroup))
+		fs->gd_tail =
+		    g_try_malloc0((size_t)fs->groups *
+				  (fs->desc_size - sizeof(struct sfs_dgroup)));
+	if (!fs->gd ||
+	    (fs->desc_size > sizeof(struct sfs_dgroup) && !fs->gd_tail)) {
 		rc = -ENOMEM;
 		msg = g_strdup("out of memory for group descriptors");
 		goto out_free;

@@ -172,7 +172,12 @@ struct sfs_fs {
 	uint32_t reserved_gdt;  /* s_reserved_gdt_blocks (resize_inode images) */
 	uint32_t addr_per_block; /* bs / 4 */
 
-	struct sfs_dgroup *gd;  /* groups descriptors, on-disk form */
+	uint32_t desc_size;     /* bytes per group descriptor (32, or
+				   s_desc_size with 64bit) */
+	struct sfs_dgroup *gd;  /* groups descriptors, on-disk form (the
+				   first 32 bytes of each) */
+	uint8_t *gd_tail;       /* bytes 32..desc_size of each descriptor,
+				   kept as read (NULL without 64bit) */
 	uint64_t free_blocks;   /* sum of the groups' bg_free_blocks_count,
 				   kept with them (allocation asks per block) */
 	bool gd_dirty;

@@ -11,7 +11,9 @@
  *
  * Sizes: regular files keep i_size_high; a file reaching 2 GiB sets the
  * large_file feature.  i_blocks counts 512-byte sectors of every block the
- * inode owns (data, indirect, xattr).
+ * inode owns (data, indirect, xattr); with huge_file i_blocks_hi holds bits
+ * 32-47 of that count, and an inode flagged EXT4_HUGE_FILE_FL counts in
+ * filesystem blocks instead (ext4's inode_set_bytes / ext4_inode_blocks).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -52,9 +54,52 @@ static void set_size(struct sfs_fs *fs, struct sfs_inode *ip, uint64_t size)
 	}
 }
 
+static bool has_huge_file(const struct sfs_fs *fs)
+{
+	return sfs_le32(fs->sb.s_feature_ro_compat) &
+	       SFS_FEATURE_RO_COMPAT_HUGE_FILE;
+}
+
+/* The 512-byte sectors the inode owns, as i_blocks records them. */
+static uint64_t i_sectors(const struct sfs_fs *fs, const struct sfs_inode *ip)
+{
+	uint64_t n = sfs_le32(ip->d.i_blocks);
+
+	if (!has_huge_file(fs))
+		return n;
+	n |= (uint64_t)sfs_le16(ip->d.i_blocks_hi) << 32;
+	if (sfs_le32(ip->d.i_flags) & SFS_HUGE_FILE_FL)
+		n *= fs->bs / 512;
+	return n;
+}
+
+/* Record sectors: 32 bits, 48 with huge_file, then in blocks under
+ * EXT4_HUGE_FILE_FL; past that an error (the caller's count is kept). */
+static void i_set_sectors(struct sfs_fs *fs, struct sfs_inode *ip, uint64_t n)
+{
+	uint32_t flags = sfs_le32(ip->d.i_flags) & ~SFS_HUGE_FILE_FL;
+
+	if (n > UINT32_MAX && !has_huge_file(fs)) {
+		sfs_fs_error(fs, -EIO,
+			     "inode %u: %llu sectors need the huge_file "
+			     "feature",
+			     ip->ino, (unsigned long long)n);
+		n = UINT32_MAX;
+	}
+	if (n >> 48) {
+		n /= fs->bs / 512;
+		flags |= SFS_HUGE_FILE_FL;
+	}
+	ip->d.i_blocks = sfs_cpu_to_le32((uint32_t)n);
+	if (has_huge_file(fs)) {
+		ip->d.i_blocks_hi = sfs_cpu_to_le16((uint16_t)(n >> 32));
+		ip->d.i_flags = sfs_cpu_to_le32(flags);
+	}
+}
+
 void sfs_i_add_blocks(struct sfs_fs *fs, struct sfs_inode *ip, int64_t delta)
 {
-	uint64_t sectors = sfs_le32(ip->d.i_blocks);
+	uint64_t sectors = i_sectors(fs, ip);
 	int64_t d = delta * (int64_t)(fs->bs / 512);
 
 	if (d < 0 && (uint64_t)-d > sectors) {
@@ -67,13 +112,17 @@ void sfs_i_add_blocks(struct sfs_fs *fs, struct sfs_inode *ip, int64_t delta)
 			     (long long)-d);
 		d = -(int64_t)sectors;
 	}
-	ip->d.i_blocks = sfs_cpu_to_le32((uint32_t)(sectors + d));
+	i_set_sectors(fs, ip, sectors + d);
 }
 
-/* Pack nanoseconds into an *_extra word (epoch bits 0). */
-static uint32_t nsec_extra(long nsec)
+/* Pack a time's nanoseconds and epoch bits (seconds past the signed
+ * 32-bit range, inodes.rst) into an *_extra word. */
+static uint32_t time_extra(const struct timespec *ts)
 {
-	return sfs_cpu_to_le32((uint32_t)nsec << 2);
+	uint32_t epoch =
+	    (uint32_t)((ts->tv_sec - (int32_t)ts->tv_sec) >> 32) & 3;
+
+	return sfs_cpu_to_le32(((uint32_t)ts->tv_nsec << 2) | epoch);
 }
 
 static bool has_extra(const struct sfs_inode *ip, size_t field_end)
@@ -90,17 +139,17 @@ void sfs_i_touch(struct sfs_fs *fs, struct sfs_inode *ip, unsigned which)
 	if (which & SFS_SET_ATIME) {
 		ip->d.i_atime = sfs_cpu_to_le32((uint32_t)now.tv_sec);
 		if (extra && has_extra(ip, 0x90))
-			ip->d.i_atime_extra = nsec_extra(now.tv_nsec);
+			ip->d.i_atime_extra = time_extra(&now);
 	}
 	if (which & SFS_SET_MTIME) {
 		ip->d.i_mtime = sfs_cpu_to_le32((uint32_t)now.tv_sec);
 		if (extra && has_extra(ip, 0x8C))
-			ip->d.i_mtime_extra = nsec_extra(now.tv_nsec);
+			ip->d.i_mtime_extra = time_extra(&now);
 	}
 	if (which & SFS_SET_CTIME) {
 		ip->d.i_ctime = sfs_cpu_to_le32((uint32_t)now.tv_sec);
 		if (extra && has_extra(ip, 0x88))
-			ip->d.i_ctime_extra = nsec_extra(now.tv_nsec);
+			ip->d.i_ctime_extra = time_extra(&now);
 	}
 }
 
@@ -129,9 +178,7 @@ static void set_time(struct sfs_fs *fs, struct sfs_inode *ip, uint32_t *sec,
 	*sec = sfs_cpu_to_le32((uint32_t)ts->tv_sec);
 	if (fs->inode_size > SFS_GOOD_OLD_INODE_SIZE &&
 	    has_extra(ip, extra_end)) {
-		uint32_t epoch =
-		    (uint32_t)((ts->tv_sec - (int32_t)ts->tv_sec) >> 32) & 3;
-		*extra = sfs_cpu_to_le32(((uint32_t)ts->tv_nsec << 2) | epoch);
+		*extra = time_extra(ts);
 	}
 }
 
@@ -169,10 +216,7 @@ void sfs_i_to_attr(struct sfs_fs *fs, const struct sfs_inode *ip,
 	out->gid = sfs_le16(ip->d.i_gid) |
 		   ((uint32_t)sfs_le16(ip->d.i_gid_high) << 16);
 	out->size = sfs_i_size(ip);
-	out->blocks = sfs_le32(ip->d.i_blocks);
-	if (sfs_le32(fs->sb.s_feature_ro_compat) &
-	    SFS_FEATURE_RO_COMPAT_HUGE_FILE)
-		out->blocks |= (uint64_t)sfs_le16(ip->d.i_blocks_hi) << 32;
+	out->blocks = i_sectors(fs, ip);
 	/* blocks reserved for delayed data count, as on ext4 */
 	out->blocks += (uint64_t)sfs_da_inode_blocks(ip) * (fs->bs / 512);
 	if (type == SFS_S_IFCHR || type == SFS_S_IFBLK)
@@ -931,13 +975,12 @@ out_unlock:
 }
 
 /*
- * fsync of one file, by policy (Linux fs/ext2/fsync.c, fs/ext3/fsync.c, fs/ext4/fsync.c):
- *   none       the file's dirty data and indirect blocks and its inode
- *              block, then a flush (ext2's generic_file_fsync);
- *   writeback  the file's data, then a commit of the running transaction;
- *   ordered, journal  a commit: it takes every ordered (or logged) block
- *              of the transaction along, other files' too (the classic
- *              ext3 fsync cost).
+ * fsync of one file, by policy (Linux fs/ext2/fsync.c, fs/ext3/fsync.c,
+ * fs/ext4/fsync.c): none       the file's dirty data and indirect blocks and
+ * its inode block, then a flush (ext2's generic_file_fsync); writeback  the
+ * file's data, then a commit of the running transaction; ordered, journal  a
+ * commit: it takes every ordered (or logged) block of the transaction along,
+ * other files' too (the classic ext3 fsync cost).
  */
 static int fsync_file(struct sfs_fs *fs, struct sfs_inode *ip)
 {

@@ -88,13 +88,42 @@ int sfs_mkfs_parse_features(struct sfs_mkfs_params *p, const char *list,
 	for (int i = 0; v[i] && !rc; i++) {
 		const char *f = v[i][0] == '^' ? v[i] + 1 : v[i];
 
-		if (strcmp(f, "dir_index") == 0)
+		static const struct {
+			const char *name;
+			uint32_t bit;
+		} ro[] = {
+		    {"huge_file", SFS_FEATURE_RO_COMPAT_HUGE_FILE},
+		    {"dir_nlink", SFS_FEATURE_RO_COMPAT_DIR_NLINK},
+		    {"extra_isize", SFS_FEATURE_RO_COMPAT_EXTRA_ISIZE},
+		};
+		bool known = false;
+
+		if (strcmp(f, "dir_index") == 0) {
 			p->dir_index = v[i][0] != '^';
-		else {
-			*err = g_strdup_printf("mkfs: unknown or fixed feature "
-					       "'%s' in -O (only dir_index "
-					       "and ^dir_index)",
-					       v[i]);
+			known = true;
+		}
+		for (size_t k = 0; k < G_N_ELEMENTS(ro); k++) {
+			if (strcmp(f, ro[k].name) != 0)
+				continue;
+			if (v[i][0] == '^')
+				p->ro_compat &= ~ro[k].bit;
+			else
+				p->ro_compat |= ro[k].bit;
+			known = true;
+		}
+		if (!known &&
+		    (strcmp(f, "64bit") == 0 || strcmp(f, "flex_bg") == 0)) {
+			*err = g_strdup_printf(
+			    "mkfs: '%s' is not made by simfs mkfs (simfs "
+			    "mounts it on images mke2fs makes)",
+			    v[i]);
+			rc = -EINVAL;
+		} else if (!known) {
+			*err = g_strdup_printf(
+			    "mkfs: unknown or fixed feature '%s' in -O "
+			    "(only [^]dir_index, [^]huge_file, [^]dir_nlink, "
+			    "[^]extra_isize)",
+			    v[i]);
 			rc = -EINVAL;
 		}
 	}
@@ -195,6 +224,12 @@ static int mk_geometry(struct mk *m, uint64_t size_bytes, bool whole_device)
 	g->log_bs = p->block_size == 1024 ? 0 : p->block_size == 2048 ? 1 : 2;
 	g->isize = p->inode_size;
 	g->first = g->bs == 1024 ? 1 : 0;
+	if ((p->ro_compat & SFS_FEATURE_RO_COMPAT_EXTRA_ISIZE) &&
+	    g->isize <= SFS_GOOD_OLD_INODE_SIZE)
+		return mk_fail(m, -EINVAL,
+			       "extra_isize needs inodes larger than %u bytes "
+			       "(-I 256)",
+			       SFS_GOOD_OLD_INODE_SIZE);
 
 	blocks_param = size_bytes / g->bs;
 	if (whole_device && g->bs < 4096) /* as mke2fs: whole pages */
@@ -403,7 +438,7 @@ static void mk_super(struct mk *m, uint32_t free_blocks, uint32_t free_inodes)
 	sb->s_feature_incompat = sfs_cpu_to_le32(SFS_FEATURE_INCOMPAT_FILETYPE);
 	sb->s_feature_ro_compat =
 	    sfs_cpu_to_le32(SFS_FEATURE_RO_COMPAT_SPARSE_SUPER |
-			    SFS_FEATURE_RO_COMPAT_LARGE_FILE);
+			    SFS_FEATURE_RO_COMPAT_LARGE_FILE | p->ro_compat);
 
 	r = p->seed ? g_rand_new_with_seed_array(
 			  (const guint32[]){(guint32)p->seed,

@@ -24,10 +24,13 @@ struct sfs_mkfs_params {
 	bool dir_index;        /* -O dir_index: htree directories (default
 				  off: the image stays byte-identical to
 				  mke2fs -O none,...) */
+	uint32_t ro_compat;    /* -O huge_file,dir_nlink,extra_isize: these
+				  ro_compat bits on top of the fixed ones */
 };
 
 /*
- * Apply a -O list ("dir_index", "^dir_index", comma-separated) to p.
+ * Apply a -O list ("dir_index", "huge_file", "dir_nlink", "extra_isize",
+ * each possibly with "^", comma-separated) to p.
  * 0, or -EINVAL with a message in *err (g_free it) for any other name.
  */
 int sfs_mkfs_parse_features(struct sfs_mkfs_params *p, const char *list,

@@ -461,7 +461,7 @@ static int jl_read_inode(const struct jl_reader *r, const struct sfs_dsuper *sb,
 		}
 		tbl = sfs_le32(r->fs->gd[g].bg_inode_table);
 	} else {
-		uint64_t gd_byte = (uint64_t)g * sizeof(struct sfs_dgroup);
+		uint64_t gd_byte = (uint64_t)g * sfs_sb_desc_size(sb);
 		struct sfs_dgroup gd;
 		buf = g_try_malloc(r->bs);
 		if (!buf)

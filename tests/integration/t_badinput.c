@@ -6,8 +6,8 @@
  * (naming the feature where a feature is the reason), leave nothing
  * mounted, leave no daemon behind, and leave the image bytes unchanged
  * (XXH3 before/after).  Cases: wrong magic, an unknown incompat feature
- * bit, known but unsupported features (flex_bg, 64bit), metadata_csum set
- * without its checksum type, a
+ * bit, a known but unsupported feature (uninit_bg), metadata_csum set
+ * without its checksum type, 64bit with a bad descriptor size, a
  * truncated image, an empty file, a missing file, an image that is already
  * mounted, a small text file ("not an ext2/3/4 image"), `-o bogus=1`,
  * `-o mem=12Q`, `-o alloc=bogus`, `-o mem=0`, `-o commit=-1` (the range
@@ -46,12 +46,10 @@ static bool image_busy; /* the case's image is mounted elsewhere on purpose */
 
 static bool copy_file(const char *from, const char *to)
 {
-	return h_runl(NULL, NULL, "cp", "--sparse=always", from, to, NULL) ==
-	       0;
+	return h_runl(NULL, NULL, "cp", "--sparse=always", from, to, NULL) == 0;
 }
 
-static bool patch_u32(const char *path, off_t off, uint32_t clear,
-		      uint32_t set)
+static bool patch_u32(const char *path, off_t off, uint32_t clear, uint32_t set)
 {
 	int fd = open(path, O_RDWR);
 	uint8_t b[4];
@@ -106,8 +104,8 @@ static bool no_daemon(const char *img)
  * simfs mount [-o opts] img must be refused as described at the top.
  * want: NULL, or strings of which stderr must contain one.
  */
-static void expect_refused(const char *what, const char *img,
-			   const char *opts, const char *const *want)
+static void expect_refused(const char *what, const char *img, const char *opts,
+			   const char *const *want)
 {
 	char *mnt = h_path("m%d", ++ncase);
 	char *err = NULL, *line;
@@ -131,8 +129,8 @@ static void expect_refused(const char *what, const char *img,
 	H_OK(rc != 0 && rc < 128, "%s: refused with exit %d", what, rc);
 	H_OK(one_line(err), "%s: one-line reason on stderr", what);
 	if (want)
-		H_OK(contains_any(err, want), "%s: the reason names %s%s",
-		     what, want[0], want[1] ? " (or an equivalent)" : "");
+		H_OK(contains_any(err, want), "%s: the reason names %s%s", what,
+		     want[0], want[1] ? " (or an equivalent)" : "");
 	H_OK(!h_is_mounted(mnt), "%s: nothing mounted", what);
 	if (h_is_mounted(mnt))
 		h_umount(mnt);
@@ -140,8 +138,7 @@ static void expect_refused(const char *what, const char *img,
 		H_OK(no_daemon(img), "%s: no daemon left", what);
 	if (exists && !image_busy) {
 		h1 = h_hash_file(img, &e1);
-		H_OK(!e0 && !e1 && h0 == h1, "%s: image bytes unchanged",
-		     what);
+		H_OK(!e0 && !e1 && h0 == h1, "%s: image bytes unchanged", what);
 	}
 	g_free(line);
 	g_free(err);
@@ -161,7 +158,7 @@ static void mount_cases(void)
 {
 	static const char *const i31[] = {"FEATURE_I31", "0x80000000",
 					  "80000000", "bit 31", NULL};
-	static const char *const flex[] = {"flex_bg", NULL};
+	static const char *const uninit[] = {"uninit_bg", NULL};
 	static const char *const b64[] = {"64bit", NULL};
 	static const char *const csum[] = {"metadata_csum", NULL};
 	static const char *const bogus[] = {"bogus", NULL};
@@ -186,14 +183,15 @@ static void mount_cases(void)
 	expect_refused("unknown incompat feature bit 31", p, NULL, i31);
 	g_free(p);
 
-	p = variant("flexbg");
-	patch_u32(p, SB_INCOMPAT, 0, 0x200);
-	expect_refused("incompat flex_bg", p, NULL, flex);
+	p = variant("uninitbg");
+	patch_u32(p, SB_RO_COMPAT, 0, 0x10);
+	expect_refused("ro_compat uninit_bg", p, NULL, uninit);
 	g_free(p);
 
 	p = variant("64bit");
 	patch_u32(p, SB_INCOMPAT, 0, 0x80);
-	expect_refused("incompat 64bit", p, NULL, b64);
+	/* s_desc_size stays 0: refused for it, naming 64bit */
+	expect_refused("incompat 64bit, descriptor size 0", p, NULL, b64);
 	g_free(p);
 
 	p = variant("csum");
@@ -315,16 +313,16 @@ static void expect_mkfs_refused(const char *what, const char *const *args,
 			g_ptr_array_add(a, "-F");
 		/* args: options, then "@" where the image goes, then size */
 		for (; *s; s++)
-			g_ptr_array_add(a, (gpointer)(strcmp(*s, "@") ? *s
-								      : target));
+			g_ptr_array_add(
+			    a, (gpointer)(strcmp(*s, "@") ? *s : target));
 		g_ptr_array_add(a, NULL);
 		rc = h_run(NULL, &err, (const char *const *)a->pdata);
 		line = g_strstrip(g_strdup(err ? err : ""));
 		h_diag("stderr: %s", line);
 		H_OK(rc != 0 && rc < 128, "mkfs %s (%s file): refused, exit %d",
 		     what, pass ? "new" : "existing", rc);
-		H_OK(one_line(err), "mkfs %s (%s file): one-line reason",
-		     what, pass ? "new" : "existing");
+		H_OK(one_line(err), "mkfs %s (%s file): one-line reason", what,
+		     pass ? "new" : "existing");
 		if (!pass) {
 			struct stat st = {0};
 
@@ -334,12 +332,14 @@ static void expect_mkfs_refused(const char *what, const char *const *args,
 				h1 = h_hash_file(existing, &e);
 			else
 				h1 = ~h0;
-			H_OK(!e && h0 == h1, "mkfs %s: existing file "
-					     "unchanged (size %lld)",
+			H_OK(!e && h0 == h1,
+			     "mkfs %s: existing file "
+			     "unchanged (size %lld)",
 			     what, (long long)st.st_size);
 		} else {
-			H_OK(access(fresh, F_OK) != 0, "mkfs %s: no file "
-						       "created",
+			H_OK(access(fresh, F_OK) != 0,
+			     "mkfs %s: no file "
+			     "created",
 			     what);
 		}
 		g_free(line);
@@ -355,10 +355,10 @@ static void expect_mkfs_refused(const char *what, const char *const *args,
 
 static void mkfs_cases(void)
 {
-#define MK(what, ...)                                                        \
-	do {                                                                 \
-		const char *const args_[] = {__VA_ARGS__, NULL};             \
-		expect_mkfs_refused(what, args_, false);                     \
+#define MK(what, ...)                                                          \
+	do {                                                                   \
+		const char *const args_[] = {__VA_ARGS__, NULL};               \
+		expect_mkfs_refused(what, args_, false);                       \
 	} while (0)
 	MK("block size 3000", "-b", "3000", "@", "64M");
 	MK("block size 8192", "-b", "8192", "@", "64M");
@@ -377,8 +377,7 @@ static void mkfs_cases(void)
 	MK("size 12Q", "@", "12Q");
 	MK("size abc", "@", "abc");
 	MK("size -5M", "@", "-5M");
-	MK("more than 2^32 blocks (1 KiB blocks, 5T)", "-b", "1024", "@",
-	   "5T");
+	MK("more than 2^32 blocks (1 KiB blocks, 5T)", "-b", "1024", "@", "5T");
 	/* also more than the host's ext4 takes in one file (16 TiB) */
 	MK("more than 2^32 blocks (1 KiB blocks, 20T)", "-b", "1024", "@",
 	   "20T");
@@ -399,8 +398,9 @@ static void mkfs_cases(void)
 		h_diag("--- mkfs: over an existing filesystem without -F");
 		rc = h_runl(NULL, &err, h_simfs(), "mkfs", p, "64M", NULL);
 		h_diag("stderr: %s", g_strstrip(err));
-		H_OK(rc != 0 && rc < 128, "mkfs over an existing filesystem "
-					  "without -F: refused (%d)",
+		H_OK(rc != 0 && rc < 128,
+		     "mkfs over an existing filesystem "
+		     "without -F: refused (%d)",
 		     rc);
 		H_OK(one_line(err), "mkfs without -F: one-line reason");
 		h1 = h_hash_file(p, &e1);
@@ -432,9 +432,10 @@ static void mkfs_cases(void)
 		g_free(o);
 		g_free(e);
 		rc = h_runl(&o, &e, h_simfs(), "mount", NULL);
-		H_OK(rc != 0 && rc < 128, "mount without arguments refused "
-					  "(%d)",
-			     rc);
+		H_OK(rc != 0 && rc < 128,
+		     "mount without arguments refused "
+		     "(%d)",
+		     rc);
 		g_free(o);
 		g_free(e);
 	}
@@ -490,8 +491,7 @@ static void mke2fs_image(const char *what, const char *const *mke2fs_args)
 		H_SYS(symlink(t, M("slow")), "%s: slow symlink", what);
 	}
 	H_SYS(link(M("dir/big"), M("biglink")), "%s: hard link", what);
-	H_SYS(setxattr(M("dir/big"), "user.t", "val", 3, 0), "%s: xattr",
-	      what);
+	H_SYS(setxattr(M("dir/big"), "user.t", "val", 3, 0), "%s: xattr", what);
 	H_SYS(rename(M("dir/sub/f000"), M("moved")), "%s: rename", what);
 	for (int i = 50; i < 100; i++) {
 		char rel[32];
@@ -507,10 +507,10 @@ static void mke2fs_image(const char *what, const char *const *mke2fs_args)
 	if (!H_OK(h_mount(img, mnt, NULL) == 0, "%s: remount", what))
 		goto out_tree;
 	after = h_tree_scan(mnt);
-	H_EQ(h_tree_compare(before, after, "before", "after", H_CMP_NLINK),
-	     0, "%s: same tree after remount", what);
+	H_EQ(h_tree_compare(before, after, "before", "after", H_CMP_NLINK), 0,
+	     "%s: same tree after remount", what);
 	H_OK(h_hash_file(M("biglink"), &rc) == h_hash_buf(data, 3 << 20) &&
-		     rc == 0,
+		 rc == 0,
 	     "%s: bytes right", what);
 	h_tree_free(after);
 	H_OK(h_umount(mnt) == 0, "%s: umount", what);
@@ -528,8 +528,8 @@ out:
  * filetype, sparse_super, large_file: a NULL-terminated list. */
 static char **ext4_extra_features(const char *img)
 {
-	static const char *const base[] = {"ext_attr", "resize_inode",
-					   "filetype", "sparse_super",
+	static const char *const base[] = {"ext_attr",	 "resize_inode",
+					   "filetype",	 "sparse_super",
 					   "large_file", NULL};
 	GPtrArray *out = g_ptr_array_new();
 	char *o = NULL, **lines;
@@ -557,11 +557,31 @@ static char **ext4_extra_features(const char *img)
 int main(int argc, char **argv)
 {
 	static const char *const mk_ext2[] = {
-		"mke2fs", "-F", "-q", "-t", "ext2", "-b", "4096", "-I", "256",
-		"-O", "none,sparse_super,filetype,large_file,ext_attr", NULL};
+	    "mke2fs",
+	    "-F",
+	    "-q",
+	    "-t",
+	    "ext2",
+	    "-b",
+	    "4096",
+	    "-I",
+	    "256",
+	    "-O",
+	    "none,sparse_super,filetype,large_file,ext_attr",
+	    NULL};
 	static const char *const mk_ext2_1k[] = {
-		"mke2fs", "-F", "-q", "-t", "ext2", "-b", "1024", "-I", "128",
-		"-O", "none,sparse_super,filetype,large_file,ext_attr", NULL};
+	    "mke2fs",
+	    "-F",
+	    "-q",
+	    "-t",
+	    "ext2",
+	    "-b",
+	    "1024",
+	    "-I",
+	    "128",
+	    "-O",
+	    "none,sparse_super,filetype,large_file,ext_attr",
+	    NULL};
 	double t0 = h_now();
 	char *ext4;
 

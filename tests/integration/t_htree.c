@@ -17,10 +17,10 @@
  * Part 2 is skipped, saying so, only when loop mounting is impossible on
  * this machine.
  *
- * Part 3, ext4 as mke2fs makes it without the features simfs lacks
- * (64bit, metadata_csum, flex_bg, ...): simfs creates 6000 names in one
- * directory, which it indexes; e2fsck -fn clean; the kernel reads them
- * all (that last step only where loop mounting works).
+ * Part 3, ext4 as mke2fs makes it without metadata_csum, and here
+ * without 64bit and flex_bg too (t_ext4img keeps those): simfs creates
+ * 6000 names in one directory, which it indexes; e2fsck -fn clean; the
+ * kernel reads them all (that last step only where loop mounting works).
  *
  * usage: t_htree SIMFS_BINARY
  */

@@ -27,7 +27,7 @@
  * modes, link counts, symlink targets, contents by hash); umount, e2fsck
  * -fn clean, remount, compare again.  The seed is printed; rerun with
  *   t_randops SIMFS_BINARY SEED [NOPS [BLOCKSIZE [MOUNT_OPTS [WORKERS
- *             [FALLOC]]]]]
+ *             [FALLOC [IMAGE]]]]]]
  * (defaults: 10000 ops, 4096-byte blocks, default mount options, one
  * worker).  With WORKERS > 1, that many processes run NOPS operations
  * each at once, worker i in its own subdirectory with its own seed, so
@@ -35,7 +35,10 @@
  * half-way remount then); a worker still running two minutes after the
  * others ended fails the test as a deadlock.  A preset= in MOUNT_OPTS
  * also makes the image with `simfs mkfs --preset`, and dir_index with
- * `simfs mkfs -O dir_index`.  $T_RANDOPS_OPS_MAX
+ * `simfs mkfs -O dir_index`.  FALLOC "all" (or empty) puts every
+ * fallocate mode in the mix; IMAGE "mke2fs-ext4" makes the image with
+ * `mke2fs -t ext4 -O ^metadata_csum -b BLOCKSIZE` (64bit, flex_bg, ...)
+ * instead of simfs mkfs.  $T_RANDOPS_OPS_MAX
  * caps NOPS (per worker) where each operation costs more (the sanitizer
  * builds, tests/run-all.sh): the same kinds of operation and the same
  * checks, a shorter sequence.
@@ -728,6 +731,7 @@ int main(int argc, char **argv)
 	struct seq sq = {0};
 	double t0 = h_now();
 	GString *mix = g_string_new(NULL);
+	bool falloc_all;
 
 	h_init(argc, argv);
 	if (argc > 2)
@@ -742,8 +746,11 @@ int main(int argc, char **argv)
 		workers = atoi(argv[6]);
 	if (workers < 1 || workers > 16)
 		h_bail("WORKERS must be 1 to 16, not %s", argv[6]);
-	if (argc > 7 && strcmp(argv[7], "all") != 0)
-		h_bail("FALLOC must be \"all\", not %s", argv[7]);
+	if (argc > 7 && *argv[7] && strcmp(argv[7], "all") != 0)
+		h_bail("FALLOC must be \"all\" or empty, not %s", argv[7]);
+	if (argc > 8 && strcmp(argv[8], "mke2fs-ext4") != 0)
+		h_bail("IMAGE must be \"mke2fs-ext4\", not %s", argv[8]);
+	falloc_all = argc > 7 && *argv[7];
 	if (getenv("T_RANDOPS_OPS_MAX")) {
 		const char *cap_s = getenv("T_RANDOPS_OPS_MAX");
 		char *end;
@@ -789,9 +796,9 @@ int main(int argc, char **argv)
 	     strstr(opts, "alloc=delalloc") || strstr(opts, "preset=ext4") ||
 	     strstr(opts, "preset=ext3i")))
 		op_weight[OP_FALLOC] = 4;
-	else if (argc > 7) /* block maps: punching only */
+	else if (falloc_all) /* block maps: punching only */
 		falloc_plain = false;
-	if (argc > 7)
+	if (falloc_all)
 		op_weight[OP_FALLOC] = 4;
 	h_rng_seed(&rng, seed);
 	umask(0);
@@ -817,13 +824,22 @@ int main(int argc, char **argv)
 	A = g_build_filename(mnt, "work", NULL);
 	B = h_path("ref");
 	refroot = B;
-	if (h_mkfs(img, "1G", mkfs_args) != 0)
+	if (argc > 8) {
+		char *err = NULL;
+
+		/* the image as mke2fs makes ext4, less metadata_csum */
+		if (h_runl(NULL, &err, "mke2fs", "-F", "-q", "-t", "ext4", "-O",
+			   "^metadata_csum", "-b", bs, img, "1G", NULL) != 0)
+			h_bail("mke2fs failed: %s", err ? err : "?");
+		g_free(err);
+	} else if (h_mkfs(img, "1G", mkfs_args) != 0) {
 		h_bail("simfs mkfs failed");
+	}
 	if (h_mount(img, mnt, opts) != 0)
 		h_bail("simfs mount failed");
 	if (mkdir(A, 0755) < 0 || mkdir(B, 0755) < 0)
 		h_bail("mkdir work dirs: %s", strerror(errno));
-	if (argc > 7)
+	if (falloc_all)
 		probe_falloc_modes(B);
 
 	if (workers == 1) {

@@ -199,7 +199,8 @@ static void test_badimage_mke2fs_features_all_named(void **state)
 		const char *want[6];
 	} cases[] = {
 	    {{"-t", "ext4", "-O", "bigalloc,64bit,flex_bg,metadata_csum"},
-	     {"bigalloc", "64bit", "flex_bg"}}, /* metadata_csum is read */
+	     {"bigalloc"}}, /* 64bit, flex_bg, metadata_csum are read */
+	    {{"-t", "ext4", "-O", "^metadata_csum,uninit_bg"}, {"uninit_bg"}},
 	    {{"-t", "ext4", "-O", "inline_data,mmp,large_dir"},
 	     {"inline_data", "mmp", "large_dir"}},
 	    {{"-t", "ext2", "-O", "meta_bg,^resize_inode"}, {"meta_bg"}},
@@ -228,11 +229,19 @@ static void test_badimage_mke2fs_features_all_named(void **state)
 	g_free(mke2fs);
 }
 
-/* What mke2fs makes for ext2 and ext3 with this machine's defaults
- * (dir_index included) opens, and closes e2fsck-clean. */
+/* What mke2fs makes for ext2, ext3 and ext4 without metadata_csum with
+ * this machine's defaults (dir_index, and for ext4 64bit, flex_bg,
+ * huge_file, dir_nlink, extra_isize) opens, and closes e2fsck-clean. */
 static void test_badimage_mke2fs_defaults_open(void **state)
 {
-	static const char *const types[][3] = {{"-t", "ext2"}, {"-t", "ext3"}};
+	static const char *const types[][7] = {
+	    {"-t", "ext2"},
+	    {"-t", "ext3"},
+	    {"-t", "ext4", "-O", "^metadata_csum"},
+	    {"-t", "ext4", "-O", "^metadata_csum", "-b", "1024"},
+	    {"-t", "ext4", "-O", "^metadata_csum", "-b", "2048"},
+	    {"-t", "ext4", "-O", "^metadata_csum,^64bit", "-G", "4"},
+	};
 	struct fixture *f = *state;
 	char *mke2fs = find_mke2fs();
 	char *path = g_build_filename(f->dir, "mke2fs.img", NULL);
@@ -291,15 +300,39 @@ static void test_badimage_rev0(void **state)
 	g_free(img);
 }
 
-static void test_badimage_unknown_incompat_flex_bg(void **state)
+/* 64bit with a descriptor size that is not a power of two from 64 to
+ * 1024 is refused before any descriptor is read. */
+static void test_badimage_64bit_desc_size(void **state)
+{
+	static const uint16_t sizes[] = {0, 32, 48, 96, 2048};
+	struct fixture *f = *state;
+
+	for (size_t i = 0; i < G_N_ELEMENTS(sizes); i++) {
+		uint8_t *img = copy_img(f);
+		struct sfs_dsuper *sb = super_of(img);
+		char what[64];
+
+		sb->s_feature_incompat =
+		    sfs_cpu_to_le32(sfs_le32(sb->s_feature_incompat) |
+				    SFS_FEATURE_INCOMPAT_64BIT);
+		sb->s_desc_size = sfs_cpu_to_le16(sizes[i]);
+		g_snprintf(what, sizeof(what), "64bit desc_size %u", sizes[i]);
+		expect_refused(f, img, f->len, what, "descriptor size");
+		g_free(img);
+	}
+}
+
+/* Without flex_bg a group's bitmaps must lie inside the group. */
+static void test_badimage_bitmap_outside_group(void **state)
 {
 	struct fixture *f = *state;
 	uint8_t *img = copy_img(f);
-	struct sfs_dsuper *sb = super_of(img);
+	struct sfs_dgroup *gd = (struct sfs_dgroup *)(img + 2 * IMG_BS);
 
-	sb->s_feature_incompat = sfs_cpu_to_le32(
-	    sfs_le32(sb->s_feature_incompat) | SFS_FEATURE_INCOMPAT_FLEX_BG);
-	expect_refused(f, img, f->len, "incompat flex_bg", "flex_bg");
+	/* group 1's block bitmap pointed at group 0's */
+	gd[1].bg_block_bitmap = gd[0].bg_block_bitmap;
+	expect_refused(f, img, f->len, "bitmap in another group",
+		       "outside the group");
 	g_free(img);
 }
 
@@ -431,7 +464,8 @@ int main(void)
 	    cmocka_unit_test(test_badimage_control_opens),
 	    cmocka_unit_test(test_badimage_wrong_magic),
 	    cmocka_unit_test(test_badimage_rev0),
-	    cmocka_unit_test(test_badimage_unknown_incompat_flex_bg),
+	    cmocka_unit_test(test_badimage_64bit_desc_size),
+	    cmocka_unit_test(test_badimage_bitmap_outside_group),
 	    cmocka_unit_test(test_badimage_metadata_csum),
 	    cmocka_unit_test(test_badimage_blocks_per_group_inconsistent),
 	    cmocka_unit_test(test_badimage_inodes_count_mismatch),
