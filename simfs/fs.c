@@ -812,6 +812,44 @@ static int uninit_bitmap(struct sfs_fs *fs, uint32_t g, bool inode,
 }
 
 /*
+ * mke2fs leaves the inode tables of a new image for the kernel to zero
+ * after the first mount (lazy_itable_init, the ext4lazyinit thread) and
+ * says so by a missing INODE_ZEROED: the slots past the group's used
+ * ones (the last bg_itable_unused, or all of an INODE_UNINIT group) may
+ * hold anything.  Zero them here, once, at a read-write mount, so every
+ * slot the engine may hand out reads as a never-used inode.  The blocks
+ * go through the cache and reach the disk before the descriptors that
+ * say INODE_ZEROED (init_uninit_groups syncs first).
+ */
+static int zero_itable_tail(struct sfs_fs *fs, uint32_t g)
+{
+	const struct sfs_dgroup *gd = &fs->gd[g];
+	uint32_t per_blk = fs->bs / fs->inode_size;
+	uint32_t unused = (sfs_le16(gd->bg_flags) & BG_INODE_UNINIT)
+			      ? fs->ipg
+			      : MIN(sfs_le16(gd->bg_itable_unused), fs->ipg);
+	uint32_t first = fs->ipg - unused; /* first slot to zero */
+	sfs_blk_t table = sfs_le32(gd->bg_inode_table);
+
+	for (uint32_t i = first / per_blk; i < fs->itb; i++) {
+		uint32_t from = i == first / per_blk ? first % per_blk : 0;
+		struct sfs_buf *b;
+		int rc = from ? sfs_cache_get(fs->cache, table + i,
+					      SFS_IO_INODE, &b)
+			      : sfs_cache_get_new(fs->cache, table + i,
+						  SFS_IO_INODE, &b);
+
+		if (rc)
+			return rc;
+		memset(b->data + (size_t)from * fs->inode_size, 0,
+		       (size_t)(per_blk - from) * fs->inode_size);
+		sfs_cache_dirty(fs->cache, b);
+		sfs_cache_put(fs->cache, b);
+	}
+	return 0;
+}
+
+/*
  * metadata_csum images (mke2fs) leave groups uninitialised: BLOCK_UNINIT
  * or INODE_UNINIT, whose bitmap blocks hold nothing yet, and
  * bg_itable_unused.  Build those bitmaps as the kernel does on first use
@@ -833,12 +871,23 @@ static int init_uninit_groups(struct sfs_fs *fs, char **err)
 		    !gd->bg_itable_unused)
 			continue;
 		if (!(fl & BG_INODE_ZEROED)) {
-			*err = g_strdup_printf("group %u: uninitialised and its "
-					       "inode table not zeroed (make "
-					       "the image with mke2fs -E "
-					       "lazy_itable_init=0)",
-					       g);
-			return -EINVAL;
+			if (fs->ro) {
+				*err = g_strdup_printf(
+				    "group %u: uninitialised and its inode "
+				    "table not zeroed: mount it read-write "
+				    "once (simfs zeroes it), or make the "
+				    "image with mke2fs -E lazy_itable_init=0",
+				    g);
+				return -EINVAL;
+			}
+			rc = zero_itable_tail(fs, g);
+			if (rc) {
+				*err = g_strdup_printf("group %u: cannot zero "
+						       "its inode table: %s",
+						       g, g_strerror(-rc));
+				return rc;
+			}
+			fl |= BG_INODE_ZEROED;
 		}
 		for (int k = 0; k < 2; k++) {
 			bool inode = k == 1;
