@@ -42,6 +42,24 @@ struct nm_new {
 };
 
 /* The umask that mode may carry (fs.h SFS_MODE_UMASK) into nn. */
+/*
+ * Add delta (+1 or -1) to directory dp's link count as a subdirectory
+ * comes or goes.  A count of 1 is dir_nlink's "too many to count" (ext4
+ * sets it past 65,000 subdirectories; simfs itself stops at
+ * SFS_LINK_MAX): it stays 1 either way, as ext4's inc/drop_nlink do.
+ * Otherwise the count never drops below 2 ("." and the parent's entry).
+ */
+static void dir_links_add(struct sfs_inode *dp, int delta)
+{
+	uint32_t n = sfs_i_nlink(dp);
+
+	if (n == 1)
+		return;
+	if (delta < 0 && n <= 2)
+		return;
+	sfs_i_set_nlink(dp, (uint32_t)((int)n + delta));
+}
+
 static void nm_take_umask(struct nm_new *nn, uint32_t mode)
 {
 	nn->has_umask = (mode & SFS_MODE_HAS_UMASK) != 0;
@@ -274,7 +292,7 @@ static int nm_create(struct sfs_fs *fs, sfs_ino_t parent, const char *name,
 	sfs_i_set_nlink(ip, isdir ? 2 : 1);
 	rc = sfs_inode_dirty(fs, ip);
 	if (isdir)
-		sfs_i_set_nlink(dp, sfs_i_nlink(dp) + 1);
+		dir_links_add(dp, 1);
 	rc2 = nm_touch_dir(fs, dp);
 	if (!rc)
 		rc = rc2;
@@ -561,8 +579,7 @@ int sfs_rmdir(struct sfs_fs *fs, sfs_ino_t parent, const char *name)
 	if (rc)
 		goto out_put;
 	rc = nm_set_links(fs, ip, 0);
-	if (sfs_i_nlink(dp) > 2)
-		sfs_i_set_nlink(dp, sfs_i_nlink(dp) - 1);
+	dir_links_add(dp, -1);
 	rc2 = nm_touch_dir(fs, dp);
 	if (!rc)
 		rc = rc2;
@@ -623,12 +640,11 @@ static int nm_finish_parents(struct sfs_fs *fs, struct sfs_inode *sdp,
 		td = 0;
 	}
 	if (sd)
-		sfs_i_set_nlink(sdp, (uint32_t)((int)sfs_i_nlink(sdp) + sd));
+		dir_links_add(sdp, sd);
 	rc = nm_touch_dir(fs, sdp);
 	if (tdp != sdp) {
 		if (td)
-			sfs_i_set_nlink(tdp,
-					(uint32_t)((int)sfs_i_nlink(tdp) + td));
+			dir_links_add(tdp, td);
 		rc2 = nm_touch_dir(fs, tdp);
 		if (!rc)
 			rc = rc2;

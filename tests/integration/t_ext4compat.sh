@@ -67,4 +67,19 @@ if mkfs.ext4 -q "$dir/ext.img" && mount -o loop "$dir/ext.img" "$ext" 2>/dev/nul
 else
 	echo "# no loop device: the kernel ext4 comparison is left out"
 fi
+# dir_nlink: a directory whose link count is 1 (ext4's "more than 65,000
+# subdirectories") keeps 1 through mkdir, rmdir and renames in and out
+nl=$dir/nlink.img
+mke2fs -q -F -t ext4 "$nl" 32M || { echo "Bail out! mke2fs nlink"; exit 1; }
+debugfs -w -R "mkdir /many" "$nl" >/dev/null 2>&1
+debugfs -w -R "mkdir /many/sub" "$nl" >/dev/null 2>&1
+debugfs -w -R "sif /many links_count 1" "$nl" >/dev/null 2>&1
+"$SIMFS" mount "$nl" "$mnt" || { echo "Bail out! mount nlink"; exit 1; }
+check "dir_nlink: the image's count of 1 is shown" bash -c "[[ \$(stat -c %h '$mnt/many') == 1 ]]"
+mkdir "$mnt/many/a" "$mnt/other" && rmdir "$mnt/many/sub" && mv "$mnt/many/a" "$mnt/other/a" &&
+	mv "$mnt/other/a" "$mnt/many/b"
+check "dir_nlink: the count stays 1 through mkdir, rmdir and renames" bash -c "[[ \$(stat -c %h '$mnt/many') == 1 ]]"
+check "dir_nlink: the other directory's count is exact" bash -c "[[ \$(stat -c %h '$mnt/other') == 2 ]]"
+"$SIMFS" umount "$mnt"
+check "dir_nlink: the count is 1 on the image" bash -c "debugfs -R 'stat /many' '$nl' 2>/dev/null | grep -q 'Links: 1'"
 tap_done
