@@ -39,6 +39,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
+#include <pthread.h>
 #include <limits.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -49,6 +50,7 @@
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <syslog.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <glib.h>
@@ -1837,11 +1839,13 @@ static void sfs_sync_usage(FILE *out)
 }
 
 /* The write to MNT/.simfs/sync, made off the main thread so that the
- * main thread can show progress and give up; freed by whoever is last. */
+ * main thread can show progress and give up; freed by whoever is last.
+ * POSIX mutex and condition (lock.h says why not GMutex: ThreadSanitizer
+ * checks these); the condition waits on CLOCK_MONOTONIC. */
 struct sfs_sync_call {
-	char *path;	  /* MNT/.simfs/sync */
-	GMutex lock;	  /* protects done, orphaned */
-	GCond cond;	  /* done changed */
+	char *path;	      /* MNT/.simfs/sync */
+	pthread_mutex_t lock; /* protects done, orphaned, step, err */
+	pthread_cond_t cond;  /* done changed */
 	bool done;	  /* the write has returned */
 	bool orphaned;	  /* the waiter gave up: the writer frees it */
 	const char *step; /* what failed: "open", "write", "close", or NULL */
@@ -1850,8 +1854,8 @@ struct sfs_sync_call {
 
 static void sfs_sync_call_free(struct sfs_sync_call *c)
 {
-	g_mutex_clear(&c->lock);
-	g_cond_clear(&c->cond);
+	pthread_mutex_destroy(&c->lock);
+	pthread_cond_destroy(&c->cond);
 	g_free(c->path);
 	g_free(c);
 }
@@ -1875,13 +1879,13 @@ static gpointer sfs_sync_writer(gpointer arg)
 		step = "close";
 		err = errno;
 	}
-	g_mutex_lock(&c->lock);
+	pthread_mutex_lock(&c->lock);
 	c->step = step;
 	c->err = err;
 	c->done = true;
 	orphaned = c->orphaned;
-	g_cond_signal(&c->cond);
-	g_mutex_unlock(&c->lock);
+	pthread_cond_signal(&c->cond);
+	pthread_mutex_unlock(&c->lock);
 	if (orphaned)
 		sfs_sync_call_free(c);
 	return NULL;
@@ -1901,15 +1905,21 @@ static bool sfs_sync_wait(struct sfs_sync_call *c, struct sfs_umount_watch *w)
 	if (w->pid)
 		sfs_umount_sample(w->pid, &w->wchar, &w->cpu);
 	w->wchar0 = w->wchar;
-	g_mutex_lock(&c->lock);
+	pthread_mutex_lock(&c->lock);
 	for (;;) {
-		gint64 until = g_get_monotonic_time() + SFS_UMOUNT_TICK_US;
+		struct timespec until;
 
-		while (!c->done && g_cond_wait_until(&c->cond, &c->lock, until))
+		clock_gettime(CLOCK_MONOTONIC, &until);
+		until.tv_nsec += (SFS_UMOUNT_TICK_US % 1000000) * 1000;
+		until.tv_sec += SFS_UMOUNT_TICK_US / 1000000 +
+				until.tv_nsec / 1000000000;
+		until.tv_nsec %= 1000000000;
+		while (!c->done &&
+		       pthread_cond_timedwait(&c->cond, &c->lock, &until) == 0)
 			;
 		if (c->done)
 			break;
-		g_mutex_unlock(&c->lock);
+		pthread_mutex_unlock(&c->lock);
 		now = g_get_monotonic_time();
 		uint64_t wc = w->wchar, cpu = w->cpu;
 		if (w->pid && sfs_umount_sample(w->pid, &wc, &cpu) &&
@@ -1928,10 +1938,10 @@ static bool sfs_sync_wait(struct sfs_sync_call *c, struct sfs_umount_watch *w)
 		else if (now - last_progress >
 			 (gint64)SFS_UMOUNT_STALL_S * G_USEC_PER_SEC)
 			why = "stall";
-		g_mutex_lock(&c->lock);
+		pthread_mutex_lock(&c->lock);
 		if (why && !c->done) {
 			c->orphaned = true; /* the writer frees c */
-			g_mutex_unlock(&c->lock);
+			pthread_mutex_unlock(&c->lock);
 			if (shown)
 				fputc('\n', stderr);
 			if (strcmp(why, "timeout") == 0)
@@ -1951,7 +1961,7 @@ static bool sfs_sync_wait(struct sfs_sync_call *c, struct sfs_umount_watch *w)
 		}
 	}
 	done = c->done;
-	g_mutex_unlock(&c->lock);
+	pthread_mutex_unlock(&c->lock);
 	if (shown) {
 		/* the last line: what was written in the end */
 		if (w->pid)
@@ -1997,8 +2007,15 @@ static int cmd_sync(int argc, char **argv)
 	}
 	c = g_new0(struct sfs_sync_call, 1);
 	c->path = g_build_filename(mnt, ".simfs", "sync", NULL);
-	g_mutex_init(&c->lock);
-	g_cond_init(&c->cond);
+	{
+		pthread_condattr_t ca;
+
+		pthread_mutex_init(&c->lock, NULL);
+		pthread_condattr_init(&ca);
+		pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+		pthread_cond_init(&c->cond, &ca);
+		pthread_condattr_destroy(&ca);
+	}
 	t = g_thread_try_new("sync", sfs_sync_writer, c, NULL);
 	if (!t) {
 		sfs_err("sync", "cannot start a thread");
