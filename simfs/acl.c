@@ -36,34 +36,6 @@ struct sfs_acl {
 	struct sfs_dacl_entry e[]; /* host byte order here */
 };
 
-static inline uint16_t acl_get16(const uint8_t *p)
-{
-	uint16_t v;
-
-	memcpy(&v, p, 2);
-	return sfs_le16(v);
-}
-
-static inline uint32_t acl_get32(const uint8_t *p)
-{
-	uint32_t v;
-
-	memcpy(&v, p, 4);
-	return sfs_le32(v);
-}
-
-static inline void acl_put16(uint8_t *p, uint16_t v)
-{
-	v = sfs_cpu_to_le16(v);
-	memcpy(p, &v, 2);
-}
-
-static inline void acl_put32(uint8_t *p, uint32_t v)
-{
-	v = sfs_cpu_to_le32(v);
-	memcpy(p, &v, 4);
-}
-
 static bool acl_named(uint16_t tag)
 {
 	return tag == SFS_ACL_USER || tag == SFS_ACL_GROUP;
@@ -145,7 +117,7 @@ int sfs_acl_from_xattr(const void *value, size_t size, struct sfs_acl **out)
 	size_t n;
 
 	if (!value || size < sizeof(struct sfs_dacl_header) ||
-	    acl_get32(p) != SFS_ACL_XATTR_VERSION ||
+	    sfs_get_le32(p) != SFS_ACL_XATTR_VERSION ||
 	    (size - 4) % sizeof(struct sfs_dacl_entry))
 		return -EINVAL;
 	n = (size - 4) / sizeof(struct sfs_dacl_entry);
@@ -153,9 +125,9 @@ int sfs_acl_from_xattr(const void *value, size_t size, struct sfs_acl **out)
 	if (!a)
 		return -ENOMEM;
 	for (size_t i = 0; i < n; i++, p += 8) {
-		a->e[i].e_tag = acl_get16(p + 4);
-		a->e[i].e_perm = acl_get16(p + 6);
-		a->e[i].e_id = acl_named(a->e[i].e_tag) ? acl_get32(p + 8)
+		a->e[i].e_tag = sfs_get_le16(p + 4);
+		a->e[i].e_perm = sfs_get_le16(p + 6);
+		a->e[i].e_id = acl_named(a->e[i].e_tag) ? sfs_get_le32(p + 8)
 							: SFS_ACL_UNDEFINED_ID;
 	}
 	if (n && acl_check(a)) {
@@ -174,7 +146,7 @@ int sfs_acl_from_disk(const void *value, size_t size, struct sfs_acl **out)
 	struct sfs_acl *a;
 	unsigned n = 0;
 
-	if (!value || size < 4 || acl_get32(p) != SFS_ACL_DISK_VERSION)
+	if (!value || size < 4 || sfs_get_le32(p) != SFS_ACL_DISK_VERSION)
 		return -EIO;
 	/* at most (size - 4) / 4 entries, all short */
 	a = acl_new((unsigned)((size - 4) / 4));
@@ -185,14 +157,14 @@ int sfs_acl_from_disk(const void *value, size_t size, struct sfs_acl **out)
 
 		if (end - p < 4)
 			goto out_bad;
-		tag = acl_get16(p);
+		tag = sfs_get_le16(p);
 		a->e[n].e_tag = tag;
-		a->e[n].e_perm = acl_get16(p + 2);
+		a->e[n].e_perm = sfs_get_le16(p + 2);
 		a->e[n].e_id = SFS_ACL_UNDEFINED_ID;
 		if (acl_named(tag)) {
 			if (end - p < 8)
 				goto out_bad;
-			a->e[n].e_id = acl_get32(p + 4);
+			a->e[n].e_id = sfs_get_le32(p + 4);
 			p += 8;
 		} else {
 			p += 4;
@@ -217,13 +189,13 @@ void *sfs_acl_to_disk(const struct sfs_acl *a, size_t *len_out)
 	for (unsigned i = 0; i < a->n; i++)
 		len += acl_named(a->e[i].e_tag) ? 8 : 4;
 	p = buf = g_malloc(len);
-	acl_put32(p, SFS_ACL_DISK_VERSION);
+	sfs_put_le32(p, SFS_ACL_DISK_VERSION);
 	p += 4;
 	for (unsigned i = 0; i < a->n; i++) {
-		acl_put16(p, a->e[i].e_tag);
-		acl_put16(p + 2, a->e[i].e_perm);
+		sfs_put_le16(p, a->e[i].e_tag);
+		sfs_put_le16(p + 2, a->e[i].e_perm);
 		if (acl_named(a->e[i].e_tag)) {
-			acl_put32(p + 4, a->e[i].e_id);
+			sfs_put_le32(p + 4, a->e[i].e_id);
 			p += 8;
 		} else {
 			p += 4;
@@ -240,13 +212,13 @@ size_t sfs_acl_to_xattr(const struct sfs_acl *a, void *buf)
 	uint8_t *p = buf;
 
 	if (p) {
-		acl_put32(p, SFS_ACL_XATTR_VERSION);
+		sfs_put_le32(p, SFS_ACL_XATTR_VERSION);
 		for (unsigned i = 0; i < a->n; i++) {
 			uint8_t *q = p + 4 + 8 * i;
 
-			acl_put16(q, a->e[i].e_tag);
-			acl_put16(q + 2, a->e[i].e_perm);
-			acl_put32(q + 4, a->e[i].e_id);
+			sfs_put_le16(q, a->e[i].e_tag);
+			sfs_put_le16(q + 2, a->e[i].e_perm);
+			sfs_put_le32(q + 4, a->e[i].e_id);
 		}
 	}
 	return 4 + 8 * (size_t)a->n;

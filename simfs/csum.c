@@ -33,28 +33,6 @@ static uint32_t crc_zeros(uint32_t crc, size_t n)
 	return sfs_crc32c(crc, zero, n);
 }
 
-static uint32_t get_le32(const uint8_t *p)
-{
-	uint32_t v;
-
-	memcpy(&v, p, 4);
-	return sfs_le32(v);
-}
-
-static void put_le32(uint8_t *p, uint32_t v)
-{
-	v = sfs_cpu_to_le32(v);
-	memcpy(p, &v, 4);
-}
-
-static uint16_t get_le16(const uint8_t *p)
-{
-	uint16_t v;
-
-	memcpy(&v, p, 2);
-	return sfs_le16(v);
-}
-
 int sfs_csum_setup(struct sfs_fs *fs, char **err)
 {
 	const uint8_t *raw = (const uint8_t *)&fs->sb;
@@ -72,7 +50,7 @@ int sfs_csum_setup(struct sfs_fs *fs, char **err)
 	}
 	if (sfs_le32(fs->sb.s_feature_incompat) &
 	    SFS_FEATURE_INCOMPAT_CSUM_SEED)
-		fs->csum_seed = get_le32(raw + SFS_SB_CSUM_SEED_OFF);
+		fs->csum_seed = sfs_get_le32(raw + SFS_SB_CSUM_SEED_OFF);
 	else
 		fs->csum_seed = sfs_crc32c(~0u, fs->sb.s_uuid, 16);
 	return 0;
@@ -88,7 +66,7 @@ bool sfs_csum_super_ok(const struct sfs_dsuper *sb)
 {
 	const uint8_t *raw = (const uint8_t *)sb;
 
-	return !sb_csum_on(sb) || get_le32(raw + SFS_SB_CSUM_OFF) ==
+	return !sb_csum_on(sb) || sfs_get_le32(raw + SFS_SB_CSUM_OFF) ==
 				      sfs_crc32c(~0u, raw, SFS_SB_CSUM_OFF);
 }
 
@@ -97,7 +75,7 @@ void sfs_csum_super_set(struct sfs_dsuper *sb)
 	uint8_t *raw = (uint8_t *)sb;
 
 	if (sb_csum_on(sb))
-		put_le32(raw + SFS_SB_CSUM_OFF,
+		sfs_put_le32(raw + SFS_SB_CSUM_OFF,
 			 sfs_crc32c(~0u, raw, SFS_SB_CSUM_OFF));
 }
 
@@ -204,7 +182,7 @@ uint32_t sfs_csum_owner_seed(const struct sfs_fs *fs, sfs_ino_t ino,
 static bool inode_has_hi(const struct sfs_fs *fs, const uint8_t *slot)
 {
 	return fs->inode_size > SFS_GOOD_OLD_INODE_SIZE &&
-	       get_le16(slot + offsetof(struct sfs_dinode, i_extra_isize)) >=
+	       sfs_get_le16(slot + offsetof(struct sfs_dinode, i_extra_isize)) >=
 		   4;
 }
 
@@ -268,7 +246,7 @@ void sfs_csum_inode_set(struct sfs_fs *fs, sfs_ino_t ino, void *slot)
 /* Offset of an extent block's tail, or 0 if eh_max leaves no room. */
 static uint32_t extent_tail(const struct sfs_fs *fs, const uint8_t *blk)
 {
-	uint32_t off = 12 + 12u * get_le16(blk + 4);
+	uint32_t off = 12 + 12u * sfs_get_le16(blk + 4);
 
 	return off + 4 <= fs->bs ? off : 0;
 }
@@ -282,7 +260,7 @@ bool sfs_csum_extent_ok(struct sfs_fs *fs, uint32_t seed,
 		return true;
 	off = extent_tail(fs, blk);
 	fs->cpu_ctr.csum_bytes += off;
-	return off && get_le32(blk + off) == sfs_crc32c(seed, blk, off);
+	return off && sfs_get_le32(blk + off) == sfs_crc32c(seed, blk, off);
 }
 
 void sfs_csum_extent_set(struct sfs_fs *fs, uint32_t seed, uint8_t *blk)
@@ -294,7 +272,7 @@ void sfs_csum_extent_set(struct sfs_fs *fs, uint32_t seed, uint8_t *blk)
 	off = extent_tail(fs, blk);
 	fs->cpu_ctr.csum_bytes += off;
 	if (off)
-		put_le32(blk + off, sfs_crc32c(seed, blk, off));
+		sfs_put_le32(blk + off, sfs_crc32c(seed, blk, off));
 }
 
 uint32_t sfs_csum_dir_end(const struct sfs_fs *fs)
@@ -306,7 +284,7 @@ bool sfs_csum_dir_has_tail(const struct sfs_fs *fs, const uint8_t *blk)
 {
 	const uint8_t *t = blk + fs->bs - SFS_DIRENT_TAIL_LEN;
 
-	return get_le32(t) == 0 && get_le16(t + 4) == SFS_DIRENT_TAIL_LEN &&
+	return sfs_get_le32(t) == 0 && sfs_get_le16(t + 4) == SFS_DIRENT_TAIL_LEN &&
 	       t[6] == 0 && t[7] == SFS_DIRENT_TAIL_FT;
 }
 
@@ -319,7 +297,7 @@ bool sfs_csum_dir_ok(struct sfs_fs *fs, uint32_t seed,
 		return true;
 	fs->cpu_ctr.csum_bytes += end;
 	return sfs_csum_dir_has_tail(fs, blk) &&
-	       get_le32(blk + end + 8) == sfs_crc32c(seed, blk, end);
+	       sfs_get_le32(blk + end + 8) == sfs_crc32c(seed, blk, end);
 }
 
 void sfs_csum_dir_set(struct sfs_fs *fs, uint32_t seed, uint8_t *blk)
@@ -330,12 +308,12 @@ void sfs_csum_dir_set(struct sfs_fs *fs, uint32_t seed, uint8_t *blk)
 	if (!fs->csum)
 		return;
 	fs->cpu_ctr.csum_bytes += end;
-	put_le32(t, 0);
+	sfs_put_le32(t, 0);
 	t[4] = SFS_DIRENT_TAIL_LEN;
 	t[5] = 0;
 	t[6] = 0;
 	t[7] = SFS_DIRENT_TAIL_FT;
-	put_le32(t + 8, sfs_crc32c(seed, blk, end));
+	sfs_put_le32(t + 8, sfs_crc32c(seed, blk, end));
 }
 
 uint32_t sfs_csum_dx_limit_cut(const struct sfs_fs *fs)
@@ -347,7 +325,7 @@ uint32_t sfs_csum_dx_limit_cut(const struct sfs_fs *fs)
 static uint32_t dx_tail(const struct sfs_fs *fs, const uint8_t *blk,
 			uint32_t count_off)
 {
-	uint32_t limit = get_le16(blk + count_off);
+	uint32_t limit = sfs_get_le16(blk + count_off);
 	uint32_t off = count_off + 8u * limit;
 
 	return off + 8 <= fs->bs ? off : 0;
@@ -356,7 +334,7 @@ static uint32_t dx_tail(const struct sfs_fs *fs, const uint8_t *blk,
 static uint32_t dx_sum(uint32_t seed, const uint8_t *blk, uint32_t count_off,
 		       uint32_t tail)
 {
-	uint32_t count = get_le16(blk + count_off + 2);
+	uint32_t count = sfs_get_le16(blk + count_off + 2);
 	uint32_t c = sfs_crc32c(seed, blk, count_off + 8u * count);
 
 	c = sfs_crc32c(c, blk + tail, 4); /* dt_reserved */
@@ -371,10 +349,10 @@ bool sfs_csum_dx_ok(struct sfs_fs *fs, uint32_t seed, const uint8_t *blk,
 	if (!fs->csum)
 		return true;
 	tail = dx_tail(fs, blk, count_off);
-	if (!tail || get_le16(blk + count_off + 2) > get_le16(blk + count_off))
+	if (!tail || sfs_get_le16(blk + count_off + 2) > sfs_get_le16(blk + count_off))
 		return false;
 	fs->cpu_ctr.csum_bytes += tail + 8;
-	return get_le32(blk + tail + 4) == dx_sum(seed, blk, count_off, tail);
+	return sfs_get_le32(blk + tail + 4) == dx_sum(seed, blk, count_off, tail);
 }
 
 void sfs_csum_dx_set(struct sfs_fs *fs, uint32_t seed, uint8_t *blk,
@@ -388,8 +366,8 @@ void sfs_csum_dx_set(struct sfs_fs *fs, uint32_t seed, uint8_t *blk,
 	if (!tail)
 		return;
 	fs->cpu_ctr.csum_bytes += tail + 8;
-	put_le32(blk + tail, 0);
-	put_le32(blk + tail + 4, dx_sum(seed, blk, count_off, tail));
+	sfs_put_le32(blk + tail, 0);
+	sfs_put_le32(blk + tail + 4, dx_sum(seed, blk, count_off, tail));
 }
 
 static uint32_t xattr_sum(struct sfs_fs *fs, sfs_blk_t blk,

@@ -713,34 +713,6 @@ struct dx_path {
 	uint32_t nblocks; /* directory size, blocks */
 };
 
-static inline uint32_t rd32(const uint8_t *p)
-{
-	uint32_t v;
-
-	memcpy(&v, p, 4);
-	return sfs_le32(v);
-}
-
-static inline void wr32(uint8_t *p, uint32_t v)
-{
-	v = sfs_cpu_to_le32(v);
-	memcpy(p, &v, 4);
-}
-
-static inline uint16_t rd16(const uint8_t *p)
-{
-	uint16_t v;
-
-	memcpy(&v, p, 2);
-	return sfs_le16(v);
-}
-
-static inline void wr16(uint8_t *p, uint16_t v)
-{
-	v = sfs_cpu_to_le16(v);
-	memcpy(p, &v, 2);
-}
-
 static inline uint8_t *dx_ent(const struct dx_frame *f, uint32_t i)
 {
 	return f->b->data + f->ents + 8 * i;
@@ -749,18 +721,18 @@ static inline uint8_t *dx_ent(const struct dx_frame *f, uint32_t i)
 /* Entry i's hash; entry 0 holds count/limit and stands for hash 0. */
 static inline uint32_t dx_hash_at(const struct dx_frame *f, uint32_t i)
 {
-	return i ? rd32(dx_ent(f, i)) : 0;
+	return i ? sfs_get_le32(dx_ent(f, i)) : 0;
 }
 
 static inline uint32_t dx_block_at(const struct dx_frame *f, uint32_t i)
 {
-	return rd32(dx_ent(f, i) + 4);
+	return sfs_get_le32(dx_ent(f, i) + 4);
 }
 
 static inline void dx_set_count(struct dx_frame *f, uint32_t n)
 {
 	f->count = n;
-	wr16(f->b->data + f->ents + 2, (uint16_t)n);
+	sfs_put_le16(f->b->data + f->ents + 2, (uint16_t)n);
 }
 
 /* The image has dir_index and the mount uses it. */
@@ -865,8 +837,8 @@ static int dx_check_frame(struct sfs_fs *fs, struct sfs_inode *dp,
 
 	if (!sfs_csum_dx_ok(fs, dir_seed(fs, dp), f->b->data, f->ents))
 		return dx_bad(fs, dp, f->lblk, "index checksum mismatch", 0, 0);
-	f->limit = rd16(f->b->data + f->ents);
-	f->count = rd16(f->b->data + f->ents + 2);
+	f->limit = sfs_get_le16(f->b->data + f->ents);
+	f->count = sfs_get_le16(f->b->data + f->ents + 2);
 	if (f->limit != want_limit)
 		return dx_bad(fs, dp, f->lblk, "bad limit", f->limit,
 			      want_limit);
@@ -910,8 +882,8 @@ static int dx_read_root(struct sfs_fs *fs, struct sfs_inode *dp,
 	if (de_rec_len(de_at(f->b->data, 12)) != fs->bs - 12)
 		rc = dx_bad(fs, dp, 0, "'..' does not span the root",
 			    de_rec_len(de_at(f->b->data, 12)), fs->bs - 12);
-	else if (rd32(info) != 0)
-		rc = dx_bad(fs, dp, 0, "reserved word not zero", rd32(info), 0);
+	else if (sfs_get_le32(info) != 0)
+		rc = dx_bad(fs, dp, 0, "reserved word not zero", sfs_get_le32(info), 0);
 	else if (v > SFS_DX_HASH_TEA)
 		rc = dx_bad(fs, dp, 0, "unknown hash version", v,
 			    SFS_DX_HASH_TEA);
@@ -1228,8 +1200,8 @@ static void dx_insert_entry(struct dx_frame *f, uint32_t hash, uint32_t blk)
 	uint8_t *at = dx_ent(f, f->at + 1);
 
 	memmove(at + 8, at, 8 * (f->count - f->at - 1));
-	wr32(at, hash);
-	wr32(at + 4, blk);
+	sfs_put_le32(at, hash);
+	sfs_put_le32(at + 4, blk);
 	dx_set_count(f, f->count + 1);
 }
 
@@ -1296,9 +1268,9 @@ static int dx_split_add(struct sfs_fs *fs, struct sfs_inode *dp,
 					.count = r->count,
 					.limit = dx_node_limit(fs),
 					.at = r->at};
-		wr16(data + DX_NODE_ENTRIES, (uint16_t)nd->limit);
+		sfs_put_le16(data + DX_NODE_ENTRIES, (uint16_t)nd->limit);
 		nb[0] = NULL;
-		wr32(dx_ent(r, 0) + 4, first);
+		sfs_put_le32(dx_ent(r, 0) + 4, first);
 		dx_set_count(r, 1);
 		r->at = 0;
 		r->b->data[DX_ROOT_INFO + 6] = 1;
@@ -1320,7 +1292,7 @@ static int dx_split_add(struct sfs_fs *fs, struct sfs_inode *dp,
 				       .lblk = first,
 				       .ents = DX_NODE_ENTRIES,
 				       .limit = dx_node_limit(fs)};
-		wr16(data + DX_NODE_ENTRIES, (uint16_t)f2.limit);
+		sfs_put_le16(data + DX_NODE_ENTRIES, (uint16_t)f2.limit);
 		dx_set_count(&f2, n2);
 		dx_set_count(f, n1);
 		nb[0] = NULL;
@@ -1455,9 +1427,9 @@ static int dx_make_indexed(struct sfs_fs *fs, struct sfs_inode *dp,
 		SFS_FT_DIR);
 	d[DX_ROOT_INFO + 4] = fs->sb.s_def_hash_version;
 	d[DX_ROOT_INFO + 5] = DX_INFO_LEN;
-	wr16(d + DX_ROOT_ENTRIES, (uint16_t)dx_root_limit(fs));
-	wr16(d + DX_ROOT_ENTRIES + 2, 1);
-	wr32(d + DX_ROOT_ENTRIES + 4, 1);
+	sfs_put_le16(d + DX_ROOT_ENTRIES, (uint16_t)dx_root_limit(fs));
+	sfs_put_le16(d + DX_ROOT_ENTRIES + 2, 1);
+	sfs_put_le32(d + DX_ROOT_ENTRIES + 4, 1);
 	sfs_csum_dx_set(fs, dir_seed(fs, dp), d, DX_ROOT_ENTRIES);
 	sfs_meta_dirty(fs, root);
 	leaf_dirty(fs, dp, leaf);

@@ -23,6 +23,7 @@
 #include <endian.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <string.h>
 
 typedef uint32_t sfs_blk_t; /* filesystem block number (no 64bit feature) */
 typedef uint32_t sfs_ino_t; /* ext2 inode number, 1-based */
@@ -41,6 +42,35 @@ static inline uint64_t sfs_be64(uint64_t v) { return be64toh(v); }
 static inline uint16_t sfs_cpu_to_be16(uint16_t v) { return htobe16(v); }
 static inline uint32_t sfs_cpu_to_be32(uint32_t v) { return htobe32(v); }
 static inline uint64_t sfs_cpu_to_be64(uint64_t v) { return htobe64(v); }
+
+/* Little-endian fields at any byte offset of a block (no alignment). */
+static inline uint16_t sfs_get_le16(const uint8_t *p)
+{
+	uint16_t v;
+
+	memcpy(&v, p, sizeof(v));
+	return sfs_le16(v);
+}
+
+static inline uint32_t sfs_get_le32(const uint8_t *p)
+{
+	uint32_t v;
+
+	memcpy(&v, p, sizeof(v));
+	return sfs_le32(v);
+}
+
+static inline void sfs_put_le16(uint8_t *p, uint16_t v)
+{
+	v = sfs_cpu_to_le16(v);
+	memcpy(p, &v, sizeof(v));
+}
+
+static inline void sfs_put_le32(uint8_t *p, uint32_t v)
+{
+	v = sfs_cpu_to_le32(v);
+	memcpy(p, &v, sizeof(v));
+}
 
 /* ---- constants ---- */
 #define SFS_SUPER_MAGIC 0xEF53

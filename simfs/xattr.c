@@ -145,14 +145,6 @@ static int xa_parse_name(const char *name, uint8_t *index_out,
 	return 0;
 }
 
-static inline uint32_t get_le32(const uint8_t *p)
-{
-	uint32_t v;
-
-	memcpy(&v, p, 4);
-	return sfs_le32(v);
-}
-
 /*
  * Parse the entry list at data[first, end) whose values sit at base +
  * e_value_offs and must end by `end`.  Fills a new array (g_free it).
@@ -175,7 +167,7 @@ static int xa_parse(const uint8_t *data, uint32_t first, uint32_t end,
 			*why = "entry list runs past the end";
 			break;
 		}
-		if (get_le32(data + off) == 0)
+		if (sfs_get_le32(data + off) == 0)
 			break;
 		de = (const struct sfs_dxattr_entry *)(data + off);
 		if (end - off < XA_ENT_HDR_LEN + 4) {
@@ -248,7 +240,7 @@ static int xa_load_ibody(struct sfs_fs *fs, struct sfs_inode *ip,
 	memcpy(st->ibody, &ip->d, isz);
 	st->ibeg = beg;
 	st->iend = isz;
-	if (get_le32(st->ibody + beg) != SFS_XATTR_MAGIC)
+	if (sfs_get_le32(st->ibody + beg) != SFS_XATTR_MAGIC)
 		return 0;
 	rc = xa_parse(st->ibody, beg + 4, isz, beg + 4, false, &st->ie, &st->in,
 		      &why);
