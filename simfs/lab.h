@@ -1,0 +1,94 @@
+/*
+ * lab.h - seeded predict-then-check exercises (`simfs lab`).
+ *
+ * A lab turns a seed and a level into a scenario: a small filesystem, a
+ * sequence of operations, and numbered questions about what the engine
+ * will do.  The answers are never written by hand: a lab computes them by
+ * running its scenario through the same engine a mount runs (libsimfs on
+ * a RAM or file device, in virtual time), and reads them back from the
+ * engine's own state and stats.  The same seed and level give the same
+ * sheet, byte for byte, on every machine.
+ *
+ * One lab is one file (simfs/lab_NAME.c) defining one struct sfs_lab and
+ * one line in the registry (simfs/lab.c, sfs_labs[]).  The framework in
+ * lab.c owns everything common: the command line, printing a sheet with
+ * or without answers, setting up a mount and grading an answer file.
+ *
+ * Answers are canonical strings: tokens separated by one space, lower
+ * case, numbers in decimal.  A student's answer is normalised the same
+ * way (case folded, runs of blanks and commas made one space) and
+ * compared token by token.  A question marked `partial` gives credit in
+ * proportion to the tokens in the right place; otherwise it is all or
+ * nothing.
+ */
+#ifndef SFS_LAB_H
+#define SFS_LAB_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <glib.h>
+
+/* What a lab is built from: the seed and level the user gave. */
+struct sfs_lab_params {
+	uint64_t seed;
+	int level; /* 1 .. lab->levels */
+};
+
+/* One numbered question and its worked answer. */
+struct sfs_lab_question {
+	char *text;    /* the question as the student reads it */
+	char *answer;  /* canonical answer (see above) */
+	char *explain; /* the reasoning, printed with --answers; may be "" */
+	bool partial;  /* credit per token rather than all or nothing */
+};
+
+/* A lab's output for one seed and level. */
+struct sfs_lab_sheet {
+	GString *scenario;	 /* setup and operations, as printed */
+	GPtrArray *questions;	 /* of struct sfs_lab_question *, owned */
+	GString *figure;	 /* picture printed with the answers, or "" */
+	GString *mount_script;	 /* shell commands replaying the scenario
+				    on a mount (cwd = the mount), or "" */
+	char *mkfs_args;	 /* `simfs mkfs` options for --mount, or NULL */
+	char *mount_opts;	 /* `-o` options for --mount, or NULL */
+};
+
+struct sfs_lab {
+	const char *name;    /* as typed: `simfs lab NAME` */
+	const char *summary; /* one line, for `simfs lab list` */
+	const char *teaches; /* a paragraph for --help and doc/teaching.md */
+	int levels;	     /* 3 or more */
+	const char *const *level_help; /* levels entries, one line each */
+	/*
+	 * Build the sheet for p: generate the scenario from p->seed, run it
+	 * through the engine, fill sheet (already initialised).  0, or a
+	 * negative errno with *err set (g_strdup'd) to a message.
+	 */
+	int (*build)(const struct sfs_lab_params *p, struct sfs_lab_sheet *sheet,
+		     char **err);
+};
+
+void sfs_lab_sheet_init(struct sfs_lab_sheet *sheet);
+void sfs_lab_sheet_clear(struct sfs_lab_sheet *sheet);
+
+/*
+ * Append a question: answer is the canonical answer (normalised here),
+ * explain may be NULL.  The text is printf-formatted.
+ */
+void sfs_lab_ask(struct sfs_lab_sheet *sheet, bool partial, const char *answer,
+		 const char *explain, const char *fmt, ...)
+	G_GNUC_PRINTF(5, 6);
+
+/* Normalise a student's or a lab's answer text; g_free the result. */
+char *sfs_lab_normalise(const char *text);
+
+/* The registry, in the order `simfs lab list` prints it. */
+extern const struct sfs_lab *const sfs_labs[];
+extern const unsigned sfs_labs_count;
+const struct sfs_lab *sfs_lab_find(const char *name);
+
+/* `simfs lab ...` (the front end calls this). */
+int sfs_cmd_lab(int argc, char **argv);
+
+#endif
