@@ -52,7 +52,8 @@ static const struct al_policy al_policies[] = {
     {"blockmap", "alloc=blockmap",
      "ext2's block map: the goal is the block after the file's last one "
      "(for a new file, the start of its group); if it is taken, the "
-     "first free block up to the next multiple of 64, else the first "
+     "first free block after it below the next multiple of 64 (none when "
+     "the goal is a multiple of 64), else the first "
      "wholly free byte of the bitmap (8 aligned free blocks) stepping "
      "back over up to 7 free blocks before it, else any free block; the "
      "run then grows while the next block is free"},

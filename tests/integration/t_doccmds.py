@@ -294,7 +294,7 @@ BY_OPTION = {
     "--mode": "volatile", "--points": "all", "-w": "dd", "--kind": "all",
     "--inode": "12", "--file": "/f", "-o": "mem=64M",
     "--jobs": "2", "--journal-size": "16M", "--promise": "ordered",
-    "--subset": "0", "--point": "3", "--long-ops": "4",
+    "--subset": "0", "--point": "3", "--long-ops": "4", "--level": "1",
 }
 BY_KEY = {
     "preset": "ext4", "alloc": "blockmap", "data": "ordered",
@@ -319,6 +319,8 @@ def substitute(words, sub):
             w = BY_OPTION[prev]
         elif sub == "bench" and w in ("FILE", "EXPERIMENT.ini", "$f"):
             w = "bench/experiments/demo.ini"
+        elif sub == "lab" and w == "NAME":
+            w = "alloc"
 
         def key_value(m):
             key, val = m.group(1), m.group(2)
