@@ -79,34 +79,33 @@ static uint32_t ino_parent(struct ino_run *r, const char *path,
 	return ino;
 }
 
-static void ino_touch(struct ino_run *r, const char *path)
+/* touch or mkdir path */
+static void ino_make(struct ino_run *r, const char *path, bool dir)
 {
 	const char *name;
-	uint32_t dir = ino_parent(r, path, &name);
+	uint32_t parent = ino_parent(r, path, &name);
 	struct sfs_attr at;
 	int rc;
 
 	if (r->rc)
 		return;
-	rc = sfs_mknod(r->fs, dir, name, SFS_S_IFREG | 0644, 0, 0, 0, &at);
+	rc = dir ? sfs_mkdir(r->fs, parent, name, 0755, 0, 0, &at)
+		 : sfs_mknod(r->fs, parent, name, SFS_S_IFREG | 0644, 0, 0, 0,
+			     &at);
 	if (rc)
 		ino_fail(r, rc, path);
-	g_string_append_printf(r->script, "touch %s\n", path + 1);
+	g_string_append_printf(r->script, "%s %s\n", dir ? "mkdir" : "touch",
+			       path + 1);
+}
+
+static void ino_touch(struct ino_run *r, const char *path)
+{
+	ino_make(r, path, false);
 }
 
 static void ino_mkdir(struct ino_run *r, const char *path)
 {
-	const char *name;
-	uint32_t dir = ino_parent(r, path, &name);
-	struct sfs_attr at;
-	int rc;
-
-	if (r->rc)
-		return;
-	rc = sfs_mkdir(r->fs, dir, name, 0755, 0, 0, &at);
-	if (rc)
-		ino_fail(r, rc, path);
-	g_string_append_printf(r->script, "mkdir %s\n", path + 1);
+	ino_make(r, path, true);
 }
 
 static void ino_ln(struct ino_run *r, const char *from, const char *to)
