@@ -372,6 +372,7 @@ static void al_map(const struct al_scen *s, const struct al_result *r,
 		g_string_free(d, TRUE);
 		g_string_free(m, TRUE);
 	}
+	g_free(cell);
 }
 
 static void al_scenario_text(const struct al_scen *s, const char *who,
