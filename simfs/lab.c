@@ -139,9 +139,7 @@ char *sfs_lab_normalise(const char *text)
 GRand *sfs_lab_rand(const struct sfs_lab *lab, const struct sfs_lab_params *p)
 {
 	guint32 words[4] = {
-	    (guint32)p->seed,
-	    (guint32)(p->seed >> 32),
-	    (guint32)p->level,
+	    (guint32)p->seed, (guint32)(p->seed >> 32), (guint32)p->level,
 	    0x811c9dc5u, /* FNV-1a of the name: the same on every host */
 	};
 
@@ -177,8 +175,8 @@ char *sfs_lab_mkfs_args(const struct sfs_lab_fs_spec *spec)
 {
 	GString *s = g_string_new(NULL);
 
-	g_string_append_printf(s, "-b %u", spec->block_size ? spec->block_size
-							    : 4096);
+	g_string_append_printf(s, "-b %u",
+			       spec->block_size ? spec->block_size : 4096);
 	if (spec->inode_ratio)
 		g_string_append_printf(s, " -i %u", spec->inode_ratio);
 	if (spec->features && *spec->features)
@@ -398,9 +396,9 @@ static void lab_wrap(FILE *f, const char *text, int first, int ind)
 static void lab_repro(GString *s, const char *verb, const struct sfs_lab *lab,
 		      const struct sfs_lab_params *p)
 {
-	g_string_append_printf(s, "simfs lab %s%s --seed %" G_GUINT64_FORMAT
-			       " --level %d",
-			       verb, lab->name, p->seed, p->level);
+	g_string_append_printf(
+	    s, "simfs lab %s%s --seed %" G_GUINT64_FORMAT " --level %d", verb,
+	    lab->name, p->seed, p->level);
 }
 
 static void lab_print_sheet(const struct sfs_lab *lab,
@@ -410,7 +408,8 @@ static void lab_print_sheet(const struct sfs_lab *lab,
 	GString *cmd = g_string_new(NULL);
 
 	lab_repro(cmd, "", lab, p);
-	printf("simfs lab %s: seed %" G_GUINT64_FORMAT ", level %d of %d (%s)\n",
+	printf("simfs lab %s: seed %" G_GUINT64_FORMAT
+	       ", level %d of %d (%s)\n",
 	       lab->name, p->seed, p->level, lab->levels,
 	       lab->level_help[p->level - 1]);
 	printf("reproduce: %s%s\n\n", cmd->str, answers ? " --answers" : "");
@@ -554,8 +553,8 @@ static int lab_read_answers(const char *path, guint n, char **answers,
 	int rc = 0;
 
 	if (!g_file_get_contents(path, &text, NULL, &gerr)) {
-		*err = g_strdup_printf("cannot read %s: %s", path,
-				       gerr->message);
+		*err =
+		    g_strdup_printf("cannot read %s: %s", path, gerr->message);
 		g_error_free(gerr);
 		return -EINVAL;
 	}
@@ -750,8 +749,7 @@ static int lab_mount_precheck(const char *dir, const char *image)
 		lab_err("--mount %s: not a directory", dir);
 		rc = -EINVAL;
 	} else if (stat(img, &st) == 0) {
-		lab_err("%s exists: remove it first, or give --image IMG",
-			img);
+		lab_err("%s exists: remove it first, or give --image IMG", img);
 		rc = -EINVAL;
 	}
 	g_free(img);
@@ -792,8 +790,8 @@ static int lab_mount(const struct sfs_lab *lab, const struct sfs_lab_params *p,
 	if (lab_spawn((const char *const *)av->pdata, true) < 0)
 		goto out;
 	{
-		const char *margs[] = {"mount", "-o", sh->mount_opts, img,
-				       dir,	NULL};
+		const char *margs[] = {"mount", "-o", sh->mount_opts,
+				       img,	dir,  NULL};
 		if (lab_spawn(margs, false) < 0) {
 			unlink(img);
 			goto out;
@@ -876,8 +874,7 @@ int sfs_cmd_lab(int argc, char **argv)
 				return LAB_EXIT_USAGE;
 			break;
 		case 'L':
-			if (lab_parse_u64("level", optarg, INT_MAX,
-					  &level))
+			if (lab_parse_u64("level", optarg, INT_MAX, &level))
 				return LAB_EXIT_USAGE;
 			if (level == 0) {
 				lab_err("bad level '%s' (from 1)", optarg);

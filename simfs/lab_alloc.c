@@ -118,8 +118,7 @@ static const struct al_policy *al_policy(const char *name)
 	return NULL;
 }
 
-static void al_add(struct al_scen *s, enum al_kind k, int file,
-		   uint32_t blocks)
+static void al_add(struct al_scen *s, enum al_kind k, int file, uint32_t blocks)
 {
 	if (s->nops >= AL_MAXOPS)
 		return;
@@ -142,7 +141,8 @@ static void al_scen_serial(GRand *rnd, struct al_scen *s)
 		al_add(s, AL_WRITE, f, sz[f]);
 	}
 	al_add(s, AL_RM, gone, 0);
-	al_add(s, AL_WRITE, n, sz[gone] + (uint32_t)g_rand_int_range(rnd, 1, 4));
+	al_add(s, AL_WRITE, n,
+	       sz[gone] + (uint32_t)g_rand_int_range(rnd, 1, 4));
 	s->nfiles = n + 1;
 }
 
@@ -175,7 +175,8 @@ static void al_script(const struct al_scen *s, GString *out)
 		const struct al_op *o = &s->ops[i];
 
 		if (o->kind == AL_RM)
-			g_string_append_printf(out, "rm %c\n", al_name(o->file));
+			g_string_append_printf(out, "rm %c\n",
+					       al_name(o->file));
 		else
 			g_string_append_printf(
 			    out,
@@ -216,8 +217,7 @@ static void al_result_clear(struct al_result *r)
 
 /* Run s through the engine under pol; r filled.  0 or -errno, *err. */
 static int al_run(struct sfs_lab_sheet *sh, const struct al_scen *s,
-		  const struct al_policy *pol, struct al_result *r,
-		  char **err)
+		  const struct al_policy *pol, struct al_result *r, char **err)
 {
 	const struct sfs_lab_fs_spec spec = {
 	    .size_bytes = AL_SIZE,
@@ -303,8 +303,9 @@ static void al_runs_text(const GArray *runs, GString *out, GString *meta)
 		if (fr->len == 1)
 			g_string_append_printf(to, "%u", (unsigned)fr->pblk);
 		else
-			g_string_append_printf(to, "%u-%u", (unsigned)fr->pblk,
-					       (unsigned)(fr->pblk + fr->len - 1));
+			g_string_append_printf(
+			    to, "%u-%u", (unsigned)fr->pblk,
+			    (unsigned)(fr->pblk + fr->len - 1));
 	}
 }
 
@@ -329,9 +330,9 @@ static void al_map(const struct al_scen *s, const struct al_result *r,
 			for (uint32_t k = 0; k < fr->len; k++)
 				if (fr->pblk + k < nb)
 					cell[fr->pblk + k] =
-					    fr->meta ? g_ascii_toupper(
-							   al_name(f))
-						     : al_name(f);
+					    fr->meta
+						? g_ascii_toupper(al_name(f))
+						: al_name(f);
 		}
 	}
 	g_string_append_printf(fig,
@@ -376,7 +377,8 @@ static void al_map(const struct al_scen *s, const struct al_result *r,
 }
 
 static void al_scenario_text(const struct al_scen *s, const char *who,
-			     const struct al_result *r, struct sfs_lab_sheet *sh)
+			     const struct al_result *r,
+			     struct sfs_lab_sheet *sh)
 {
 	GString *script = g_string_new(NULL);
 
@@ -401,8 +403,8 @@ static void al_live(const struct al_scen *s, const struct al_result *r,
 {
 	for (int f = 0; f < s->nfiles; f++)
 		if (r->runs[f])
-			g_string_append_printf(out, "%s/%c", out->len ? ", " : "",
-					       al_name(f));
+			g_string_append_printf(
+			    out, "%s/%c", out->len ? ", " : "", al_name(f));
 }
 
 static void al_ask_runs(struct sfs_lab_sheet *sh, const struct al_scen *s,
@@ -412,7 +414,8 @@ static void al_ask_runs(struct sfs_lab_sheet *sh, const struct al_scen *s,
 	GString *why = g_string_new(NULL);
 
 	al_runs_text(r->runs[f], ans, meta);
-	g_string_append_printf(why, "See how %s places blocks, in the "
+	g_string_append_printf(why,
+			       "See how %s places blocks, in the "
 			       "scenario; the map shows the result.",
 			       r->pol->name);
 	if (meta->len)
@@ -420,11 +423,10 @@ static void al_ask_runs(struct sfs_lab_sheet *sh, const struct al_scen *s,
 				       "  Its block map also needs a mapping "
 				       "(indirect) block: %s.",
 				       meta->str);
-	g_string_append_printf(why, "  /%c ends up in %u run%s: %s.",
-			       al_name(f), sfs_frag_count_extents(r->runs[f]),
-			       sfs_frag_count_extents(r->runs[f]) == 1 ? ""
-								       : "s",
-			       ans->str);
+	g_string_append_printf(
+	    why, "  /%c ends up in %u run%s: %s.", al_name(f),
+	    sfs_frag_count_extents(r->runs[f]),
+	    sfs_frag_count_extents(r->runs[f]) == 1 ? "" : "s", ans->str);
 	sfs_lab_ask(sh, true, ans->str, why->str,
 		    "Under %s, which blocks hold /%c's data?  Give its runs in "
 		    "file order as FIRST-LAST (a run of one block as N).",
@@ -447,8 +449,9 @@ static void al_counts(const struct al_scen *s, const struct al_result *r,
 		n = sfs_frag_count_extents(r->runs[f]);
 		g_string_append_printf(ans, "%u ", n);
 		if (why)
-			g_string_append_printf(why, "%s/%c %u", why->len ? ", " : "",
-					       al_name(f), n);
+			g_string_append_printf(why, "%s/%c %u",
+					       why->len ? ", " : "", al_name(f),
+					       n);
 		*total += n;
 	}
 }
@@ -495,8 +498,7 @@ static int al_build_one(const struct sfs_lab_params *p,
 			      "and on the disk: ");
 	g_string_append_printf(why, "; %u in all.", total);
 	sfs_lab_ask(sh, true, ans->str, why->str,
-		    "How many runs (extents) does each of %s have?",
-		    live->str);
+		    "How many runs (extents) does each of %s have?", live->str);
 	al_map(&s, &r, sh->figure);
 	al_result_clear(&r);
 	g_string_free(live, TRUE);

@@ -40,11 +40,12 @@ static const char *const ino_levels[] = {
 
 /* Names of several lengths, so the records differ (8 + name, to 4). */
 static const char *const ino_words[] = {
-    "a",       "db",	   "log",      "todo",	  "notes",    "readme",
-    "report",  "data.csv", "main.c",   "x1",	  "photos",   "music",
-    "src",     "tmp",	   "Makefile", "lib",	  "index.html",
-    "thesis.tex", "backup", "z",	"cache",    "config.yaml",
-    "old",     "q",	   "results", "draft2",	  "plan.md",  "bin",
+    "a",      "db",	     "log",	   "todo",   "notes",
+    "readme", "report",	     "data.csv",   "main.c", "x1",
+    "photos", "music",	     "src",	   "tmp",    "Makefile",
+    "lib",    "index.html",  "thesis.tex", "backup", "z",
+    "cache",  "config.yaml", "old",	   "q",	     "results",
+    "draft2", "plan.md",     "bin",
 };
 
 /* One run: the engine, the commands so far, the first error. */
@@ -265,8 +266,8 @@ static void ino_pick_names(GRand *rnd, const char **out, unsigned n)
 
 	memcpy(pool, ino_words, sizeof(pool));
 	for (unsigned i = 0; i < n && i < k; i++) {
-		unsigned j = i + (unsigned)g_rand_int_range(rnd, 0,
-							   (gint32)(k - i));
+		unsigned j =
+		    i + (unsigned)g_rand_int_range(rnd, 0, (gint32)(k - i));
 		const char *t = pool[i];
 
 		pool[i] = pool[j];
@@ -373,9 +374,8 @@ static void ino_ask_numbers(struct sfs_lab_sheet *sh, struct ino_run *r,
 
 		g_string_append_printf(ans, "%u ", ino);
 		g_string_append_printf(list, "%s%s", i ? ", " : "", paths[i]);
-		g_string_append_printf(ex, "%s %s: %u (group %u)",
-				       i ? "," : "", paths[i], ino,
-				       (ino - 1) / 256);
+		g_string_append_printf(ex, "%s %s: %u (group %u)", i ? "," : "",
+				       paths[i], ino, (ino - 1) / 256);
 	}
 	g_string_append_c(ex, '.');
 	sfs_lab_ask(sh, true, ans->str, ex->str, "%s: %s?", what, list->str);
@@ -487,8 +487,8 @@ static int ino_build_root(const struct sfs_lab_params *p,
 		}
 		{
 			GArray *recs = ino_records(&r, "/");
-			const struct ino_rec *last = &g_array_index(
-			    recs, struct ino_rec, recs->len - 1);
+			const struct ino_rec *last =
+			    &g_array_index(recs, struct ino_rec, recs->len - 1);
 			char *a = g_strdup_printf("%u", last->off);
 			char *why = g_strdup_printf(
 			    "The offsets add up the rec_len of the records "
@@ -587,11 +587,10 @@ static void ino_group_table(struct ino_run *r, GString *s)
 	g_string_append(s, "  group  free blocks  free inodes  directories\n");
 	sfs_lock(fs);
 	for (uint32_t g = 0; g < fs->groups; g++)
-		g_string_append_printf(
-		    s, "  %5u  %11u  %11u  %11u\n", g,
-		    sfs_le16(fs->gd[g].bg_free_blocks_count),
-		    sfs_le16(fs->gd[g].bg_free_inodes_count),
-		    sfs_le16(fs->gd[g].bg_used_dirs_count));
+		g_string_append_printf(s, "  %5u  %11u  %11u  %11u\n", g,
+				       sfs_le16(fs->gd[g].bg_free_blocks_count),
+				       sfs_le16(fs->gd[g].bg_free_inodes_count),
+				       sfs_le16(fs->gd[g].bg_used_dirs_count));
 	sfs_unlock(fs);
 }
 

@@ -75,8 +75,8 @@ struct jn_scen {
 	uint32_t max_txn; /* 0: the default (a quarter of the log) */
 };
 
-static const char *const jn_reasons[] = {"interval", "full", "fsync",
-					 "sync", "logspace", "enospc"};
+static const char *const jn_reasons[] = {"interval", "full",	 "fsync",
+					 "sync",     "logspace", "enospc"};
 
 /* One commit as the lab saw it. */
 struct jn_commit {
@@ -93,8 +93,8 @@ struct jn_result {
 	struct jn_commit c[JN_MAXCOMMITS];
 	int nc;
 	uint64_t log_desc, log_meta, log_data, log_commit; /* blocks */
-	uint64_t data_write_blocks;	/* to home locations, by the end */
-	uint64_t fsync_data_blocks;	/* written during the (first) fsync */
+	uint64_t data_write_blocks; /* to home locations, by the end */
+	uint64_t fsync_data_blocks; /* written during the (first) fsync */
 };
 
 /* The run in progress. */
@@ -201,13 +201,13 @@ static int jn_read_log(struct jn_run *r, struct jn_commit *c)
 	if (rc == 0) {
 		rc = sfs_jlog_walk(log, 0, jn_walk_cb, &w);
 		if (rc == 0 && !w.newest)
-			rc = sfs_jlog_walk(log, SFS_JLOG_WALK_STALE,
-					   jn_walk_cb, &w);
+			rc = sfs_jlog_walk(log, SFS_JLOG_WALK_STALE, jn_walk_cb,
+					   &w);
 		sfs_jlog_close(log);
 	}
 	/* the kinds, in a fixed order with counts: "sb gdt 2 itable ..." */
-	static const char *const order[] = {"sb",     "gdt",	"bbitmap",
-					    "ibitmap", "itable", "dir",
+	static const char *const order[] = {"sb",	"gdt",	  "bbitmap",
+					    "ibitmap",	"itable", "dir",
 					    "indirect", "data"};
 	for (unsigned k = 0; rc == 0 && k < G_N_ELEMENTS(order); k++) {
 		uint32_t n = 0;
@@ -219,9 +219,8 @@ static int jn_read_log(struct jn_run *r, struct jn_commit *c)
 		if (strcmp(order[k], "data") == 0)
 			c->data = n;
 		if (n == 1)
-			g_string_append_printf(kinds, "%s%s",
-					       kinds->len ? ", " : "",
-					       order[k]);
+			g_string_append_printf(
+			    kinds, "%s%s", kinds->len ? ", " : "", order[k]);
 		else if (n > 1)
 			g_string_append_printf(kinds, "%s%u %s",
 					       kinds->len ? ", " : "", n,
@@ -250,8 +249,8 @@ static uint64_t jn_stat(struct jn_run *r, const char *path)
 static void jn_note_commits(struct jn_run *r)
 {
 	struct jn_result *res = r->res;
-	double now = (double)(sfs_clock_now_ns(sfs_fs_clock(r->fs)) - r->t0) /
-		     JN_NS;
+	double now =
+	    (double)(sfs_clock_now_ns(sfs_fs_clock(r->fs)) - r->t0) / JN_NS;
 	uint64_t ordered = jn_stat(r, "journal.ordered_data_blocks");
 	int first = res->nc;
 
@@ -328,8 +327,8 @@ static void jn_do(struct jn_run *r, const struct jn_ev *e, uint8_t *zero,
 			rc = sfs_write(r->fs, r->ino[e->file], at.size, zero,
 				       (size_t)e->blocks * JN_BS, &done);
 	} else if (e->kind == JN_FSYNC) {
-		uint64_t before = jn_stat(
-		    r, "device.submitted.by_category.data.write_bytes");
+		uint64_t before =
+		    jn_stat(r, "device.submitted.by_category.data.write_bytes");
 
 		rc = sfs_fsync(r->fs, r->ino[e->file], false);
 		if (*first_fsync)
@@ -414,8 +413,8 @@ static void jn_scen_make(const struct sfs_lab_params *p, GRand *rnd,
 	int fsync_at, nw = p->level == 1 ? 4 : 6;
 
 	s->commit_s = p->level == 1 ? 5 : (uint32_t)g_rand_int_range(rnd, 2, 6);
-	s->max_txn = p->level == 3 ? (uint32_t)g_rand_int_range(rnd, 3, 5) * 4
-				   : 0;
+	s->max_txn =
+	    p->level == 3 ? (uint32_t)g_rand_int_range(rnd, 3, 5) * 4 : 0;
 	fsync_at = 1 + g_rand_int_range(rnd, 0, nw - 1);
 	for (int i = 0; i < nw; i++) {
 		uint32_t b = p->level == 3
@@ -440,10 +439,9 @@ static void jn_timeline(const struct jn_scen *s, GString *out)
 
 		g_string_append_printf(out, "  t=%2us  ", e->t_s);
 		if (e->kind == JN_WRITE)
-			g_string_append_printf(out,
-					       "append %u block%s to /%c\n",
-					       e->blocks, e->blocks == 1 ? "" : "s",
-					       jn_name(e->file));
+			g_string_append_printf(
+			    out, "append %u block%s to /%c\n", e->blocks,
+			    e->blocks == 1 ? "" : "s", jn_name(e->file));
 		else if (e->kind == JN_FSYNC)
 			g_string_append_printf(out, "fsync /%c\n",
 					       jn_name(e->file));
@@ -472,21 +470,22 @@ static void jn_ask_times(struct sfs_lab_sheet *sh, const struct jn_scen *s,
 		jn_fmt_time(t, r->c[i].t_s);
 		g_string_append_printf(rs, "%s ", r->c[i].reason);
 	}
-	g_string_printf(why,
-			"A transaction commits %u s after its first change "
-			"(interval) or when an fsync needs it on disk (fsync)%s; "
-			"a change after a commit opens a new transaction with "
-			"a new interval.  Commits under data=%s:",
-			s->commit_s,
-			s->max_txn ? ", or at the end of an operation after "
-				     "which it holds the transaction limit's "
-				     "worth of blocks (full: logged data "
-				     "counts, the superblock and group "
-				     "descriptors do not, as they join only at "
-				     "commit; a transaction always holds whole "
-				     "operations)"
-				   : "",
-			r->mode);
+	g_string_printf(
+	    why,
+	    "A transaction commits %u s after its first change "
+	    "(interval) or when an fsync needs it on disk (fsync)%s; "
+	    "a change after a commit opens a new transaction with "
+	    "a new interval.  Commits under data=%s:",
+	    s->commit_s,
+	    s->max_txn ? ", or at the end of an operation after "
+			 "which it holds the transaction limit's "
+			 "worth of blocks (full: logged data "
+			 "counts, the superblock and group "
+			 "descriptors do not, as they join only at "
+			 "commit; a transaction always holds whole "
+			 "operations)"
+		       : "",
+	    r->mode);
 	for (int i = 0; i < r->nc; i++) {
 		GString *one = g_string_new(NULL);
 
@@ -541,13 +540,13 @@ static uint64_t jn_log_total(const struct jn_result *r)
 
 static void jn_log_why(GString *why, const struct jn_result *r)
 {
-	g_string_append_printf(why,
-			       "data=%s: %" G_GUINT64_FORMAT
-			       " descriptor + %" G_GUINT64_FORMAT
-			       " metadata + %" G_GUINT64_FORMAT
-			       " data + %" G_GUINT64_FORMAT " commit = %" G_GUINT64_FORMAT,
-			       r->mode, r->log_desc, r->log_meta, r->log_data,
-			       r->log_commit, jn_log_total(r));
+	g_string_append_printf(
+	    why,
+	    "data=%s: %" G_GUINT64_FORMAT " descriptor + %" G_GUINT64_FORMAT
+	    " metadata + %" G_GUINT64_FORMAT " data + %" G_GUINT64_FORMAT
+	    " commit = %" G_GUINT64_FORMAT,
+	    r->mode, r->log_desc, r->log_meta, r->log_data, r->log_commit,
+	    jn_log_total(r));
 }
 
 static void jn_figure(GString *fig, const struct jn_scen *s,
@@ -588,8 +587,7 @@ static const char jn_setup[] =
 static int jn_build(const struct sfs_lab_params *p, struct sfs_lab_sheet *sh,
 		    char **err)
 {
-	static const char *const modes3[] = {"writeback", "ordered",
-					     "journal"};
+	static const char *const modes3[] = {"writeback", "ordered", "journal"};
 	GRand *rnd = sfs_lab_rand(&sfs_lab_journal, p);
 	struct jn_scen s = {0};
 	struct jn_result *res = g_new0(struct jn_result, 3);
@@ -615,21 +613,23 @@ static int jn_build(const struct sfs_lab_params *p, struct sfs_lab_sheet *sh,
 				       "The timeline:\n\n%s",
 				       s.commit_s, tl->str);
 	else if (p->level == 2)
-		g_string_append_printf(sh->scenario,
-				       "\nThe same timeline on three such "
-				       "filesystems, mounted -o data=writeback, "
-				       "data=ordered and data=journal, each "
-				       "with commit=%u:\n\n%s",
-				       s.commit_s, tl->str);
+		g_string_append_printf(
+		    sh->scenario,
+		    "\nThe same timeline on three such "
+		    "filesystems, mounted -o data=writeback, "
+		    "data=ordered and data=journal, each "
+		    "with commit=%u:\n\n%s",
+		    s.commit_s, tl->str);
 	else
-		g_string_append_printf(sh->scenario,
-				       "\nThe same timeline on three such "
-				       "filesystems, mounted -o data=writeback, "
-				       "data=ordered and data=journal, each "
-				       "with commit=%u,journal_max_txn=%u (a "
-				       "transaction commits once it holds %u "
-				       "blocks):\n\n%s",
-				       s.commit_s, s.max_txn, s.max_txn, tl->str);
+		g_string_append_printf(
+		    sh->scenario,
+		    "\nThe same timeline on three such "
+		    "filesystems, mounted -o data=writeback, "
+		    "data=ordered and data=journal, each "
+		    "with commit=%u,journal_max_txn=%u (a "
+		    "transaction commits once it holds %u "
+		    "blocks):\n\n%s",
+		    s.commit_s, s.max_txn, s.max_txn, tl->str);
 
 	if (p->level == 1) {
 		struct jn_result *r = &res[0];
@@ -679,8 +679,7 @@ static int jn_build(const struct sfs_lab_params *p, struct sfs_lab_sheet *sh,
 			    "transaction first (the classic ext3 fsync cost): "
 			    "%" G_GUINT64_FORMAT " and %" G_GUINT64_FORMAT
 			    " blocks.",
-			    res[0].fsync_data_blocks,
-			    res[1].fsync_data_blocks);
+			    res[0].fsync_data_blocks, res[1].fsync_data_blocks);
 			sfs_lab_ask(sh, true, a->str, why->str,
 				    "How many file data blocks reach the disk "
 				    "during the fsync, under data=writeback "
@@ -713,8 +712,7 @@ static int jn_build(const struct sfs_lab_params *p, struct sfs_lab_sheet *sh,
 		    "so its data costs twice: %" G_GUINT64_FORMAT
 		    " data blocks in the log.",
 		    res[2].log_data);
-		g_string_printf(a, "%" G_GUINT64_FORMAT,
-				res[2].log_data);
+		g_string_printf(a, "%" G_GUINT64_FORMAT, res[2].log_data);
 		sfs_lab_ask(sh, false, a->str, why->str,
 			    "Under data=journal, how many file data blocks go "
 			    "to the log, up to the end?");
