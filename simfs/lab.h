@@ -29,6 +29,8 @@
 
 #include <glib.h>
 
+struct sfs_fs;
+
 /* What a lab is built from: the seed and level the user gave. */
 struct sfs_lab_params {
 	uint64_t seed;
@@ -82,6 +84,50 @@ void sfs_lab_ask(struct sfs_lab_sheet *sheet, bool partial, const char *answer,
 
 /* Normalise a student's or a lab's answer text; g_free the result. */
 char *sfs_lab_normalise(const char *text);
+
+/*
+ * The filesystem a lab's scenario runs on.  sfs_lab_fs_open makes it in
+ * memory exactly as `simfs mkfs $(sfs_lab_mkfs_args) IMAGE SIZE` would
+ * (same geometry, same --seed) and opens it with the knobs plus
+ * clock=virtual, as `simfs mount -o $(sfs_lab_mount_opts)` does: so the
+ * numbers a --mount run shows are the numbers the lab computed.
+ */
+struct sfs_lab_fs_spec {
+	uint64_t size_bytes;	 /* image size, a multiple of 1 KiB */
+	uint32_t block_size;	 /* 1024, 2048, 4096; 0: 4096 */
+	uint32_t inode_ratio;	 /* bytes per inode; 0: mkfs's default */
+	uint32_t journal_blocks; /* internal journal (mkfs -J); 0: none */
+	const char *features;	 /* mkfs -O list, or NULL */
+	const char *mount_opts;	 /* knobs ("alloc=extent,delalloc"), or NULL */
+};
+
+/*
+ * Make spec's filesystem on a memory device and open it; *out is the fs
+ * (sfs_fs_close it: the device goes with it).  If sheet is not NULL and
+ * its mkfs_args is still NULL, sets sheet->mkfs_args and mount_opts from
+ * spec (the first filesystem a lab opens is the one --mount makes).  0,
+ * or -errno with *err set (g_free it).
+ */
+int sfs_lab_fs_open(struct sfs_lab_sheet *sheet,
+		    const struct sfs_lab_fs_spec *spec, struct sfs_fs **out,
+		    char **err);
+/* `simfs mkfs` options for spec, ending with the SIZE word (the framework
+ * puts IMAGE before it); g_free the result. */
+char *sfs_lab_mkfs_args(const struct sfs_lab_fs_spec *spec);
+/* The mount options for knobs opts (NULL: none): opts,clock=virtual. */
+char *sfs_lab_mount_opts(const char *opts);
+
+/* The inode at absolute path ("/a/b"; "/" is the root) in *ino_out:
+ * 0, -ENOENT, -ENOTDIR. */
+int sfs_lab_resolve(struct sfs_fs *fs, const char *path, uint32_t *ino_out);
+/* The block map of inode ino as frag.h runs (struct sfs_frag_run; data
+ * runs merged, metadata listed): *out, g_array_unref it.  Takes the
+ * engine's lock.  0, -ESTALE (not in use), -EINVAL (no map), -EIO. */
+int sfs_lab_file_runs(struct sfs_fs *fs, uint32_t ino, GArray **out);
+
+/* A generator seeded from all 64 bits of p->seed and the lab's name, so
+ * two labs with the same seed do not draw the same numbers; g_rand_free. */
+GRand *sfs_lab_rand(const struct sfs_lab *lab, const struct sfs_lab_params *p);
 
 /* The registry, in the order `simfs lab list` prints it. */
 extern const struct sfs_lab *const sfs_labs[];

@@ -8,6 +8,8 @@
  *   simfs umount [--timeout SECONDS] MOUNTPOINT
  *   simfs sync [--timeout SECONDS] MOUNTPOINT
  *   simfs stats [--json] FILE|MOUNTPOINT
+ *   simfs lab list | NAME [--seed N] [--level L] [--answers] | check ...
+ *              (lab.c)
  *   simfs inspect IMAGE [summary|groups|inode INO|file PATH|free]
  *   simfs help [COMMAND] | --help | --version
  *   simfs help --man PAGE | --man-list | --bash-completion   (hidden; the
@@ -64,6 +66,7 @@
 #include "fs.h"
 #include "fuse_adapter.h"
 #include "inspect.h"
+#include "lab.h"
 #include "crash.h"
 #include "manpage.h"
 #include "mkfs.h"
@@ -2202,6 +2205,8 @@ static const struct sfs_cmd sfs_cmds[] = {
      "run a workload through the engine in virtual time (or on a path)"},
     {"trace", sfs_cmd_trace,
      "convert (from strace) and summarise operation traces"},
+    {"lab", sfs_cmd_lab,
+     "seeded predict-then-check exercises with answers from the engine"},
     {"stats", cmd_stats,
      "print a run's statistics (JSON file or live mount), or --diff two"},
     {"help", cmd_help, "show help for a command"},
