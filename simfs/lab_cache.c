@@ -538,7 +538,7 @@ static int cache_build(const struct sfs_lab_params *p,
 			    : "");
 	sfs_lab_ask(sheet, true, b[1], g->str,
 		    "What are the dirty limit (writers are throttled above it) "
-		    "and the background\n   threshold (the flusher starts "
+		    "and the background threshold (the flusher starts "
 		    "above it), in KiB?");
 	g_string_free(g, TRUE);
 
@@ -558,8 +558,8 @@ static int cache_build(const struct sfs_lab_params *p,
 			    cache_s(b[0], f->t), why,
 			    (unsigned long long)((f->periodic + f->background) >>
 						 10));
-			g_string_append_printf(ex, "%s at %s s: %s, %llu KiB (",
-					       i ? ";" : "",
+			g_string_append_printf(ex, "%s %s s: %s, %llu KiB (",
+					       i ? "; at" : "At",
 					       cache_s(b[0], f->t), why,
 					       (unsigned long long)((f->periodic +
 								     f->background) >>
@@ -581,7 +581,7 @@ static int cache_build(const struct sfs_lab_params *p,
 		sfs_lab_ask(
 		    sheet, true, ans->str, ex->str,
 		    "List the flusher's passes that write something, up to T: "
-		    "for each, the time\n   (s), why (periodic, background or "
+		    "for each, the time (s), why (periodic, background or "
 		    "both) and the KiB written (or none).");
 		g_string_free(ans, TRUE);
 		g_string_free(ex, TRUE);

@@ -787,7 +787,7 @@ static void cr_ask_mode(struct sfs_lab_sheet *sheet, const struct crash_scn *sc,
 		cr_desc(&sc->op[k], d, sizeof(d));
 		g_string_append_printf(
 		    ex, "Op %u (%s) issues requests %llu..%llu, so request %llu "
-			"is its. %llu writes after the cut are lost.",
+			"is its. Writes after the cut that never land: %llu.",
 		    o->last_op, d, (unsigned long long)o->start[k] + 1,
 		    (unsigned long long)o->end[k],
 		    (unsigned long long)sc->point,
@@ -798,8 +798,8 @@ static void cr_ask_mode(struct sfs_lab_sheet *sheet, const struct crash_scn *sc,
 				    "reached the disk.");
 	}
 	sfs_lab_ask(sheet, false, ans, ex->str,
-		    "%sWhich operation of the script issues request N?\n"
-		    "   (its number, or none if the script ends first)",
+		    "%sWhich operation of the script issues request N? "
+		    "(its number, or none if the script ends first)",
 		    pre);
 
 	if (journaled) {
@@ -824,7 +824,7 @@ static void cr_ask_mode(struct sfs_lab_sheet *sheet, const struct crash_scn *sc,
 			    o->rec.n_replayed, o->rec.n_revokes);
 		sfs_lab_ask(sheet, true, ans, ex->str,
 			    "%sHow many committed transactions does journal "
-			    "recovery find,\n   and how many blocks does it "
+			    "recovery find, and how many blocks does it "
 			    "write home (two numbers)?",
 			    pre);
 	} else {
@@ -865,10 +865,10 @@ static void cr_ask_mode(struct sfs_lab_sheet *sheet, const struct crash_scn *sc,
 		  "entry never landed is gone, one whose blocks never "
 		  "landed reads what was there before.");
 	sfs_lab_ask(sheet, true, o->contents->str, ex->str,
-		    "%sWhat does each file hold after recovery%s?\n   For each "
+		    "%sWhat does each file hold after recovery%s? For each "
 		    "name (a, b, ...) write the name with a colon, then each "
-		    "block:\n   the write whose data it holds (w2), 0 for "
-		    "zeros, ? for anything else;\n   'empty' for an empty "
+		    "block: the write whose data it holds (w2), 0 for "
+		    "zeros, ? for anything else; 'empty' for an empty "
 		    "file.",
 		    pre, journaled ? "" : " (e2fsck -fy for ext2)");
 	g_string_free(ex, TRUE);

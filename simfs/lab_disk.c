@@ -306,7 +306,8 @@ static void disk_print_textbook(GString *sc)
 {
 	g_string_append(
 	    sc,
-	    "The disk (a textbook disk; device=" TEXTBOOK_SPEC "):\n"
+	    "The disk: a textbook disk (simfs's hdd model with round "
+	    "numbers; its device=\nspec is at the end):\n"
 	    "  6000 rpm: one turn takes 10 ms.  One surface, 1000 cylinders of "
 	    "one track,\n"
 	    "  1000 sectors of 512 bytes a track: 0.01 ms to pass one sector.\n"
@@ -323,6 +324,28 @@ static void disk_print_textbook(GString *sc)
 	    "  drive cache; a write costs what a read does.  The head is at "
 	    "cylinder 0\n"
 	    "  at time 0.\n");
+}
+
+/* The textbook disk's spec, cut at commas into lines of at most 76. */
+static void disk_print_spec(GString *sc)
+{
+	char **items = g_strsplit(TEXTBOOK_SPEC, ",", -1);
+	size_t col = 0;
+
+	g_string_append(sc, "\nThe disk's spec: device=");
+	col = strlen("The disk's spec: device=");
+	for (char **it = items; *it; it++) {
+		size_t len = strlen(*it) + (it[1] ? 1 : 0);
+
+		if (col + len > 76) {
+			g_string_append(sc, "\n  ");
+			col = 2;
+		}
+		g_string_append_printf(sc, "%s%s", *it, it[1] ? "," : "");
+		col += len;
+	}
+	g_string_append_c(sc, '\n');
+	g_strfreev(items);
 }
 
 static void disk_print_real(GString *sc, const struct sfs_dev_geometry *g)
@@ -527,6 +550,8 @@ static int disk_build(const struct sfs_lab_params *p,
 	else
 		disk_print_real(sheet->scenario, &run.geo);
 	disk_print_reqs(sheet->scenario, lv, reqs, &run);
+	if (lv->textbook)
+		disk_print_spec(sheet->scenario);
 
 	disk_ask_order(sheet, &run, lv->spread_ns != 0);
 	for (guint k = 0; k < run.served->len; k++) {
