@@ -477,15 +477,14 @@ static int cache_build(const struct sfs_lab_params *p,
 	    sheet->scenario,
 	    "Mount options: %s\n"
 	    "The page cache holds %llu MiB (mem=) of 4 KiB blocks; the disk "
-	    "takes no time\n"
-	    "(device=ideal), so a write-back is done the moment it starts.  "
-	    "In effect:\n"
+	    "takes no time (device=ideal), so a write-back is done the moment "
+	    "it starts.  In effect:\n"
 	    "  dirty_ratio=%u%%  dirty_background_ratio=%u%%  "
 	    "dirty_expire_centisecs=%u\n"
-	    "  dirty_writeback_centisecs=%u; a pass writes at most %llu MiB "
-	    "at a time, oldest\n"
-	    "  first; the flusher's periodic wake-ups are at %s s, then "
-	    "every %s s.\n",
+	    "  dirty_writeback_centisecs=%u; a pass writes at most %llu MiB, "
+	    "oldest first;\n"
+	    "  the flusher's periodic wake-ups are at %s s, then every %s "
+	    "s.\n",
 	    opts, (unsigned long long)(cfg.mem_bytes >> 20), pol.dirty_ratio,
 	    pol.dirty_background_ratio, pol.dirty_expire_cs,
 	    pol.dirty_writeback_cs,

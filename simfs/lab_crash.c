@@ -145,8 +145,8 @@ static const struct cr_level cr_levels[] = {
 static const char *const cr_level_help[] = {
     "data=ordered, four operations: writes, a create, an fsync",
     "the same kind of script under writeback, ordered and journal",
-    "eight operations with rename-over and unlink; ext2 (e2fsck's view) "
-    "beside the three modes",
+    "eight operations with a rename-over (and maybe an unlink); ext2 "
+    "(e2fsck's view) beside the three modes",
 };
 
 struct cr_file {
@@ -179,8 +179,10 @@ static void cr_draw(const struct cr_level *lv, GRand *rnd, struct crash_scn *sc)
 
 	memset(sc, 0, sizeof(*sc));
 	/* setup: one or two files with data */
-	for (unsigned i = 0; i < 1u + (unsigned)g_rand_int_range(rnd, 0, 2);
-	     i++) {
+	unsigned n_files = lv->renames ? 2 : 1 + (unsigned)g_rand_int_range(
+						     rnd, 0, 2);
+
+	for (unsigned i = 0; i < n_files; i++) {
 		struct crop c = {.kind = CR_CREATE, .setup = true};
 		struct crop w = {.kind = CR_WRITE, .setup = true};
 
@@ -206,7 +208,10 @@ static void cr_draw(const struct cr_level *lv, GRand *rnd, struct crash_scn *sc)
 		t = &f[live[g_rand_int_range(rnd, 0, (gint32)nl)]];
 		if (left == 1 && !fsynced)
 			r = 60; /* end with an fsync if there was none */
-		else if (left == 3 && lv->renames && !renamed && nl >= 2)
+		else if (r >= 50 && r < 75 && sc->n > sc->n_setup &&
+			 sc->op[sc->n - 1].kind == CR_FSYNC)
+			r = 30; /* not two fsyncs in a row: a write */
+		else if (left <= 3 && lv->renames && !renamed && nl >= 2)
 			r = 80; /* a rename-over, at least one */
 		if (r < 15 && nf < G_N_ELEMENTS(f) && left >= 2) {
 			/* create and write a new file */
@@ -737,13 +742,14 @@ static void cr_scenario(GString *g, const struct cr_level *lv,
 	g_string_append_printf(
 	    g,
 	    "A 16 MiB filesystem with 4 KiB blocks and a 4 MiB journal "
-	    "(ext3)%s,\nopened in memory with %s:\n"
-	    "virtual time does not move on the ideal disk, so no commit "
-	    "timer fires: a\ntransaction commits at fsync, sync or unmount "
-	    "(or when the journal fills).\n"
+	    "(ext3%s), opened in memory with %s: virtual time does not move "
+	    "on the ideal disk, so no commit timer fires; a transaction "
+	    "commits at fsync, sync or unmount (or when the journal fills).  "
 	    "Each data block written names its write (w1, w2, ...).\n\n"
 	    "Set up first, then synced to disk:\n",
-	    strcmp(lv->modes[0], "none") ? "" : "\n(ext2 without one for data=none)",
+	    strcmp(lv->modes[0], "none") ? ""
+					 : "; ext2 without a journal for "
+					   "data=none",
 	    CR_OPTS);
 	for (unsigned i = 0; i < sc->n_setup; i++) {
 		cr_desc(&sc->op[i], d, sizeof(d));
@@ -752,8 +758,8 @@ static void cr_scenario(GString *g, const struct cr_level *lv,
 	g_string_append_printf(
 	    g,
 	    "\nThen this script runs.  The power goes out right after device "
-	    "request N = %llu\nof the script (reads, writes and flushes all "
-	    "count; request 1 is the script's\nfirst); nothing written after "
+	    "request N = %llu of the script (reads, writes and flushes all "
+	    "count; request 1 is the script's first); nothing written after "
 	    "it reaches the disk.\nModes: data=",
 	    (unsigned long long)sc->point);
 	for (unsigned m = 0; lv->modes[m]; m++)
