@@ -785,7 +785,7 @@ static int lab_mount(const struct sfs_lab *lab, const struct sfs_lab_params *p,
 	       "filefrag -v\n"
 	       "  simfs inspect %s groups         # per-group layout and "
 	       "free counts\n"
-	       "  simfs plot --layout %s -o layout.svg\n"
+	       "  simfs plot layout %s -f PATH -o layout.svg\n"
 	       "  debugfs -R 'stat PATH' %s        # after unmounting\n"
 	       "and unmount when done:\n"
 	       "  simfs umount %s\n",

@@ -390,10 +390,15 @@ static void ino_ask_nlinks(struct sfs_lab_sheet *sh, struct ino_run *r,
 {
 	GString *ans = g_string_new(NULL), *list = g_string_new(NULL);
 
+	g_string_append(sh->figure, "\nlink counts:");
 	for (unsigned i = 0; i < n; i++) {
-		g_string_append_printf(ans, "%u ", ino_nlink(r, paths[i]));
+		uint32_t nl = ino_nlink(r, paths[i]);
+
+		g_string_append_printf(ans, "%u ", nl);
 		g_string_append_printf(list, "%s%s", i ? ", " : "", paths[i]);
+		g_string_append_printf(sh->figure, " %s=%u", paths[i], nl);
 	}
+	g_string_append_c(sh->figure, '\n');
 	sfs_lab_ask(sh, true, ans->str,
 		    "A file's link count is the number of names it has.  A "
 		    "directory has one from its parent's entry, one from its "

@@ -47,7 +47,7 @@ check "simfs help --man simfs-nosuch: exit 2, a message" \
 # ---- what goes where
 check "the binary in $BINDIR" test -x "$dest$BINDIR/simfs"
 pages=$("$SIMFS" help --man-list)
-check "simfs help --man-list names 13 pages" test "$(wc -l <<<"$pages")" = 13
+check "simfs help --man-list names 14 pages" test "$(wc -l <<<"$pages")" = 14
 for p in $pages; do
 	check "man page $p" test -s "$dest$MANDIR/man${p##*.}/$p"
 done
