@@ -33,6 +33,7 @@
 #include <unistd.h>
 
 #include <glib.h>
+#include <json-glib/json-glib.h>
 
 #include "blockdev.h"
 #include "config.h"
@@ -42,6 +43,7 @@
 #include "lab.h"
 #include "mkfs.h"
 #include "models/journal/jbd2.h"
+#include "stats.h"
 
 #define LAB_EXIT_WRONG 1
 #define LAB_EXIT_USAGE 2
@@ -298,6 +300,35 @@ int sfs_lab_file_runs(struct sfs_fs *fs, uint32_t ino, GArray **out)
 		sfs_iput(fs, ip);
 	}
 	sfs_unlock(fs);
+	return rc;
+}
+
+int sfs_lab_stat(struct sfs_fs *fs, const char *path, uint64_t *out)
+{
+	char *json = sfs_stats_to_json(sfs_fs_stats(fs), false);
+	JsonParser *parser = json_parser_new();
+	gchar **parts = g_strsplit(path, ".", -1);
+	JsonNode *node = NULL;
+	int rc = -ENOENT;
+
+	if (json && json_parser_load_from_data(parser, json, -1, NULL))
+		node = json_parser_get_root(parser);
+	for (guint i = 0; node && parts[i]; i++) {
+		JsonObject *o = JSON_NODE_HOLDS_OBJECT(node)
+				    ? json_node_get_object(node)
+				    : NULL;
+		node = o && json_object_has_member(o, parts[i])
+			   ? json_object_get_member(o, parts[i])
+			   : NULL;
+	}
+	if (node && JSON_NODE_HOLDS_VALUE(node) &&
+	    json_node_get_value_type(node) == G_TYPE_INT64) {
+		*out = (uint64_t)json_node_get_int(node);
+		rc = 0;
+	}
+	g_strfreev(parts);
+	g_object_unref(parser);
+	g_free(json);
 	return rc;
 }
 

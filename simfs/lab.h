@@ -125,6 +125,11 @@ int sfs_lab_resolve(struct sfs_fs *fs, const char *path, uint32_t *ino_out);
  * engine's lock.  0, -ESTALE (not in use), -EINVAL (no map), -EIO. */
 int sfs_lab_file_runs(struct sfs_fs *fs, uint32_t ino, GArray **out);
 
+/* The statistic at a dotted path of the engine's stats JSON ("journal.
+ * commits.fsync", "device.submitted.write.bytes") in *out: 0, or -ENOENT
+ * when there is no such number. */
+int sfs_lab_stat(struct sfs_fs *fs, const char *path, uint64_t *out);
+
 /* A generator seeded from all 64 bits of p->seed and the lab's name, so
  * two labs with the same seed do not draw the same numbers; g_rand_free. */
 GRand *sfs_lab_rand(const struct sfs_lab *lab, const struct sfs_lab_params *p);
