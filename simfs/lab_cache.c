@@ -632,15 +632,40 @@ static int cache_build(const struct sfs_lab_params *p,
 	/* 5. dirty at T */
 	g = g_string_new(NULL);
 	cache_wid_list(g, s.still, s.n_still);
-	sfs_lab_ask(sheet, true, g->str,
-		    "A write is still dirty at T if some block it was the "
-		    "last to write has not been written back: data dirtied "
-		    "less than dirty_expire_centisecs before the last "
-		    "periodic wake-up stays, unless a background or "
-		    "throttled pass took it (oldest first). A rewrite of a "
-		    "dirty block keeps the block's first dirtying time.",
-		    "Which writes still have dirty data in memory at T (w ids, "
-		    "or none)?");
+	{
+		GString *ex = g_string_new(NULL);
+		sfs_ns_t iv = (sfs_ns_t)pol.dirty_writeback_cs * 10 *
+			      SFS_NS_PER_MS;
+
+		for (unsigned i = 0; i < n; i++) {
+			sfs_ns_t due = ev[i].t + (sfs_ns_t)pol.dirty_expire_cs *
+						     10 * SFS_NS_PER_MS;
+			sfs_ns_t wake = iv ? (due + iv - 1) / iv * iv : 0;
+
+			if (ev[i].kind != CEV_WRITE)
+				continue;
+			g_string_append_printf(
+			    ex, "w%u (%s s) is due at %s s, ", ev[i].wid,
+			    cache_s(b[0], ev[i].t), cache_s(b[1], due));
+			if (wake > t_ask || !iv)
+				g_string_append(ex, "after T. ");
+			else
+				g_string_append_printf(
+				    ex, "the %s s wake-up. ",
+				    cache_s(b[0], MAX(wake, iv)));
+		}
+		g_string_append(
+		    ex, "A write is still dirty at T if some block it was the "
+			"last to write has not been written back: not yet due "
+			"at a periodic wake-up, and not taken earlier by a "
+			"background or throttled pass (oldest first). A "
+			"rewrite of a dirty block keeps the block's first "
+			"dirtying time.");
+		sfs_lab_ask(sheet, true, g->str, ex->str,
+			    "Which writes still have dirty data in memory at T "
+			    "(w ids, or none)?");
+		g_string_free(ex, TRUE);
+	}
 	g_string_free(g, TRUE);
 	g_snprintf(b[2], sizeof(b[2]), "%llu",
 		   (unsigned long long)(s.dirty_at_t >> 10));
