@@ -30,6 +30,7 @@
 #include "cache.h"
 #include "clock.h"
 #include "config.h"
+#include "fs.h"
 #include "lab.h"
 #include "lab_engine.h"
 
@@ -77,16 +78,16 @@ static const char *const cache_knobs1[] = {
 static const char *const cache_knobs2[] = {
     "mem=64M,dirty_expire_centisecs=1000,dirty_writeback_centisecs=200",
     "mem=64M,dirty_expire_centisecs=1500,dirty_writeback_centisecs=500",
-    "mem=32M,vm=2.6.22,dirty_expire_centisecs=800,"
-    "dirty_writeback_centisecs=300",
+    ("mem=32M,vm=2.6.22,dirty_expire_centisecs=800,"
+     "dirty_writeback_centisecs=300"),
 };
 static const char *const cache_knobs3[] = {
-    "mem=32M,dirty_ratio=15,dirty_background_ratio=5,"
-    "dirty_expire_centisecs=700,dirty_writeback_centisecs=300",
-    "mem=64M,vm=2.6.22,dirty_expire_centisecs=600,"
-    "dirty_writeback_centisecs=250",
-    "mem=48M,dirty_ratio=12,dirty_background_ratio=8,"
-    "dirty_expire_centisecs=900,dirty_writeback_centisecs=400",
+    ("mem=32M,dirty_ratio=15,dirty_background_ratio=5,"
+     "dirty_expire_centisecs=700,dirty_writeback_centisecs=300"),
+    ("mem=64M,vm=2.6.22,dirty_expire_centisecs=600,"
+     "dirty_writeback_centisecs=250"),
+    ("mem=48M,dirty_ratio=12,dirty_background_ratio=8,"
+     "dirty_expire_centisecs=900,dirty_writeback_centisecs=400"),
 };
 
 static const struct cache_level cache_levels[] = {
@@ -140,7 +141,7 @@ static int cmp_uint(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
-/* The policy a mount with these options would install (fs.c). */
+/* The policy a mount with these options would install. */
 static int cache_policy(const char *opts, struct sfs_config *cfg,
 			struct sfs_cache_policy *p, char **err)
 {
@@ -148,22 +149,7 @@ static int cache_policy(const char *opts, struct sfs_config *cfg,
 
 	sfs_config_defaults(cfg);
 	rc = sfs_config_parse(cfg, opts, NULL, err);
-	if (rc)
-		return rc;
-	rc = sfs_cache_policy_preset(cfg->vm, p);
-	if (rc) {
-		*err = g_strdup_printf("unknown vm preset '%s'", cfg->vm);
-		return rc;
-	}
-	if (cfg->dirty_ratio)
-		p->dirty_ratio = cfg->dirty_ratio;
-	if (cfg->dirty_background_ratio)
-		p->dirty_background_ratio = cfg->dirty_background_ratio;
-	if (cfg->dirty_expire_cs)
-		p->dirty_expire_cs = cfg->dirty_expire_cs;
-	if (cfg->dirty_writeback_cs)
-		p->dirty_writeback_cs = cfg->dirty_writeback_cs;
-	return 0;
+	return rc ? rc : sfs_fs_cache_policy(cfg, p, err);
 }
 
 static sfs_blk_t cache_blk(const struct cev *e, uint32_t i)

@@ -145,8 +145,8 @@ static const struct cr_level cr_levels[] = {
 static const char *const cr_level_help[] = {
     "data=ordered, four operations: writes, a create, an fsync",
     "the same kind of script under writeback, ordered and journal",
-    "eight operations with a rename-over (and maybe an unlink); ext2 "
-    "(e2fsck's view) beside the three modes",
+    ("eight operations with a rename-over (and maybe an unlink); ext2 "
+     "(e2fsck's view) beside the three modes"),
 };
 
 struct cr_file {

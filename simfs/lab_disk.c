@@ -82,8 +82,8 @@ static const struct disk_level disk_levels[] = {
 static const char *const disk_level_help[] = {
     "textbook disk, 4 reads at time 0, noop (FIFO)",
     "textbook disk, 6 reads and writes at time 0, C-LOOK elevator",
-    "textbook disk, 8 requests arriving over 40 ms, elevator with "
-    "deadlines",
+    ("textbook disk, 8 requests arriving over 40 ms, elevator with "
+     "deadlines"),
     "hdd-2009 preset (zones, overhead, drive caches), 6 requests over time",
 };
 

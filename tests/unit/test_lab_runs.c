@@ -40,7 +40,9 @@
 #include "crash.h"
 #include "lab.h"
 
+#ifndef SEEDS
 #define SEEDS 12
+#endif
 
 static void build(const char *lab, uint64_t seed, int level,
 		  struct sfs_lab_sheet *sh)
