@@ -100,7 +100,10 @@ struct disk_served {
 	unsigned ids[DISK_MAX_REQ]; /* the requests it covered, offset order */
 	unsigned n_ids;
 	bool expired; /* (level 3) chosen for a deadline */
-	uint64_t from_cyl, to_cyl;
+	uint64_t from_cyl, to_cyl; /* the arm's move */
+	uint64_t sched_head;	   /* the scheduler's head: where the last
+				      request dispatched ended (bytes) */
+	uint64_t sched_cyl;	   /* its cylinder */
 };
 
 struct disk_run {
@@ -146,7 +149,7 @@ static int disk_simulate(const struct disk_level *lv,
 	struct sfs_timedev_counters c;
 	sfs_ns_t now = 0;
 	unsigned next = 0, queued = 0, last_expired = 0;
-	uint64_t head = 0;
+	uint64_t head = 0, sched_head = 0;
 	int rc;
 
 	memset(out, 0, sizeof(*out));
@@ -208,6 +211,10 @@ static int disk_simulate(const struct disk_level *lv,
 				      &s->from_cyl);
 		sfs_devmodel_cylinder(sfs_timedev_model(td), s->rec.off_bytes,
 				      &s->to_cyl);
+		s->sched_head = sched_head;
+		sfs_devmodel_cylinder(sfs_timedev_model(td), sched_head,
+				      &s->sched_cyl);
+		sched_head = s->rec.off_bytes + s->rec.len_bytes;
 		if (!s->rec.cost.cache_hit)
 			head = s->rec.off_bytes + s->rec.len_bytes;
 		queued -= (unsigned)sv.n_total;
@@ -503,10 +510,54 @@ static void disk_figure(GString *f, const struct disk_run *run)
 	}
 }
 
-static void disk_ask_order(struct sfs_lab_sheet *sheet,
-			   const struct disk_run *run, bool arrivals)
+/* Why the k-th dispatch took what it took: the queue and the rule. */
+static void disk_why(GString *ex, const struct disk_level *lv,
+		     const struct disk_req *reqs, const struct disk_run *run,
+		     guint k, bool *served)
 {
-	GString *ans = g_string_new(NULL);
+	const struct disk_served *s =
+	    &g_array_index(run->served, struct disk_served, k);
+	char b[24], *ids = disk_ids(s);
+	bool fifo = strcmp(lv->sched, "noop") == 0;
+	bool first = true;
+
+	unsigned nq = 0;
+
+	g_string_append_printf(ex, "%sAt %s ms (head at cylinder %llu) the "
+			       "queue holds",
+			       k ? " " : "", sfs_lab_ms2(b, s->rec.start_ns),
+			       (unsigned long long)s->sched_cyl);
+	for (unsigned i = 0; i < lv->nreq; i++)
+		if (!served[i] && reqs[i].arrival <= s->rec.start_ns) {
+			g_string_append_printf(ex, "%s%u", first ? " " : ", ",
+					       reqs[i].id);
+			first = false;
+			nq++;
+		}
+	g_string_append_printf(
+	    ex, ": %s goes, %s.", ids,
+	    nq == s->n_ids ? (s->expired ? "the only one there (and past its "
+					   "deadline: counted as a deadline "
+					   "dispatch)"
+					 : "the only one there")
+	    : fifo	   ? "the first to arrive"
+	    : s->expired   ? "its deadline has passed (the oldest of its op)"
+	    : s->rec.off_bytes >= s->sched_head
+		? "the lowest offset at or after the head (C-LOOK)"
+		: "nothing is at or after the head: C-LOOK starts again "
+		  "from the lowest offset");
+	for (unsigned i = 0; i < s->n_ids; i++)
+		served[s->ids[i] - 1] = true;
+	g_free(ids);
+}
+
+static void disk_ask_order(struct sfs_lab_sheet *sheet,
+			   const struct disk_level *lv,
+			   const struct disk_req *reqs,
+			   const struct disk_run *run)
+{
+	GString *ans = g_string_new(NULL), *ex = g_string_new(NULL);
+	bool served[DISK_MAX_REQ] = {false};
 
 	for (guint k = 0; k < run->served->len; k++) {
 		char *ids = disk_ids(
@@ -514,17 +565,19 @@ static void disk_ask_order(struct sfs_lab_sheet *sheet,
 
 		g_string_append_printf(ans, "%s%s", k ? " " : "", ids);
 		g_free(ids);
+		disk_why(ex, lv, reqs, run, k, served);
 	}
-	sfs_lab_ask(sheet, true, ans->str,
-		    "The scheduler picks the next request each time the "
-		    "device becomes free, from the requests that have "
-		    "arrived by then; see the timeline.",
+	g_string_append(ex, " A request that continues the one chosen (same "
+			    "op, contiguous) goes with it.");
+	sfs_lab_ask(sheet, true, ans->str, ex->str,
 		    "In which order are the requests served?  List the ids; "
 		    "write a device request that serves several as 3+4%s.",
-		    arrivals ? " (the device picks only among the requests "
-			       "that have arrived when it becomes free)"
-			     : "");
+		    lv->spread_ns ? " (the device picks only among the "
+				    "requests that have arrived when it "
+				    "becomes free)"
+				  : "");
 	g_string_free(ans, TRUE);
+	g_string_free(ex, TRUE);
 }
 
 static int disk_build(const struct sfs_lab_params *p,
@@ -553,7 +606,7 @@ static int disk_build(const struct sfs_lab_params *p,
 	if (lv->textbook)
 		disk_print_spec(sheet->scenario);
 
-	disk_ask_order(sheet, &run, lv->spread_ns != 0);
+	disk_ask_order(sheet, lv, reqs, &run);
 	for (guint k = 0; k < run.served->len; k++) {
 		const struct disk_served *s =
 		    &g_array_index(run.served, struct disk_served, k);
