@@ -431,7 +431,9 @@ static void lab_print_sheet(const struct sfs_lab *lab,
 		lab_wrap(stdout, q->text, 5, 5);
 		if (answers) {
 			printf("     answer: %s%s\n", q->answer,
-			       q->partial ? "   (credit per item)" : "");
+			       q->partial && strchr(q->answer, ' ')
+				   ? "   (credit per item)"
+				   : "");
 			if (*q->explain) {
 				printf("     why: ");
 				lab_wrap(stdout, q->explain, 10, 10);

@@ -410,8 +410,9 @@ static void al_ask_runs(struct sfs_lab_sheet *sh, const struct al_scen *s,
 	GString *why = g_string_new(NULL);
 
 	al_runs_text(r->runs[f], ans, meta);
-	g_string_append_printf(why, "Under %s: %s.", r->pol->name,
-			       r->pol->how);
+	g_string_append_printf(why, "See how %s places blocks, in the "
+			       "scenario; the map shows the result.",
+			       r->pol->name);
 	if (meta->len)
 		g_string_append_printf(why,
 				       "  Its block map also needs a mapping "
@@ -476,9 +477,10 @@ static int al_build_one(const struct sfs_lab_params *p,
 		g_string_free(live, TRUE);
 		return rc;
 	}
-	g_snprintf(who, sizeof(who), "It is mounted with -o %s (%s)",
-		   pol->opts, pol->name);
+	g_snprintf(who, sizeof(who), "It is mounted with -o %s", pol->opts);
 	al_scenario_text(&s, who, &r, sh);
+	g_string_append_printf(sh->scenario, "\nHow %s places blocks: %s.\n",
+			       pol->name, pol->how);
 	for (int f = 0; f < s.nfiles; f++)
 		if (r.runs[f])
 			al_ask_runs(sh, &s, &r, f);
@@ -534,15 +536,18 @@ static int al_build_many(const struct sfs_lab_params *p,
 			 "alloc=mballoc and alloc=delalloc (--mount makes the "
 			 "first)",
 			 &r[0], sh);
+	g_string_append(sh->scenario, "\nHow they place blocks:\n");
+	for (unsigned i = 0; i < n; i++)
+		g_string_append_printf(sh->scenario, "\n%s: %s.\n",
+				       r[i].pol->name, r[i].pol->how);
 	al_live(&s, &r[0], live);
 	for (unsigned i = 0; i < n; i++) {
 		GString *ans = g_string_new(NULL), *why = g_string_new(NULL);
 		GString *cnt = g_string_new(NULL);
 
 		al_counts(&s, &r[i], ans, cnt, &tot[i]);
-		g_string_printf(why, "Under %s: %s.  Runs: %s (%u in all).",
-				r[i].pol->name, r[i].pol->how, cnt->str,
-				tot[i]);
+		g_string_printf(why, "Runs under %s: %s (%u in all).",
+				r[i].pol->name, cnt->str, tot[i]);
 		g_string_free(cnt, TRUE);
 		sfs_lab_ask(sh, true, ans->str, why->str,
 			    "Under %s, how many runs (extents) does each of "
