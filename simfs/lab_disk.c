@@ -360,16 +360,16 @@ static void disk_print_real(GString *sc, const struct sfs_dev_geometry *g)
 	g_string_append_printf(
 	    sc,
 	    "The disk: the hdd-2009 preset (device=hdd-2009; a 500 GB 7200 "
-	    "rpm SATA disk,\n"
-	    "  doc/device-models.md): %llu cylinders, %u surfaces, %u zones "
-	    "from 76.3 MB/s\n"
-	    "  (outside) to 36.5 MB/s (inside), one turn %.3f ms, seek 1 ms "
-	    "(one cylinder)\n"
-	    "  to 8.5 ms (average) to 17 ms (full stroke), +1 ms settle for a "
-	    "write, 0.5 ms\n"
-	    "  command overhead, an 8 MiB write cache and a read cache with "
-	    "1 MiB read-ahead.\n"
-	    "  The head is at cylinder 0 at time 0.\n",
+	    "rpm SATA disk, "
+	    "doc/device-models.md): %llu cylinders, %u surfaces, %u zones "
+	    "from 76.3 MB/s "
+	    "(outside) to 36.5 MB/s (inside), one turn %.3f ms, seek 1 ms "
+	    "(one cylinder) "
+	    "to 8.5 ms (average) to 17 ms (full stroke), +1 ms settle for a "
+	    "write, 0.5 ms "
+	    "command overhead, an 8 MiB write cache and a read cache with "
+	    "1 MiB read-ahead.  "
+	    "The head is at cylinder 0 at time 0.\n",
 	    (unsigned long long)g->cylinders, g->heads, g->zones,
 	    g->rev_ns / 1e6);
 }
