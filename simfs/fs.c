@@ -2233,8 +2233,8 @@ static void ops_source(void *ctx, struct sfs_stats_writer *w)
 
 /* The write-back policy cfg asks for: a preset (vm=) with single knobs
  * overriding it.  0, or -EINVAL with *err. */
-static int cache_policy_of(const struct sfs_config *cfg,
-			   struct sfs_cache_policy *p, char **err)
+int sfs_fs_cache_policy(const struct sfs_config *cfg,
+			struct sfs_cache_policy *p, char **err)
 {
 	int rc = sfs_cache_policy_preset(cfg->vm, p);
 
@@ -2263,7 +2263,7 @@ static int setup_cache_policy(struct sfs_fs *fs, char **err)
 	struct sfs_cache_policy p;
 	int rc;
 
-	rc = cache_policy_of(&fs->cfg, &p, err);
+	rc = sfs_fs_cache_policy(&fs->cfg, &p, err);
 	if (rc)
 		return rc;
 	sfs_cache_set_clock(fs->cache, fs->clock);
@@ -2903,7 +2903,7 @@ int sfs_fs_set_knobs(struct sfs_fs *fs, const char *opts, char **err)
 	struct sfs_cache_policy oldpol, newpol;
 	bool mb = fs->alloc->ops == &sfs_mballoc_alloc_ops;
 	sfs_cache_get_policy(fs->cache, &oldpol);
-	rc = cache_policy_of(&next, &newpol, err);
+	rc = sfs_fs_cache_policy(&next, &newpol, err);
 	if (rc)
 		goto out_unlock;
 	rc = sfs_cache_set_policy(fs->cache, &newpol);

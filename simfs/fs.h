@@ -31,6 +31,7 @@
 
 struct sfs_fs;
 struct sfs_stats;
+struct sfs_cache_policy;
 
 /* What getattr reports (struct stat, in ext2 units). */
 struct sfs_attr {
@@ -96,6 +97,13 @@ int sfs_fs_open(struct sfs_bdev *bd, const struct sfs_config *cfg,
 		struct sfs_fs **out, char **err);
 /* Write everything back, mark the image clean, close the device. */
 int sfs_fs_close(struct sfs_fs *fs);
+/*
+ * The write-back policy (cache.h) a filesystem opened with cfg installs:
+ * the vm= preset, then the dirty_* knobs that are set.  0, or -EINVAL
+ * with *err (g_free it) for an unknown preset.
+ */
+int sfs_fs_cache_policy(const struct sfs_config *cfg,
+			struct sfs_cache_policy *p, char **err);
 /* Drop everything without writing a byte (a simulated power cut): what
  * the device holds is what a crash would leave.  Closes the device. */
 void sfs_fs_abort(struct sfs_fs *fs);

@@ -52,11 +52,17 @@
 extern const struct sfs_lab sfs_lab_alloc;
 extern const struct sfs_lab sfs_lab_inode;
 extern const struct sfs_lab sfs_lab_journal;
+extern const struct sfs_lab sfs_lab_crash;
+extern const struct sfs_lab sfs_lab_cache;
+extern const struct sfs_lab sfs_lab_disk;
 
 const struct sfs_lab *const sfs_labs[] = {
     &sfs_lab_alloc,
     &sfs_lab_inode,
     &sfs_lab_journal,
+    &sfs_lab_crash,
+    &sfs_lab_cache,
+    &sfs_lab_disk,
 };
 const unsigned sfs_labs_count = G_N_ELEMENTS(sfs_labs);
 
