@@ -48,11 +48,13 @@
  *     written before anyone else's data, and that time is charged then;
  *   - a new slice after another stream was served starts with a switch:
  *     a seek from the shared head position (head_off) to the request.
- * Stream 0 (write-back, journal, metadata) and flushes use the shared
- * model as before; a flush also flushes every copy written since its last
- * flush.  A drive has one cache and one arm, so stream 0's writes still
- * held by the shared model's cache are written out before the next
- * stream's request (td_shared_writeout), ending that stream's slice: the
+ * Stream 0 (write-back, journal, metadata), flushes and, with cfq's
+ * sync_writes off, every write (asynchronous, as before Linux 2.6.29; see
+ * td_sliced) use the shared model as before; a flush also flushes every
+ * copy written since its last flush.  A drive has one cache and one arm, so
+ * stream 0's writes still held by the shared model's cache are written out
+ * before the next stream's request (td_shared_writeout), ending that
+ * stream's slice: the
  * shared model would otherwise count the time the streams used their
  * copies as idle and destage them for free.  Each request is still
  * charged once, from max(arrival, busy_until), so invariants 1 and 2
@@ -319,6 +321,19 @@ static bool td_stream_cost(struct timedev *td, const struct sfs_io_req *req,
 }
 
 /*
+ * Is req charged in its stream's slice?  Reads and writes of a stream under
+ * a slicing scheduler; with sync_writes off, a write is asynchronous (CFQ
+ * before Linux 2.6.29 put O_DIRECT writes, submitted as plain WRITE, in the
+ * async queue every process shares) and goes to the shared model.
+ */
+static bool td_sliced(const struct timedev *td, const struct sfs_io_req *req)
+{
+	if (!td->slicing || !req->stream || req->op == SFS_IO_FLUSH)
+		return false;
+	return req->op == SFS_IO_READ || td->slices.sync_writes;
+}
+
+/*
  * Serve one device request on the model: it may start at `ready`, it was
  * submitted at `submit` and covers n requests.  Returns its completion.
  * Caller holds td->lock.
@@ -331,7 +346,7 @@ static sfs_ns_t td_serve(struct timedev *td, const struct sfs_io_req *req,
 
 	rec.start_ns = MAX(ready, c->busy_until_ns);
 	/* requests reaching here passed the blockdev door: they are valid */
-	if (!td->slicing || !req->stream || req->op == SFS_IO_FLUSH ||
+	if (!td_sliced(td, req) ||
 	    !td_stream_cost(td, req, rec.start_ns, &rec.cost)) {
 		if (sfs_devmodel_cost(td->model, req, rec.start_ns,
 				      &rec.cost) != 0)
@@ -371,8 +386,9 @@ static sfs_ns_t td_serve(struct timedev *td, const struct sfs_io_req *req,
 	c->cache_hits += rec.cost.cache_hit;
 	if (req->op != SFS_IO_FLUSH)
 		td->head_off = req->off_bytes + req->len_bytes;
-	/* a flush's destage leaves the arm anywhere: nobody's stream */
-	td->last_stream = req->op == SFS_IO_FLUSH ? 0 : req->stream;
+	/* a flush's destage leaves the arm anywhere, and an asynchronous
+	 * write is in nobody's slice: neither is a stream's */
+	td->last_stream = td_sliced(td, req) ? req->stream : 0;
 	td->served++;
 	if (td->log_fn)
 		td->log_fn(td->log_arg, &rec);

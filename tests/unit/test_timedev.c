@@ -16,7 +16,8 @@
  * (the elevator ranks them the other way round); a lone writer, and the
  * filesystem's own stream 0, see exactly the elevator's times; a flush
  * empties every writer's drive cache; the same requests give the same
- * times.
+ * times.  With sync_writes=off (CFQ before Linux 2.6.29) writes are not
+ * sliced: charged exactly as by the elevator, merged across processes.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -784,6 +785,59 @@ static void test_timedev_cfq_stream0_writes_take_disk_time(void **state)
 	assert_int_equal(k0.shared_writeouts, 0);
 }
 
+/*
+ * sched=cfq,sync_writes=off: writes are asynchronous, as Linux before
+ * 2.6.29 submitted O_DIRECT writes (plain WRITE, so CFQ put every
+ * process's into the one async queue of their priority): no slices, the
+ * shared model charges them exactly as the elevator does, and a batch
+ * merges one process's records with another's.
+ */
+static void test_timedev_cfq_async_writes_share_one_queue(void **state)
+{
+	GArray *elv = rec_log(), *async = rec_log();
+	struct sfs_timedev_counters k;
+	sfs_ns_t t_elv = run_writers("elevator", 2, 100, LAYOUT_APART, elv,
+				     NULL);
+	sfs_ns_t t_async = run_writers("cfq,sync_writes=off", 2, 100,
+				       LAYOUT_APART, async, &k);
+	sfs_ns_t t_sync = run_writers("cfq", 2, 100, LAYOUT_APART, NULL, NULL);
+
+	print_message("# 2 writers 1 GiB apart: elevator %.1f, cfq async "
+		      "writes %.1f, cfq sync writes %.1f MB/s\n",
+		      mbps(2, 100, t_elv), mbps(2, 100, t_async),
+		      mbps(2, 100, t_sync));
+	assert_int_equal(t_elv, t_async);
+	assert_same_log(elv, async);
+	assert_int_equal(k.slice_switches, 0);
+	/* sync writes get the slices (a seek per slice, not per record) */
+	assert_true(t_sync * 2 < t_async);
+
+	/* a batch of two processes' interleaved, contiguous records */
+	for (int pass = 0; pass < 2; pass++) {
+		struct sfs_clock *c = sfs_clock_new_virtual();
+		struct sfs_bdev *bd = td_new(
+		    null_new(NULL_BYTES), c, "hdd-2009",
+		    pass ? "cfq,sync_writes=off" : "cfq", SFS_TIMEDEV_EMULATE,
+		    NULL);
+
+		sfs_timedev_plug(bd);
+		for (int i = 0; i < 8; i++) {
+			sfs_io_set_stream(1 + i % 2);
+			wr(bd, SFS_IO_DATA, (uint64_t)i * 64 * KiB, 64 * KiB);
+		}
+		sfs_io_set_stream(0);
+		sfs_timedev_unplug(bd);
+		sfs_timedev_counters(bd, &k);
+		/* one request of 512 KiB across both, or none merged */
+		assert_int_equal(k.merges, pass ? 7 : 0);
+		assert_int_equal(k.dev_reqs[SFS_IO_WRITE], pass ? 1 : 8);
+		sfs_bdev_close(bd);
+		sfs_clock_free(c);
+	}
+	g_array_free(elv, TRUE);
+	g_array_free(async, TRUE);
+}
+
 static void test_timedev_cfq_flush_empties_every_writers_cache(void **state)
 {
 	sfs_ns_t flush_ns[2];
@@ -845,6 +899,7 @@ int main(void)
 		test_timedev_cfq_lone_writer_and_stream0_unchanged),
 	    cmocka_unit_test(
 		test_timedev_cfq_flush_empties_every_writers_cache),
+	    cmocka_unit_test(test_timedev_cfq_async_writes_share_one_queue),
 	};
 
 	return cmocka_run_group_tests_name("timedev", tests, NULL, NULL);
