@@ -11,24 +11,33 @@
 #     busy: the reader's MB/s alone and beside the writer.
 #
 #   bench/mount_concurrency.sh [-B BUILDDIR] [-d WORKDIR] [-s SIZE_MIB]
-#                              [-p "ext2 ext3 ext4"]
+#                              [-p "ext2 ext3 ext4"] [-o MOUNT_OPTS] [-1]
+#
+# -o adds mount options after each preset's in check 1 (e.g.
+# sched=cfq,sync_writes=off); -1 runs check 1 only.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 B=$root/build
 W=${TMPDIR:-/tmp}
 SIZE=256
 PRESETS="ext2 ext3 ext4"
-while getopts "B:d:s:p:" o; do
+EXTRA=
+ONLY1=
+while getopts "B:d:s:p:o:1" o; do
 	case $o in
 	B) B=$OPTARG ;;
 	d) W=$OPTARG ;;
 	s) SIZE=$OPTARG ;;
 	p) PRESETS=$OPTARG ;;
-	*) echo "usage: $0 [-B BUILDDIR] [-d WORKDIR] [-s SIZE_MIB] [-p PRESETS]" >&2; exit 2 ;;
+	o) EXTRA=$OPTARG ;;
+	1) ONLY1=1 ;;
+	*) echo "usage: $0 [-B BUILDDIR] [-d WORKDIR] [-s SIZE_MIB] [-p PRESETS] [-o MOUNT_OPTS] [-1]" >&2; exit 2 ;;
 	esac
 done
 SIMFS=$B/simfs
-for t in fio fs_mark; do
+tools=fio
+[[ -n $ONLY1 ]] || tools+=" fs_mark"
+for t in $tools; do
 	command -v $t >/dev/null || { echo "$t is not installed (apt-get install fio fsmark)" >&2; exit 1; }
 done
 [[ -x $SIMFS ]] || { echo "no $SIMFS: build first" >&2; exit 1; }
@@ -45,10 +54,10 @@ mount_preset() { # mount_preset PRESET IMAGE_SIZE [more options]
 		"$dir/img" "$mnt"
 }
 
-echo "1. fio: 8 O_DIRECT writers x ${SIZE} MiB, 256 KiB records (MB/s)"
+echo "1. fio: 8 O_DIRECT writers x ${SIZE} MiB, 256 KiB records (MB/s)${EXTRA:+, -o $EXTRA}"
 declare -A mbs
 for p in $PRESETS; do
-	mount_preset "$p" "$((SIZE * 8 + 1024))M"
+	mount_preset "$p" "$((SIZE * 8 + 1024))M" "$EXTRA"
 	bw=$(fio --name=w --directory="$mnt" --numjobs=8 --size="${SIZE}m" --bs=256k \
 		--direct=1 --rw=write --ioengine=sync --group_reporting \
 		--output-format=terse --terse-version=3 2>/dev/null |
@@ -64,6 +73,8 @@ if [[ -n ${mbs[ext4]:-} ]]; then
 		printf '  ext4 / %s = %.2f\n' "$p" "$(awk -v a="${mbs[ext4]}" -v b="${mbs[$p]}" 'BEGIN { print a / b }')"
 	done
 fi
+
+[[ -n $ONLY1 ]] && exit 0
 
 echo "2. fs_mark: 4 threads x 100 files of 4 KiB, fsync each, ext4"
 mount_preset ext4 1G

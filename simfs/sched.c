@@ -168,6 +168,8 @@ struct elv {
 	GSequence *sorted; /* of sched_node, by (offset, seq) */
 	GQueue fifo[2];	   /* [SFS_IO_READ], [SFS_IO_WRITE]: arrival order */
 	bool by_stream;	   /* cfq: merge only within one stream */
+	bool writes_shared; /* cfq,sync_writes=off: writes merge across
+			       streams (one async queue) */
 };
 
 static gint elv_cmp(gconstpointer a, gconstpointer b, gpointer unused)
@@ -253,7 +255,8 @@ static bool elv_mergeable(const struct elv *e, const struct sched_node *n,
 			  const struct sched_node *q)
 {
 	return q->r.io.op == n->r.io.op &&
-	       (!e->by_stream || q->r.io.stream == n->r.io.stream);
+	       (!e->by_stream || q->r.io.stream == n->r.io.stream ||
+		(e->writes_shared && n->r.io.op == SFS_IO_WRITE));
 }
 
 /* Find a queued node like n ending at start; NULL if none fits in room. */
@@ -339,6 +342,7 @@ struct cfq_params {
 	struct elv_params elv; /* ordering within a batch */
 	double slice_sync_ms;  /* service time a stream holds the disk */
 	double slice_idle_ms;  /* wait for the slice owner's next request */
+	bool sync_writes;      /* process writes are sync (sliced) */
 };
 
 static int cfq_init(struct sfs_sched *s, const void *params, char **err)
@@ -358,6 +362,7 @@ static int cfq_init(struct sfs_sched *s, const void *params, char **err)
 	elv_init(s, &p->elv, err);
 	e = s->priv;
 	e->by_stream = true;
+	e->writes_shared = !p->sync_writes;
 	return 0;
 }
 
@@ -367,6 +372,7 @@ static void cfq_slices(const struct sfs_sched *s, struct sfs_sched_slices *out)
 
 	out->slice_sync_ns = (sfs_ns_t)(p->slice_sync_ms * 1e6);
 	out->slice_idle_ns = (sfs_ns_t)(p->slice_idle_ms * 1e6);
+	out->sync_writes = p->sync_writes;
 }
 
 /* ---- the door ---- */
@@ -623,6 +629,13 @@ static const struct sfs_knob cfq_knobs[] = {
      .max = 1e4,
      .help = "ms the disk may idle waiting for the slice owner (CFQ "
 	     "slice_idle); below slice_sync_ms"},
+    {.key = "sync_writes",
+     .type = SFS_KNOB_BOOL,
+     .offset = offsetof(struct cfq_params, sync_writes),
+     .def = "on",
+     .help = "a process's writes (O_DIRECT) are its own sliced requests, "
+	     "as since Linux 2.6.29; off: asynchronous, one shared queue "
+	     "(2.6.18-2.6.28)"},
     {.key = NULL},
 };
 

@@ -19,6 +19,9 @@
  *             (sfs_io_req.stream); the slices themselves (slice_sync_ms,
  *             slice_idle_ms) are applied by the timing device, which reads
  *             them with sfs_sched_slices (timedev.h, doc/device-models.md).
+ *             sync_writes=off: writes are asynchronous, as Linux submitted
+ *             O_DIRECT writes before 2.6.29: they are not sliced and merge
+ *             across processes, in the one queue CFQ keeps for them.
  *
  *   sfs_sched_new("elevator,max_req=256K", &s, &err)
  *   sfs_sched_add(s, &req, arrival_ns, cookie)       reads and writes only
@@ -92,6 +95,9 @@ int sfs_sched_dispatch_next(struct sfs_sched *s, uint64_t head_off,
 struct sfs_sched_slices {
 	sfs_ns_t slice_sync_ns; /* service a stream gets per slice */
 	sfs_ns_t slice_idle_ns; /* idle gap that ends every slice */
+	bool sync_writes;	/* a process's writes are its own sync
+				   requests; false: asynchronous, in one
+				   queue shared by all (Linux before 2.6.29) */
 };
 
 /* 0 and *out for a scheduler with per-stream slices (cfq); else -ENOENT. */

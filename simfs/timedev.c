@@ -48,11 +48,13 @@
  *     written before anyone else's data, and that time is charged then;
  *   - a new slice after another stream was served starts with a switch:
  *     a seek from the shared head position (head_off) to the request.
- * Stream 0 (write-back, journal, metadata) and flushes use the shared
- * model as before; a flush also flushes every copy written since its last
- * flush.  A drive has one cache and one arm, so stream 0's writes still
- * held by the shared model's cache are written out before the next
- * stream's request (td_shared_writeout), ending that stream's slice: the
+ * Stream 0 (write-back, journal, metadata), flushes and, with cfq's
+ * sync_writes off, every write (asynchronous, as before Linux 2.6.29; see
+ * td_sliced) use the shared model as before; a flush also flushes every
+ * copy written since its last flush.  A drive has one cache and one arm, so
+ * stream 0's writes still held by the shared model's cache are written out
+ * before the next stream's request (td_shared_writeout), ending that
+ * stream's slice: the
  * shared model would otherwise count the time the streams used their
  * copies as idle and destage them for free.  Each request is still
  * charged once, from max(arrival, busy_until), so invariants 1 and 2
@@ -319,6 +321,19 @@ static bool td_stream_cost(struct timedev *td, const struct sfs_io_req *req,
 }
 
 /*
+ * Is req charged in its stream's slice?  Reads and writes of a stream under
+ * a slicing scheduler; with sync_writes off, a write is asynchronous (CFQ
+ * before Linux 2.6.29 put O_DIRECT writes, submitted as plain WRITE, in the
+ * async queue every process shares) and goes to the shared model.
+ */
+static bool td_sliced(const struct timedev *td, const struct sfs_io_req *req)
+{
+	if (!td->slicing || !req->stream || req->op == SFS_IO_FLUSH)
+		return false;
+	return req->op == SFS_IO_READ || td->slices.sync_writes;
+}
+
+/*
  * Serve one device request on the model: it may start at `ready`, it was
  * submitted at `submit` and covers n requests.  Returns its completion.
  * Caller holds td->lock.
@@ -331,7 +346,7 @@ static sfs_ns_t td_serve(struct timedev *td, const struct sfs_io_req *req,
 
 	rec.start_ns = MAX(ready, c->busy_until_ns);
 	/* requests reaching here passed the blockdev door: they are valid */
-	if (!td->slicing || !req->stream || req->op == SFS_IO_FLUSH ||
+	if (!td_sliced(td, req) ||
 	    !td_stream_cost(td, req, rec.start_ns, &rec.cost)) {
 		if (sfs_devmodel_cost(td->model, req, rec.start_ns,
 				      &rec.cost) != 0)
@@ -371,8 +386,9 @@ static sfs_ns_t td_serve(struct timedev *td, const struct sfs_io_req *req,
 	c->cache_hits += rec.cost.cache_hit;
 	if (req->op != SFS_IO_FLUSH)
 		td->head_off = req->off_bytes + req->len_bytes;
-	/* a flush's destage leaves the arm anywhere: nobody's stream */
-	td->last_stream = req->op == SFS_IO_FLUSH ? 0 : req->stream;
+	/* a flush's destage leaves the arm anywhere, and an asynchronous
+	 * write is in nobody's slice: neither is a stream's */
+	td->last_stream = td_sliced(td, req) ? req->stream : 0;
 	td->served++;
 	if (td->log_fn)
 		td->log_fn(td->log_arg, &rec);
@@ -389,6 +405,10 @@ struct td_pending {
 	struct timedev *td;
 	sfs_ns_t done_ns; /* its completion; td->lock */
 	bool served;	  /* td->lock */
+	unsigned stage;	  /* of its thread's operation (td_stage) */
+	bool queued;	  /* in td->sched; else held until its stage */
+	struct sfs_io_req req; /* held: what to queue */
+	sfs_ns_t arrival_ns;   /* held: its arrival, device time */
 };
 
 /*
@@ -440,11 +460,22 @@ static void td_drain(struct timedev *td, sfs_ns_t now)
 static __thread bool td_defer;
 static __thread sfs_ns_t td_defer_until; /* clock time */
 static __thread GPtrArray *td_pend;	 /* struct td_pending: queued */
+/*
+ * Stages, as in the event-driven mode (timedev.h): a read, a write outside
+ * a batch, or the end of a batch is a point where the operation would
+ * have waited, so whatever it submits after it depends on it (the data
+ * block an indirect block maps, the write a read decided).  td_stage
+ * counts those points in this thread's deferred section; a request of a
+ * later stage than the first is held in td_pend and only queued once the
+ * stage before it is done (sfs_io_defer_sleep).
+ */
+static __thread unsigned td_stage;
 
 void sfs_io_defer_begin(void)
 {
 	td_defer = true;
 	td_defer_until = 0;
+	td_stage = 0;
 }
 
 sfs_ns_t sfs_io_defer_end(void)
@@ -464,12 +495,69 @@ sfs_ns_t sfs_io_defer_end(void)
  * device is free again; once its own are served, it sleeps until the last
  * of them and until `until`.  Called without any lock of the caller held.
  */
+static sfs_ns_t td_now(struct timedev *td);
+
+/* Queue the held requests of p's stage, from td_pend[i] on, arriving no
+ * earlier than dep_ns (device time: the stage before it done). */
+static void td_queue_stage(guint i, sfs_ns_t dep_ns)
+{
+	unsigned stage =
+	    ((struct td_pending *)g_ptr_array_index(td_pend, i))->stage;
+
+	for (; i < td_pend->len; i++) {
+		struct td_pending *p = g_ptr_array_index(td_pend, i);
+		struct timedev *td = p->td;
+
+		if (p->stage != stage)
+			break;
+		if (p->queued)
+			continue;
+		sfs_mutex_lock(&td->lock);
+		p->queued = true;
+		if (p->req.op == SFS_IO_FLUSH) {
+			/* it follows everything written before it: the
+			 * queue is served first (as td_charge does) */
+			sfs_ns_t now = MAX(dep_ns, td_now(td));
+
+			td_drain(td, now);
+			p->done_ns = td_serve(td, &p->req, now, now, 1);
+			p->served = true;
+		} else if (sfs_sched_add(
+			       td->sched, &p->req,
+			       MAX(MAX(p->arrival_ns, dep_ns), td_now(td)),
+			       p) == 0) {
+			size_t q = sfs_sched_queued(td->sched);
+			td->cnt.queue_max = MAX(td->cnt.queue_max, q);
+			td->cnt.queue_sum += q;
+			td->cnt.queue_samples++;
+		} else {
+			p->served = true; /* cannot happen: it was valid */
+			p->done_ns = dep_ns;
+		}
+		sfs_mutex_unlock(&td->lock);
+	}
+}
+
 void sfs_io_defer_sleep(struct sfs_clock *clock, sfs_ns_t until)
 {
+	unsigned stage = 0;
+	sfs_ns_t dep_ns = 0; /* device time: the stages so far are done */
+
 	for (guint i = 0; td_pend && i < td_pend->len; i++) {
 		struct td_pending *p = g_ptr_array_index(td_pend, i);
 		struct timedev *td = p->td;
 
+		if (p->stage != stage) {
+			/* the operation went on only when the stage before
+			 * was done: wait for that, then queue this one */
+			sfs_mutex_lock(&td->lock);
+			sfs_ns_t skew = td->skew_ns;
+			sfs_mutex_unlock(&td->lock);
+			sfs_clock_sleep_until(clock,
+					      dep_ns - MIN(skew, dep_ns));
+			stage = p->stage;
+			td_queue_stage(i, dep_ns);
+		}
 		sfs_mutex_lock(&td->lock);
 		while (!p->served) {
 			sfs_ns_t now =
@@ -488,11 +576,14 @@ void sfs_io_defer_sleep(struct sfs_clock *clock, sfs_ns_t until)
 			sfs_mutex_lock(&td->lock);
 		}
 		until = MAX(until, p->done_ns - MIN(td->skew_ns, p->done_ns));
+		dep_ns = MAX(dep_ns, p->done_ns);
 		sfs_mutex_unlock(&td->lock);
-		g_free(p);
 	}
-	if (td_pend)
+	if (td_pend) {
+		for (guint i = 0; i < td_pend->len; i++)
+			g_free(g_ptr_array_index(td_pend, i));
 		g_ptr_array_set_size(td_pend, 0);
+	}
 	if (until)
 		sfs_clock_sleep_until(clock, until);
 }
@@ -550,25 +641,37 @@ static void td_charge(struct timedev *td, const struct sfs_io_req *req,
 			td->sink->wait(td->sink_arg);
 		return;
 	}
-	if (td_defer && req->op != SFS_IO_FLUSH &&
+	if (td_defer && (req->op != SFS_IO_FLUSH || td_stage > 0) &&
 	    g_atomic_int_get(&td->mode) == SFS_TIMEDEV_EMULATE) {
 		/* the real queue: served when the device is free, in the
 		 * scheduler's order among everyone's (sfs_io_defer_sleep) */
 		struct td_pending *p = g_new0(struct td_pending, 1);
+		bool ends_stage = !(td->plugged && req->op == SFS_IO_WRITE);
 
 		p->td = td;
-		if (sfs_sched_add(td->sched, req, now, p) == 0) {
+		p->stage = td_stage;
+		if (td_stage > 0) {
+			/* it depends on what came before: held (td_stage) */
+			p->req = *req;
+			p->arrival_ns = now;
+		} else if (sfs_sched_add(td->sched, req, now, p) == 0) {
 			size_t q = sfs_sched_queued(td->sched);
 			c->queue_max = MAX(c->queue_max, q);
 			c->queue_sum += q;
 			c->queue_samples++;
+			p->queued = true;
+		} else {
+			g_free(p);
+			p = NULL;
+		}
+		if (p) {
 			sfs_mutex_unlock(&td->lock);
+			td_stage += ends_stage;
 			if (!td_pend)
 				td_pend = g_ptr_array_new();
 			g_ptr_array_add(td_pend, p);
 			return;
 		}
-		g_free(p);
 	}
 	if (td->plugged && req->op == SFS_IO_WRITE &&
 	    sfs_sched_add(td->sched, req, now, NULL) == 0) {
@@ -774,8 +877,10 @@ int sfs_timedev_unplug(struct sfs_bdev *bd)
 		return 0;
 	}
 	if (td_defer && g_atomic_int_get(&td->mode) == SFS_TIMEDEV_EMULATE) {
-		/* the batch waits in the real queue with everyone's */
+		/* the batch waits in the real queue with everyone's; what
+		 * the operation submits next comes after it (td_stage) */
 		sfs_mutex_unlock(&td->lock);
+		td_stage++;
 		return 0;
 	}
 	td_drain(td, td_now(td));

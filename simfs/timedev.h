@@ -179,8 +179,12 @@ void sfs_io_defer_begin(void);
 sfs_ns_t sfs_io_defer_end(void);
 /*
  * In emulate mode the deferred reads and writes do not complete at once:
- * they wait in the device's queue with those of every other thread.  After
- * sfs_io_defer_end, with no lock held, sfs_io_defer_sleep waits for them
+ * they wait in the device's queue with those of every other thread.  They
+ * come in stages, as in the event-driven mode below: a read, a write
+ * outside a batch, a flush or the end of a batch ends one, and the
+ * requests of a later stage (which depend on it) are held, to be queued
+ * once the stage before is done.  After sfs_io_defer_end, with no lock
+ * held, sfs_io_defer_sleep queues and waits for them stage by stage
  * (serving the queue whenever the modelled device is free) and until
  * `until`.  doc/internals.md, 11.1.
  */

@@ -16,7 +16,10 @@
  * (the elevator ranks them the other way round); a lone writer, and the
  * filesystem's own stream 0, see exactly the elevator's times; a flush
  * empties every writer's drive cache; the same requests give the same
- * times.
+ * times.  With sync_writes=off (CFQ before Linux 2.6.29) writes are not
+ * sliced: charged exactly as by the elevator, merged across processes.
+ * Deferred waits (a mount's real queue) keep an operation's dependent
+ * requests in sequence, as the event-driven mode does.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -784,6 +787,59 @@ static void test_timedev_cfq_stream0_writes_take_disk_time(void **state)
 	assert_int_equal(k0.shared_writeouts, 0);
 }
 
+/*
+ * sched=cfq,sync_writes=off: writes are asynchronous, as Linux before
+ * 2.6.29 submitted O_DIRECT writes (plain WRITE, so CFQ put every
+ * process's into the one async queue of their priority): no slices, the
+ * shared model charges them exactly as the elevator does, and a batch
+ * merges one process's records with another's.
+ */
+static void test_timedev_cfq_async_writes_share_one_queue(void **state)
+{
+	GArray *elv = rec_log(), *async = rec_log();
+	struct sfs_timedev_counters k;
+	sfs_ns_t t_elv =
+	    run_writers("elevator", 2, 100, LAYOUT_APART, elv, NULL);
+	sfs_ns_t t_async =
+	    run_writers("cfq,sync_writes=off", 2, 100, LAYOUT_APART, async, &k);
+	sfs_ns_t t_sync = run_writers("cfq", 2, 100, LAYOUT_APART, NULL, NULL);
+
+	print_message("# 2 writers 1 GiB apart: elevator %.1f, cfq async "
+		      "writes %.1f, cfq sync writes %.1f MB/s\n",
+		      mbps(2, 100, t_elv), mbps(2, 100, t_async),
+		      mbps(2, 100, t_sync));
+	assert_int_equal(t_elv, t_async);
+	assert_same_log(elv, async);
+	assert_int_equal(k.slice_switches, 0);
+	/* sync writes get the slices (a seek per slice, not per record) */
+	assert_true(t_sync * 2 < t_async);
+
+	/* a batch of two processes' interleaved, contiguous records */
+	for (int pass = 0; pass < 2; pass++) {
+		struct sfs_clock *c = sfs_clock_new_virtual();
+		struct sfs_bdev *bd =
+		    td_new(null_new(NULL_BYTES), c, "hdd-2009",
+			   pass ? "cfq,sync_writes=off" : "cfq",
+			   SFS_TIMEDEV_EMULATE, NULL);
+
+		sfs_timedev_plug(bd);
+		for (int i = 0; i < 8; i++) {
+			sfs_io_set_stream(1 + i % 2);
+			wr(bd, SFS_IO_DATA, (uint64_t)i * 64 * KiB, 64 * KiB);
+		}
+		sfs_io_set_stream(0);
+		sfs_timedev_unplug(bd);
+		sfs_timedev_counters(bd, &k);
+		/* one request of 512 KiB across both, or none merged */
+		assert_int_equal(k.merges, pass ? 7 : 0);
+		assert_int_equal(k.dev_reqs[SFS_IO_WRITE], pass ? 1 : 8);
+		sfs_bdev_close(bd);
+		sfs_clock_free(c);
+	}
+	g_array_free(elv, TRUE);
+	g_array_free(async, TRUE);
+}
+
 static void test_timedev_cfq_flush_empties_every_writers_cache(void **state)
 {
 	sfs_ns_t flush_ns[2];
@@ -820,6 +876,67 @@ static void test_timedev_cfq_flush_empties_every_writers_cache(void **state)
 	assert_true(flush_ns[1] <= flush_ns[0]);
 }
 
+/*
+ * Deferred waits (the mount's real queue): an operation that reads a block
+ * and then a block that read told it about (an indirect block, then the
+ * data it maps) did not issue the second before the first was done.  The
+ * two reads are held apart in modelled time, in the order issued, even
+ * where the elevator would have served the second first; a batch of
+ * writes stays one stage, merged, and what follows the batch waits for
+ * it.
+ */
+static void test_timedev_deferred_dependent_requests_in_sequence(void **state)
+{
+	struct sfs_clock *c = sfs_clock_new_virtual();
+	GArray *log = rec_log();
+	struct sfs_bdev *bd = td_new(null_new(NULL_BYTES), c, "hdd-2009",
+				     "elevator", SFS_TIMEDEV_EMULATE, log);
+	struct sfs_timedev_counters k;
+	sfs_ns_t t;
+
+	sfs_io_defer_begin();
+	rd(bd, 4096 * MiB, 4096); /* the indirect block, far out */
+	rd(bd, 0, 64 * KiB);	  /* the data it maps, near the head */
+	t = sfs_io_defer_end();
+	assert_int_equal(log->len, 0); /* nothing served yet: queued */
+	sfs_io_defer_sleep(c, t);
+	assert_int_equal(log->len, 2);
+	assert_int_equal(rec_at(log, 0)->off_bytes, 4096 * MiB);
+	assert_int_equal(rec_at(log, 1)->off_bytes, 0);
+	/* the second arrived when the first was done */
+	assert_true(rec_at(log, 1)->submit_ns >= rec_at(log, 0)->done_ns);
+	assert_int_equal(sfs_clock_now_ns(c), rec_at(log, 1)->done_ns);
+
+	/* a batch then a read: the batch merged, the read after it */
+	sfs_io_defer_begin();
+	sfs_timedev_plug(bd);
+	for (int i = 0; i < 4; i++)
+		wr(bd, SFS_IO_DATA, 2048 * MiB + (uint64_t)i * 64 * KiB,
+		   64 * KiB);
+	sfs_timedev_unplug(bd);
+	rd(bd, 8 * MiB, 4096);
+	wr(bd, SFS_IO_DATA, 16 * MiB, 4096); /* decided by the read */
+	assert_int_equal(sfs_bdev_flush(bd), 0);
+	t = sfs_io_defer_end();
+	sfs_io_defer_sleep(c, t);
+	sfs_timedev_counters(bd, &k);
+	assert_int_equal(log->len, 6);
+	assert_int_equal(rec_at(log, 2)->len_bytes, 256 * KiB);
+	assert_int_equal(rec_at(log, 2)->n_merged, 4);
+	for (guint i = 3; i < log->len; i++)
+		assert_true(rec_at(log, i)->start_ns >=
+			    rec_at(log, i - 1)->done_ns);
+	assert_int_equal(rec_at(log, 3)->off_bytes, 8 * MiB);
+	assert_int_equal(rec_at(log, 4)->off_bytes, 16 * MiB);
+	/* the flush came after the write it covers */
+	assert_int_equal(rec_at(log, 5)->op, SFS_IO_FLUSH);
+	assert_int_equal(sfs_clock_now_ns(c), rec_at(log, 5)->done_ns);
+	assert_int_equal(k.reqs[SFS_IO_WRITE], 5);
+	sfs_bdev_close(bd);
+	g_array_free(log, TRUE);
+	sfs_clock_free(c);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -845,6 +962,9 @@ int main(void)
 		test_timedev_cfq_lone_writer_and_stream0_unchanged),
 	    cmocka_unit_test(
 		test_timedev_cfq_flush_empties_every_writers_cache),
+	    cmocka_unit_test(test_timedev_cfq_async_writes_share_one_queue),
+	    cmocka_unit_test(
+		test_timedev_deferred_dependent_requests_in_sequence),
 	};
 
 	return cmocka_run_group_tests_name("timedev", tests, NULL, NULL);
