@@ -9,16 +9,17 @@
 
 #include <glib.h>
 
-#include "crash_priv.h"
+#include "config.h"
+#include "crash.h"
 
-void sfs_crash_print_header(FILE *out)
+static void print_header(FILE *out)
 {
 	fprintf(out, "%7s %-22s %5s %-8s %-7s %-9s %-4s %-13s %-6s %s\n",
 		"point", "op at the cut", "lost", "crashed", "fsck-y",
 		"recovered", "same", "blk f/g/z/t/s", "fsync", "verdict");
 }
 
-void sfs_crash_print_row(FILE *out, const struct sfs_crash_result *r)
+static void print_row(FILE *out, const struct sfs_crash_result *r)
 {
 	char op[40], blk[32], fs[16], fy[16];
 
@@ -46,20 +47,20 @@ void sfs_crash_print_row(FILE *out, const struct sfs_crash_result *r)
 		blk, fs, r->violated || r->why[0] ? r->why : "ok");
 }
 
-void sfs_crash_print_summary(FILE *out, const struct sfs_crash_params *p,
-			     const struct sfs_crash_summary *s)
+static void print_summary(FILE *out, const struct sfs_crash_params *p,
+			  const struct sfs_crash_summary *s)
 {
-	struct sfs_config cfg;
 	char err[128];
+	const struct sfs_jnl_ops *pol =
+	    sfs_crash_policy(p->opts, p->image, err, sizeof(err));
 
-	parse_opts(p->opts, &cfg, err, sizeof(err));
 	fprintf(out,
 		"data=%s workload=%s mode=%s seed=%llu: %zu points, %zu "
 		"violations; crashed images: %zu needed journal recovery, "
 		"%zu damaged (%zu repaired by e2fsck -y); %zu clean after "
 		"simfs recovery, %zu equal to e2fsck's; %zu points with "
 		"foreign data; fsync'd files intact %zu, lost %zu\n",
-		effective_mode(&cfg, p->image), p->workload,
+		pol ? pol->name : "?", p->workload,
 		sfs_crash_mode_name(p->mode), (unsigned long long)p->seed,
 		s->points, s->violations, s->needs_recovery, s->damaged,
 		s->repaired, s->recovered_clean, s->same_tree,
@@ -160,7 +161,7 @@ static int parse_u64(const char *s, uint64_t *out)
 	return errno || *end ? -EINVAL : 0;
 }
 
-int sfs_crash_main(int argc, char **argv)
+int sfs_cmd_crash(int argc, char **argv)
 {
 	static const struct option longopts[] = {
 	    {"help", no_argument, NULL, 'h'},
@@ -294,15 +295,16 @@ int sfs_crash_main(int argc, char **argv)
 	}
 	p.image = argv[optind];
 	char *opts =
-	    g_strdup_printf(CRASH_CLI_OPTS "%s%s", user_opts ? "," : "",
+	    g_strdup_printf(SFS_CRASH_CLI_OPTS "%s%s", user_opts ? "," : "",
 			    user_opts ? user_opts : "");
 	g_free(user_opts);
 	p.opts = opts;
 	{
-		struct sfs_config cfg;
 		char msg[256];
+		const struct sfs_jnl_ops *pol =
+		    sfs_crash_policy(opts, p.image, msg, sizeof(msg));
 
-		if (parse_opts(opts, &cfg, msg, sizeof(msg))) {
+		if (!pol) {
 			fprintf(stderr, "simfs crash: %s\n", msg);
 			g_free(opts);
 			return 2;
@@ -311,13 +313,11 @@ int sfs_crash_main(int argc, char **argv)
 			g_free(opts);
 			return 0;
 		}
-		const char *mode = effective_mode(&cfg, p.image);
-
-		if (!p.promise && !sfs_crash_promise_of(mode)) {
+		if (!p.promise && !sfs_crash_promise_of(pol->name)) {
 			fprintf(stderr,
 				"simfs crash: no promise known for "
 				"data=%s\n",
-				mode);
+				pol->name);
 			g_free(opts);
 			return 2;
 		}
@@ -380,10 +380,10 @@ int sfs_crash_main(int argc, char **argv)
 		bad = sfs_crash_sweep(&p, points, n, subsets, jobs, res);
 	}
 	if (!quiet)
-		sfs_crash_print_header(stdout);
+		print_header(stdout);
 	for (size_t i = 0; i < n * subsets; i++) {
 		if (!quiet || res[i].violated)
-			sfs_crash_print_row(stdout, &res[i]);
+			print_row(stdout, &res[i]);
 		if (res[i].violated) {
 			char *r = sfs_crash_repro(&p, &res[i]);
 
@@ -393,7 +393,7 @@ int sfs_crash_main(int argc, char **argv)
 		}
 	}
 	sfs_crash_summarize(res, n * subsets, &sum);
-	sfs_crash_print_summary(stdout, &p, &sum);
+	print_summary(stdout, &p, &sum);
 	g_free(res);
 	g_free(points);
 	sfs_crash_plan_free(&plan);

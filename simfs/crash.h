@@ -3,12 +3,13 @@
  * over a crash device (simfs/crashdev.h), the power is cut after
  * request N, and the image is recovered twice -- by e2fsck -fy on a copy
  * and by simfs itself -- then checked against what the data mode promises.
- * Used by tests/crash/ and by `simfs crash`.  Design: doc/crash.md.
+ * Used by tests/crash/ and by `simfs crash` (simfs/cmd_crash.c, which
+ * prints the table and the summary).  Design: doc/crash.md.
  *
  *   sfs_crash_plan(&p, &plan, &err)     dry run: requests, ops, points
  *   sfs_crash_check_point(&p, N, k, &r)  one crash, recovered and checked
  *   sfs_crash_sweep(&p, pts, n, k, jobs, res)  many, one process each
- *   sfs_crash_print_*(...)               the table and the summary
+ *   sfs_crash_summarize(res, n, &sum)    totals for the summary
  *
  * A run: copy the base image; open it with p->opts over a crash device;
  * the workload's setup part, sync; arm the device at point N; the scripted
@@ -38,6 +39,7 @@
 #include <stdio.h>
 
 #include "crashdev.h"
+#include "journal.h"
 
 /* What a data= mode promises after a crash (doc/crash.md). */
 struct sfs_crash_promise {
@@ -184,13 +186,21 @@ void sfs_crash_summarize(const struct sfs_crash_result *r, size_t n,
 /* One-line reproducer: the `simfs crash` command for result r. */
 char *sfs_crash_repro(const struct sfs_crash_params *p,
 		      const struct sfs_crash_result *r);
-void sfs_crash_print_header(FILE *out);
-void sfs_crash_print_row(FILE *out, const struct sfs_crash_result *r);
-void sfs_crash_print_summary(FILE *out, const struct sfs_crash_params *p,
-			     const struct sfs_crash_summary *s);
 
-/* `simfs crash ...` (argv[0] = "crash"): 0 all promises held, 1 some
- * broke, 2 usage or setup error. */
-int sfs_crash_main(int argc, char **argv);
+/* The engine options simfs crash puts before its -o's (the cache writes
+ * back early); sfs_crash_repro leaves them out of its -o. */
+#define SFS_CRASH_CLI_OPTS "mem=1M"
+
+/*
+ * The journal policy a mount of image with engine options opts gets:
+ * data=, or for data=auto the one the image's journal feature picks.
+ * NULL for options the engine refuses, with a one-line reason in err.
+ */
+const struct sfs_jnl_ops *sfs_crash_policy(const char *opts, const char *image,
+					   char *err, size_t errlen);
+
+/* `simfs crash ...` (argv[0] = "crash", simfs/cmd_crash.c): 0 all
+ * promises held, 1 some broke, 2 usage or setup error. */
+int sfs_cmd_crash(int argc, char **argv);
 
 #endif /* SFS_CRASH_H */

@@ -134,8 +134,8 @@ static int tree_walk(struct sfs_fs *fs, struct tree *tr, sfs_ino_t dino,
 
 /* Read the whole tree of the image at img (read-only).  0 or -errno with
  * a message in err. */
-int tree_load(const char *img, const struct sfs_config *base,
-		     struct tree *tr, char *err, size_t errlen)
+int tree_load(const char *img, const struct sfs_config *base, struct tree *tr,
+	      char *err, size_t errlen)
 {
 	struct sfs_config cfg = *base;
 	struct sfs_bdev *bd;
@@ -218,8 +218,7 @@ static void id_text(GHashTable *idmap, sfs_ino_t ino, uint32_t gen, char *buf,
 }
 
 /* The /crash subtree as model_canon writes it, objects named by id. */
-char *tree_ns_canon(const struct tree *tr, GHashTable *idmap,
-			   bool sizes)
+char *tree_ns_canon(const struct tree *tr, GHashTable *idmap, bool sizes)
 {
 	GPtrArray *l = g_ptr_array_new_with_free_func(g_free);
 
@@ -239,9 +238,9 @@ char *tree_ns_canon(const struct tree *tr, GHashTable *idmap,
 		}
 		id_text(idmap, t->pino, t->pgen, pid, sizeof(pid));
 		if (type == SFS_S_IFREG && !sizes) {
-			g_ptr_array_add(l, g_strdup_printf("%s/%s f %s - %u",
-							   pid, t->name, id,
-							   t->nlink));
+			g_ptr_array_add(l,
+					g_strdup_printf("%s/%s f %s - %u", pid,
+							t->name, id, t->nlink));
 			continue;
 		}
 		g_ptr_array_add(
@@ -324,7 +323,7 @@ static bool fsck_text_clean(const char *text)
  * -ENOENT without e2fsck, -EIO if it could not run or died.
  */
 int run_e2fsck(const char *flags, const char *img, int *exit_out,
-		      bool *clean_out, char **text_out)
+	       bool *clean_out, char **text_out)
 {
 	char *prog = find_e2fsck();
 	char *argv[] = {prog, (char *)flags, (char *)img, NULL};
@@ -488,9 +487,25 @@ const char *effective_mode(const struct sfs_config *cfg, const char *img)
 		   : "none";
 }
 
+const struct sfs_jnl_ops *sfs_crash_policy(const char *opts, const char *image,
+					   char *err, size_t errlen)
+{
+	struct sfs_config cfg;
+
+	const struct sfs_jnl_ops *ops;
+
+	if (parse_opts(opts, &cfg, err, errlen))
+		return NULL;
+	ops = sfs_jnl_find(effective_mode(&cfg, image));
+	if (!ops)
+		g_snprintf(err, errlen, "unknown journal policy '%s'",
+			   effective_mode(&cfg, image));
+	return ops;
+}
+
 /* simfs recovery: open (replays the journal) and close.  0 or -errno. */
-int simfs_recover(const char *img, const struct sfs_config *cfg,
-			 char *err, size_t errlen)
+int simfs_recover(const char *img, const struct sfs_config *cfg, char *err,
+		  size_t errlen)
 {
 	struct sfs_config c = *cfg;
 	struct sfs_bdev *bd;

@@ -45,7 +45,6 @@
 #define CRASH_DIR "crash"	/* the workload's directory in the image */
 #define CRASH_LONG_OPS 3000u	/* default length of "long" */
 #define CRASH_MAX_FILE_BLK 64	/* longest file of the long workload */
-#define CRASH_CLI_OPTS "mem=1M" /* simfs crash's options before -o's */
 
 #define CB_MAXSECT 8u /* 4 KiB blocks */
 

@@ -342,9 +342,9 @@ char *sfs_crash_repro(const struct sfs_crash_params *p,
 	const char *opts = p->opts ? p->opts : "";
 
 	/* simfs crash puts these first itself */
-	if (g_str_has_prefix(opts, CRASH_CLI_OPTS ","))
-		opts += strlen(CRASH_CLI_OPTS ",");
-	else if (strcmp(opts, CRASH_CLI_OPTS) == 0)
+	if (g_str_has_prefix(opts, SFS_CRASH_CLI_OPTS ","))
+		opts += strlen(SFS_CRASH_CLI_OPTS ",");
+	else if (strcmp(opts, SFS_CRASH_CLI_OPTS) == 0)
 		opts = "";
 	g_string_append_printf(s,
 			       "simfs crash -o '%s' --workload %s --mode %s "

@@ -15,7 +15,7 @@
  * workload run on after the cut;
  *  - delayed allocation (alloc=delalloc) under data=ordered: the short
  *    workloads cut at every point, mix volatile, long at 100 points;
- *  - `simfs crash` (sfs_crash_main) end to end.
+ *  - `simfs crash` (sfs_cmd_crash) end to end.
  *
  * It runs in parts (basics, then POLICY-cut, POLICY-volatile,
  * POLICY-long for none, writeback, ordered, journal and delalloc; see
@@ -533,7 +533,7 @@ static int run_main(char **argv, int argc)
 
 		dup2(fd, 1);
 		dup2(fd, 2);
-		_exit(sfs_crash_main(argc, argv));
+		_exit(sfs_cmd_crash(argc, argv));
 	}
 	assert_true(pid > 0);
 	assert_int_equal(waitpid(pid, &status, 0), pid);
