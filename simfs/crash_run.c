@@ -10,42 +10,6 @@
 
 #include "crash_priv.h"
 
-/*
- * The engine closes the device it was given; the crash device must
- * outlive the engine (its counters are read after unmount), so the engine
- * gets this borrowing device, which forwards everything and closes nothing.
- */
-static int sh_read(struct sfs_bdev *bd, uint64_t off, void *buf, size_t len)
-{
-	return sfs_bdev_read(sfs_bdev_priv(bd), sfs_bdev_req_cat(bd), off, buf,
-			     len);
-}
-
-static int sh_write(struct sfs_bdev *bd, uint64_t off, const void *buf,
-		    size_t len)
-{
-	return sfs_bdev_write(sfs_bdev_priv(bd), sfs_bdev_req_cat(bd), off, buf,
-			      len);
-}
-
-static int sh_zero(struct sfs_bdev *bd, uint64_t off, uint64_t len)
-{
-	return sfs_bdev_zero(sfs_bdev_priv(bd), sfs_bdev_req_cat(bd), off, len);
-}
-
-static int sh_flush(struct sfs_bdev *bd)
-{
-	return sfs_bdev_flush(sfs_bdev_priv(bd));
-}
-
-static const struct sfs_bdev_ops borrow_ops = {
-    .name = "crash-borrow",
-    .read = sh_read,
-    .write = sh_write,
-    .flush = sh_flush,
-    .zero = sh_zero,
-};
-
 void run_free(struct run *r)
 {
 	model_free(r->m);
@@ -149,7 +113,9 @@ int run_workload(const struct sfs_crash_params *p, const char *img,
 		return rc;
 	}
 	cd = sfs_crashdev_new(file);
-	shim = sfs_bdev_new(&borrow_ops, cd, sfs_bdev_size_bytes(cd));
+	/* the crash device outlives the engine: its counters are read after
+	 * unmount */
+	shim = sfs_bdev_borrow_new(cd);
 	rc = sfs_fs_open(shim, &cfg, &fs, &msg);
 	if (rc) {
 		g_snprintf(out->err, sizeof(out->err),
