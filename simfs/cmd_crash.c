@@ -313,7 +313,7 @@ int sfs_cmd_crash(int argc, char **argv)
 			g_free(opts);
 			return 0;
 		}
-		if (!p.promise && !sfs_crash_promise_of(pol->name)) {
+		if (!p.promise && !sfs_jnl_promise(pol)) {
 			fprintf(stderr,
 				"simfs crash: no promise known for "
 				"data=%s\n",

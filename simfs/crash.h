@@ -27,8 +27,8 @@
  * for a journaled mode; the two recovered images must hold the same tree
  * and contents; the namespace must equal the model's state after some op
  * j with (last durable fsync/sync) <= j <= (last op begun before the cut);
- * data as the mode promises (sfs_crash_promise).  Every failure names the
- * mode, workload, crash point and seeds.
+ * data as the policy promises (sfs_jnl_promise, journal.h).  Every failure
+ * names the mode, workload, crash point and seeds.
  */
 #ifndef SFS_CRASH_H
 #define SFS_CRASH_H
@@ -41,21 +41,9 @@
 #include "crashdev.h"
 #include "journal.h"
 
-/* What a data= mode promises after a crash (doc/crash.md). */
-struct sfs_crash_promise {
-	const char *mode;     /* data= name */
-	bool journaled;	      /* metadata recovered: e2fsck -fn clean, same
-				 tree as e2fsck's replay, a prefix state */
-	bool fsync_durable;   /* blocks fsync'd before the cut still hold at
-				 least the fsync'd version */
-	bool no_foreign;      /* no block of another file or garbage inside
-				 a file, no zeros where the state has data */
-	bool data_not_behind; /* no block older than the recovered state's */
-	bool data_exact;      /* every block = the recovered state's, whole
-				 (no torn blocks) */
-};
-/* The promise of data=mode, or NULL for an unknown name. */
-const struct sfs_crash_promise *sfs_crash_promise_of(const char *mode);
+/* The promise of data=mode (sfs_jnl_promise of the policy by that name),
+ * or NULL for an unknown name. */
+const struct sfs_jnl_promise *sfs_crash_promise_of(const char *mode);
 
 /* Workload names, NULL-terminated: the short scripted ones, then "long". */
 const char *const *sfs_crash_workloads(void);

@@ -12,28 +12,9 @@
 
 #include "crash_priv.h"
 
-static const struct sfs_crash_promise promises[] = {
-    {.mode = "none"},
-    {.mode = "writeback", .journaled = true, .fsync_durable = true},
-    {.mode = "ordered",
-     .journaled = true,
-     .fsync_durable = true,
-     .no_foreign = true,
-     .data_not_behind = true},
-    {.mode = "journal",
-     .journaled = true,
-     .fsync_durable = true,
-     .no_foreign = true,
-     .data_not_behind = true,
-     .data_exact = true},
-};
-
-const struct sfs_crash_promise *sfs_crash_promise_of(const char *mode)
+const struct sfs_jnl_promise *sfs_crash_promise_of(const char *mode)
 {
-	for (size_t i = 0; mode && i < G_N_ELEMENTS(promises); i++)
-		if (strcmp(promises[i].mode, mode) == 0)
-			return &promises[i];
-	return NULL;
+	return sfs_jnl_promise(sfs_jnl_find(mode));
 }
 
 static void viol(struct sfs_crash_result *r, const char *fmt, ...)
@@ -94,7 +75,7 @@ static void garray_free_cb(gpointer p)
 
 /* The context of one model check. */
 struct mcheck {
-	const struct sfs_crash_promise *pr;
+	const struct sfs_jnl_promise *pr;
 	const struct run *run;
 	const struct tree *tr;
 	uint64_t n_eff; /* fsync/sync ops ending at or before are durable */
@@ -112,7 +93,7 @@ static const char *check_block(struct mcheck *c, uint32_t id,
 			       bool have_states, bool *fsync_bad)
 {
 	static char msg[200];
-	const struct sfs_crash_promise *pr = c->pr;
+	const struct sfs_jnl_promise *pr = c->pr;
 	const GArray *E = eset_get(es, id, idx);
 	uint32_t fl = u32_get(o->floor, idx);
 	uint32_t maxv = u32_get(o->maxver, idx);
@@ -221,7 +202,7 @@ static void check_model(struct mcheck *c)
 {
 	const struct run *run = c->run;
 	struct sfs_crash_result *r = c->r;
-	const struct sfs_crash_promise *pr = c->pr;
+	const struct sfs_jnl_promise *pr = c->pr;
 	struct model *m = model_new();
 	GHashTable *idmap =
 	    g_hash_table_new_full(g_int64_hash, g_int64_equal, g_free, NULL);
@@ -431,7 +412,7 @@ int sfs_crash_check_point(const struct sfs_crash_params *p, uint64_t point,
 			  uint32_t subset, struct sfs_crash_result *r)
 {
 	static const char *const files[] = {"crashed.img", "e2fsck.img", NULL};
-	const struct sfs_crash_promise *pr;
+	const struct sfs_jnl_promise *pr;
 	struct sfs_config cfg;
 	struct run run = {0};
 	struct tree t_sim = {0}, t_fsck = {0};
@@ -449,13 +430,16 @@ int sfs_crash_check_point(const struct sfs_crash_params *p, uint64_t point,
 	rc = parse_opts(p->opts, &cfg, r->why, sizeof(r->why));
 	if (rc)
 		return rc;
-	const char *mode = effective_mode(&cfg, p->image);
+	const struct sfs_jnl_ops *pol = mount_policy(&cfg, p->image);
+	const struct sfs_jnl_promise *own = sfs_jnl_promise(pol);
 
-	pr = sfs_crash_promise_of(p->promise ? p->promise : mode);
+	pr = p->promise ? sfs_crash_promise_of(p->promise) : own;
 	if (!pr) {
 		g_snprintf(r->why, sizeof(r->why),
 			   "no promise known for data=%s",
-			   p->promise ? p->promise : mode);
+			   p->promise ? p->promise
+			   : pol      ? pol->name
+				      : cfg.journal);
 		return -EINVAL;
 	}
 	wd = p->workdir ? g_strdup(p->workdir) : default_workdir();
@@ -591,13 +575,14 @@ int sfs_crash_check_point(const struct sfs_crash_params *p, uint64_t point,
 		    .n_eff = r->crash_req -
 			     (p->mode == SFS_CRASH_TEAR && r->torn ? 1 : 0),
 		    .r = r,
-		    .size_lags = cfg.delalloc && strcmp(mode, "journal") != 0,
+		    .size_lags = cfg.delalloc && !(own && own->size_exact),
 		};
-		/* ext2 (data=none): the model check is information only */
-		struct sfs_crash_promise none = {.mode = pr->mode};
+		/* metadata not journaled (ext2): the model check is
+		 * information only */
+		static const struct sfs_jnl_promise nothing;
 
 		if (!pr->journaled)
-			mc.pr = &none;
+			mc.pr = &nothing;
 		check_model(&mc);
 	}
 	rc = 0;

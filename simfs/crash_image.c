@@ -473,18 +473,18 @@ bool image_marked_clean(const char *img)
 	return image_super(img, &sb) && sfs_sb_marked_clean(&sb);
 }
 
-/* The data= mode a mount of img with cfg gets: "auto" (or "") is ordered
- * on an image with a journal, none without (as fs.c decides). */
-const char *effective_mode(const struct sfs_config *cfg, const char *img)
+/* The journal policy a mount of img with cfg gets (as fs.c decides);
+ * NULL for an unknown data= name. */
+const struct sfs_jnl_ops *mount_policy(const struct sfs_config *cfg,
+				       const char *img)
 {
 	struct sfs_dsuper sb;
 
 	if (cfg->journal[0] && strcmp(cfg->journal, "auto") != 0)
-		return cfg->journal;
+		return sfs_jnl_find(cfg->journal);
 	image_super(img, &sb);
-	return sfs_le32(sb.s_feature_compat) & SFS_FEATURE_COMPAT_HAS_JOURNAL
-		   ? "ordered"
-		   : "none";
+	return sfs_jnl_auto(sfs_le32(sb.s_feature_compat) &
+			    SFS_FEATURE_COMPAT_HAS_JOURNAL);
 }
 
 const struct sfs_jnl_ops *sfs_crash_policy(const char *opts, const char *image,
@@ -496,10 +496,10 @@ const struct sfs_jnl_ops *sfs_crash_policy(const char *opts, const char *image,
 
 	if (parse_opts(opts, &cfg, err, errlen))
 		return NULL;
-	ops = sfs_jnl_find(effective_mode(&cfg, image));
+	ops = mount_policy(&cfg, image);
 	if (!ops)
 		g_snprintf(err, errlen, "unknown journal policy '%s'",
-			   effective_mode(&cfg, image));
+			   cfg.journal);
 	return ops;
 }
 

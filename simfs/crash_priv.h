@@ -221,7 +221,7 @@ void fsck_gist(const char *text, char *buf, size_t len);
 int copy_image(const char *src, const char *dst);
 bool image_needs_recovery(const char *img);
 bool image_marked_clean(const char *img);
-const char *effective_mode(const struct sfs_config *cfg, const char *img);
+const struct sfs_jnl_ops *mount_policy(const struct sfs_config *cfg, const char *img);
 int simfs_recover(const char *img, const struct sfs_config *cfg, char *err,
 		  size_t errlen);
 
