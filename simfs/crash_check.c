@@ -18,7 +18,7 @@ const struct sfs_jnl_promise *sfs_crash_promise_of(const char *mode)
 }
 
 static void viol(struct sfs_crash_result *r, const char *fmt, ...)
-	G_GNUC_PRINTF(2, 3);
+    G_GNUC_PRINTF(2, 3);
 static void viol(struct sfs_crash_result *r, const char *fmt, ...)
 {
 	va_list ap;
@@ -35,7 +35,8 @@ static void viol(struct sfs_crash_result *r, const char *fmt, ...)
 
 uint64_t sfs_crash_dev_seed(uint64_t seed, uint64_t point, uint32_t subset)
 {
-	return cb_mix(seed ^ cb_mix(point * 0x9E3779B97F4A7C15ULL + subset));
+	return crash_cb_mix(
+	    seed ^ crash_cb_mix(point * 0x9E3779B97F4A7C15ULL + subset));
 }
 
 /* Allowed versions of a block over the matched states (a small set). */
@@ -95,8 +96,8 @@ static const char *check_block(struct mcheck *c, uint32_t id,
 	static char msg[200];
 	const struct sfs_jnl_promise *pr = c->pr;
 	const GArray *E = eset_get(es, id, idx);
-	uint32_t fl = u32_get(o->floor, idx);
-	uint32_t maxv = u32_get(o->maxver, idx);
+	uint32_t fl = crash_u32_get(o->floor, idx);
+	uint32_t maxv = crash_u32_get(o->maxver, idx);
 	uint32_t emin = UINT32_MAX;
 	bool zero_in_e = false, mixed = false, foreign = false, garbage = false;
 	bool zero_bad = false, off = false, future = false;
@@ -203,7 +204,7 @@ static void check_model(struct mcheck *c)
 	const struct run *run = c->run;
 	struct sfs_crash_result *r = c->r;
 	const struct sfs_jnl_promise *pr = c->pr;
-	struct model *m = model_new();
+	struct model *m = crash_model_new();
 	GHashTable *idmap =
 	    g_hash_table_new_full(g_int64_hash, g_int64_equal, g_free, NULL);
 	struct eset es = {g_hash_table_new_full(g_int64_hash, g_int64_equal,
@@ -216,10 +217,11 @@ static void check_model(struct mcheck *c)
 	{
 		uint64_t *k = g_new(uint64_t, 1);
 
-		*k = ig_key(mo(run->m, 0)->ino, mo(run->m, 0)->gen);
+		*k = crash_ig_key(crash_obj(run->m, 0)->ino,
+				  crash_obj(run->m, 0)->gen);
 		g_hash_table_insert(idmap, k, GUINT_TO_POINTER(1));
-		mo(m, 0)->ino = mo(run->m, 0)->ino;
-		mo(m, 0)->gen = mo(run->m, 0)->gen;
+		crash_obj(m, 0)->ino = crash_obj(run->m, 0)->ino;
+		crash_obj(m, 0)->gen = crash_obj(run->m, 0)->gen;
 	}
 	for (guint i = 0; i < run->ops->len; i++) {
 		const struct wop *op = &g_array_index(run->ops, struct wop, i);
@@ -227,7 +229,7 @@ static void check_model(struct mcheck *c)
 		if ((op->kind == W_CREATE || op->kind == W_MKDIR) && op->ino) {
 			uint64_t *k = g_new(uint64_t, 1);
 
-			*k = ig_key(op->ino, op->gen);
+			*k = crash_ig_key(op->ino, op->gen);
 			g_hash_table_insert(idmap, k,
 					    GUINT_TO_POINTER(op->id + 1));
 		}
@@ -250,10 +252,11 @@ static void check_model(struct mcheck *c)
 	r->lo_state = (int32_t)lo;
 	/* state 0: after setup, which a sync made durable */
 	for (uint32_t i = 0; i < run->n_setup; i++)
-		model_apply(m, &g_array_index(run->ops, struct wop, i), false);
+		crash_model_apply(m, &g_array_index(run->ops, struct wop, i),
+				  false);
 	for (guint i = 0; i < m->o->len; i++)
-		floor_take(mo(m, i));
-	got = tree_ns_canon(c->tr, idmap, !c->size_lags);
+		crash_floor_take(crash_obj(m, i));
+	got = crash_tree_ns_canon(c->tr, idmap, !c->size_lags);
 	/* delalloc: the largest size each file has in a matching state */
 	GArray *maxsz = g_array_sized_new(FALSE, TRUE, sizeof(uint64_t), 16);
 	for (uint32_t j = 0; j <= hi; j++) {
@@ -261,12 +264,12 @@ static void check_model(struct mcheck *c)
 			const struct wop *op = &g_array_index(
 			    run->ops, struct wop, run->n_setup + j - 1);
 
-			model_apply(m, op, op_durable(op, c->n_eff));
+			crash_model_apply(m, op, op_durable(op, c->n_eff));
 		}
 		if (j < lo) /* before the last durable op: not a candidate */
 			continue;
 		g_free(want);
-		want = model_canon(m, run->bs, !c->size_lags);
+		want = crash_model_canon(m, run->bs, !c->size_lags);
 		if (strcmp(want, got) != 0)
 			continue;
 		nmatch++;
@@ -275,18 +278,18 @@ static void check_model(struct mcheck *c)
 			g_array_set_size(maxsz, m->o->len);
 		for (guint i = 0; i < m->o->len; i++) {
 			uint64_t *mx = &g_array_index(maxsz, uint64_t, i);
-			uint64_t sz = (uint64_t)mo(m, i)->nblk * run->bs;
+			uint64_t sz = (uint64_t)crash_obj(m, i)->nblk * run->bs;
 
-			if (mo(m, i)->live && sz > *mx)
+			if (crash_obj(m, i)->live && sz > *mx)
 				*mx = sz;
 		}
 		for (guint i = 0; i < m->o->len; i++) {
-			const struct mobj *o = mo(m, i);
+			const struct mobj *o = crash_obj(m, i);
 
 			if (!o->live || o->dir)
 				continue;
 			for (uint32_t b = 0; b < o->nblk; b++)
-				eset_add(&es, i, b, u32_get(o->ver, b));
+				eset_add(&es, i, b, crash_u32_get(o->ver, b));
 		}
 	}
 	if (!nmatch) {
@@ -294,8 +297,8 @@ static void check_model(struct mcheck *c)
 		if (pr->journaled) {
 			char a[160], b[160];
 
-			first_missing(got, want, a, sizeof(a));
-			first_missing(want, got, b, sizeof(b));
+			crash_first_missing(got, want, a, sizeof(a));
+			crash_first_missing(want, got, b, sizeof(b));
 			viol(r,
 			     "namespace matches no state after ops %u..%u: "
 			     "recovered has [%s], state %u has [%s]",
@@ -306,7 +309,7 @@ static void check_model(struct mcheck *c)
 	GHashTable *seen = g_hash_table_new(g_direct_hash, g_direct_equal);
 	for (guint i = 0; i < c->tr->e->len; i++) {
 		const struct tent *t = c->tr->e->pdata[i];
-		uint64_t k = ig_key(t->ino, t->gen);
+		uint64_t k = crash_ig_key(t->ino, t->gen);
 		gpointer v;
 		const struct mobj *o;
 		bool fsync_bad = false;
@@ -318,7 +321,7 @@ static void check_model(struct mcheck *c)
 		if (!v)
 			continue;
 		id = GPOINTER_TO_UINT(v) - 1;
-		o = mo(m, id);
+		o = crash_obj(m, id);
 		if (!o || o->dir)
 			continue;
 		g_hash_table_add(seen, GUINT_TO_POINTER(id + 1));
@@ -331,9 +334,8 @@ static void check_model(struct mcheck *c)
 			     "(%llu)",
 			     o->name, (unsigned long long)t->size,
 			     id < maxsz->len
-				 ? (unsigned long long)g_array_index(maxsz,
-								     uint64_t,
-								     id)
+				 ? (unsigned long long)g_array_index(
+				       maxsz, uint64_t, id)
 				 : 0ULL);
 		for (uint32_t b = 0; b < t->nblk; b++) {
 			const char *bad =
@@ -345,7 +347,7 @@ static void check_model(struct mcheck *c)
 		}
 		/* fsync'd blocks beyond the recovered size */
 		for (uint32_t b = t->nblk; o->floor && b < o->floor->len; b++)
-			if (u32_get(o->floor, b))
+			if (crash_u32_get(o->floor, b))
 				fsync_bad = true;
 		if (o->floor) {
 			if (fsync_bad) {
@@ -362,7 +364,7 @@ static void check_model(struct mcheck *c)
 	}
 	/* fsync'd files still live at the last op begun, yet missing */
 	for (guint i = 1; i < m->o->len; i++) {
-		const struct mobj *o = mo(m, i);
+		const struct mobj *o = crash_obj(m, i);
 		bool owed = false;
 
 		if (!o->live || o->dir || !o->floor ||
@@ -382,10 +384,10 @@ static void check_model(struct mcheck *c)
 	g_hash_table_destroy(es.h);
 	g_array_free(maxsz, TRUE);
 	g_hash_table_destroy(idmap);
-	model_free(m);
+	crash_model_free(m);
 }
 
-char *default_workdir(void)
+char *crash_default_workdir(void)
 {
 	const char *t = g_getenv("TMPDIR");
 
@@ -397,7 +399,7 @@ char *default_workdir(void)
 	return g_strdup("/tmp");
 }
 
-void rm_dir(const char *dir, const char *const *files)
+void crash_rm_dir(const char *dir, const char *const *files)
 {
 	for (size_t i = 0; files[i]; i++) {
 		char *f = g_build_filename(dir, files[i], NULL);
@@ -427,10 +429,10 @@ int sfs_crash_check_point(const struct sfs_crash_params *p, uint64_t point,
 	r->state = r->lo_state = -1;
 	r->same_tree = -1;
 	r->fsck_y = -1;
-	rc = parse_opts(p->opts, &cfg, r->why, sizeof(r->why));
+	rc = crash_parse_opts(p->opts, &cfg, r->why, sizeof(r->why));
 	if (rc)
 		return rc;
-	const struct sfs_jnl_ops *pol = mount_policy(&cfg, p->image);
+	const struct sfs_jnl_ops *pol = crash_mount_policy(&cfg, p->image);
 	const struct sfs_jnl_promise *own = sfs_jnl_promise(pol);
 
 	pr = p->promise ? sfs_crash_promise_of(p->promise) : own;
@@ -442,7 +444,7 @@ int sfs_crash_check_point(const struct sfs_crash_params *p, uint64_t point,
 				      : cfg.journal);
 		return -EINVAL;
 	}
-	wd = p->workdir ? g_strdup(p->workdir) : default_workdir();
+	wd = p->workdir ? g_strdup(p->workdir) : crash_default_workdir();
 	dir = g_build_filename(wd, "simfs-crash-XXXXXX", NULL);
 	g_free(wd);
 	if (!g_mkdtemp(dir)) {
@@ -454,7 +456,7 @@ int sfs_crash_check_point(const struct sfs_crash_params *p, uint64_t point,
 	}
 	crashed = g_build_filename(dir, files[0], NULL);
 	fixed = g_build_filename(dir, files[1], NULL);
-	rc = copy_image(p->image, crashed);
+	rc = crash_copy_image(p->image, crashed);
 	if (rc) {
 		g_snprintf(r->why, sizeof(r->why), "cannot copy %s: %s",
 			   p->image, g_strerror(-rc));
@@ -462,7 +464,7 @@ int sfs_crash_check_point(const struct sfs_crash_params *p, uint64_t point,
 	}
 
 	/* the run, cut at point */
-	rc = run_workload(p, crashed, false, point, r->dev_seed, &run);
+	rc = crash_run_workload(p, crashed, false, point, r->dev_seed, &run);
 	if (rc) {
 		g_strlcpy(r->why, run.err, sizeof(r->why));
 		goto out;
@@ -478,7 +480,7 @@ int sfs_crash_check_point(const struct sfs_crash_params *p, uint64_t point,
 
 		if (op->start < r->crash_req && r->crash_req <= op->end) {
 			r->op_at_cut = i - run.n_setup + 1;
-			wop_desc(op, r->op_desc, sizeof(r->op_desc));
+			crash_wop_desc(op, r->op_desc, sizeof(r->op_desc));
 		}
 	}
 	if (run.err[0]) {
@@ -487,35 +489,35 @@ int sfs_crash_check_point(const struct sfs_crash_params *p, uint64_t point,
 	}
 
 	/* e2fsck's view of the crashed image, then its own repair */
-	r->needs_recovery = image_needs_recovery(crashed);
-	r->marked_clean = image_marked_clean(crashed);
-	rc = run_e2fsck("-fn", crashed, &ex, &r->crashed_clean, &text);
+	r->needs_recovery = crash_image_needs_recovery(crashed);
+	r->marked_clean = crash_image_marked_clean(crashed);
+	rc = crash_run_e2fsck("-fn", crashed, &ex, &r->crashed_clean, &text);
 	if (rc == -ENOENT) {
 		g_strlcpy(r->why, "e2fsck not found", sizeof(r->why));
 		goto out;
 	}
 	/* every policy: an image that says it is clean is */
 	if (r->marked_clean && !r->crashed_clean) {
-		fsck_gist(text, msg, sizeof(msg));
+		crash_fsck_gist(text, msg, sizeof(msg));
 		viol(r, "marked clean but e2fsck -fn is not: %s", msg);
 	}
 	g_free(text);
 	text = NULL;
-	rc = copy_image(crashed, fixed);
+	rc = crash_copy_image(crashed, fixed);
 	if (rc) {
 		g_snprintf(r->why, sizeof(r->why), "cannot copy %s: %s",
 			   crashed, g_strerror(-rc));
 		goto out;
 	}
-	run_e2fsck("-fy", fixed, &r->fsck_y, NULL, &text);
+	crash_run_e2fsck("-fy", fixed, &r->fsck_y, NULL, &text);
 	if (r->fsck_y != 0 && r->fsck_y != 1) {
-		fsck_gist(text, msg, sizeof(msg));
+		crash_fsck_gist(text, msg, sizeof(msg));
 		viol(r, "e2fsck -fy exited %d: %s", r->fsck_y, msg);
 	}
 	g_free(text);
-	run_e2fsck("-fn", fixed, &ex, &r->repaired_clean, &text);
+	crash_run_e2fsck("-fn", fixed, &ex, &r->repaired_clean, &text);
 	if (!r->repaired_clean) {
-		fsck_gist(text, msg, sizeof(msg));
+		crash_fsck_gist(text, msg, sizeof(msg));
 		viol(r, "e2fsck -fn after e2fsck -fy not clean: %s", msg);
 	}
 	g_free(text);
@@ -523,39 +525,43 @@ int sfs_crash_check_point(const struct sfs_crash_params *p, uint64_t point,
 
 	/* simfs's recovery on the original */
 	if (pr->journaled || r->crashed_clean) {
-		r->recover_rc = simfs_recover(crashed, &cfg, msg, sizeof(msg));
+		r->recover_rc =
+		    crash_simfs_recover(crashed, &cfg, msg, sizeof(msg));
 		if (r->recover_rc)
 			viol(r, "simfs recovery failed: %s", msg);
-		run_e2fsck("-fn", crashed, &ex, &r->recovered_clean, &text);
+		crash_run_e2fsck("-fn", crashed, &ex, &r->recovered_clean,
+				 &text);
 		if (!r->recovered_clean) {
-			fsck_gist(text, msg, sizeof(msg));
+			crash_fsck_gist(text, msg, sizeof(msg));
 			viol(r, "e2fsck -fn after simfs recovery: %s", msg);
 		}
 		g_free(text);
 		text = NULL;
 	} else {
 		/* ext2 damaged: simfs must refuse or cope, never crash */
-		r->recover_rc = simfs_recover(crashed, &cfg, msg, sizeof(msg));
+		r->recover_rc =
+		    crash_simfs_recover(crashed, &cfg, msg, sizeof(msg));
 	}
 
 	/* the trees */
-	rc = tree_load(fixed, &cfg, &t_fsck, msg, sizeof(msg));
+	rc = crash_tree_load(fixed, &cfg, &t_fsck, msg, sizeof(msg));
 	if (rc)
 		viol(r, "after e2fsck -fy: %s", msg);
 	if (pr->journaled || r->crashed_clean) {
-		rc = tree_load(crashed, &cfg, &t_sim, msg, sizeof(msg));
+		rc = crash_tree_load(crashed, &cfg, &t_sim, msg, sizeof(msg));
 		if (rc)
 			viol(r, "after simfs recovery: %s", msg);
 	}
 	if (t_sim.e && t_fsck.e && t_sim.e->len + t_fsck.e->len > 0) {
-		char *a = tree_canon(&t_sim), *b = tree_canon(&t_fsck);
+		char *a = crash_tree_canon(&t_sim),
+		     *b = crash_tree_canon(&t_fsck);
 
 		r->same_tree = strcmp(a, b) == 0;
 		if (!r->same_tree) {
 			char x[150], y[150];
 
-			first_missing(a, b, x, sizeof(x));
-			first_missing(b, a, y, sizeof(y));
+			crash_first_missing(a, b, x, sizeof(x));
+			crash_first_missing(b, a, y, sizeof(y));
 			viol(r,
 			     "simfs and e2fsck recoveries differ: simfs has "
 			     "[%s], e2fsck has [%s]",
@@ -587,11 +593,11 @@ int sfs_crash_check_point(const struct sfs_crash_params *p, uint64_t point,
 	}
 	rc = 0;
 out:
-	tree_free(&t_sim);
-	tree_free(&t_fsck);
-	run_free(&run);
+	crash_tree_free(&t_sim);
+	crash_tree_free(&t_fsck);
+	crash_run_free(&run);
 	if (!((r->violated && p->keep_failed) || p->keep_all)) {
-		rm_dir(dir, files);
+		crash_rm_dir(dir, files);
 	} else {
 		if (!r->why[0])
 			g_strlcpy(r->why, "ok", sizeof(r->why));

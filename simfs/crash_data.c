@@ -3,7 +3,7 @@
  *
  * A block written by a workload carries its file id, block index and
  * version in every 512-byte sector, so the checker can tell what any
- * block read back holds (cb_fill, cb_classify).
+ * block read back holds (crash_cb_fill, crash_cb_classify).
  */
 #include <string.h>
 
@@ -51,7 +51,7 @@ static uint64_t get64(const uint8_t *p)
 	return sfs_le64(v);
 }
 
-uint64_t cb_mix(uint64_t x)
+uint64_t crash_cb_mix(uint64_t x)
 {
 	x ^= x >> 30;
 	x *= 0xbf58476d1ce4e5b9ULL;
@@ -61,14 +61,14 @@ uint64_t cb_mix(uint64_t x)
 	return x;
 }
 
-void cb_fill(uint8_t *b, uint32_t bs, uint32_t id, uint32_t idx,
-		    uint32_t ver)
+void crash_cb_fill(uint8_t *b, uint32_t bs, uint32_t id, uint32_t idx,
+		   uint32_t ver)
 {
-	uint64_t s = cb_mix(((uint64_t)id << 32 | idx) ^
-			    cb_mix((uint64_t)ver + 0x5eedULL));
+	uint64_t s = crash_cb_mix(((uint64_t)id << 32 | idx) ^
+				  crash_cb_mix((uint64_t)ver + 0x5eedULL));
 
 	for (uint32_t w = 0; w < bs / 8; w++)
-		put64(b + 8 * w, cb_mix(s + w));
+		put64(b + 8 * w, crash_cb_mix(s + w));
 	for (uint32_t sec = 0; sec < bs / SFS_CRASH_SECTOR; sec++) {
 		uint8_t *t = b + sec * SFS_CRASH_SECTOR;
 
@@ -82,7 +82,7 @@ void cb_fill(uint8_t *b, uint32_t bs, uint32_t id, uint32_t idx,
 	put64(b + 16, XXH64(b + CB_HDR, bs - CB_HDR, 0));
 }
 
-bool all_zero(const uint8_t *p, size_t n)
+bool crash_all_zero(const uint8_t *p, size_t n)
 {
 	for (size_t i = 0; i < n; i++)
 		if (p[i])
@@ -90,8 +90,8 @@ bool all_zero(const uint8_t *p, size_t n)
 	return true;
 }
 
-void cb_classify(struct cb_gen *g, const uint8_t *b, uint32_t bs,
-			struct bsum *out)
+void crash_cb_classify(struct cb_gen *g, const uint8_t *b, uint32_t bs,
+		       struct bsum *out)
 {
 	uint32_t ns = bs / SFS_CRASH_SECTOR;
 
@@ -109,7 +109,7 @@ void cb_classify(struct cb_gen *g, const uint8_t *b, uint32_t bs,
 
 		st->kind = SK_GARBAGE;
 		st->id = st->idx = st->ver = 0;
-		if (all_zero(t, SFS_CRASH_SECTOR)) {
+		if (crash_all_zero(t, SFS_CRASH_SECTOR)) {
 			st->kind = SK_ZERO;
 			continue;
 		}
@@ -120,7 +120,7 @@ void cb_classify(struct cb_gen *g, const uint8_t *b, uint32_t bs,
 		st->ver = get32(t + 12);
 		if (!g->valid || g->bs != bs || g->id != st->id ||
 		    g->idx != st->idx || g->ver != st->ver) {
-			cb_fill(g->buf, bs, st->id, st->idx, st->ver);
+			crash_cb_fill(g->buf, bs, st->id, st->idx, st->ver);
 			g->bs = bs;
 			g->id = st->id;
 			g->idx = st->idx;

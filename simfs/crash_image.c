@@ -1,6 +1,6 @@
 /*
  * crash_image.c - reading a crashed or recovered image back
- * (crash_priv.h): the tree through the engine (tree_*), e2fsck runs and
+ * (crash_priv.h): the tree through the engine (crash_tree_*), e2fsck runs and
  * their verdicts, image copies and superblock flags, simfs recovery.
  */
 #include <errno.h>
@@ -26,7 +26,7 @@ static void tent_free(gpointer p)
 	g_free(t);
 }
 
-void tree_free(struct tree *t)
+void crash_tree_free(struct tree *t)
 {
 	if (t->e)
 		g_ptr_array_free(t->e, TRUE);
@@ -69,7 +69,7 @@ static int read_file(struct sfs_fs *fs, struct tent *t, uint32_t bs,
 			memset(buf + got, 0, bs - got);
 		h = XXH64(buf, got, h);
 		if (t->in_crash)
-			cb_classify(g, buf, bs, &t->blk[i]);
+			crash_cb_classify(g, buf, bs, &t->blk[i]);
 	}
 	t->hash = h;
 	g_free(buf);
@@ -134,8 +134,8 @@ static int tree_walk(struct sfs_fs *fs, struct tree *tr, sfs_ino_t dino,
 
 /* Read the whole tree of the image at img (read-only).  0 or -errno with
  * a message in err. */
-int tree_load(const char *img, const struct sfs_config *base, struct tree *tr,
-	      char *err, size_t errlen)
+int crash_tree_load(const char *img, const struct sfs_config *base,
+		    struct tree *tr, char *err, size_t errlen)
 {
 	struct sfs_config cfg = *base;
 	struct sfs_bdev *bd;
@@ -181,7 +181,7 @@ int tree_load(const char *img, const struct sfs_config *base, struct tree *tr,
 }
 
 /* The whole tree as sorted lines: what two recoveries must agree on. */
-char *tree_canon(const struct tree *tr)
+char *crash_tree_canon(const struct tree *tr)
 {
 	GPtrArray *l = g_ptr_array_new_with_free_func(g_free);
 
@@ -196,10 +196,10 @@ char *tree_canon(const struct tree *tr)
 				       dir ? 0ULL : (unsigned long long)t->size,
 				       (unsigned long long)t->hash));
 	}
-	return join_sorted(l);
+	return crash_join_sorted(l);
 }
 
-uint64_t ig_key(sfs_ino_t ino, uint32_t gen)
+uint64_t crash_ig_key(sfs_ino_t ino, uint32_t gen)
 {
 	return (uint64_t)ino << 32 | gen;
 }
@@ -208,7 +208,7 @@ uint64_t ig_key(sfs_ino_t ino, uint32_t gen)
 static void id_text(GHashTable *idmap, sfs_ino_t ino, uint32_t gen, char *buf,
 		    size_t len)
 {
-	uint64_t k = ig_key(ino, gen);
+	uint64_t k = crash_ig_key(ino, gen);
 	gpointer v = g_hash_table_lookup(idmap, &k);
 
 	if (v)
@@ -217,8 +217,8 @@ static void id_text(GHashTable *idmap, sfs_ino_t ino, uint32_t gen, char *buf,
 		g_snprintf(buf, len, "?%u", ino);
 }
 
-/* The /crash subtree as model_canon writes it, objects named by id. */
-char *tree_ns_canon(const struct tree *tr, GHashTable *idmap, bool sizes)
+/* The /crash subtree as crash_model_canon writes it, objects named by id. */
+char *crash_tree_ns_canon(const struct tree *tr, GHashTable *idmap, bool sizes)
 {
 	GPtrArray *l = g_ptr_array_new_with_free_func(g_free);
 
@@ -254,11 +254,11 @@ char *tree_ns_canon(const struct tree *tr, GHashTable *idmap, bool sizes)
 					   : (unsigned long long)t->size,
 				       t->nlink));
 	}
-	return join_sorted(l);
+	return crash_join_sorted(l);
 }
 
 /* First line of a missing from b (into buf), "" if none. */
-void first_missing(const char *a, const char *b, char *buf, size_t len)
+void crash_first_missing(const char *a, const char *b, char *buf, size_t len)
 {
 	char **la = g_strsplit(a, "\n", -1);
 	GHashTable *sb = g_hash_table_new(g_str_hash, g_str_equal);
@@ -322,8 +322,8 @@ static bool fsck_text_clean(const char *text)
  * run (-n prints fixable problems and still exits 0: the text is read).
  * -ENOENT without e2fsck, -EIO if it could not run or died.
  */
-int run_e2fsck(const char *flags, const char *img, int *exit_out,
-	       bool *clean_out, char **text_out)
+int crash_run_e2fsck(const char *flags, const char *img, int *exit_out,
+		     bool *clean_out, char **text_out)
 {
 	char *prog = find_e2fsck();
 	char *argv[] = {prog, (char *)flags, (char *)img, NULL};
@@ -362,7 +362,7 @@ int run_e2fsck(const char *flags, const char *img, int *exit_out,
 }
 
 /* A short extract of e2fsck's complaint for a one-line message. */
-void fsck_gist(const char *text, char *buf, size_t len)
+void crash_fsck_gist(const char *text, char *buf, size_t len)
 {
 	char **lines = g_strsplit(text ? text : "", "\n", -1);
 
@@ -381,7 +381,7 @@ void fsck_gist(const char *text, char *buf, size_t len)
 }
 
 /* Copy a regular file, keeping holes (and skipping zero runs). */
-int copy_image(const char *src, const char *dst)
+int crash_copy_image(const char *src, const char *dst)
 {
 	const size_t chunk = 256 << 10;
 	int in, out, rc = 0;
@@ -427,7 +427,7 @@ int copy_image(const char *src, const char *dst)
 				rc = got < 0 ? -errno : -EIO;
 				break;
 			}
-			if (!all_zero(buf, (size_t)got) &&
+			if (!crash_all_zero(buf, (size_t)got) &&
 			    pwrite(out, buf, (size_t)got, o) != got)
 				rc = -EIO;
 			o += got;
@@ -457,7 +457,7 @@ static bool image_super(const char *img, struct sfs_dsuper *sb)
 	return ok;
 }
 
-bool image_needs_recovery(const char *img)
+bool crash_image_needs_recovery(const char *img)
 {
 	struct sfs_dsuper sb;
 
@@ -466,7 +466,7 @@ bool image_needs_recovery(const char *img)
 }
 
 /* Does img say it was cleanly unmounted?  Then it must be consistent. */
-bool image_marked_clean(const char *img)
+bool crash_image_marked_clean(const char *img)
 {
 	struct sfs_dsuper sb;
 
@@ -475,8 +475,8 @@ bool image_marked_clean(const char *img)
 
 /* The journal policy a mount of img with cfg gets (as fs.c decides);
  * NULL for an unknown data= name. */
-const struct sfs_jnl_ops *mount_policy(const struct sfs_config *cfg,
-				       const char *img)
+const struct sfs_jnl_ops *crash_mount_policy(const struct sfs_config *cfg,
+					     const char *img)
 {
 	struct sfs_dsuper sb;
 
@@ -494,9 +494,9 @@ const struct sfs_jnl_ops *sfs_crash_policy(const char *opts, const char *image,
 
 	const struct sfs_jnl_ops *ops;
 
-	if (parse_opts(opts, &cfg, err, errlen))
+	if (crash_parse_opts(opts, &cfg, err, errlen))
 		return NULL;
-	ops = mount_policy(&cfg, image);
+	ops = crash_mount_policy(&cfg, image);
 	if (!ops)
 		g_snprintf(err, errlen, "unknown journal policy '%s'",
 			   cfg.journal);
@@ -504,8 +504,8 @@ const struct sfs_jnl_ops *sfs_crash_policy(const char *opts, const char *image,
 }
 
 /* simfs recovery: open (replays the journal) and close.  0 or -errno. */
-int simfs_recover(const char *img, const struct sfs_config *cfg, char *err,
-		  size_t errlen)
+int crash_simfs_recover(const char *img, const struct sfs_config *cfg,
+			char *err, size_t errlen)
 {
 	struct sfs_config c = *cfg;
 	struct sfs_bdev *bd;

@@ -1,7 +1,7 @@
 /*
  * crash_model.c - the model of a crash workload (crash_priv.h): the
  * namespace under /crash and each file's block versions, advanced one op
- * at a time (model_apply), and its canonical text (model_canon).
+ * at a time (crash_model_apply), and its canonical text (crash_model_canon).
  */
 #include <string.h>
 
@@ -9,7 +9,7 @@
 
 #include "crash_priv.h"
 
-uint32_t u32_get(const GArray *a, uint32_t i)
+uint32_t crash_u32_get(const GArray *a, uint32_t i)
 {
 	return a && i < a->len ? g_array_index(a, uint32_t, i) : 0;
 }
@@ -54,7 +54,7 @@ static struct mobj *mobj_new(bool dir, uint32_t parent, const char *name)
 	return o;
 }
 
-struct model *model_new(void)
+struct model *crash_model_new(void)
 {
 	struct model *m = g_new0(struct model, 1);
 
@@ -63,7 +63,7 @@ struct model *model_new(void)
 	return m;
 }
 
-void model_free(struct model *m)
+void crash_model_free(struct model *m)
 {
 	if (!m)
 		return;
@@ -71,16 +71,16 @@ void model_free(struct model *m)
 	g_free(m);
 }
 
-struct mobj *mo(const struct model *m, uint32_t id)
+struct mobj *crash_obj(const struct model *m, uint32_t id)
 {
 	return id < m->o->len ? g_ptr_array_index(m->o, id) : NULL;
 }
 
 /* Id of entry name in dir, or UINT32_MAX. */
-uint32_t model_lookup(const struct model *m, uint32_t dir,
-			     const char *name)
+uint32_t crash_model_lookup(const struct model *m, uint32_t dir,
+			    const char *name)
 {
-	struct mobj *d = mo(m, dir);
+	struct mobj *d = crash_obj(m, dir);
 	gpointer v;
 
 	if (!d || !d->dir || !d->live)
@@ -92,11 +92,11 @@ uint32_t model_lookup(const struct model *m, uint32_t dir,
 static void ent_add(struct model *m, uint32_t dir, const char *name,
 		    uint32_t id)
 {
-	g_hash_table_insert(mo(m, dir)->ents, g_strdup(name),
+	g_hash_table_insert(crash_obj(m, dir)->ents, g_strdup(name),
 			    GUINT_TO_POINTER(id + 1));
 }
 
-void floor_take(struct mobj *o)
+void crash_floor_take(struct mobj *o)
 {
 	if (o->dir || !o->live)
 		return;
@@ -111,7 +111,7 @@ void floor_take(struct mobj *o)
  * Apply op to the model.  durable: the op is a fsync/sync/unmount known to
  * have completed before the cut (the checker's replay): take the floors.
  */
-void model_apply(struct model *m, const struct wop *op, bool durable)
+void crash_model_apply(struct model *m, const struct wop *op, bool durable)
 {
 	struct mobj *o, *t;
 	uint32_t id, tid;
@@ -119,7 +119,7 @@ void model_apply(struct model *m, const struct wop *op, bool durable)
 	switch (op->kind) {
 	case W_CREATE:
 	case W_MKDIR:
-		if (op->id != m->o->len || !mo(m, op->a))
+		if (op->id != m->o->len || !crash_obj(m, op->a))
 			return;
 		o = mobj_new(op->kind == W_MKDIR, op->a, op->name);
 		o->ino = op->ino;
@@ -127,14 +127,14 @@ void model_apply(struct model *m, const struct wop *op, bool durable)
 		g_ptr_array_add(m->o, o);
 		ent_add(m, op->a, op->name, op->id);
 		if (o->dir)
-			mo(m, op->a)->nsub++;
+			crash_obj(m, op->a)->nsub++;
 		break;
 	case W_WRITE:
-		o = mo(m, op->a);
+		o = crash_obj(m, op->a);
 		if (!o || o->dir)
 			return;
 		for (uint32_t i = 0; i < op->n; i++) {
-			uint32_t v = u32_get(o->maxver, op->blk + i) + 1;
+			uint32_t v = crash_u32_get(o->maxver, op->blk + i) + 1;
 
 			u32_set(o->maxver, op->blk + i, v);
 			u32_set(o->ver, op->blk + i, v);
@@ -142,7 +142,7 @@ void model_apply(struct model *m, const struct wop *op, bool durable)
 		o->nblk = MAX(o->nblk, op->blk + op->n);
 		break;
 	case W_TRUNC:
-		o = mo(m, op->a);
+		o = crash_obj(m, op->a);
 		if (!o || o->dir)
 			return;
 		for (uint32_t i = op->n; i < o->ver->len; i++)
@@ -153,56 +153,56 @@ void model_apply(struct model *m, const struct wop *op, bool durable)
 		o->nblk = op->n;
 		break;
 	case W_RENAME:
-		id = model_lookup(m, op->a, op->name);
-		o = mo(m, id);
-		if (!o || !mo(m, op->c))
+		id = crash_model_lookup(m, op->a, op->name);
+		o = crash_obj(m, id);
+		if (!o || !crash_obj(m, op->c))
 			return;
-		tid = model_lookup(m, op->c, op->name2);
+		tid = crash_model_lookup(m, op->c, op->name2);
 		if (tid == id)
 			return;
-		t = mo(m, tid);
+		t = crash_obj(m, tid);
 		if (t) {
 			t->live = false;
 			if (t->dir)
-				mo(m, op->c)->nsub--;
+				crash_obj(m, op->c)->nsub--;
 		}
-		g_hash_table_remove(mo(m, op->a)->ents, op->name);
+		g_hash_table_remove(crash_obj(m, op->a)->ents, op->name);
 		ent_add(m, op->c, op->name2, id);
 		o->parent = op->c;
 		g_strlcpy(o->name, op->name2, sizeof(o->name));
 		if (o->dir && op->a != op->c) {
-			mo(m, op->a)->nsub--;
-			mo(m, op->c)->nsub++;
+			crash_obj(m, op->a)->nsub--;
+			crash_obj(m, op->c)->nsub++;
 		}
 		break;
 	case W_UNLINK:
 	case W_RMDIR:
-		o = mo(m, model_lookup(m, op->a, op->name));
+		o = crash_obj(m, crash_model_lookup(m, op->a, op->name));
 		if (!o)
 			return;
 		o->live = false;
 		if (o->dir)
-			mo(m, op->a)->nsub--;
-		g_hash_table_remove(mo(m, op->a)->ents, op->name);
+			crash_obj(m, op->a)->nsub--;
+		g_hash_table_remove(crash_obj(m, op->a)->ents, op->name);
 		break;
 	case W_FSYNC:
-		if (durable && (o = mo(m, op->a)))
-			floor_take(o);
+		if (durable && (o = crash_obj(m, op->a)))
+			crash_floor_take(o);
 		break;
 	case W_SYNC:
 	case W_UNMOUNT:
 		for (guint i = 0; durable && i < m->o->len; i++)
-			floor_take(mo(m, i));
+			crash_floor_take(crash_obj(m, i));
 		break;
 	}
 }
 
 static const char *const wop_names[] = {
-    "create", "mkdir", "write", "trunc", "rename", "unlink",
+    "create", "mkdir", "write", "trunc",   "rename", "unlink",
     "rmdir",  "fsync", "sync",	"unmount", "open",   "close",
 };
 
-void wop_desc(const struct wop *op, char *buf, size_t len)
+void crash_wop_desc(const struct wop *op, char *buf, size_t len)
 {
 	const char *n =
 	    op->kind < G_N_ELEMENTS(wop_names) ? wop_names[op->kind] : "?";
@@ -235,14 +235,14 @@ void wop_desc(const struct wop *op, char *buf, size_t len)
 	}
 }
 
-/* The namespace under /crash as sorted lines (see tree_ns_canon). */
+/* The namespace under /crash as sorted lines (see crash_tree_ns_canon). */
 static int strcmp_p(gconstpointer a, gconstpointer b)
 {
 	return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
 /* Sort the lines, join them with newlines; frees l. */
-char *join_sorted(GPtrArray *l)
+char *crash_join_sorted(GPtrArray *l)
 {
 	GString *s = g_string_new(NULL);
 
@@ -258,12 +258,12 @@ char *join_sorted(GPtrArray *l)
  * allocation the recovered size may lag the state's (ext4's i_disksize)
  * and is checked on its own (check_model).
  */
-char *model_canon(const struct model *m, uint32_t bs, bool sizes)
+char *crash_model_canon(const struct model *m, uint32_t bs, bool sizes)
 {
 	GPtrArray *l = g_ptr_array_new_with_free_func(g_free);
 
 	for (guint i = 0; i < m->o->len; i++) {
-		const struct mobj *o = mo(m, i);
+		const struct mobj *o = crash_obj(m, i);
 
 		if (!o->live)
 			continue;
@@ -276,13 +276,13 @@ char *model_canon(const struct model *m, uint32_t bs, bool sizes)
 			    l,
 			    o->dir || sizes
 				? g_strdup_printf(
-				      "%u/%s %c %u %llu %u", o->parent,
-				      o->name, o->dir ? 'd' : 'f', i,
+				      "%u/%s %c %u %llu %u", o->parent, o->name,
+				      o->dir ? 'd' : 'f', i,
 				      o->dir ? 0ULL
 					     : (unsigned long long)o->nblk * bs,
 				      o->dir ? 2 + o->nsub : 1)
 				: g_strdup_printf("%u/%s f %u - 1", o->parent,
 						  o->name, i));
 	}
-	return join_sorted(l);
+	return crash_join_sorted(l);
 }

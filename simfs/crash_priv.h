@@ -1,20 +1,26 @@
 /*
  * crash_priv.h - what the parts of the crash checker (crash.h) share;
- * not for use outside simfs/crash_*.c.
+ * not for use outside simfs/crash_*.c.  Every name here starts with
+ * crash_ (libsimfs is one namespace); statics inside a part keep short
+ * names.
  *
- * Parts:
- *  crash_data.c      data blocks that name themselves (cb_*);
+ * Parts, in the order a check runs through them:
+ *  crash_data.c      data blocks that name themselves (crash_cb_*);
  *  crash_model.c     the model: the workload's namespace and per-block
- *                    versions, advanced one op at a time (model_*);
+ *                    versions, advanced one op at a time (crash_model_*);
  *  crash_workload.c  the workloads (wl_*), written against helpers (w_*)
- *                    that issue an op to the engine, note the crash
- *                    device's request count around it and apply it to
- *                    the model;
- *  crash_run.c       one run of a workload over a crash device (run_*);
- *  crash_image.c     reading an image back through the engine (tree_*),
- *                    e2fsck, image copies;
- *  crash_check.c     the check of one crash point;
+ *                    that issue an op to the engine (crash_w_issue), note
+ *                    the crash device's request count around it and
+ *                    apply it to the model;
+ *  crash_run.c       one run of a workload over a crash device
+ *                    (crash_run_workload);
+ *  crash_image.c     reading an image back through the engine
+ *                    (crash_tree_*), e2fsck, image copies, the policy a
+ *                    mount gets;
+ *  crash_check.c     the check of one crash point against the policy's
+ *                    promise (journal.h: sfs_jnl_promise);
  *  crash_sweep.c     plans and sweeps in forked processes.
+ * The front end, simfs crash, is simfs/cmd_crash.c and sees crash.h only.
  *
  * Invariants:
  *  1. A workload's choices depend only on its seed and the model, never on
@@ -42,9 +48,9 @@
 #include "format.h"
 #include "fs.h"
 
-#define CRASH_DIR "crash"	/* the workload's directory in the image */
-#define CRASH_LONG_OPS 3000u	/* default length of "long" */
-#define CRASH_MAX_FILE_BLK 64	/* longest file of the long workload */
+#define CRASH_DIR "crash"     /* the workload's directory in the image */
+#define CRASH_LONG_OPS 3000u  /* default length of "long" */
+#define CRASH_MAX_FILE_BLK 64 /* longest file of the long workload */
 
 #define CB_MAXSECT 8u /* 4 KiB blocks */
 
@@ -178,55 +184,59 @@ struct tree {
 };
 
 /* crash_data.c */
-uint64_t cb_mix(uint64_t x);
-void cb_fill(uint8_t *b, uint32_t bs, uint32_t id, uint32_t idx, uint32_t ver);
-bool all_zero(const uint8_t *p, size_t n);
-void cb_classify(struct cb_gen *g, const uint8_t *b, uint32_t bs,
-		 struct bsum *out);
+uint64_t crash_cb_mix(uint64_t x);
+void crash_cb_fill(uint8_t *b, uint32_t bs, uint32_t id, uint32_t idx,
+		   uint32_t ver);
+bool crash_all_zero(const uint8_t *p, size_t n);
+void crash_cb_classify(struct cb_gen *g, const uint8_t *b, uint32_t bs,
+		       struct bsum *out);
 
 /* crash_model.c */
-uint32_t u32_get(const GArray *a, uint32_t i);
-struct model *model_new(void);
-void model_free(struct model *m);
-struct mobj *mo(const struct model *m, uint32_t id);
-uint32_t model_lookup(const struct model *m, uint32_t dir, const char *name);
-void floor_take(struct mobj *o);
-void model_apply(struct model *m, const struct wop *op, bool durable);
-void wop_desc(const struct wop *op, char *buf, size_t len);
-char *join_sorted(GPtrArray *l);
-char *model_canon(const struct model *m, uint32_t bs, bool sizes);
+uint32_t crash_u32_get(const GArray *a, uint32_t i);
+struct model *crash_model_new(void);
+void crash_model_free(struct model *m);
+struct mobj *crash_obj(const struct model *m, uint32_t id);
+uint32_t crash_model_lookup(const struct model *m, uint32_t dir,
+			    const char *name);
+void crash_floor_take(struct mobj *o);
+void crash_model_apply(struct model *m, const struct wop *op, bool durable);
+void crash_wop_desc(const struct wop *op, char *buf, size_t len);
+char *crash_join_sorted(GPtrArray *l);
+char *crash_model_canon(const struct model *m, uint32_t bs, bool sizes);
 
 /* crash_workload.c */
-int w_issue(struct wctx *w, struct wop *op);
-const struct workload *workload_find(const char *name);
+int crash_w_issue(struct wctx *w, struct wop *op);
+const struct workload *crash_workload_find(const char *name);
 
 /* crash_run.c */
-void run_free(struct run *r);
-int parse_opts(const char *opts, struct sfs_config *cfg, char *err,
-	       size_t errlen);
-int run_workload(const struct sfs_crash_params *p, const char *img, bool dry,
-		 uint64_t point, uint64_t dev_seed, struct run *out);
+void crash_run_free(struct run *r);
+int crash_parse_opts(const char *opts, struct sfs_config *cfg, char *err,
+		     size_t errlen);
+int crash_run_workload(const struct sfs_crash_params *p, const char *img,
+		       bool dry, uint64_t point, uint64_t dev_seed,
+		       struct run *out);
 
 /* crash_image.c */
-void tree_free(struct tree *t);
-int tree_load(const char *img, const struct sfs_config *base, struct tree *tr,
-	      char *err, size_t errlen);
-char *tree_canon(const struct tree *tr);
-uint64_t ig_key(sfs_ino_t ino, uint32_t gen);
-char *tree_ns_canon(const struct tree *tr, GHashTable *idmap, bool sizes);
-void first_missing(const char *a, const char *b, char *buf, size_t len);
-int run_e2fsck(const char *flags, const char *img, int *exit_out,
-	       bool *clean_out, char **text_out);
-void fsck_gist(const char *text, char *buf, size_t len);
-int copy_image(const char *src, const char *dst);
-bool image_needs_recovery(const char *img);
-bool image_marked_clean(const char *img);
-const struct sfs_jnl_ops *mount_policy(const struct sfs_config *cfg, const char *img);
-int simfs_recover(const char *img, const struct sfs_config *cfg, char *err,
-		  size_t errlen);
+void crash_tree_free(struct tree *t);
+int crash_tree_load(const char *img, const struct sfs_config *base,
+		    struct tree *tr, char *err, size_t errlen);
+char *crash_tree_canon(const struct tree *tr);
+uint64_t crash_ig_key(sfs_ino_t ino, uint32_t gen);
+char *crash_tree_ns_canon(const struct tree *tr, GHashTable *idmap, bool sizes);
+void crash_first_missing(const char *a, const char *b, char *buf, size_t len);
+int crash_run_e2fsck(const char *flags, const char *img, int *exit_out,
+		     bool *clean_out, char **text_out);
+void crash_fsck_gist(const char *text, char *buf, size_t len);
+int crash_copy_image(const char *src, const char *dst);
+bool crash_image_needs_recovery(const char *img);
+bool crash_image_marked_clean(const char *img);
+const struct sfs_jnl_ops *crash_mount_policy(const struct sfs_config *cfg,
+					     const char *img);
+int crash_simfs_recover(const char *img, const struct sfs_config *cfg,
+			char *err, size_t errlen);
 
 /* crash_check.c */
-char *default_workdir(void);
-void rm_dir(const char *dir, const char *const *files);
+char *crash_default_workdir(void);
+void crash_rm_dir(const char *dir, const char *const *files);
 
 #endif /* SFS_CRASH_PRIV_H */

@@ -1,7 +1,10 @@
 /*
  * crash_run.c - one run of a workload over a crash device
- * (crash_priv.h): copy-free, on the image it is given; the dry run logs
- * every request, a crashed run arms the device at its point.
+ * (crash_priv.h: crash_run_workload), on the image it is given (the
+ * caller copies it first): the engine over a borrowing device over the
+ * crash device over the file; /crash, the setup part, sync, then the
+ * device armed (the dry run: logging every request, never crashing) and
+ * the scripted part.
  */
 #include <errno.h>
 #include <string.h>
@@ -10,9 +13,9 @@
 
 #include "crash_priv.h"
 
-void run_free(struct run *r)
+void crash_run_free(struct run *r)
 {
-	model_free(r->m);
+	crash_model_free(r->m);
 	if (r->ops)
 		g_array_free(r->ops, TRUE);
 	if (r->req_op)
@@ -20,8 +23,8 @@ void run_free(struct run *r)
 	memset(r, 0, sizeof(*r));
 }
 
-int parse_opts(const char *opts, struct sfs_config *cfg, char *err,
-		      size_t errlen)
+int crash_parse_opts(const char *opts, struct sfs_config *cfg, char *err,
+		     size_t errlen)
 {
 	char *msg = NULL;
 	int rc;
@@ -54,7 +57,7 @@ static void trace_run(FILE *f, struct sfs_bdev *cd, const GArray *ops,
 			    &g_array_index(ops, struct wop, k);
 			char d[64];
 
-			wop_desc(op, d, sizeof(d));
+			crash_wop_desc(op, d, sizeof(d));
 			fprintf(f, "# op %u: %s -> %d (requests %llu..%llu)\n",
 				k - n_setup + 1, d, op->rc,
 				(unsigned long long)op->start + 1,
@@ -83,11 +86,11 @@ static void trace_run(FILE *f, struct sfs_bdev *cd, const GArray *ops,
  * dev_seed).  0 or -errno with out->err; an op failing before the cut is
  * not an error here (out->err is set, the caller decides).
  */
-int run_workload(const struct sfs_crash_params *p, const char *img,
-			bool dry, uint64_t point, uint64_t dev_seed,
-			struct run *out)
+int crash_run_workload(const struct sfs_crash_params *p, const char *img,
+		       bool dry, uint64_t point, uint64_t dev_seed,
+		       struct run *out)
 {
-	const struct workload *wl = workload_find(p->workload);
+	const struct workload *wl = crash_workload_find(p->workload);
 	struct sfs_config cfg;
 	struct sfs_bdev *file, *cd, *shim;
 	struct sfs_fs *fs = NULL;
@@ -102,7 +105,7 @@ int run_workload(const struct sfs_crash_params *p, const char *img,
 			   p->workload ? p->workload : "");
 		return -EINVAL;
 	}
-	rc = parse_opts(p->opts, &cfg, out->err, sizeof(out->err));
+	rc = crash_parse_opts(p->opts, &cfg, out->err, sizeof(out->err));
 	if (rc)
 		return rc;
 	rc =
@@ -127,7 +130,7 @@ int run_workload(const struct sfs_crash_params *p, const char *img,
 	}
 	w.fs = fs;
 	w.cd = cd;
-	w.m = model_new();
+	w.m = crash_model_new();
 	w.ops = g_array_new(FALSE, TRUE, sizeof(struct wop));
 	w.bs = sfs_fs_block_size(fs);
 	w.buf = g_malloc((size_t)WMAXBLK * w.bs);
@@ -148,8 +151,8 @@ int run_workload(const struct sfs_crash_params *p, const char *img,
 			   rc == -EEXIST ? " (use a fresh image)" : "");
 		goto out_close;
 	}
-	mo(w.m, 0)->ino = at.ino;
-	mo(w.m, 0)->gen = at.generation;
+	crash_obj(w.m, 0)->ino = at.ino;
+	crash_obj(w.m, 0)->gen = at.generation;
 	w.setup = true;
 	if (wl->setup)
 		wl->setup(&w);
@@ -176,7 +179,7 @@ int run_workload(const struct sfs_crash_params *p, const char *img,
 		if (ALIVE(&w)) {
 			struct wop op = {.kind = W_UNMOUNT};
 
-			w_issue(&w, &op);
+			crash_w_issue(&w, &op);
 		}
 	}
 out_close:

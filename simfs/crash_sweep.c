@@ -21,7 +21,7 @@ int sfs_crash_plan(const struct sfs_crash_params *p, struct sfs_crash_plan *out,
 	int rc;
 
 	memset(out, 0, sizeof(*out));
-	if (!workload_find(p->workload)) {
+	if (!crash_workload_find(p->workload)) {
 		GString *s = g_string_new(NULL);
 
 		for (const char *const *w = sfs_crash_workloads(); *w; w++)
@@ -32,7 +32,7 @@ int sfs_crash_plan(const struct sfs_crash_params *p, struct sfs_crash_plan *out,
 		g_string_free(s, TRUE);
 		return -EINVAL;
 	}
-	wd = p->workdir ? g_strdup(p->workdir) : default_workdir();
+	wd = p->workdir ? g_strdup(p->workdir) : crash_default_workdir();
 	dir = g_build_filename(wd, "simfs-crash-XXXXXX", NULL);
 	g_free(wd);
 	if (!g_mkdtemp(dir)) {
@@ -43,13 +43,13 @@ int sfs_crash_plan(const struct sfs_crash_params *p, struct sfs_crash_plan *out,
 		return rc;
 	}
 	img = g_build_filename(dir, "plan.img", NULL);
-	rc = copy_image(p->image, img);
+	rc = crash_copy_image(p->image, img);
 	if (rc) {
 		*err = g_strdup_printf("cannot copy %s: %s", p->image,
 				       g_strerror(-rc));
 		goto out;
 	}
-	rc = run_workload(p, img, true, 0, 0, &run);
+	rc = crash_run_workload(p, img, true, 0, 0, &run);
 	if (!rc && run.err[0])
 		rc = -EIO;
 	if (rc) {
@@ -66,7 +66,7 @@ int sfs_crash_plan(const struct sfs_crash_params *p, struct sfs_crash_plan *out,
 	out->req_op = g_malloc(MAX(run.req_op->len, 1));
 	memcpy(out->req_op, run.req_op->data, run.req_op->len);
 out:
-	run_free(&run);
+	crash_run_free(&run);
 	unlink(img);
 	rmdir(dir);
 	g_free(img);
@@ -216,7 +216,7 @@ static void sweep_cleanup(const char *dir)
 		char *sub = g_build_filename(dir, name, NULL);
 
 		if (g_str_has_prefix(name, "simfs-crash-"))
-			rm_dir(sub, files);
+			crash_rm_dir(sub, files);
 		g_free(sub);
 	}
 	if (d)
@@ -239,7 +239,8 @@ size_t sfs_crash_sweep(const struct sfs_crash_params *p0,
 	cnt.total = total;
 	if (!p->keep_failed && !p->keep_all) {
 		/* one directory for the whole sweep, removed at the end */
-		wd = p->workdir ? g_strdup(p->workdir) : default_workdir();
+		wd =
+		    p->workdir ? g_strdup(p->workdir) : crash_default_workdir();
 		sweep_dir = g_build_filename(wd, "simfs-sweep-XXXXXX", NULL);
 		if (g_mkdtemp(sweep_dir))
 			pp.workdir = sweep_dir;

@@ -15,7 +15,7 @@
 static int w_engine(struct wctx *w, struct wop *op)
 {
 	struct sfs_fs *fs = w->fs;
-	struct mobj *o = mo(w->m, op->a), *c;
+	struct mobj *o = crash_obj(w->m, op->a), *c;
 	struct sfs_attr at;
 	size_t done;
 	int rc;
@@ -39,9 +39,10 @@ static int w_engine(struct wctx *w, struct wop *op)
 		return rc;
 	case W_WRITE:
 		for (uint32_t i = 0; i < op->n; i++)
-			cb_fill(w->buf + (size_t)i * w->bs, w->bs, op->a,
-				op->blk + i,
-				u32_get(o->maxver, op->blk + i) + 1);
+			crash_cb_fill(w->buf + (size_t)i * w->bs, w->bs, op->a,
+				      op->blk + i,
+				      crash_u32_get(o->maxver, op->blk + i) +
+					  1);
 		return sfs_write(fs, o->ino, (uint64_t)op->blk * w->bs, w->buf,
 				 (size_t)op->n * w->bs, &done);
 	case W_TRUNC:
@@ -49,7 +50,7 @@ static int w_engine(struct wctx *w, struct wop *op)
 		at.size = (uint64_t)op->n * w->bs;
 		return sfs_setattr(fs, o->ino, &at, SFS_SET_SIZE, &at);
 	case W_RENAME:
-		c = mo(w->m, op->c);
+		c = crash_obj(w->m, op->c);
 		if (!c || !c->ino)
 			return -ESTALE;
 		return sfs_rename(fs, o->ino, op->name, c->ino, op->name2, 0);
@@ -73,7 +74,7 @@ static int w_engine(struct wctx *w, struct wop *op)
 }
 
 /* Issue op: engine, request counts, model (invariant 2), history. */
-int w_issue(struct wctx *w, struct wop *op)
+int crash_w_issue(struct wctx *w, struct wop *op)
 {
 	bool cut;
 
@@ -89,12 +90,12 @@ int w_issue(struct wctx *w, struct wop *op)
 	if (op->rc && !cut) {
 		char d[64];
 
-		wop_desc(op, d, sizeof(d));
+		crash_wop_desc(op, d, sizeof(d));
 		g_snprintf(w->err, sizeof(w->err), "%s op %u (%s) failed: %s",
 			   w->setup ? "setup" : "workload", w->ops->len + 1, d,
 			   g_strerror(-op->rc));
 	}
-	model_apply(w->m, op, false);
+	crash_model_apply(w->m, op, false);
 	g_array_append_val(w->ops, *op);
 	if (cut && !w->run_to_end)
 		w->stop = true;
@@ -107,7 +108,7 @@ static uint32_t w_new(struct wctx *w, enum wop_kind k, uint32_t dir,
 	struct wop op = {.kind = (uint8_t)k, .a = dir};
 
 	g_strlcpy(op.name, name, sizeof(op.name));
-	w_issue(w, &op);
+	crash_w_issue(w, &op);
 	return op.id;
 }
 
@@ -125,14 +126,14 @@ static void w_write(struct wctx *w, uint32_t id, uint32_t blk, uint32_t n)
 {
 	struct wop op = {.kind = W_WRITE, .a = id, .blk = blk, .n = n};
 
-	w_issue(w, &op);
+	crash_w_issue(w, &op);
 }
 
 static void w_trunc(struct wctx *w, uint32_t id, uint32_t nblk)
 {
 	struct wop op = {.kind = W_TRUNC, .a = id, .n = nblk};
 
-	w_issue(w, &op);
+	crash_w_issue(w, &op);
 }
 
 static void w_rename(struct wctx *w, uint32_t dir, const char *name,
@@ -142,7 +143,7 @@ static void w_rename(struct wctx *w, uint32_t dir, const char *name,
 
 	g_strlcpy(op.name, name, sizeof(op.name));
 	g_strlcpy(op.name2, name2, sizeof(op.name2));
-	w_issue(w, &op);
+	crash_w_issue(w, &op);
 }
 
 static void w_remove(struct wctx *w, enum wop_kind k, uint32_t dir,
@@ -151,7 +152,7 @@ static void w_remove(struct wctx *w, enum wop_kind k, uint32_t dir,
 	struct wop op = {.kind = (uint8_t)k, .a = dir};
 
 	g_strlcpy(op.name, name, sizeof(op.name));
-	w_issue(w, &op);
+	crash_w_issue(w, &op);
 }
 
 static void w_unlink(struct wctx *w, uint32_t dir, const char *name)
@@ -168,21 +169,21 @@ static void w_fsync(struct wctx *w, uint32_t id)
 {
 	struct wop op = {.kind = W_FSYNC, .a = id};
 
-	w_issue(w, &op);
+	crash_w_issue(w, &op);
 }
 
 static void w_open(struct wctx *w, uint32_t id, bool open)
 {
 	struct wop op = {.kind = open ? W_OPEN : W_CLOSE, .a = id};
 
-	w_issue(w, &op);
+	crash_w_issue(w, &op);
 }
 
 static void w_sync(struct wctx *w)
 {
 	struct wop op = {.kind = W_SYNC};
 
-	w_issue(w, &op);
+	crash_w_issue(w, &op);
 }
 
 /* A new file with n blocks of data. */
@@ -220,7 +221,7 @@ static void wl_append_setup(struct wctx *w)
 /* A log file growing by one block a step, fsync every other step. */
 static void wl_append(struct wctx *w)
 {
-	uint32_t f = model_lookup(w->m, 0, "log");
+	uint32_t f = crash_model_lookup(w->m, 0, "log");
 
 	for (uint32_t i = 0; i < 8 && ALIVE(w); i++) {
 		w_write(w, f, 2 + i, 1);
@@ -287,8 +288,8 @@ static void wl_orphan_setup(struct wctx *w)
  */
 static void wl_orphan(struct wctx *w)
 {
-	uint32_t o0 = model_lookup(w->m, 0, "o0");
-	uint32_t o1 = model_lookup(w->m, 0, "o1");
+	uint32_t o0 = crash_model_lookup(w->m, 0, "o0");
+	uint32_t o1 = crash_model_lookup(w->m, 0, "o1");
 	uint32_t n;
 
 	w_open(w, o0, true);
@@ -314,8 +315,8 @@ static void wl_truncate_setup(struct wctx *w)
 /* Shrink, reuse the freed blocks, grow over a hole, rewrite in place. */
 static void wl_truncate(struct wctx *w)
 {
-	uint32_t t0 = model_lookup(w->m, 0, "t0");
-	uint32_t t1 = model_lookup(w->m, 0, "t1");
+	uint32_t t0 = crash_model_lookup(w->m, 0, "t0");
+	uint32_t t1 = crash_model_lookup(w->m, 0, "t1");
 	uint32_t x;
 
 	w_trunc(w, t0, 2);
@@ -364,8 +365,8 @@ static void wl_mix_setup(struct wctx *w)
 /* A little of everything: overwrite, rename over, truncate, holes. */
 static void wl_mix(struct wctx *w)
 {
-	uint32_t m0 = model_lookup(w->m, 0, "m0");
-	uint32_t k = model_lookup(w->m, 0, "keep");
+	uint32_t m0 = crash_model_lookup(w->m, 0, "m0");
+	uint32_t k = crash_model_lookup(w->m, 0, "keep");
 	uint32_t n, z;
 
 	w_write(w, m0, 1, 2);
@@ -390,7 +391,7 @@ static void live_lists(const struct model *m, GArray *files, GArray *dirs)
 	g_array_set_size(files, 0);
 	g_array_set_size(dirs, 0);
 	for (guint i = 0; i < m->o->len; i++) {
-		const struct mobj *o = mo(m, i);
+		const struct mobj *o = crash_obj(m, i);
 
 		if (o->live)
 			g_array_append_val(o->dir ? dirs : files, i);
@@ -417,7 +418,7 @@ static bool is_ancestor(const struct model *m, uint32_t x, uint32_t y)
 			return true;
 		if (y == 0)
 			return false;
-		y = mo(m, y)->parent;
+		y = crash_obj(m, y)->parent;
 	}
 	return true;
 }
@@ -433,7 +434,7 @@ static void wl_long(struct wctx *w)
 		live_lists(w->m, files, dirs);
 		uint32_t r = rnd(w, 0, 99);
 		uint32_t f = files->len ? pick(w, files) : 0;
-		struct mobj *fo = files->len ? mo(w->m, f) : NULL;
+		struct mobj *fo = files->len ? crash_obj(w->m, f) : NULL;
 
 		if (!fo || (r < 10 && files->len < 40)) {
 			g_snprintf(name, sizeof(name), "f%u", ++w->seq);
@@ -457,7 +458,7 @@ static void wl_long(struct wctx *w)
 		} else if (r < 62) {
 			uint32_t d = pick(w, dirs);
 			uint32_t t = files->len > 1 ? pick(w, files) : f;
-			struct mobj *to = mo(w->m, t);
+			struct mobj *to = crash_obj(w->m, t);
 
 			if (t != f && rnd(w, 0, 1)) /* over another file */
 				w_rename(w, fo->parent, fo->name, to->parent,
@@ -476,13 +477,13 @@ static void wl_long(struct wctx *w)
 			}
 		} else if (r < 74) {
 			uint32_t d = pick(w, dirs);
-			struct mobj *dd = mo(w->m, d);
+			struct mobj *dd = crash_obj(w->m, d);
 
 			if (d != 0 && g_hash_table_size(dd->ents) == 0)
 				w_rmdir(w, dd->parent, dd->name);
 		} else if (r < 75) {
 			uint32_t d = pick(w, dirs), to = pick(w, dirs);
-			struct mobj *dd = mo(w->m, d);
+			struct mobj *dd = crash_obj(w->m, d);
 
 			if (d != 0 && !is_ancestor(w->m, d, to)) {
 				g_snprintf(name, sizeof(name), "d%u", ++w->seq);
@@ -517,7 +518,7 @@ static const struct workload workloads[] = {
     {"long", "seeded random mix of thousands of ops", NULL, wl_long},
 };
 
-const struct workload *workload_find(const char *name)
+const struct workload *crash_workload_find(const char *name)
 {
 	for (size_t i = 0; name && i < G_N_ELEMENTS(workloads); i++)
 		if (strcmp(workloads[i].name, name) == 0)
@@ -537,7 +538,7 @@ const char *const *sfs_crash_workloads(void)
 
 const char *sfs_crash_workload_help(const char *name)
 {
-	const struct workload *wl = workload_find(name);
+	const struct workload *wl = crash_workload_find(name);
 
 	return wl ? wl->help : NULL;
 }
