@@ -67,8 +67,6 @@ static void print_summary(FILE *out, const struct sfs_crash_params *p,
 		s->foreign_points, s->fsync_ok, s->fsync_lost);
 }
 
-/* ======================================================= simfs crash */
-
 /*
  * The progress line of a sweep, on stderr: by default only when stderr is
  * a terminal (and neither --quiet nor --trace), so a redirected or piped

@@ -31,7 +31,21 @@ static void viol(struct sfs_crash_result *r, const char *fmt, ...)
 	va_end(ap);
 }
 
-/* The e2fsck binary: PATH, then the usual sbin directories. */
+/*
+ * Two canonical texts (one line per object) that should be equal are not:
+ * the violation names the first line of each missing from the other, cut
+ * to width bytes.
+ */
+static void viol_differ(struct sfs_crash_result *r, const char *what,
+			const char *x_name, const char *x, const char *y_name,
+			const char *y, size_t width)
+{
+	char a[160], b[160];
+
+	crash_first_missing(x, y, a, MIN(width, sizeof(a)));
+	crash_first_missing(y, x, b, MIN(width, sizeof(b)));
+	viol(r, "%s: %s has [%s], %s has [%s]", what, x_name, a, y_name, b);
+}
 
 uint64_t sfs_crash_dev_seed(uint64_t seed, uint64_t point, uint32_t subset)
 {
@@ -295,14 +309,14 @@ static void check_model(struct mcheck *c)
 	if (!nmatch) {
 		r->state = -1;
 		if (pr->journaled) {
-			char a[160], b[160];
+			char what[80], st[24];
 
-			crash_first_missing(got, want, a, sizeof(a));
-			crash_first_missing(want, got, b, sizeof(b));
-			viol(r,
-			     "namespace matches no state after ops %u..%u: "
-			     "recovered has [%s], state %u has [%s]",
-			     lo, hi, a, hi, b);
+			g_snprintf(what, sizeof(what),
+				   "namespace matches no state after ops "
+				   "%u..%u",
+				   lo, hi);
+			g_snprintf(st, sizeof(st), "state %u", hi);
+			viol_differ(r, what, "recovered", got, st, want, 160);
 		}
 	}
 	/* blocks of every recovered file the model knows */
@@ -387,7 +401,7 @@ static void check_model(struct mcheck *c)
 	crash_model_free(m);
 }
 
-char *crash_default_workdir(void)
+static char *default_workdir(void)
 {
 	const char *t = g_getenv("TMPDIR");
 
@@ -397,6 +411,25 @@ char *crash_default_workdir(void)
 	    access("/dev/shm", W_OK) == 0)
 		return g_strdup("/dev/shm");
 	return g_strdup("/tmp");
+}
+
+int crash_workdir_make(const struct sfs_crash_params *p, const char *name,
+		       char **dir_out, char *err, size_t errlen)
+{
+	char *wd = p->workdir ? g_strdup(p->workdir) : default_workdir();
+	char *dir = g_build_filename(wd, name, NULL);
+	int rc;
+
+	g_free(wd);
+	if (!g_mkdtemp(dir)) {
+		rc = -errno;
+		g_snprintf(err, errlen, "cannot make %s: %s", dir,
+			   g_strerror(errno));
+		g_free(dir);
+		return rc;
+	}
+	*dir_out = dir;
+	return 0;
 }
 
 void crash_rm_dir(const char *dir, const char *const *files)
@@ -418,7 +451,7 @@ int sfs_crash_check_point(const struct sfs_crash_params *p, uint64_t point,
 	struct sfs_config cfg;
 	struct run run = {0};
 	struct tree t_sim = {0}, t_fsck = {0};
-	char *wd, *dir, *crashed = NULL, *fixed = NULL, *text = NULL;
+	char *dir, *crashed = NULL, *fixed = NULL, *text = NULL;
 	char msg[256];
 	int rc, ex;
 
@@ -444,16 +477,10 @@ int sfs_crash_check_point(const struct sfs_crash_params *p, uint64_t point,
 				      : cfg.journal);
 		return -EINVAL;
 	}
-	wd = p->workdir ? g_strdup(p->workdir) : crash_default_workdir();
-	dir = g_build_filename(wd, "simfs-crash-XXXXXX", NULL);
-	g_free(wd);
-	if (!g_mkdtemp(dir)) {
-		rc = -errno;
-		g_snprintf(r->why, sizeof(r->why), "cannot make %s: %s", dir,
-			   g_strerror(errno));
-		g_free(dir);
+	rc = crash_workdir_make(p, "simfs-crash-XXXXXX", &dir, r->why,
+				sizeof(r->why));
+	if (rc)
 		return rc;
-	}
 	crashed = g_build_filename(dir, files[0], NULL);
 	fixed = g_build_filename(dir, files[1], NULL);
 	rc = crash_copy_image(p->image, crashed);
@@ -557,16 +584,9 @@ int sfs_crash_check_point(const struct sfs_crash_params *p, uint64_t point,
 		     *b = crash_tree_canon(&t_fsck);
 
 		r->same_tree = strcmp(a, b) == 0;
-		if (!r->same_tree) {
-			char x[150], y[150];
-
-			crash_first_missing(a, b, x, sizeof(x));
-			crash_first_missing(b, a, y, sizeof(y));
-			viol(r,
-			     "simfs and e2fsck recoveries differ: simfs has "
-			     "[%s], e2fsck has [%s]",
-			     x, y);
-		}
+		if (!r->same_tree)
+			viol_differ(r, "simfs and e2fsck recoveries differ",
+				    "simfs", a, "e2fsck", b, 150);
 		g_free(a);
 		g_free(b);
 	}

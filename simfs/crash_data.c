@@ -23,32 +23,15 @@
 #define CB_MAGICS 0x53424653u /* "SFBS" */
 #define CB_HDR 32u
 
-static void put32(uint8_t *p, uint32_t v)
-{
-	v = sfs_cpu_to_le32(v);
-	memcpy(p, &v, 4);
-}
-
-static uint32_t get32(const uint8_t *p)
-{
-	uint32_t v;
-
-	memcpy(&v, p, 4);
-	return sfs_le32(v);
-}
-
 static void put64(uint8_t *p, uint64_t v)
 {
-	v = sfs_cpu_to_le64(v);
-	memcpy(p, &v, 8);
+	sfs_put_le32(p, (uint32_t)v);
+	sfs_put_le32(p + 4, (uint32_t)(v >> 32));
 }
 
 static uint64_t get64(const uint8_t *p)
 {
-	uint64_t v;
-
-	memcpy(&v, p, 8);
-	return sfs_le64(v);
+	return sfs_get_le32(p) | (uint64_t)sfs_get_le32(p + 4) << 32;
 }
 
 uint64_t crash_cb_mix(uint64_t x)
@@ -72,13 +55,13 @@ void crash_cb_fill(uint8_t *b, uint32_t bs, uint32_t id, uint32_t idx,
 	for (uint32_t sec = 0; sec < bs / SFS_CRASH_SECTOR; sec++) {
 		uint8_t *t = b + sec * SFS_CRASH_SECTOR;
 
-		put32(t, sec ? CB_MAGICS : CB_MAGIC0);
-		put32(t + 4, id);
-		put32(t + 8, idx);
-		put32(t + 12, ver);
+		sfs_put_le32(t, sec ? CB_MAGICS : CB_MAGIC0);
+		sfs_put_le32(t + 4, id);
+		sfs_put_le32(t + 8, idx);
+		sfs_put_le32(t + 12, ver);
 	}
-	put32(b + 24, bs);
-	put32(b + 28, 0);
+	sfs_put_le32(b + 24, bs);
+	sfs_put_le32(b + 28, 0);
 	put64(b + 16, XXH64(b + CB_HDR, bs - CB_HDR, 0));
 }
 
@@ -96,11 +79,12 @@ void crash_cb_classify(struct cb_gen *g, const uint8_t *b, uint32_t bs,
 	uint32_t ns = bs / SFS_CRASH_SECTOR;
 
 	out->nsect = (uint8_t)ns;
-	if (get32(b) == CB_MAGIC0 && get32(b + 24) == bs &&
+	if (sfs_get_le32(b) == CB_MAGIC0 && sfs_get_le32(b + 24) == bs &&
 	    get64(b + 16) == XXH64(b + CB_HDR, bs - CB_HDR, 0)) {
 		for (uint32_t s = 0; s < ns; s++)
-			out->s[s] = (struct stag){SK_DATA, get32(b + 4),
-						  get32(b + 8), get32(b + 12)};
+			out->s[s] = (struct stag){SK_DATA, sfs_get_le32(b + 4),
+						  sfs_get_le32(b + 8),
+						  sfs_get_le32(b + 12)};
 		return;
 	}
 	for (uint32_t s = 0; s < ns; s++) {
@@ -113,11 +97,11 @@ void crash_cb_classify(struct cb_gen *g, const uint8_t *b, uint32_t bs,
 			st->kind = SK_ZERO;
 			continue;
 		}
-		if (get32(t) != (s ? CB_MAGICS : CB_MAGIC0))
+		if (sfs_get_le32(t) != (s ? CB_MAGICS : CB_MAGIC0))
 			continue;
-		st->id = get32(t + 4);
-		st->idx = get32(t + 8);
-		st->ver = get32(t + 12);
+		st->id = sfs_get_le32(t + 4);
+		st->idx = sfs_get_le32(t + 8);
+		st->ver = sfs_get_le32(t + 12);
 		if (!g->valid || g->bs != bs || g->id != st->id ||
 		    g->idx != st->idx || g->ver != st->ver) {
 			crash_cb_fill(g->buf, bs, st->id, st->idx, st->ver);

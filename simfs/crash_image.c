@@ -278,6 +278,7 @@ void crash_first_missing(const char *a, const char *b, char *buf, size_t len)
 	g_strfreev(lb);
 }
 
+/* The e2fsck binary: PATH, then the usual sbin directories. */
 static char *find_e2fsck(void)
 {
 	static const char *const dirs[] = {"/usr/sbin/e2fsck", "/sbin/e2fsck",

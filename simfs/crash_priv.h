@@ -236,7 +236,11 @@ int crash_simfs_recover(const char *img, const struct sfs_config *cfg,
 			char *err, size_t errlen);
 
 /* crash_check.c */
-char *crash_default_workdir(void);
+/* A fresh directory name (a mkdtemp template) under p->workdir, else
+ * $TMPDIR, /dev/shm or /tmp: 0 and *dir_out (g_free it), or -errno and
+ * a reason in err. */
+int crash_workdir_make(const struct sfs_crash_params *p, const char *name,
+		       char **dir_out, char *err, size_t errlen);
 void crash_rm_dir(const char *dir, const char *const *files);
 
 #endif /* SFS_CRASH_PRIV_H */

@@ -16,7 +16,7 @@
 int sfs_crash_plan(const struct sfs_crash_params *p, struct sfs_crash_plan *out,
 		   char **err)
 {
-	char *wd, *dir, *img;
+	char *dir, *img, msg[320];
 	struct run run = {0};
 	int rc;
 
@@ -32,14 +32,10 @@ int sfs_crash_plan(const struct sfs_crash_params *p, struct sfs_crash_plan *out,
 		g_string_free(s, TRUE);
 		return -EINVAL;
 	}
-	wd = p->workdir ? g_strdup(p->workdir) : crash_default_workdir();
-	dir = g_build_filename(wd, "simfs-crash-XXXXXX", NULL);
-	g_free(wd);
-	if (!g_mkdtemp(dir)) {
-		rc = -errno;
-		*err = g_strdup_printf("cannot make %s: %s", dir,
-				       g_strerror(errno));
-		g_free(dir);
+	rc =
+	    crash_workdir_make(p, "simfs-crash-XXXXXX", &dir, msg, sizeof(msg));
+	if (rc) {
+		*err = g_strdup(msg);
 		return rc;
 	}
 	img = g_build_filename(dir, "plan.img", NULL);
@@ -141,6 +137,18 @@ static void sweep_done(const struct sfs_crash_params *p, struct sweep_count *n,
 		p->progress(p->progress_arg, n->done, n->total, n->bad);
 }
 
+/* The check of pt could not start: `what` failed with errno e. */
+static void sweep_failed(const struct sfs_crash_params *p,
+			 struct sweep_count *n, uint64_t pt, const char *what,
+			 int e, struct sfs_crash_result *r)
+{
+	memset(r, 0, sizeof(*r));
+	r->point = pt;
+	r->violated = true;
+	g_snprintf(r->why, sizeof(r->why), "%s: %s", what, g_strerror(e));
+	sweep_done(p, n, r);
+}
+
 /* Collect one finished child (blocking); fills its result. */
 static void reap_one(GArray *kids, const struct sfs_crash_params *p,
 		     const uint64_t *points, uint32_t subsets,
@@ -232,17 +240,17 @@ size_t sfs_crash_sweep(const struct sfs_crash_params *p0,
 	struct sweep_count cnt = {0};
 	size_t total, bad = 0;
 	GArray *kids = g_array_new(FALSE, FALSE, sizeof(struct child));
-	char *wd = NULL, *sweep_dir = NULL;
+	char *sweep_dir = NULL;
 
 	subsets = MAX(subsets, 1);
 	total = n * subsets;
 	cnt.total = total;
 	if (!p->keep_failed && !p->keep_all) {
 		/* one directory for the whole sweep, removed at the end */
-		wd =
-		    p->workdir ? g_strdup(p->workdir) : crash_default_workdir();
-		sweep_dir = g_build_filename(wd, "simfs-sweep-XXXXXX", NULL);
-		if (g_mkdtemp(sweep_dir))
+		char msg[320];
+
+		if (crash_workdir_make(p, "simfs-sweep-XXXXXX", &sweep_dir, msg,
+				       sizeof(msg)) == 0)
 			pp.workdir = sweep_dir;
 	}
 	fflush(NULL);
@@ -265,12 +273,7 @@ size_t sfs_crash_sweep(const struct sfs_crash_params *p0,
 		while (kids->len >= jobs)
 			reap_one(kids, p, points, subsets, res, &cnt);
 		if (pipe(fds)) {
-			memset(&res[i], 0, sizeof(res[i]));
-			res[i].point = pt;
-			res[i].violated = true;
-			g_snprintf(res[i].why, sizeof(res[i].why), "pipe: %s",
-				   g_strerror(errno));
-			sweep_done(p, &cnt, &res[i]);
+			sweep_failed(p, &cnt, pt, "pipe", errno, &res[i]);
 			continue;
 		}
 		pid = fork();
@@ -291,17 +294,15 @@ size_t sfs_crash_sweep(const struct sfs_crash_params *p0,
 			ssize_t w = write(fds[1], &r, sizeof(r));
 			_exit(w == (ssize_t)sizeof(r) ? 0 : 3);
 		}
-		close(fds[1]);
 		if (pid < 0) {
+			int e = errno;
+
 			close(fds[0]);
-			memset(&res[i], 0, sizeof(res[i]));
-			res[i].point = pt;
-			res[i].violated = true;
-			g_snprintf(res[i].why, sizeof(res[i].why), "fork: %s",
-				   g_strerror(errno));
-			sweep_done(p, &cnt, &res[i]);
+			close(fds[1]);
+			sweep_failed(p, &cnt, pt, "fork", e, &res[i]);
 			continue;
 		}
+		close(fds[1]);
 		struct child k = {pid, fds[0], i};
 		g_array_append_val(kids, k);
 	}
@@ -313,7 +314,6 @@ size_t sfs_crash_sweep(const struct sfs_crash_params *p0,
 	if (pp.workdir == sweep_dir && sweep_dir)
 		sweep_cleanup(sweep_dir);
 	g_free(sweep_dir);
-	g_free(wd);
 	return bad;
 }
 
