@@ -212,4 +212,11 @@ void sfs_bdev_close(struct sfs_bdev *bd);
  */
 struct sfs_bdev *sfs_bdev_overlay_new(struct sfs_bdev *base);
 
+/*
+ * A device that forwards every request to lower and closes nothing
+ * (borrow.c), so the engine, which closes what it is opened over, can run
+ * over a device its caller keeps using.  Close it before lower.
+ */
+struct sfs_bdev *sfs_bdev_borrow_new(struct sfs_bdev *lower);
+
 #endif /* SFS_BLOCKDEV_H */

@@ -3,12 +3,13 @@
  * over a crash device (simfs/crashdev.h), the power is cut after
  * request N, and the image is recovered twice -- by e2fsck -fy on a copy
  * and by simfs itself -- then checked against what the data mode promises.
- * Used by tests/crash/ and by `simfs crash`.  Design: doc/crash.md.
+ * Used by tests/crash/ and by `simfs crash` (simfs/cmd_crash.c, which
+ * prints the table and the summary).  Design: doc/crash.md.
  *
  *   sfs_crash_plan(&p, &plan, &err)     dry run: requests, ops, points
  *   sfs_crash_check_point(&p, N, k, &r)  one crash, recovered and checked
  *   sfs_crash_sweep(&p, pts, n, k, jobs, res)  many, one process each
- *   sfs_crash_print_*(...)               the table and the summary
+ *   sfs_crash_summarize(res, n, &sum)    totals for the summary
  *
  * A run: copy the base image; open it with p->opts over a crash device;
  * the workload's setup part, sync; arm the device at point N; the scripted
@@ -26,8 +27,8 @@
  * for a journaled mode; the two recovered images must hold the same tree
  * and contents; the namespace must equal the model's state after some op
  * j with (last durable fsync/sync) <= j <= (last op begun before the cut);
- * data as the mode promises (sfs_crash_promise).  Every failure names the
- * mode, workload, crash point and seeds.
+ * data as the policy promises (sfs_jnl_promise, journal.h).  Every failure
+ * names the mode, workload, crash point and seeds.
  */
 #ifndef SFS_CRASH_H
 #define SFS_CRASH_H
@@ -38,22 +39,11 @@
 #include <stdio.h>
 
 #include "crashdev.h"
+#include "journal.h"
 
-/* What a data= mode promises after a crash (doc/crash.md). */
-struct sfs_crash_promise {
-	const char *mode;     /* data= name */
-	bool journaled;	      /* metadata recovered: e2fsck -fn clean, same
-				 tree as e2fsck's replay, a prefix state */
-	bool fsync_durable;   /* blocks fsync'd before the cut still hold at
-				 least the fsync'd version */
-	bool no_foreign;      /* no block of another file or garbage inside
-				 a file, no zeros where the state has data */
-	bool data_not_behind; /* no block older than the recovered state's */
-	bool data_exact;      /* every block = the recovered state's, whole
-				 (no torn blocks) */
-};
-/* The promise of data=mode, or NULL for an unknown name. */
-const struct sfs_crash_promise *sfs_crash_promise_of(const char *mode);
+/* The promise of data=mode (sfs_jnl_promise of the policy by that name),
+ * or NULL for an unknown name. */
+const struct sfs_jnl_promise *sfs_crash_promise_of(const char *mode);
 
 /* Workload names, NULL-terminated: the short scripted ones, then "long". */
 const char *const *sfs_crash_workloads(void);
@@ -184,13 +174,21 @@ void sfs_crash_summarize(const struct sfs_crash_result *r, size_t n,
 /* One-line reproducer: the `simfs crash` command for result r. */
 char *sfs_crash_repro(const struct sfs_crash_params *p,
 		      const struct sfs_crash_result *r);
-void sfs_crash_print_header(FILE *out);
-void sfs_crash_print_row(FILE *out, const struct sfs_crash_result *r);
-void sfs_crash_print_summary(FILE *out, const struct sfs_crash_params *p,
-			     const struct sfs_crash_summary *s);
 
-/* `simfs crash ...` (argv[0] = "crash"): 0 all promises held, 1 some
- * broke, 2 usage or setup error. */
-int sfs_crash_main(int argc, char **argv);
+/* The engine options simfs crash puts before its -o's (the cache writes
+ * back early); sfs_crash_repro leaves them out of its -o. */
+#define SFS_CRASH_CLI_OPTS "mem=1M"
+
+/*
+ * The journal policy a mount of image with engine options opts gets:
+ * data=, or for data=auto the one the image's journal feature picks.
+ * NULL for options the engine refuses, with a one-line reason in err.
+ */
+const struct sfs_jnl_ops *sfs_crash_policy(const char *opts, const char *image,
+					   char *err, size_t errlen);
+
+/* `simfs crash ...` (argv[0] = "crash", simfs/cmd_crash.c): 0 all
+ * promises held, 1 some broke, 2 usage or setup error. */
+int sfs_cmd_crash(int argc, char **argv);
 
 #endif /* SFS_CRASH_H */

@@ -31,7 +31,8 @@
  * bytes on the device below, every time.
  *
  * Not thread-safe (the engine serialises its requests).  Depends only on
- * blockdev.h and GLib, so simfs/crash.c can use it outside the tests.
+ * blockdev.h and GLib, so the crash checker (simfs/crash_*.c) and the
+ * crash lab can use it outside the tests.
  */
 #ifndef SFS_CRASHDEV_H
 #define SFS_CRASHDEV_H

@@ -34,12 +34,12 @@ struct sfs_stats_writer;
 
 enum sfs_commit_reason {
 	SFS_COMMIT_INTERVAL = 0, /* commit= seconds since the first change */
-	SFS_COMMIT_FULL,         /* transaction reached its maximum size */
-	SFS_COMMIT_LOGSPACE,     /* not enough log space for the next one */
+	SFS_COMMIT_FULL,	 /* transaction reached its maximum size */
+	SFS_COMMIT_LOGSPACE,	 /* not enough log space for the next one */
 	SFS_COMMIT_FSYNC,
 	SFS_COMMIT_SYNC,
 	SFS_COMMIT_UNMOUNT,
-	SFS_COMMIT_ENOSPC,       /* blocks freed in the transaction needed */
+	SFS_COMMIT_ENOSPC, /* blocks freed in the transaction needed */
 	SFS_COMMIT_NREASONS
 };
 
@@ -51,7 +51,7 @@ struct sfs_jnl_ops {
 	const char *name;
 	const char *help;
 	bool journaled;
-	bool log_data;   /* file data is logged too (data=journal) */
+	bool log_data;	 /* file data is logged too (data=journal) */
 	bool order_data; /* data dirtied in a transaction precedes its commit */
 };
 
@@ -63,12 +63,36 @@ extern const struct sfs_jnl_ops sfs_jnl_journal_ops;
 /* The policy called name ("none", "writeback", "ordered", "journal"). */
 const struct sfs_jnl_ops *sfs_jnl_find(const char *name);
 const struct sfs_jnl_ops *sfs_jnl_nth(unsigned i);
+/* The policy data=auto picks: ordered on an image with a journal, else
+ * none. */
+const struct sfs_jnl_ops *sfs_jnl_auto(bool has_journal);
+
+/*
+ * What a policy promises after a crash, once the image is recovered
+ * (models/journal/promise.c; doc/crash.md).  The crash checker holds a
+ * run to the promise of its policy (or of another, to test the checker).
+ */
+struct sfs_jnl_promise {
+	bool journaled;	      /* metadata recovered: e2fsck -fn clean, same
+				 tree as e2fsck's replay, a prefix state */
+	bool fsync_durable;   /* blocks fsync'd before the cut still hold at
+				 least the fsync'd version */
+	bool no_foreign;      /* no block of another file or garbage inside
+				 a file, no zeros where the state has data */
+	bool data_not_behind; /* no block older than the recovered state's */
+	bool data_exact;      /* every block = the recovered state's, whole
+				 (no torn blocks) */
+	bool size_exact;      /* a file's size is its state's even under
+				 delalloc= (else it may trail: i_disksize) */
+};
+/* The crash promise of policy ops; NULL for NULL or a policy without one. */
+const struct sfs_jnl_promise *sfs_jnl_promise(const struct sfs_jnl_ops *ops);
 
 /* Knobs (config.h carries them; defaults as jbd2). */
 struct sfs_jnl_params {
-	uint64_t commit_interval_ns;  /* commit=, default 5 s */
-	uint32_t max_txn_blocks;      /* 0: a quarter of the log */
-	uint32_t reserve_blocks;      /* 0: jbd2's J/4 (+32, x8/7) rule */
+	uint64_t commit_interval_ns; /* commit=, default 5 s */
+	uint32_t max_txn_blocks;     /* 0: a quarter of the log */
+	uint32_t reserve_blocks;     /* 0: jbd2's J/4 (+32, x8/7) rule */
 };
 
 /*

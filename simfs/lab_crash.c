@@ -468,7 +468,7 @@ static int cr_recover(struct sfs_bdev *bd, const char *mode,
 		if (rc)
 			goto out;
 	}
-	rc = cr_open(sfs_lab_borrow_new(bd), journaled ? mode : "none", &fs,
+	rc = cr_open(sfs_bdev_borrow_new(bd), journaled ? mode : "none", &fs,
 		     err);
 	if (rc)
 		goto out;
@@ -660,8 +660,8 @@ static int cr_run(const struct crash_scn *sc, const char *mode, bool dry,
 	rc = cr_mkfs(bd, journaled, err);
 	if (rc)
 		goto out_bd;
-	cd = sfs_crashdev_new(sfs_lab_borrow_new(bd));
-	rc = cr_open(sfs_lab_borrow_new(cd), mode, &fs, err);
+	cd = sfs_crashdev_new(sfs_bdev_borrow_new(bd));
+	rc = cr_open(sfs_bdev_borrow_new(cd), mode, &fs, err);
 	if (rc)
 		goto out_cd;
 	for (unsigned i = 0; i < sc->n_setup && !rc; i++)

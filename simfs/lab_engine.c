@@ -102,42 +102,6 @@ int sfs_lab_memdev_restore(struct sfs_bdev *bd, GBytes *snap)
 	return 0;
 }
 
-static int bor_read(struct sfs_bdev *bd, uint64_t off, void *buf, size_t len)
-{
-	return sfs_bdev_read(sfs_bdev_priv(bd), sfs_bdev_req_cat(bd), off, buf,
-			     len);
-}
-
-static int bor_write(struct sfs_bdev *bd, uint64_t off, const void *buf,
-		     size_t len)
-{
-	return sfs_bdev_write(sfs_bdev_priv(bd), sfs_bdev_req_cat(bd), off, buf,
-			      len);
-}
-
-static int bor_zero(struct sfs_bdev *bd, uint64_t off, uint64_t len)
-{
-	return sfs_bdev_zero(sfs_bdev_priv(bd), sfs_bdev_req_cat(bd), off, len);
-}
-
-static int bor_flush(struct sfs_bdev *bd)
-{
-	return sfs_bdev_flush(sfs_bdev_priv(bd));
-}
-
-static const struct sfs_bdev_ops borrow_ops = {
-    .name = "lab-borrow",
-    .read = bor_read,
-    .write = bor_write,
-    .flush = bor_flush,
-    .zero = bor_zero,
-};
-
-struct sfs_bdev *sfs_lab_borrow_new(struct sfs_bdev *lower)
-{
-	return sfs_bdev_new(&borrow_ops, lower, sfs_bdev_size_bytes(lower));
-}
-
 const char *sfs_lab_ms(char *buf, sfs_ns_t ns)
 {
 	/* round half up to 0.1 ms, in integers: the same text everywhere */

@@ -30,13 +30,6 @@ GBytes *sfs_lab_memdev_snapshot(struct sfs_bdev *bd);
 /* Put a snapshot's bytes back (same size): 0 or -EINVAL. */
 int sfs_lab_memdev_restore(struct sfs_bdev *bd, GBytes *snap);
 
-/*
- * A device that forwards every request to `lower` and closes nothing, so
- * the engine (which closes what it is given) can be opened over a device
- * the lab keeps using.
- */
-struct sfs_bdev *sfs_lab_borrow_new(struct sfs_bdev *lower);
-
 /* Milliseconds with one decimal ("12.3") in buf (>= 24 bytes). */
 const char *sfs_lab_ms(char *buf, sfs_ns_t ns);
 /* The same with two decimals ("12.34"), for worked arithmetic. */

@@ -2181,11 +2181,6 @@ static int cmd_plot(int argc, char **argv)
 	return sfs_plot_main(argc, argv);
 }
 
-static int cmd_crash(int argc, char **argv)
-{
-	return sfs_crash_main(argc, argv);
-}
-
 static int cmd_help(int argc, char **argv);
 
 static const struct sfs_cmd sfs_cmds[] = {
@@ -2197,7 +2192,7 @@ static const struct sfs_cmd sfs_cmds[] = {
      "show an image's layout, an inode's map, "
      "free space"},
     {"plot", cmd_plot, "draw I/O-log timelines and block-layout maps"},
-    {"crash", cmd_crash,
+    {"crash", sfs_cmd_crash,
      "crash-test a workload: cut the power, recover, check the promise"},
     {"bench", sfs_cmd_bench,
      "run an experiment file: cells in parallel, tables, plots, a report"},

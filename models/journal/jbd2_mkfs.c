@@ -74,40 +74,6 @@ static uint64_t jm_meta_blocks(uint64_t n, uint64_t a)
 	return m;
 }
 
-/* ---- a device that borrows another (the engine closes its device) ---- */
-
-static int jm_read(struct sfs_bdev *bd, uint64_t off, void *buf, size_t len)
-{
-	return sfs_bdev_read(sfs_bdev_priv(bd), sfs_bdev_req_cat(bd), off, buf,
-			     len);
-}
-
-static int jm_write(struct sfs_bdev *bd, uint64_t off, const void *buf,
-		    size_t len)
-{
-	return sfs_bdev_write(sfs_bdev_priv(bd), sfs_bdev_req_cat(bd), off, buf,
-			      len);
-}
-
-static int jm_flush(struct sfs_bdev *bd)
-{
-	return sfs_bdev_flush(sfs_bdev_priv(bd));
-}
-
-static int jm_zero(struct sfs_bdev *bd, uint64_t off, uint64_t len)
-{
-	return sfs_bdev_zero(sfs_bdev_priv(bd), sfs_bdev_req_cat(bd), off, len);
-}
-
-static const struct sfs_bdev_ops jm_borrow_ops = {
-    .name = "borrow",
-    .read = jm_read,
-    .write = jm_write,
-    .flush = jm_flush,
-    .zero = jm_zero,
-    /* no close: the lower device stays the caller's */
-};
-
 /* ---- allocation ---- */
 
 /* A run of allocated blocks. */
@@ -542,7 +508,7 @@ int sfs_jbd2_add_internal(struct sfs_bdev *bd, uint32_t journal_blocks,
 
 	sfs_config_defaults(&cfg);
 	cfg.ro = false;
-	borrow = sfs_bdev_new(&jm_borrow_ops, bd, sfs_bdev_size_bytes(bd));
+	borrow = sfs_bdev_borrow_new(bd);
 	rc = sfs_fs_open(borrow, &cfg, &m.fs, &msg);
 	if (rc)
 		goto out;

@@ -211,6 +211,11 @@ const struct sfs_jnl_ops *sfs_jnl_find(const char *name)
 	return NULL;
 }
 
+const struct sfs_jnl_ops *sfs_jnl_auto(bool has_journal)
+{
+	return has_journal ? &sfs_jnl_ordered_ops : &sfs_jnl_none_ops;
+}
+
 bool sfs_jnl_journaled(const struct sfs_jnl *j)
 {
 	return j && j->ops->journaled;

@@ -6,16 +6,17 @@
  *    point 0, determinism;
  *  - the checker is not vacuous: data=none held to ordered's promise
  *    breaks it, held to its own it does not;
- *  - every journal policy the engine accepts (data=none on an ext2
- *    image, the journaled ones on an ext3 image with a 1024-block
- *    internal journal; 16 MiB, 1 KiB blocks) x every short workload x
+ *  - every journal policy in the registry (sfs_jnl_nth) the engine
+ *    accepts, held to its own promise (sfs_jnl_promise): data=none on an
+ *    ext2 image, the journaled ones on an ext3 image with a 1024-block
+ *    internal journal (16 MiB, 1 KiB blocks), x every short workload x
  *    every crash point (cut); tear at every point for two workloads,
- *    volatile (four seeded cache outcomes a point) for three; the long workload
- * at >= 1000 sampled points spread over the policies and crash modes; one
- * workload run on after the cut;
+ *    volatile (four seeded cache outcomes a point) for three; the long
+ *    workload at >= 1000 sampled points spread over the policies and
+ *    crash modes; one workload run on after the cut;
  *  - delayed allocation (alloc=delalloc) under data=ordered: the short
  *    workloads cut at every point, mix volatile, long at 100 points;
- *  - `simfs crash` (sfs_crash_main) end to end.
+ *  - `simfs crash` (sfs_cmd_crash) end to end.
  *
  * It runs in parts (basics, then POLICY-cut, POLICY-volatile,
  * POLICY-long for none, writeback, ordered, journal and delalloc; see
@@ -62,14 +63,15 @@
 #define JOURNAL_BLOCKS 1024u
 #define CELL_OPTS "mem=1M,device=none"
 
-static const char *const all_policies[] = {"none", "writeback", "ordered",
-					   "journal"};
+#define MAX_POLICIES 16 /* room in the registry walk below */
 
 struct suite {
 	char *dir;
 	char *ext2; /* base images, never modified */
 	char *ext3;
-	const char *pol[4]; /* policies the engine accepts */
+	const char *all_pol[MAX_POLICIES]; /* the journal policy registry */
+	unsigned nall;
+	const char *pol[MAX_POLICIES]; /* policies the engine accepts */
 	unsigned npol;
 	unsigned jobs;
 	uint64_t seed;
@@ -104,19 +106,29 @@ static void make_images(void)
 	assert_true(sfs_test_fsck_clean(S.ext3, NULL));
 }
 
-/* Policies whose data= name the engine accepts (config.c's list). */
+/* The journal policies (walking the registry) and those whose data=
+ * name the engine accepts (config.c's list). */
 static void probe_policies(void)
 {
+	const struct sfs_jnl_ops *o;
 	struct sfs_config cfg;
 
-	S.npol = 0;
-	for (size_t i = 0; i < G_N_ELEMENTS(all_policies); i++) {
-		char *opts = g_strdup_printf("data=%s", all_policies[i]);
+	S.nall = S.npol = 0;
+	for (unsigned i = 0; (o = sfs_jnl_nth(i)); i++) {
+		char *opts = g_strdup_printf("data=%s", o->name);
 		char *err = NULL;
 
+		if (S.nall == MAX_POLICIES) {
+			fprintf(stderr,
+				"test_crash: more than %d journal "
+				"policies: raise MAX_POLICIES\n",
+				MAX_POLICIES);
+			exit(2);
+		}
+		S.all_pol[S.nall++] = o->name;
 		sfs_config_defaults(&cfg);
 		if (sfs_config_parse(&cfg, opts, NULL, &err) == 0)
-			S.pol[S.npol++] = all_policies[i];
+			S.pol[S.npol++] = o->name;
 		g_free(err);
 		g_free(opts);
 	}
@@ -434,7 +446,7 @@ static void test_crash_policies(void **state)
 		none |= strcmp(S.pol[i], "none") == 0;
 	assert_true(none);
 	if (CRASH_REQUIRE_ALL_POLICIES)
-		assert_int_equal(S.npol, G_N_ELEMENTS(all_policies));
+		assert_int_equal(S.npol, S.nall);
 	for (unsigned i = 0; i < S.npol; i++)
 		assert_non_null(sfs_crash_promise_of(S.pol[i]));
 }
@@ -533,7 +545,7 @@ static int run_main(char **argv, int argc)
 
 		dup2(fd, 1);
 		dup2(fd, 2);
-		_exit(sfs_crash_main(argc, argv));
+		_exit(sfs_cmd_crash(argc, argv));
 	}
 	assert_true(pid > 0);
 	assert_int_equal(waitpid(pid, &status, 0), pid);
@@ -761,13 +773,13 @@ int main(int argc, char **argv)
 		S.long_points =
 		    lp ? (unsigned)g_ascii_strtoull(lp, NULL, 0) : 1000;
 	}
-	for (size_t i = 0; i < G_N_ELEMENTS(all_policies); i++) {
+	for (unsigned i = 0; i < S.nall; i++) {
 		bool accepted = false;
 
 		for (unsigned j = 0; j < S.npol; j++)
-			accepted |= strcmp(S.pol[j], all_policies[i]) == 0;
+			accepted |= strcmp(S.pol[j], S.all_pol[i]) == 0;
 		if (accepted) {
-			add_policy(tests, all_policies[i], all_policies[i]);
+			add_policy(tests, S.all_pol[i], S.all_pol[i]);
 		} else {
 			/* its parts exist, empty: asked for, they fail */
 			static const char *const kinds[] = {"cut", "volatile",
@@ -775,7 +787,7 @@ int main(int argc, char **argv)
 
 			for (size_t k = 0; k < G_N_ELEMENTS(kinds); k++) {
 				char *pt = g_strdup_printf(
-				    "%s-%s", all_policies[i], kinds[k]);
+				    "%s-%s", S.all_pol[i], kinds[k]);
 
 				note_part(pt);
 				g_free(pt);

@@ -1,7 +1,8 @@
 /*
  * test_journal.c - the transaction engine and the four journal policies
  * (simfs/journal.h, models/journal/jnl.c): what reaches the device, in
- * which order, and what a crash leaves for recovery.
+ * which order, and what a crash leaves for recovery; each policy's crash
+ * promise record (models/journal/promise.c) and data=auto's choice.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -585,6 +586,39 @@ static void test_journal_refuses_without_log(void **state)
 	g_free(img2);
 }
 
+/*
+ * Every policy in the registry has a crash promise that the checker can
+ * hold it to: journaled as the policy is (a data promise without it would
+ * go unchecked: the checker reads the model only for journaled metadata),
+ * exact data also not behind and not foreign.  data=auto picks a policy
+ * of the registry, journaled exactly when the image has a journal.
+ */
+static void test_journal_promises(void **state)
+{
+	const struct sfs_jnl_ops *o;
+	unsigned n = 0;
+
+	for (unsigned i = 0; (o = sfs_jnl_nth(i)); i++, n++) {
+		const struct sfs_jnl_promise *pr = sfs_jnl_promise(o);
+
+		assert_non_null(pr);
+		assert_int_equal(pr->journaled, o->journaled);
+		if (pr->fsync_durable || pr->no_foreign ||
+		    pr->data_not_behind || pr->data_exact)
+			assert_true(pr->journaled);
+		if (pr->data_exact)
+			assert_true(pr->data_not_behind && pr->no_foreign);
+	}
+	assert_true(n >= 4);
+	assert_null(sfs_jnl_promise(NULL));
+	for (int has = 0; has <= 1; has++) {
+		o = sfs_jnl_auto(has);
+		assert_non_null(o);
+		assert_ptr_equal(sfs_jnl_find(o->name), o);
+		assert_int_equal(o->journaled, has);
+	}
+}
+
 /* The i_dtime of inode ino as the engine holds it (the orphan link). */
 static sfs_ino_t orphan_next(struct sfs_fs *fs, sfs_ino_t ino)
 {
@@ -706,6 +740,7 @@ int main(void)
 						setup, teardown),
 		cmocka_unit_test_setup_teardown(test_journal_orphan_list_broken,
 						setup, teardown),
+		cmocka_unit_test(test_journal_promises),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

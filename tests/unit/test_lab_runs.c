@@ -502,7 +502,7 @@ static void crash_check_sheet(const struct sfs_lab_sheet *sh, uint64_t seed,
 	assert_true(script->len >= 4 && modes->len >= 1);
 	for (guint mi = 0; mi < modes->len; mi++) {
 		const char *mode = modes->pdata[mi];
-		const struct sfs_crash_promise *pr = sfs_crash_promise_of(mode);
+		const struct sfs_jnl_promise *pr = sfs_crash_promise_of(mode);
 		const struct sfs_lab_question *qop, *qrep, *qc;
 		struct cmodel m = {0}, at_fsync;
 		unsigned cut_op;
