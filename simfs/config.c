@@ -334,12 +334,11 @@ static int cfg_sched_check(const char *spec, char **err)
 
 static void cfg_sched_list(GString *out)
 {
-	static const char *const names[] = {"noop", "elevator", "cfq"};
+	const char *name;
 
-	for (size_t i = 0; i < G_N_ELEMENTS(names); i++)
-		if (sfs_sched_knobs(names[i]))
-			g_string_append_printf(out, "%s%s",
-					       out->len ? ", " : "", names[i]);
+	for (unsigned i = 0; (name = sfs_sched_nth(i, NULL)); i++)
+		g_string_append_printf(out, "%s%s", out->len ? ", " : "",
+				       name);
 }
 
 /* cpu=: a CPU model spec (cpumodel.h). */
