@@ -337,8 +337,7 @@ static void cfg_sched_list(GString *out)
 	const char *name;
 
 	for (unsigned i = 0; (name = sfs_sched_nth(i, NULL)); i++)
-		g_string_append_printf(out, "%s%s", out->len ? ", " : "",
-				       name);
+		g_string_append_printf(out, "%s%s", out->len ? ", " : "", name);
 }
 
 /* cpu=: a CPU model spec (cpumodel.h). */
@@ -878,8 +877,7 @@ int sfs_config_alloc_params(const struct sfs_config *cfg,
 {
 	int rc = sfs_knobs_defaults(place->name, place->knobs, params, err);
 
-	for (const struct sfs_knob *k = place->knobs; !rc && k && k->key;
-	     k++) {
+	for (const struct sfs_knob *k = place->knobs; !rc && k && k->key; k++) {
 		char *val = cfg_aknob_setting(cfg, k->key);
 
 		if (val)
@@ -908,9 +906,9 @@ static int cfg_aknob_apply(struct sfs_config *cfg,
 	int rc;
 
 	if (!value || !*value) {
-		*err = g_strdup_printf("option '%s' needs a value (%s=%s)",
-				       k->key, k->key,
-				       k->metavar ? k->metavar : "VALUE");
+		*err =
+		    g_strdup_printf("option '%s' needs a value (%s=%s)", k->key,
+				    k->key, k->metavar ? k->metavar : "VALUE");
 		return -EINVAL;
 	}
 	params = g_malloc0(o->params_size ? o->params_size : 1);
@@ -919,12 +917,12 @@ static int cfg_aknob_apply(struct sfs_config *cfg,
 		rc = sfs_knobs_set(o->name, o->knobs, params, k->key, value,
 				   &why);
 	if (rc) {
-		bool number = (k->type == SFS_KNOB_U32 ||
-			       k->type == SFS_KNOB_U64) &&
-			      cfg_parse_uint(value, &v) == 0;
+		bool number =
+		    (k->type == SFS_KNOB_U32 || k->type == SFS_KNOB_U64) &&
+		    cfg_parse_uint(value, &v) == 0;
 
-		number |= k->type == SFS_KNOB_SIZE &&
-			  sfs_parse_size(value, &v) == 0;
+		number |=
+		    k->type == SFS_KNOB_SIZE && sfs_parse_size(value, &v) == 0;
 		*err = g_strdup_printf("%s=%s is refused (%s)", k->key, value,
 				       why ? why : "bad value");
 		g_free(why);
@@ -1829,19 +1827,18 @@ void sfs_config_print_help(FILE *out)
 }
 
 /* An allocator knob as documentation. */
-static void cfg_aknob_doc(const struct sfs_knob *ak,
-			  struct sfs_config_doc *out)
+static void cfg_aknob_doc(const struct sfs_knob *ak, struct sfs_config_doc *out)
 {
 	static const char *const metavars[] = {
-	    [SFS_KNOB_DOUBLE] = "X", [SFS_KNOB_U64] = "N",
-	    [SFS_KNOB_U32] = "N",    [SFS_KNOB_SIZE] = "SIZE",
+	    [SFS_KNOB_DOUBLE] = "X",  [SFS_KNOB_U64] = "N",
+	    [SFS_KNOB_U32] = "N",     [SFS_KNOB_SIZE] = "SIZE",
 	    [SFS_KNOB_ENUM] = "NAME",
 	};
 
 	memset(out, 0, sizeof(*out));
 	out->name = ak->key;
 	out->metavar = ak->type == SFS_KNOB_BOOL ? NULL
-			: ak->metavar		 ? ak->metavar
+		       : ak->metavar		 ? ak->metavar
 						 : metavars[ak->type];
 	out->help = ak->help;
 	out->def = ak->def;
@@ -1869,8 +1866,7 @@ bool sfs_config_doc_nth(unsigned i, struct sfs_config_doc *out)
 		if (cfg_knobs[r].flags & CFG_ALLOC_ROWS) {
 			const struct sfs_knob *ak;
 
-			for (unsigned j = 0; (ak = cfg_aknob_nth(j, NULL));
-			     j++)
+			for (unsigned j = 0; (ak = cfg_aknob_nth(j, NULL)); j++)
 				if (row++ == i) {
 					cfg_aknob_doc(ak, out);
 					return true;

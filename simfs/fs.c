@@ -2905,7 +2905,8 @@ int sfs_fs_set_knobs(struct sfs_fs *fs, const char *opts, char **err)
 			char *e2 = NULL;
 
 			sfs_cache_set_policy(fs->cache, &oldpol);
-			alloc_configure(fs, &fs->cfg, &e2); /* accepted before */
+			/* the old values, accepted before */
+			alloc_configure(fs, &fs->cfg, &e2);
 			g_free(e2);
 			goto out_unlock;
 		}

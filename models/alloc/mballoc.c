@@ -76,15 +76,10 @@ struct mb_ac {
  * /sys/fs/ext4/<dev>/mb_* are. */
 #define MB_KNOB(k, field, d, lo, hi, mv, h)                                    \
 	{                                                                      \
-	    .key = k,                                                          \
-	    .type = SFS_KNOB_U32,                                              \
-	    .offset = offsetof(struct sfs_mballoc_params, field),              \
-	    .def = d,                                                          \
-	    .min = lo,                                                         \
-	    .max = hi,                                                         \
-	    .help = h,                                                         \
-	    .live = true,                                                      \
-	    .metavar = mv,                                                     \
+		.key = k, .type = SFS_KNOB_U32,                                \
+		.offset = offsetof(struct sfs_mballoc_params, field),          \
+		.def = d, .min = lo, .max = hi, .help = h, .live = true,       \
+		.metavar = mv,                                                 \
 	}
 
 static const struct sfs_knob mb_knobs[] = {
@@ -96,8 +91,8 @@ static const struct sfs_knob mb_knobs[] = {
 	    "alloc=mballoc: buddy search for 2^N requests from this N"),
     MB_KNOB("mb_stream_req", stream_req, "16", 1, 1u << 20, "BLOCKS",
 	    "alloc=mballoc: larger files use per-inode preallocation"),
-    MB_KNOB("mb_group_prealloc", group_prealloc, "512", 1, 1u << 20,
-	    "BLOCKS", "alloc=mballoc: locality-group preallocation size"),
+    MB_KNOB("mb_group_prealloc", group_prealloc, "512", 1, 1u << 20, "BLOCKS",
+	    "alloc=mballoc: locality-group preallocation size"),
     {0},
 };
 

@@ -111,8 +111,8 @@ static int nf_take(struct sfs_alloc *a, uint32_t g, const uint8_t *map,
 	uint32_t end = sfs_group_nblocks(fs, g), len;
 	int rc;
 
-	for (len = 1; len < want && bit + len < end &&
-		      !sfs_bm_test(map, bit + len);
+	for (len = 1;
+	     len < want && bit + len < end && !sfs_bm_test(map, bit + len);
 	     len++)
 		;
 	rc = sfs_blocks_mark_used(fs, sfs_group_first(fs, g) + bit, len);

@@ -92,8 +92,8 @@ static void test_registry(void **state)
 		assert_non_null(p->place->new_blocks);
 		assert_non_null(p->map->map);
 		assert_ptr_equal(sfs_alloc_find(p->name), p);
-		assert_true(g_strv_contains((const gchar *const *)names,
-					    p->name));
+		assert_true(
+		    g_strv_contains((const gchar *const *)names, p->name));
 	}
 	assert_int_equal(g_strv_length(names), n);
 	assert_true(n >= 5);
@@ -154,8 +154,8 @@ static void test_knobs(void **state)
 			assert_string_equal(v, k->def); /* default in effect */
 			g_free(v);
 			opt = g_strdup_printf("%s=%s", k->key, k->def);
-			assert_int_equal(sfs_config_parse(&cfg, opt, NULL, &err),
-					 0);
+			assert_int_equal(
+			    sfs_config_parse(&cfg, opt, NULL, &err), 0);
 			/* while mounted: only a live knob */
 			assert_int_equal(
 			    sfs_config_parse_runtime(&cfg, opt, &err),
@@ -170,7 +170,8 @@ static void test_knobs(void **state)
 			opt = g_strdup_printf("%s=bogus", k->key);
 			refused(&cfg, opt, -EINVAL);
 			g_free(opt);
-			if (k->type == SFS_KNOB_U32 || k->type == SFS_KNOB_U64) {
+			if (k->type == SFS_KNOB_U32 ||
+			    k->type == SFS_KNOB_U64) {
 				opt = g_strdup_printf("%s=%.0f", k->key,
 						      k->max + 1);
 				refused(&cfg, opt, -ERANGE);
@@ -182,12 +183,13 @@ static void test_knobs(void **state)
 					g_free(opt);
 				}
 				/* the maximum itself is accepted and kept */
-				opt = g_strdup_printf("%s=%.0f", k->key,
-						      k->max);
+				opt =
+				    g_strdup_printf("%s=%.0f", k->key, k->max);
 				assert_int_equal(
 				    sfs_config_parse(&cfg, opt, NULL, &err), 0);
 				v = sfs_config_get(&cfg, k->key);
-				assert_string_equal(v, opt + strlen(k->key) + 1);
+				assert_string_equal(v,
+						    opt + strlen(k->key) + 1);
 				g_free(v);
 				g_free(opt);
 			}
@@ -417,7 +419,8 @@ static void test_live_knobs(void **state)
 			if (sfs_fs_set_knobs(t->fs, set, &err) == 0) {
 				sfs_fs_get_config(t->fs, &cfg);
 				v = sfs_config_get(&cfg, k->key);
-				assert_string_equal(v, set + strlen(k->key) + 1);
+				assert_string_equal(v,
+						    set + strlen(k->key) + 1);
 				g_free(v);
 			} else {
 				assert_non_null(err);
