@@ -107,21 +107,10 @@ static int nf_take(struct sfs_alloc *a, uint32_t g, const uint8_t *map,
 		   uint32_t bit, uint32_t want, sfs_blk_t *start_out,
 		   uint32_t *got_out)
 {
-	struct sfs_fs *fs = a->fs;
-	uint32_t end = sfs_group_nblocks(fs, g), len;
-	int rc;
+	uint32_t len = sfs_bm_run(map, bit, want, sfs_group_nblocks(a->fs, g));
 
-	for (len = 1;
-	     len < want && bit + len < end && !sfs_bm_test(map, bit + len);
-	     len++)
-		;
-	rc = sfs_blocks_mark_used(fs, sfs_group_first(fs, g) + bit, len);
-	if (rc)
-		return rc;
-	*start_out = sfs_group_first(fs, g) + bit;
-	*got_out = len;
-	fs->cpu_ctr.blocks_alloc += len;
-	return 0;
+	return sfs_bm_grant(a, sfs_group_first(a->fs, g) + bit, len, start_out,
+			    got_out);
 }
 
 static int nf_new_blocks(struct sfs_alloc *a, struct sfs_inode *ip,

@@ -147,8 +147,7 @@ static uint32_t rsv_take(struct sfs_alloc *a, uint32_t g, const uint8_t *map,
 
 	if (bit >= lim)
 		return 0;
-	for (n = 1; n < want && bit + n < lim && !sfs_bm_test(map, bit + n); n++)
-		;
+	n = sfs_bm_run(map, bit, want, lim);
 	*start_out = first + bit;
 	return n;
 }
@@ -223,14 +222,11 @@ static int rsv_alloc_in_group(struct sfs_alloc *a, struct rsv_fs *r,
 		if (n == 0)
 			continue; /* window used up: a new one */
 		sfs_cache_put(fs->cache, b);
-		rc = sfs_blocks_mark_used(fs, s, n);
+		rc = sfs_bm_grant(a, s, n, start_out, got_out);
 		if (rc)
 			return rc;
 		st->hits += n;
 		r->ctr.allocs_in_window++;
-		*start_out = s;
-		*got_out = n;
-		fs->cpu_ctr.blocks_alloc += n;
 		return 0;
 	}
 	sfs_cache_put(fs->cache, b);
@@ -261,13 +257,7 @@ static int rsv_plain_in_group(struct sfs_alloc *a, uint32_t g,
 	sfs_cache_put(fs->cache, b);
 	if (n == 0)
 		return -ENOSPC;
-	rc = sfs_blocks_mark_used(fs, s, n);
-	if (rc)
-		return rc;
-	*start_out = s;
-	*got_out = n;
-	fs->cpu_ctr.blocks_alloc += n;
-	return 0;
+	return sfs_bm_grant(a, s, n, start_out, got_out);
 }
 
 static int rsv_new_blocks(struct sfs_alloc *a, struct sfs_inode *ip,
