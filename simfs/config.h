@@ -111,9 +111,11 @@ int sfs_config_parse(struct sfs_config *cfg, const char *opts,
 /*
  * Apply an option string, as sfs_config_parse without an unknown list, to
  * the config of a live mount: only knobs that may change while mounted
- * (clock=, device= and the device's own knobs) are accepted; any other
- * knob gets -EPERM ("cannot change while mounted"), the rest the errors
- * of sfs_config_parse.  On error cfg is unchanged.
+ * (clock=, device= and the device's own knobs, the journal's commit=
+ * and journal_max_txn=, the write-back knobs, atime_policy= and diratime,
+ * and the allocators' knobs marked live) are accepted; any other knob
+ * gets -EPERM ("cannot change while mounted"), the rest the errors of
+ * sfs_config_parse.  On error cfg is unchanged.
  */
 int sfs_config_parse_runtime(struct sfs_config *cfg, const char *opts,
 			     char **err);
