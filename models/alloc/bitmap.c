@@ -21,7 +21,6 @@
 #include "fs_priv.h"
 #include "models/alloc/bitmap_search.h"
 
-
 int sfs_bm_grant(struct sfs_alloc *a, sfs_blk_t start, uint32_t n,
 		 sfs_blk_t *start_out, uint32_t *got_out)
 {

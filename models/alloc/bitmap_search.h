@@ -1,7 +1,7 @@
 /*
  * bitmap_search.h - bitmap scanning shared by the placement models built
- * on ext2's search (bitmap.c, reservation.c, nextfit.c).  Bits are LSB-first within
- * each byte, as in ext2's block bitmaps.
+ * on ext2's search (bitmap.c, reservation.c, nextfit.c).  Bits are LSB-first
+ * within each byte, as in ext2's block bitmaps.
  */
 #ifndef SFS_BITMAP_SEARCH_H
 #define SFS_BITMAP_SEARCH_H
