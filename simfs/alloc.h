@@ -5,7 +5,16 @@
  * later ext3 reservation windows and ext4's mballoc).  Mapping decides how a
  * file records its blocks (ext2 indirect blocks, later ext4 extent trees).
  * Each is an ops table chosen by name from a registry (models/alloc/
- * registry.c); `alloc=NAME` picks a (mapping, placement) pair.
+ * registry.c); `alloc=NAME` picks a (mapping, placement) pair, declared as a
+ * struct sfs_alloc_preset in the placement model's own file.
+ *
+ * A placement model's parameters are knobs (devmodel.h's struct sfs_knob,
+ * the same table devices use) in its ops table.  The option parser, --help,
+ * the man page, /.simfs/config and the presets find them by walking the
+ * registry (sfs_alloc_place_nth); the engine hands the parsed parameters to
+ * the model's configure verb at mount, and again when a live knob changes.
+ * A new allocator is one file plus one line of registry.c; doc/extending.md
+ * has the checklist.
  *
  * One door per table: the engine calls placement only through
  * sfs_alloc_blocks (fs.c), mapping only through sfs_bmap / sfs_truncate
@@ -21,6 +30,7 @@
 
 struct sfs_fs;
 struct sfs_inode;
+struct sfs_knob;
 struct sfs_alloc;
 struct sfs_stats_writer;
 
@@ -45,6 +55,23 @@ struct sfs_alloc_ops {
 	/* optional: the model's counters, written into the "alloc" stats
 	 * section (called with the fs lock held) */
 	void (*stats)(struct sfs_alloc *a, struct sfs_stats_writer *w);
+	/* optional: the model's knobs (key == NULL ends; NULL: none), parsed
+	 * into a params_size struct by the knob helpers of devmodel.h */
+	const struct sfs_knob *knobs;
+	size_t params_size;
+	/*
+	 * optional (required with knobs): take params (every knob set,
+	 * range-checked; the model copies what it keeps).  Called after init
+	 * at mount and with the fs lock held whenever a live knob changes.
+	 * Checks what ranges cannot (knobs that contradict each other): 0, or
+	 * -EINVAL with a one-line message in *err, the old values kept.
+	 */
+	int (*configure)(struct sfs_alloc *a, const void *params, char **err);
+	/*
+	 * optional: check the model's own state against the bitmaps (for the
+	 * tests' invariant checks).  0, -EIO with a message in *err.
+	 */
+	int (*check)(struct sfs_alloc *a, char **err);
 };
 
 struct sfs_alloc {
@@ -106,6 +133,10 @@ struct sfs_map_ops {
 			uint32_t to);
 	int (*insert)(struct sfs_fs *fs, struct sfs_inode *ip, uint32_t from,
 		      uint32_t to);
+	/* optional: set a new file's, directory's or slow symlink's map up
+	 * (the extent tree's empty root); NULL: an all-zero i_block is an
+	 * empty map */
+	void (*init_inode)(struct sfs_fs *fs, struct sfs_inode *ip);
 };
 
 /* A named allocator configuration: mapping + placement. */
@@ -118,10 +149,16 @@ struct sfs_alloc_preset {
 
 /* Look a name up; NULL if unknown. */
 const struct sfs_alloc_preset *sfs_alloc_find(const char *name);
-/* "blockmap, ..." for error messages (static string). */
+/* "blockmap, ..." for error messages (static string, from the registry). */
 const char *sfs_alloc_names(void);
 /* Iterate: i = 0, 1, ... until NULL. */
 const struct sfs_alloc_preset *sfs_alloc_nth(unsigned i);
+/* Iterate the distinct placement models of the registry, in order. */
+const struct sfs_alloc_ops *sfs_alloc_place_nth(unsigned i);
+/* The allocator knob called key and the placement model that owns it
+ * (*owner, may be NULL); NULL if no registered model has it. */
+const struct sfs_knob *sfs_alloc_knob_find(const char *key,
+					   const struct sfs_alloc_ops **owner);
 
 extern const struct sfs_map_ops sfs_blockmap_map_ops;   /* models/alloc/blockmap.c */
 extern const struct sfs_map_ops sfs_extent_map_ops;     /* models/alloc/extent.c */

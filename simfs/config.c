@@ -31,6 +31,14 @@
  *
  * Knobs flagged CFG_RUNTIME may change while mounted
  * (sfs_config_parse_runtime, used by the engine's sfs_fs_set_knobs).
+ *
+ * The allocators' knobs are no rows of cfg_knobs[]: each placement model
+ * declares them in its own table (struct sfs_knob, devmodel.h, as device
+ * models do), and the row flagged CFG_ALLOC_ROWS stands for all of them,
+ * in registry order, wherever the table is walked (parsing, --help, the
+ * man page, printing, suggestions).  Their values are kept as text in
+ * cfg->alloc_knobs, checked by the owner's table when set; a live knob of
+ * the table may change while mounted.
  */
 #include <errno.h>
 #include <stddef.h>
@@ -60,6 +68,7 @@ enum cfg_type {
 #define CFG_INVERT 0x1	/* bool stored negated ("rw" sets ro = false) */
 #define CFG_ALIAS 0x2	/* another name of a row: not printed */
 #define CFG_RUNTIME 0x4 /* may change while mounted */
+#define CFG_ALLOC_ROWS 0x8 /* stands for the allocators' knob tables */
 
 struct cfg_knob {
 	const char *name;
@@ -325,12 +334,10 @@ static int cfg_sched_check(const char *spec, char **err)
 
 static void cfg_sched_list(GString *out)
 {
-	static const char *const names[] = {"noop", "elevator", "cfq"};
+	const char *name;
 
-	for (size_t i = 0; i < G_N_ELEMENTS(names); i++)
-		if (sfs_sched_knobs(names[i]))
-			g_string_append_printf(out, "%s%s",
-					       out->len ? ", " : "", names[i]);
+	for (unsigned i = 0; (name = sfs_sched_nth(i, NULL)); i++)
+		g_string_append_printf(out, "%s%s", out->len ? ", " : "", name);
 }
 
 /* cpu=: a CPU model spec (cpumodel.h). */
@@ -635,80 +642,9 @@ static const struct cfg_knob cfg_knobs[] = {
 		"(simfs mount --list-presets)",
     },
     {
-	.name = "reservation_window",
-	.type = CFG_UINT,
-	.offset = KNOB_OFF(reservation_window),
-	.def = "8",
-	.min = 0,
-	.max = 32768,
-	.metavar = "BLOCKS",
-	.help = "alloc=reservation: first window of a file (ext3 "
-		"EXT3_DEFAULT_RESERVE_BLOCKS; 0: no windows)",
-    },
-    {
-	.name = "reservation_max",
-	.type = CFG_UINT,
-	.offset = KNOB_OFF(reservation_max),
-	.def = "1027",
-	.min = 1,
-	.max = 32768,
-	.metavar = "BLOCKS",
-	.help = "alloc=reservation: largest window (ext3 2.6.32: 1027)",
-    },
-    {
-	.name = "mb_max_to_scan",
-	.type = CFG_UINT,
-	.offset = KNOB_OFF(mb_max_to_scan),
-	.def = "200",
-	.min = 1,
-	.max = 100000,
-	.flags = CFG_RUNTIME,
-	.metavar = "N",
-	.help = "alloc=mballoc: extents examined before taking the best",
-    },
-    {
-	.name = "mb_min_to_scan",
-	.type = CFG_UINT,
-	.offset = KNOB_OFF(mb_min_to_scan),
-	.def = "10",
-	.min = 1,
-	.max = 100000,
-	.flags = CFG_RUNTIME,
-	.metavar = "N",
-	.help = "alloc=mballoc: extents examined before a good-enough one",
-    },
-    {
-	.name = "mb_order2_req",
-	.type = CFG_UINT,
-	.offset = KNOB_OFF(mb_order2_req),
-	.def = "2",
-	.min = 1,
-	.max = 16,
-	.flags = CFG_RUNTIME,
-	.metavar = "N",
-	.help = "alloc=mballoc: buddy search for 2^N requests from this N",
-    },
-    {
-	.name = "mb_stream_req",
-	.type = CFG_UINT,
-	.offset = KNOB_OFF(mb_stream_req),
-	.def = "16",
-	.min = 1,
-	.max = 1u << 20,
-	.flags = CFG_RUNTIME,
-	.metavar = "BLOCKS",
-	.help = "alloc=mballoc: larger files use per-inode preallocation",
-    },
-    {
-	.name = "mb_group_prealloc",
-	.type = CFG_UINT,
-	.offset = KNOB_OFF(mb_group_prealloc),
-	.def = "512",
-	.min = 1,
-	.max = 1u << 20,
-	.flags = CFG_RUNTIME,
-	.metavar = "BLOCKS",
-	.help = "alloc=mballoc: locality-group preallocation size",
+	/* every allocator's own knobs, from its table (alloc.h), here */
+	.name = "(allocator knobs)",
+	.flags = CFG_ALLOC_ROWS,
     },
     {
 	.name = "dirs",
@@ -859,12 +795,54 @@ static const struct cfg_knob cfg_knobs[] = {
 static int cfg_preset_apply(struct sfs_config *cfg, const char *name,
 			    char **err);
 
+static int cfg_parse_uint(const char *text, uint64_t *out);
+
 static const struct cfg_knob *cfg_knob_find(const char *name)
 {
 	for (size_t i = 0; i < CFG_NKNOBS; i++)
-		if (strcmp(cfg_knobs[i].name, name) == 0)
+		if (!(cfg_knobs[i].flags & CFG_ALLOC_ROWS) &&
+		    strcmp(cfg_knobs[i].name, name) == 0)
 			return &cfg_knobs[i];
 	return NULL;
+}
+
+/* Knob i of all the allocators' tables, in registry order, with the
+ * placement model that owns it; NULL past the end. */
+static const struct sfs_knob *cfg_aknob_nth(unsigned i,
+					    const struct sfs_alloc_ops **owner)
+{
+	const struct sfs_alloc_ops *o;
+
+	for (unsigned j = 0; (o = sfs_alloc_place_nth(j)); j++)
+		for (const struct sfs_knob *k = o->knobs; k && k->key; k++)
+			if (i-- == 0) {
+				if (owner)
+					*owner = o;
+				return k;
+			}
+	return NULL;
+}
+
+/* Append the names of the rows of the table (the allocators' knobs in
+ * place of their row); only the runtime ones when runtime is set. */
+static void cfg_append_names(GString *s, bool runtime)
+{
+	const struct sfs_knob *ak;
+
+	for (size_t i = 0; i < CFG_NKNOBS; i++) {
+		const struct cfg_knob *k = &cfg_knobs[i];
+
+		if (!(k->flags & CFG_ALLOC_ROWS)) {
+			if (!runtime || (k->flags & CFG_RUNTIME))
+				g_string_append_printf(
+				    s, "%s%s", s->len ? ", " : "", k->name);
+			continue;
+		}
+		for (unsigned j = 0; (ak = cfg_aknob_nth(j, NULL)); j++)
+			if (!runtime || ak->live)
+				g_string_append_printf(
+				    s, "%s%s", s->len ? ", " : "", ak->key);
+	}
 }
 
 /* "alloc, data, journal, mem, direct, ro, rw" (g_free it). */
@@ -872,10 +850,126 @@ static char *cfg_knob_names(void)
 {
 	GString *s = g_string_new(NULL);
 
-	for (size_t i = 0; i < CFG_NKNOBS; i++)
-		g_string_append_printf(s, "%s%s", i ? ", " : "",
-				       cfg_knobs[i].name);
+	cfg_append_names(s, false);
 	return g_string_free(s, FALSE);
+}
+
+/* An allocator knob's value in cfg ("key=value" items of alloc_knobs),
+ * or NULL if cfg does not set it (g_free it). */
+static char *cfg_aknob_setting(const struct sfs_config *cfg, const char *key)
+{
+	gchar **items = g_strsplit(cfg->alloc_knobs, ",", -1);
+	size_t len = strlen(key);
+	char *val = NULL;
+
+	for (gchar **it = items; *it; it++)
+		if (strncmp(*it, key, len) == 0 && (*it)[len] == '=') {
+			g_free(val);
+			val = g_strdup(*it + len + 1);
+		}
+	g_strfreev(items);
+	return val;
+}
+
+int sfs_config_alloc_params(const struct sfs_config *cfg,
+			    const struct sfs_alloc_ops *place, void *params,
+			    char **err)
+{
+	int rc = sfs_knobs_defaults(place->name, place->knobs, params, err);
+
+	for (const struct sfs_knob *k = place->knobs; !rc && k && k->key; k++) {
+		char *val = cfg_aknob_setting(cfg, k->key);
+
+		if (val)
+			rc = sfs_knobs_set(place->name, place->knobs, params,
+					   k->key, val, err);
+		g_free(val);
+	}
+	return rc;
+}
+
+/*
+ * Set allocator knob k of model o in cfg from text: checked by the model's
+ * table, kept in canonical form.  0, -EINVAL (does not parse, no value) or
+ * -ERANGE (a number out of range) with *err.
+ */
+static int cfg_aknob_apply(struct sfs_config *cfg,
+			   const struct sfs_alloc_ops *o,
+			   const struct sfs_knob *k, const char *value,
+			   char **err)
+{
+	void *params;
+	char *why = NULL, *canon;
+	GString *s;
+	gchar **items;
+	uint64_t v;
+	int rc;
+
+	if (!value || !*value) {
+		*err =
+		    g_strdup_printf("option '%s' needs a value (%s=%s)", k->key,
+				    k->key, k->metavar ? k->metavar : "VALUE");
+		return -EINVAL;
+	}
+	params = g_malloc0(o->params_size ? o->params_size : 1);
+	rc = sfs_knobs_defaults(o->name, o->knobs, params, &why);
+	if (!rc)
+		rc = sfs_knobs_set(o->name, o->knobs, params, k->key, value,
+				   &why);
+	if (rc) {
+		bool number =
+		    (k->type == SFS_KNOB_U32 || k->type == SFS_KNOB_U64) &&
+		    cfg_parse_uint(value, &v) == 0;
+
+		number |=
+		    k->type == SFS_KNOB_SIZE && sfs_parse_size(value, &v) == 0;
+		*err = g_strdup_printf("%s=%s is refused (%s)", k->key, value,
+				       why ? why : "bad value");
+		g_free(why);
+		g_free(params);
+		return number ? -ERANGE : -EINVAL;
+	}
+	canon = sfs_knob_format(k, params);
+	g_free(params);
+	s = g_string_new(NULL);
+	items = g_strsplit(cfg->alloc_knobs, ",", -1);
+	for (gchar **it = items; *it; it++)
+		if (**it && !(g_str_has_prefix(*it, k->key) &&
+			      (*it)[strlen(k->key)] == '='))
+			g_string_append_printf(s, "%s%s", s->len ? "," : "",
+					       *it);
+	g_strfreev(items);
+	g_string_append_printf(s, "%s%s=%s", s->len ? "," : "", k->key, canon);
+	g_free(canon);
+	rc = 0;
+	if (s->len >= SFS_KNOBS_LEN) {
+		*err = g_strdup_printf("option '%s': allocator knobs longer "
+				       "than %d bytes",
+				       k->key, SFS_KNOBS_LEN - 1);
+		rc = -EINVAL;
+	} else {
+		g_strlcpy(cfg->alloc_knobs, s->str, SFS_KNOBS_LEN);
+	}
+	g_string_free(s, TRUE);
+	return rc;
+}
+
+/* The value in effect of allocator knob k of model o (g_free it). */
+static char *cfg_aknob_value(const struct sfs_config *cfg,
+			     const struct sfs_alloc_ops *o,
+			     const struct sfs_knob *k)
+{
+	void *params = g_malloc0(o->params_size ? o->params_size : 1);
+	char *err = NULL, *val;
+
+	/* every value in alloc_knobs was checked when it was set */
+	if (sfs_config_alloc_params(cfg, o, params, &err) != 0)
+		val = g_strdup("?");
+	else
+		val = sfs_knob_format(k, params);
+	g_free(err);
+	g_free(params);
+	return val;
 }
 
 bool sfs_parse_only(void)
@@ -1259,6 +1353,13 @@ const char *sfs_config_suggest(const char *key)
 		const struct cfg_knob *k = &cfg_knobs[i];
 		char **names;
 
+		if (k->flags & CFG_ALLOC_ROWS) {
+			const struct sfs_knob *ak;
+
+			for (unsigned j = 0; (ak = cfg_aknob_nth(j, NULL)); j++)
+				cfg_suggest_one(key, ak->key, &best, &best_d);
+			continue;
+		}
 		cfg_suggest_one(key, k->name, &best, &best_d);
 		if (k->type != CFG_SPEC || !k->names || !k->subknobs)
 			continue;
@@ -1300,8 +1401,8 @@ void sfs_config_defaults(struct sfs_config *cfg)
 		const struct cfg_knob *k = &cfg_knobs[i];
 		char *err = NULL;
 
-		if (!k->def)
-			continue;
+		if (!k->def || (k->flags & CFG_ALLOC_ROWS))
+			continue; /* allocator knobs: "" = every default */
 		/* Defaults are checked like user input; an alloc default
 		 * missing from the registry is kept verbatim. */
 		if (cfg_knob_apply(cfg, k, k->def, false, &err) < 0) {
@@ -1330,8 +1431,18 @@ int sfs_config_set(struct sfs_config *cfg, const char *key, const char *value,
 		return -EINVAL;
 	}
 	k = cfg_knob_resolve(key, &negate);
-	if (!k)
-		return cfg_unknown_error(key, err);
+	if (!k) {
+		const struct sfs_alloc_ops *o;
+		const struct sfs_knob *ak = sfs_alloc_knob_find(key, &o);
+
+		if (!ak)
+			return cfg_unknown_error(key, err);
+		tmp = *cfg;
+		rc = cfg_aknob_apply(&tmp, o, ak, value, err);
+		if (rc == 0)
+			*cfg = tmp;
+		return rc;
+	}
 	tmp = *cfg;
 	if (k->offset == KNOB_OFF(preset) && value && *value)
 		rc = cfg_preset_apply(&tmp, value, err);
@@ -1408,10 +1519,7 @@ static char *cfg_runtime_names(void)
 {
 	GString *s = g_string_new(NULL);
 
-	for (size_t i = 0; i < CFG_NKNOBS; i++)
-		if (cfg_knobs[i].flags & CFG_RUNTIME)
-			g_string_append_printf(s, "%s%s", s->len ? ", " : "",
-					       cfg_knobs[i].name);
+	cfg_append_names(s, true);
 	return g_string_free(s, FALSE);
 }
 
@@ -1487,6 +1595,8 @@ static int cfg_parse(struct sfs_config *cfg, const char *opts, char **unknown,
 		char *eq = strchr(tok, '=');
 		const char *value = NULL;
 		const struct cfg_knob *k;
+		const struct sfs_knob *ak;
+		const struct sfs_alloc_ops *owner;
 		struct cfg_group *g = NULL;
 		bool negate;
 
@@ -1505,6 +1615,23 @@ static int cfg_parse(struct sfs_config *cfg, const char *opts, char **unknown,
 			value = eq + 1;
 		}
 		k = cfg_knob_resolve(tok, &negate);
+		if (!k && (ak = sfs_alloc_knob_find(tok, &owner))) {
+			if (runtime && !ak->live) {
+				char *names = cfg_runtime_names();
+
+				*err = g_strdup_printf(
+				    "option '%s' cannot change while mounted "
+				    "(these can: %s)",
+				    tok, names);
+				g_free(names);
+				rc = -EPERM;
+				goto out_free;
+			}
+			rc = cfg_aknob_apply(&tmp, owner, ak, value, err);
+			if (rc < 0)
+				goto out_free;
+			continue;
+		}
 		if (k && runtime && !(k->flags & CFG_RUNTIME)) {
 			char *names = cfg_runtime_names();
 
@@ -1644,6 +1771,25 @@ static char *cfg_knob_value(const struct sfs_config *cfg,
 	return g_strdup("?");
 }
 
+/* The allocators' knobs for --help, in the form of the table's rows. */
+static void cfg_aknobs_help(FILE *out)
+{
+	const struct sfs_alloc_ops *o;
+	const struct sfs_knob *ak;
+
+	for (unsigned j = 0; (ak = cfg_aknob_nth(j, &o)); j++) {
+		char form[64];
+		char *want = sfs_knob_want(ak);
+
+		g_snprintf(form, sizeof(form), "%s=%s", ak->key,
+			   ak->metavar ? ak->metavar : "VALUE");
+		fprintf(out, "  %-14s%s%s (default %s; %s)\n", form,
+			strlen(form) < 14 ? " " : "  ", ak->help, ak->def,
+			want);
+		g_free(want);
+	}
+}
+
 void sfs_config_print_help(FILE *out)
 {
 	for (size_t i = 0; i < CFG_NKNOBS; i++) {
@@ -1654,6 +1800,10 @@ void sfs_config_print_help(FILE *out)
 
 		if (k->flags & CFG_ALIAS)
 			goto next; /* named in its main row's help */
+		if (k->flags & CFG_ALLOC_ROWS) {
+			cfg_aknobs_help(out);
+			goto next;
+		}
 		if (k->type == CFG_BOOL)
 			g_snprintf(form, sizeof(form), "[no]%s", k->name);
 		else
@@ -1676,13 +1826,58 @@ void sfs_config_print_help(FILE *out)
 	}
 }
 
+/* An allocator knob as documentation. */
+static void cfg_aknob_doc(const struct sfs_knob *ak, struct sfs_config_doc *out)
+{
+	static const char *const metavars[] = {
+	    [SFS_KNOB_DOUBLE] = "X",  [SFS_KNOB_U64] = "N",
+	    [SFS_KNOB_U32] = "N",     [SFS_KNOB_SIZE] = "SIZE",
+	    [SFS_KNOB_ENUM] = "NAME",
+	};
+
+	memset(out, 0, sizeof(*out));
+	out->name = ak->key;
+	out->metavar = ak->type == SFS_KNOB_BOOL ? NULL
+		       : ak->metavar		 ? ak->metavar
+						 : metavars[ak->type];
+	out->help = ak->help;
+	out->def = ak->def;
+	out->runtime = ak->live;
+	out->has_range = ak->type == SFS_KNOB_U32 || ak->type == SFS_KNOB_U64 ||
+			 ak->type == SFS_KNOB_SIZE;
+	out->is_size = ak->type == SFS_KNOB_SIZE;
+	out->min = (uint64_t)ak->min;
+	out->max = (uint64_t)ak->max;
+	if (ak->type == SFS_KNOB_ENUM) {
+		gchar **v = g_strsplit(ak->choices, "|", -1);
+
+		out->choices = g_strjoinv(", ", v);
+		g_strfreev(v);
+	}
+}
+
 bool sfs_config_doc_nth(unsigned i, struct sfs_config_doc *out)
 {
-	const struct cfg_knob *k;
+	const struct cfg_knob *k = NULL;
+	unsigned row = 0;
 
-	if (i >= CFG_NKNOBS)
+	/* row i of the table with the allocators' knobs in their row */
+	for (size_t r = 0; r < CFG_NKNOBS && !k; r++) {
+		if (cfg_knobs[r].flags & CFG_ALLOC_ROWS) {
+			const struct sfs_knob *ak;
+
+			for (unsigned j = 0; (ak = cfg_aknob_nth(j, NULL)); j++)
+				if (row++ == i) {
+					cfg_aknob_doc(ak, out);
+					return true;
+				}
+			continue;
+		}
+		if (row++ == i)
+			k = &cfg_knobs[r];
+	}
+	if (!k)
 		return false;
-	k = &cfg_knobs[i];
 	memset(out, 0, sizeof(*out));
 	out->name = k->name;
 	out->metavar = k->type == CFG_BOOL ? NULL
@@ -1719,22 +1914,41 @@ void sfs_config_each(const struct sfs_config *cfg, bool with_paths,
 		    (!with_paths &&
 		     g_strv_contains((const char *const *)paths, k->name)))
 			continue;
+		if (k->flags & CFG_ALLOC_ROWS) {
+			const struct sfs_alloc_ops *o;
+			const struct sfs_knob *ak;
+
+			for (unsigned j = 0; (ak = cfg_aknob_nth(j, &o)); j++) {
+				val = cfg_aknob_value(cfg, o, ak);
+				fn(ctx, ak->key, val);
+				g_free(val);
+			}
+			continue;
+		}
 		val = cfg_knob_value(cfg, k);
 		fn(ctx, k->name, val);
 		g_free(val);
 	}
 }
 
+static void cfg_print_one(void *ctx, const char *name, const char *value)
+{
+	fprintf(ctx, "%s=%s\n", name, value);
+}
+
 void sfs_config_print(const struct sfs_config *cfg, FILE *out)
 {
-	for (size_t i = 0; i < CFG_NKNOBS; i++) {
-		const struct cfg_knob *k = &cfg_knobs[i];
-		char *val;
+	sfs_config_each(cfg, true, cfg_print_one, out);
+}
 
-		if (k->flags & CFG_ALIAS)
-			continue;
-		val = cfg_knob_value(cfg, k);
-		fprintf(out, "%s=%s\n", k->name, val);
-		g_free(val);
-	}
+char *sfs_config_get(const struct sfs_config *cfg, const char *key)
+{
+	const struct cfg_knob *k = cfg_knob_find(key);
+	const struct sfs_alloc_ops *o;
+	const struct sfs_knob *ak;
+
+	if (k && !(k->flags & CFG_ALIAS))
+		return cfg_knob_value(cfg, k);
+	ak = sfs_alloc_knob_find(key, &o);
+	return ak ? cfg_aknob_value(cfg, o, ak) : NULL;
 }

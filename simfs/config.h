@@ -5,8 +5,10 @@
  * A knob is a row of a table (config.c): name, type, default, range, help,
  * where it lives in struct sfs_config.  Parsing, printing (--help, the stats
  * report) and runtime changes all walk that one table, so a new knob is one
- * field here plus one table row.  A bad value gets a one-line message and
- * changes nothing.
+ * field here plus one table row.  An allocator's knobs are not here: they
+ * are rows of the allocator's own table (alloc.h), found by walking the
+ * allocator registry, and kept as text in alloc_knobs.  A bad value gets a
+ * one-line message and changes nothing.
  */
 #ifndef SFS_CONFIG_H
 #define SFS_CONFIG_H
@@ -18,6 +20,7 @@
 #define SFS_NAME_LEN 32
 #define SFS_SPEC_LEN 256
 #define SFS_PATH_LEN 4096
+#define SFS_KNOBS_LEN 512
 
 struct sfs_config {
 	char alloc[SFS_NAME_LEN];   /* placement + mapping model: "blockmap" */
@@ -53,8 +56,6 @@ struct sfs_config {
 	char journal_dev[SFS_PATH_LEN]; /* external journal, or "" */
 	/* placement and policy knobs (doc/allocators.md) */
 	char preset[SFS_NAME_LEN];  /* historical system applied first, or "" */
-	uint32_t reservation_window; /* alloc=reservation: first window, blocks */
-	uint32_t reservation_max;   /* alloc=reservation: largest window */
 	char dirs[SFS_NAME_LEN];    /* directory placement: "orlov", "oldalloc" */
 	char atime[SFS_NAME_LEN];   /* "atime", "relatime", "noatime" */
 	bool no_diratime;           /* nodiratime: readdir leaves atime */
@@ -66,12 +67,10 @@ struct sfs_config {
 	bool delalloc;              /* delayed allocation (any placement) */
 	bool no_auto_da_alloc;      /* noauto_da_alloc: no early placement on
 				       rename-over / truncate-to-zero */
-	/* alloc=mballoc tunables (doc/mballoc.md), ext4's sysfs names */
-	uint32_t mb_max_to_scan;
-	uint32_t mb_min_to_scan;
-	uint32_t mb_order2_req;
-	uint32_t mb_stream_req;     /* blocks */
-	uint32_t mb_group_prealloc; /* blocks */
+	/* the allocators' own knobs (alloc.h: each placement model's knob
+	 * table), as "key=value,..." of the ones set, in canonical form;
+	 * a knob not named has its model's default */
+	char alloc_knobs[SFS_KNOBS_LEN];
 };
 
 /* A named historical system: option text applied before the user's. */
@@ -112,12 +111,28 @@ int sfs_config_parse(struct sfs_config *cfg, const char *opts,
 /*
  * Apply an option string, as sfs_config_parse without an unknown list, to
  * the config of a live mount: only knobs that may change while mounted
- * (clock=, device= and the device's own knobs) are accepted; any other
- * knob gets -EPERM ("cannot change while mounted"), the rest the errors
- * of sfs_config_parse.  On error cfg is unchanged.
+ * (clock=, device= and the device's own knobs, the journal's commit=
+ * and journal_max_txn=, the write-back knobs, atime_policy= and diratime,
+ * and the allocators' knobs marked live) are accepted; any other knob
+ * gets -EPERM ("cannot change while mounted"), the rest the errors of
+ * sfs_config_parse.  On error cfg is unchanged.
  */
 int sfs_config_parse_runtime(struct sfs_config *cfg, const char *opts,
 			     char **err);
+
+/*
+ * The parameters of placement model `place` (struct sfs_alloc_ops of
+ * alloc.h) in cfg: its knobs' defaults, then the values cfg sets, into
+ * params (place->params_size bytes).  0, or -EINVAL with *err.
+ */
+struct sfs_alloc_ops;
+int sfs_config_alloc_params(const struct sfs_config *cfg,
+			    const struct sfs_alloc_ops *place, void *params,
+			    char **err);
+
+/* The value of knob key (of the table or of an allocator) as option text
+ * (g_free it); NULL if there is no such knob. */
+char *sfs_config_get(const struct sfs_config *cfg, const char *key);
 
 /* Set one knob by name from text; same errors as sfs_config_parse. */
 int sfs_config_set(struct sfs_config *cfg, const char *key, const char *value,

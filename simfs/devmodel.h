@@ -32,11 +32,13 @@
 #include "blockdev.h" /* struct sfs_io_req */
 #include "format.h"   /* sfs_ns_t */
 
-/* ---- knob tables (shared with the I/O schedulers, sched.h) ---- */
+/* ---- knob tables (shared with the I/O schedulers, sched.h, the CPU
+ * model and the allocators, alloc.h) ---- */
 
 enum sfs_knob_type {
 	SFS_KNOB_DOUBLE, /* double; "auto" (NaN) allowed when def is "auto" */
 	SFS_KNOB_U64,	 /* uint64_t */
+	SFS_KNOB_U32,	 /* uint32_t (max at most UINT32_MAX) */
 	SFS_KNOB_SIZE,	 /* uint64_t bytes; K/M/G/T suffix, powers of 1024 */
 	SFS_KNOB_BOOL,	 /* bool: on/off, yes/no, true/false, 1/0 */
 	SFS_KNOB_ENUM,	 /* int: index into `choices` */
@@ -51,6 +53,11 @@ struct sfs_knob {
 	double min, max;     /* inclusive range (DOUBLE, U64, SIZE) */
 	const char *choices; /* ENUM: "fifo|clook" */
 	const char *help;    /* unit and meaning, one line */
+	bool live;	     /* allocator knobs: may change while mounted
+				(.simfs/config); a device's or scheduler's
+				knobs change with its whole spec instead */
+	const char *metavar; /* for --help and man pages: "BLOCKS"; NULL:
+				from the type ("N", "SIZE", ...) */
 };
 
 /*
@@ -69,6 +76,13 @@ int sfs_knobs_set(const char *who, const struct sfs_knob *knobs, void *params,
 /* Apply "key=value" items of a NULL-terminated vector, in order. */
 int sfs_knobs_set_all(const char *who, const struct sfs_knob *knobs,
 		      void *params, char *const *items, char **err);
+/* The knob called key in knobs, or NULL. */
+const struct sfs_knob *sfs_knob_find(const struct sfs_knob *knobs,
+				     const char *key);
+/* k's value in params as option text (g_free it). */
+char *sfs_knob_format(const struct sfs_knob *k, const void *params);
+/* What a valid value of k looks like, for messages (g_free it). */
+char *sfs_knob_want(const struct sfs_knob *k);
 /* Print "key=value" for every knob of params, comma separated. */
 void sfs_knobs_print_values(const struct sfs_knob *knobs, const void *params,
 			    FILE *out);

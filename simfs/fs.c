@@ -35,7 +35,6 @@
 #include "fs_priv.h"
 #include "iolog.h"
 #include "journal.h"
-#include "models/alloc/mballoc.h"
 #include "models/journal/jbd2.h"
 #include "stats.h"
 #include "timedev.h"
@@ -2460,36 +2459,22 @@ static void da_source(void *ctx, struct sfs_stats_writer *w)
 	sfs_unlock(fs);
 }
 
-/* Hand cfg's mb_* knobs to a running mballoc.  0, or -EINVAL with *err. */
-static int mballoc_apply(struct sfs_fs *fs, const struct sfs_config *cfg,
-			 char **err)
+/* Hand cfg's knobs of the running placement model to it (its configure
+ * verb).  0, or -EINVAL with *err. */
+static int alloc_configure(struct sfs_fs *fs, const struct sfs_config *cfg,
+			   char **err)
 {
-	struct sfs_mballoc_params mp = {
-	    .max_to_scan = cfg->mb_max_to_scan,
-	    .min_to_scan = cfg->mb_min_to_scan,
-	    .order2_req = cfg->mb_order2_req,
-	    .stream_req = cfg->mb_stream_req,
-	    .group_prealloc = cfg->mb_group_prealloc,
-	};
-	struct sfs_mballoc_params def;
+	const struct sfs_alloc_ops *o = fs->alloc->ops;
+	void *params;
 	int rc;
 
-	sfs_mballoc_default_params(&def);
-	/* 0 (a config not from the knob table) keeps ext4's value */
-	if (!mp.max_to_scan)
-		mp.max_to_scan = def.max_to_scan;
-	if (!mp.min_to_scan)
-		mp.min_to_scan = def.min_to_scan;
-	if (!mp.order2_req)
-		mp.order2_req = def.order2_req;
-	if (!mp.stream_req)
-		mp.stream_req = def.stream_req;
-	if (!mp.group_prealloc)
-		mp.group_prealloc = def.group_prealloc;
-	rc = sfs_mballoc_set_params(fs->alloc, &mp);
-	if (rc)
-		*err = g_strdup("inconsistent mballoc knobs (mb_min_to_scan "
-				"above mb_max_to_scan?)");
+	if (!o->configure)
+		return 0;
+	params = g_malloc0(o->params_size ? o->params_size : 1);
+	rc = sfs_config_alloc_params(cfg, o, params, err);
+	if (!rc)
+		rc = o->configure(fs->alloc, params, err);
+	g_free(params);
 	return rc;
 }
 
@@ -2516,11 +2501,9 @@ static int setup_alloc(struct sfs_fs *fs, char **err)
 			return rc;
 		}
 	}
-	if (p->place == &sfs_mballoc_alloc_ops) {
-		rc = mballoc_apply(fs, &fs->cfg, err);
-		if (rc)
-			return rc;
-	}
+	rc = alloc_configure(fs, &fs->cfg, err);
+	if (rc)
+		return rc;
 	if (p->place->stats)
 		sfs_stats_add_source(fs->stats, "alloc", alloc_source, fs);
 	return 0;
@@ -2899,9 +2882,8 @@ int sfs_fs_set_knobs(struct sfs_fs *fs, const char *opts, char **err)
 		goto out_unlock;
 	}
 	/* the steps that can fail come first, each undone if a later one
-	 * fails: the write-back policy, mballoc's tunables, the device */
+	 * fails: the write-back policy, the allocator's knobs, the device */
 	struct sfs_cache_policy oldpol, newpol;
-	bool mb = fs->alloc->ops == &sfs_mballoc_alloc_ops;
 	sfs_cache_get_policy(fs->cache, &oldpol);
 	rc = sfs_fs_cache_policy(&next, &newpol, err);
 	if (rc)
@@ -2912,22 +2894,20 @@ int sfs_fs_set_knobs(struct sfs_fs *fs, const char *opts, char **err)
 				"or bytes)");
 		goto out_unlock;
 	}
-	if (mb) {
-		rc = mballoc_apply(fs, &next, err);
-		if (rc) {
-			sfs_cache_set_policy(fs->cache, &oldpol);
-			goto out_unlock;
-		}
+	rc = alloc_configure(fs, &next, err);
+	if (rc) {
+		sfs_cache_set_policy(fs->cache, &oldpol);
+		goto out_unlock;
 	}
 	if (new_dev) {
 		rc = sfs_timedev_set_model(fs->bd, next.device, err);
 		if (rc) {
+			char *e2 = NULL;
+
 			sfs_cache_set_policy(fs->cache, &oldpol);
-			if (mb) {
-				char *e2 = NULL;
-				mballoc_apply(fs, &fs->cfg, &e2);
-				g_free(e2);
-			}
+			/* the old values, accepted before */
+			alloc_configure(fs, &fs->cfg, &e2);
+			g_free(e2);
 			goto out_unlock;
 		}
 	}

@@ -583,6 +583,7 @@ static void man_model_knob(GString *out, const struct sfs_knob *k)
 		    strcmp(k->def, "auto") == 0 ? ", or auto" : "");
 		break;
 	case SFS_KNOB_U64:
+	case SFS_KNOB_U32:
 		g_string_append_printf(out, "; an integer from %.0f to %.0f",
 				       k->min, k->max);
 		break;

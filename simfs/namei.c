@@ -155,12 +155,13 @@ static void nm_encode_dev(struct sfs_inode *ip, uint32_t rdev)
 						   ((min & ~0xffu) << 12));
 }
 
-/* A new file, directory or slow symlink is extent-mapped when the mount's
- * mapping model is the extent tree (never fast symlinks or devices). */
+/* A new file, directory or slow symlink gets the mount's mapping model's
+ * empty map (an extent root for the extent tree; never fast symlinks or
+ * devices). */
 static void nm_map_init(struct sfs_fs *fs, struct sfs_inode *ip)
 {
-	if (fs->map == &sfs_extent_map_ops)
-		sfs_extent_init_root(fs, ip);
+	if (fs->map->init_inode)
+		fs->map->init_inode(fs, ip);
 }
 
 /* Symlink target: in i_block if it fits (fast), else in data block 0. */

@@ -21,6 +21,18 @@
 #include "fs_priv.h"
 #include "models/alloc/bitmap_search.h"
 
+int sfs_bm_grant(struct sfs_alloc *a, sfs_blk_t start, uint32_t n,
+		 sfs_blk_t *start_out, uint32_t *got_out)
+{
+	int rc = sfs_blocks_mark_used(a->fs, start, n);
+
+	if (rc)
+		return rc;
+	*start_out = start;
+	*got_out = n;
+	a->fs->cpu_ctr.blocks_alloc += n;
+	return 0;
+}
 
 uint32_t sfs_bm_next_free(struct sfs_alloc *a, const uint8_t *map,
 			  uint32_t from, uint32_t end)
@@ -111,18 +123,10 @@ static int bitmap_new_blocks(struct sfs_alloc *a, struct sfs_inode *ip,
 			sfs_cache_put(fs->cache, b);
 			continue;
 		}
-		for (n = 1; n < want && bit + n < sfs_group_nblocks(fs, g) &&
-			    !sfs_bm_test(b->data, bit + n);
-		     n++)
-			;
+		n = sfs_bm_run(b->data, bit, want, sfs_group_nblocks(fs, g));
 		sfs_cache_put(fs->cache, b);
-		rc = sfs_blocks_mark_used(fs, sfs_group_first(fs, g) + bit, n);
-		if (rc)
-			return rc;
-		*start_out = sfs_group_first(fs, g) + bit;
-		*got_out = n;
-		fs->cpu_ctr.blocks_alloc += n;
-		return 0;
+		return sfs_bm_grant(a, sfs_group_first(fs, g) + bit, n,
+				    start_out, got_out);
 	}
 	return -ENOSPC;
 }

@@ -466,3 +466,11 @@ const struct sfs_map_ops sfs_blockmap_map_ops = {
     /* no unwritten state, no shifting: ZERO_RANGE, COLLAPSE_RANGE and
      * INSERT_RANGE are -EOPNOTSUPP, as ext4 says for such files */
 };
+
+const struct sfs_alloc_preset sfs_alloc_blockmap = {
+    .name = "blockmap",
+    .help = "ext2: indirect block maps, goal-directed bitmap search "
+	    "(ext2_new_block)",
+    .map = &sfs_blockmap_map_ops,
+    .place = &sfs_bitmap_alloc_ops,
+};

@@ -1551,4 +1551,13 @@ const struct sfs_map_ops sfs_extent_map_ops = {
     .unwrite = ex_unwrite,
     .collapse = ex_collapse,
     .insert = ex_insert_range,
+    .init_inode = sfs_extent_init_root,
+};
+
+const struct sfs_alloc_preset sfs_alloc_extent = {
+    .name = "extent",
+    .help = "ext4: extent trees for new files (ext4_ext_map_blocks, "
+	    "ext4_ext_find_goal), goal-directed bitmap search",
+    .map = &sfs_extent_map_ops,
+    .place = &sfs_bitmap_alloc_ops,
 };

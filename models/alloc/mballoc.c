@@ -22,8 +22,10 @@
  * are never normalised.  Nothing found: discard every PA, retry once.
  */
 #include <errno.h>
+#include <stddef.h>
 #include <string.h>
 
+#include "devmodel.h"
 #include "fs_priv.h"
 #include "mballoc.h"
 #include "stats.h"
@@ -70,13 +72,35 @@ struct mb_ac {
 	bool done;			 /* take best now */
 };
 
+/* The tunables as knobs, ext4's sysfs names and defaults; all live, as
+ * /sys/fs/ext4/<dev>/mb_* are. */
+#define MB_KNOB(k, field, d, lo, hi, mv, h)                                    \
+	{                                                                      \
+		.key = k, .type = SFS_KNOB_U32,                                \
+		.offset = offsetof(struct sfs_mballoc_params, field),          \
+		.def = d, .min = lo, .max = hi, .help = h, .live = true,       \
+		.metavar = mv,                                                 \
+	}
+
+static const struct sfs_knob mb_knobs[] = {
+    MB_KNOB("mb_max_to_scan", max_to_scan, "200", 1, 100000, "N",
+	    "alloc=mballoc: extents examined before taking the best"),
+    MB_KNOB("mb_min_to_scan", min_to_scan, "10", 1, 100000, "N",
+	    "alloc=mballoc: extents examined before a good-enough one"),
+    MB_KNOB("mb_order2_req", order2_req, "2", 1, 16, "N",
+	    "alloc=mballoc: buddy search for 2^N requests from this N"),
+    MB_KNOB("mb_stream_req", stream_req, "16", 1, 1u << 20, "BLOCKS",
+	    "alloc=mballoc: larger files use per-inode preallocation"),
+    MB_KNOB("mb_group_prealloc", group_prealloc, "512", 1, 1u << 20, "BLOCKS",
+	    "alloc=mballoc: locality-group preallocation size"),
+    {0},
+};
+
 void sfs_mballoc_default_params(struct sfs_mballoc_params *p)
 {
-	p->max_to_scan = 200;
-	p->min_to_scan = 10;
-	p->order2_req = 2;
-	p->stream_req = 16;
-	p->group_prealloc = 512;
+	/* the table's defaults are constants that parse */
+	if (sfs_knobs_defaults("mballoc", mb_knobs, p, NULL) != 0)
+		g_error("mballoc: bad knob default");
 }
 
 static inline bool mb_test(const uint8_t *m, uint32_t i)
@@ -719,6 +743,26 @@ int sfs_mballoc_set_params(struct sfs_alloc *a,
 	return 0;
 }
 
+static int mb_configure(struct sfs_alloc *a, const void *params, char **err)
+{
+	int rc = sfs_mballoc_set_params(a, params);
+
+	if (rc)
+		*err = g_strdup("inconsistent mballoc knobs (mb_min_to_scan "
+				"above mb_max_to_scan?)");
+	return rc;
+}
+
+static int mb_check_verb(struct sfs_alloc *a, char **err)
+{
+	int rc = sfs_mballoc_check(a, NULL);
+
+	if (rc)
+		*err = g_strdup("mballoc: a group buddy disagrees with the "
+				"bitmap and the live preallocations");
+	return rc;
+}
+
 static void mb_sum_pa(struct mb_pa *pa, void *ctx)
 {
 	struct sfs_mballoc_counters *c = ctx;
@@ -872,4 +916,17 @@ const struct sfs_alloc_ops sfs_mballoc_alloc_ops = {
     .new_blocks = mb_new_blocks,
     .release_inode = mb_release_inode,
     .stats = mb_stats,
+    .knobs = mb_knobs,
+    .params_size = sizeof(struct sfs_mballoc_params),
+    .configure = mb_configure,
+    .check = mb_check_verb,
+};
+
+const struct sfs_alloc_preset sfs_alloc_mballoc = {
+    .name = "mballoc",
+    .help = "ext4: extent trees, multi-block allocator (buddy criteria "
+	    "passes, inode and locality-group preallocation; "
+	    "ext4_mb_new_blocks)",
+    .map = &sfs_extent_map_ops,
+    .place = &sfs_mballoc_alloc_ops,
 };

@@ -27,8 +27,10 @@
  * allocators.md.
  */
 #include <errno.h>
+#include <stddef.h>
 #include <string.h>
 
+#include "devmodel.h"
 #include "fs_priv.h"
 #include "models/alloc/bitmap_search.h"
 #include "stats.h"
@@ -46,9 +48,16 @@ struct rsv_inode {
 	uint32_t hits;	    /* blocks allocated from win */
 };
 
+/* The knobs (rsv_knobs). */
+struct rsv_params {
+	uint32_t window; /* reservation_window: first window, blocks; 0 off */
+	uint32_t max;	 /* reservation_max: largest window, blocks */
+};
+
 struct rsv_fs {
 	GPtrArray *wins; /* struct rsv_inode *, sorted by win.start */
 	struct sfs_rsv_counters ctr;
+	struct rsv_params p;
 };
 
 
@@ -138,19 +147,18 @@ static uint32_t rsv_take(struct sfs_alloc *a, uint32_t g, const uint8_t *map,
 
 	if (bit >= lim)
 		return 0;
-	for (n = 1; n < want && bit + n < lim && !sfs_bm_test(map, bit + n); n++)
-		;
+	n = sfs_bm_run(map, bit, want, lim);
 	*start_out = first + bit;
 	return n;
 }
 
-static struct rsv_inode *rsv_state(struct sfs_fs *fs, struct sfs_inode *ip)
+static struct rsv_inode *rsv_state(struct rsv_fs *r, struct sfs_inode *ip)
 {
 	struct rsv_inode *st = ip->alloc_state;
 
 	if (!st) {
 		st = g_new0(struct rsv_inode, 1);
-		st->goal_size = fs->cfg.reservation_window;
+		st->goal_size = r->p.window;
 		ip->alloc_state = st;
 	}
 	return st;
@@ -169,7 +177,7 @@ static int rsv_alloc_in_group(struct sfs_alloc *a, struct rsv_fs *r,
 {
 	struct sfs_fs *fs = a->fs;
 	sfs_blk_t first = sfs_group_first(fs, g);
-	uint32_t max = MAX(fs->cfg.reservation_max, 1u);
+	uint32_t max = MAX(r->p.max, 1u);
 	struct sfs_buf *b;
 	sfs_blk_t goal = goal_bit == UINT32_MAX ? 0 : first + goal_bit;
 	int rc;
@@ -214,14 +222,11 @@ static int rsv_alloc_in_group(struct sfs_alloc *a, struct rsv_fs *r,
 		if (n == 0)
 			continue; /* window used up: a new one */
 		sfs_cache_put(fs->cache, b);
-		rc = sfs_blocks_mark_used(fs, s, n);
+		rc = sfs_bm_grant(a, s, n, start_out, got_out);
 		if (rc)
 			return rc;
 		st->hits += n;
 		r->ctr.allocs_in_window++;
-		*start_out = s;
-		*got_out = n;
-		fs->cpu_ctr.blocks_alloc += n;
 		return 0;
 	}
 	sfs_cache_put(fs->cache, b);
@@ -252,13 +257,7 @@ static int rsv_plain_in_group(struct sfs_alloc *a, uint32_t g,
 	sfs_cache_put(fs->cache, b);
 	if (n == 0)
 		return -ENOSPC;
-	rc = sfs_blocks_mark_used(fs, s, n);
-	if (rc)
-		return rc;
-	*start_out = s;
-	*got_out = n;
-	fs->cpu_ctr.blocks_alloc += n;
-	return 0;
+	return sfs_bm_grant(a, s, n, start_out, got_out);
 }
 
 static int rsv_new_blocks(struct sfs_alloc *a, struct sfs_inode *ip,
@@ -271,14 +270,14 @@ static int rsv_new_blocks(struct sfs_alloc *a, struct sfs_inode *ip,
 	struct rsv_inode *st;
 	int rc;
 
-	if (!ip || !sfs_i_isreg(ip) || fs->cfg.reservation_window == 0) {
+	if (!ip || !sfs_i_isreg(ip) || r->p.window == 0) {
 		r->ctr.allocs_unreserved++;
 		return sfs_bitmap_alloc_ops.new_blocks(a, ip, goal, want,
 						       start_out, got_out);
 	}
-	st = rsv_state(fs, ip);
+	st = rsv_state(r, ip);
 	if (want > st->goal_size)
-		st->goal_size = MIN(want, MAX(fs->cfg.reservation_max, 1u));
+		st->goal_size = MIN(want, MAX(r->p.max, 1u));
 	for (uint32_t i = 0; i < fs->groups; i++) {
 		uint32_t g = (g0 + i) % fs->groups;
 		uint32_t nfree = sfs_le16(fs->gd[g].bg_free_blocks_count);
@@ -331,9 +330,55 @@ static int rsv_init(struct sfs_alloc *a)
 	struct rsv_fs *r = g_new0(struct rsv_fs, 1);
 
 	r->wins = g_ptr_array_new();
+	r->p.window = 8;
+	r->p.max = 1027;
 	a->priv = r;
 	return 0;
 }
+
+static int rsv_configure(struct sfs_alloc *a, const void *params, char **err)
+{
+	struct rsv_fs *r = a->priv;
+
+	(void)err;
+	r->p = *(const struct rsv_params *)params;
+	return 0;
+}
+
+static int rsv_check_verb(struct sfs_alloc *a, char **err)
+{
+	int rc = sfs_reservation_check(a, NULL);
+
+	if (rc)
+		*err = g_strdup("reservation: window set broken (overlapping, "
+				"unordered or across a group)");
+	return rc;
+}
+
+static const struct sfs_knob rsv_knobs[] = {
+    {
+	.key = "reservation_window",
+	.type = SFS_KNOB_U32,
+	.offset = offsetof(struct rsv_params, window),
+	.def = "8",
+	.min = 0,
+	.max = 32768,
+	.metavar = "BLOCKS",
+	.help = "alloc=reservation: first window of a file (ext3 "
+		"EXT3_DEFAULT_RESERVE_BLOCKS; 0: no windows)",
+    },
+    {
+	.key = "reservation_max",
+	.type = SFS_KNOB_U32,
+	.offset = offsetof(struct rsv_params, max),
+	.def = "1027",
+	.min = 1,
+	.max = 32768,
+	.metavar = "BLOCKS",
+	.help = "alloc=reservation: largest window (ext3 2.6.32: 1027)",
+    },
+    {0},
+};
 
 /* Inodes still cached own their state; fs.c evicts them (release_inode)
  * before fini, but free whatever is left in the array anyway. */
@@ -410,4 +455,16 @@ const struct sfs_alloc_ops sfs_reservation_alloc_ops = {
     .new_blocks = rsv_new_blocks,
     .release_inode = rsv_release,
     .stats = rsv_stats,
+    .knobs = rsv_knobs,
+    .params_size = sizeof(struct rsv_params),
+    .configure = rsv_configure,
+    .check = rsv_check_verb,
+};
+
+const struct sfs_alloc_preset sfs_alloc_reservation = {
+    .name = "reservation",
+    .help = "ext3: indirect block maps, bitmap search inside per-file "
+	    "reservation windows (reservation_window=, reservation_max=)",
+    .map = &sfs_blockmap_map_ops,
+    .place = &sfs_reservation_alloc_ops,
 };

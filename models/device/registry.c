@@ -13,6 +13,7 @@
  */
 #include <errno.h>
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <glib.h>
@@ -39,8 +40,8 @@ static const void *knob_cfield(const void *params, const struct sfs_knob *k)
 	return (const char *)params + k->offset;
 }
 
-static const struct sfs_knob *knob_find(const struct sfs_knob *knobs,
-					const char *key)
+const struct sfs_knob *sfs_knob_find(const struct sfs_knob *knobs,
+				     const char *key)
 {
 	for (const struct sfs_knob *k = knobs; k && k->key; k++)
 		if (strcmp(k->key, key) == 0)
@@ -84,7 +85,7 @@ static char *knob_choice_name(const char *choices, int idx)
 }
 
 /* What a valid value looks like, for messages. */
-static char *knob_want(const struct sfs_knob *k)
+char *sfs_knob_want(const struct sfs_knob *k)
 {
 	switch (k->type) {
 	case SFS_KNOB_DOUBLE:
@@ -92,6 +93,7 @@ static char *knob_want(const struct sfs_knob *k)
 				       strcmp(k->def, "auto") == 0 ? " or auto"
 								   : "");
 	case SFS_KNOB_U64:
+	case SFS_KNOB_U32:
 		return g_strdup_printf("an integer in [%.0f, %.0f]", k->min,
 				       k->max);
 	case SFS_KNOB_SIZE:
@@ -144,7 +146,8 @@ static bool knob_parse(const struct sfs_knob *k, const char *value, void *field)
 		*(double *)field = d;
 		return true;
 	}
-	case SFS_KNOB_U64: {
+	case SFS_KNOB_U64:
+	case SFS_KNOB_U32: {
 		guint64 u;
 
 		if (!g_ascii_isdigit(value[0]))
@@ -153,7 +156,10 @@ static bool knob_parse(const struct sfs_knob *k, const char *value, void *field)
 		u = g_ascii_strtoull(value, &end, 10);
 		if (errno || *end || (double)u < k->min || (double)u > k->max)
 			return false;
-		*(uint64_t *)field = u;
+		if (k->type == SFS_KNOB_U32)
+			*(uint32_t *)field = (uint32_t)u;
+		else
+			*(uint64_t *)field = u;
 		return true;
 	}
 	case SFS_KNOB_SIZE: {
@@ -182,7 +188,7 @@ static bool knob_parse(const struct sfs_knob *k, const char *value, void *field)
 int sfs_knobs_set(const char *who, const struct sfs_knob *knobs, void *params,
 		  const char *key, const char *value, char **err)
 {
-	const struct sfs_knob *k = knob_find(knobs, key);
+	const struct sfs_knob *k = sfs_knob_find(knobs, key);
 
 	if (!k) {
 		char *keys = knob_keys(knobs);
@@ -195,7 +201,7 @@ int sfs_knobs_set(const char *who, const struct sfs_knob *knobs, void *params,
 		return -EINVAL;
 	}
 	if (!knob_parse(k, value, knob_field(params, k))) {
-		char *want = knob_want(k);
+		char *want = sfs_knob_want(k);
 
 		if (err)
 			*err = g_strdup_printf("%s: bad value '%s' for %s: "
@@ -281,6 +287,9 @@ static void knob_print_value(const struct sfs_knob *k, const void *params,
 	case SFS_KNOB_U64:
 		fprintf(out, "%llu", (unsigned long long)*(const uint64_t *)f);
 		break;
+	case SFS_KNOB_U32:
+		fprintf(out, "%lu", (unsigned long)*(const uint32_t *)f);
+		break;
 	case SFS_KNOB_SIZE:
 		print_size(*(const uint64_t *)f, out);
 		break;
@@ -297,6 +306,22 @@ static void knob_print_value(const struct sfs_knob *k, const void *params,
 	}
 }
 
+char *sfs_knob_format(const struct sfs_knob *k, const void *params)
+{
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len);
+	char *out;
+
+	if (!f)
+		return g_strdup("?");
+	knob_print_value(k, params, f);
+	fclose(f);
+	out = g_strdup(buf);
+	free(buf);
+	return out;
+}
+
 void sfs_knobs_print_values(const struct sfs_knob *knobs, const void *params,
 			    FILE *out)
 {
@@ -309,7 +334,7 @@ void sfs_knobs_print_values(const struct sfs_knob *knobs, const void *params,
 void sfs_knobs_print_help(const struct sfs_knob *knobs, FILE *out)
 {
 	for (const struct sfs_knob *k = knobs; k && k->key; k++) {
-		char *want = knob_want(k);
+		char *want = sfs_knob_want(k);
 
 		fprintf(out, "    %-18s default %-8s %s; %s\n", k->key, k->def,
 			k->help, want);

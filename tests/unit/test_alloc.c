@@ -42,18 +42,24 @@ static bool blk_used(struct sfs_fs *fs, sfs_blk_t b)
 	return used;
 }
 
-static void open_geom(struct ctx *c, uint32_t bs, uint64_t size)
+static void open_opts(struct ctx *c, uint32_t bs, uint64_t size,
+		      const char *opts)
 {
 	c->dir = sfs_test_tmpdir();
 	c->img = g_build_filename(c->dir, "alloc.img", NULL);
 	assert_int_equal(sfs_test_mkimage(c->img, size, bs), 0);
-	c->fs = sfs_test_open(c->img, "");
+	c->fs = sfs_test_open(c->img, opts);
 	sfs_lock(c->fs);
 	c->base = g_malloc0(c->fs->blocks_count / 8 + 1);
 	for (sfs_blk_t b = c->fs->first_data_block; b < c->fs->blocks_count;
 	     b++)
 		if (blk_used(c->fs, b))
 			c->base[b >> 3] |= (uint8_t)(1u << (b & 7));
+}
+
+static void open_geom(struct ctx *c, uint32_t bs, uint64_t size)
+{
+	open_opts(c, bs, size, "");
 }
 
 static void close_geom(struct ctx *c)
@@ -90,7 +96,10 @@ static void test_alloc_contract_all_models(void **state)
 
 	(void)state;
 	for (unsigned i = 0; (p = sfs_alloc_nth(i)); i++) {
-		open_geom(&c, 1024, 24 << 20);
+		char *opts = g_strdup_printf("alloc=%s", p->name);
+
+		open_opts(&c, 1024, 24 << 20, opts); /* this model, mounted */
+		g_free(opts);
 		struct sfs_fs *fs = c.fs;
 		uint64_t free0 = sfs_free_blocks(fs), got_total = 0;
 		GArray *runs = g_array_new(FALSE, FALSE, sizeof(struct run));

@@ -524,6 +524,7 @@ static void test_config_print_roundtrip(void **state)
 				  "reservation_max=1027\nmb_max_to_scan=200\n"
 				  "mb_min_to_scan=10\nmb_order2_req=2\n"
 				  "mb_stream_req=16\nmb_group_prealloc=512\n"
+				  "nextfit_mode=next\nnextfit_run=64\n"
 				  "dirs=orlov\n"
 				  "atime_policy=relatime\ndiratime=on\n"
 				  "delalloc=off\n"

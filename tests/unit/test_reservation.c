@@ -29,6 +29,17 @@ struct tfs {
 	struct sfs_fs *fs;
 };
 
+/* cfg's value of an allocator knob, as text. */
+static void assert_knob(const struct sfs_config *cfg, const char *key,
+			const char *want)
+{
+	char *v = sfs_config_get(cfg, key);
+
+	assert_non_null(v);
+	assert_string_equal(v, want);
+	g_free(v);
+}
+
 static void tfs_open(struct tfs *t, uint64_t size, uint32_t bs,
 		     const char *opts)
 {
@@ -439,13 +450,13 @@ static void test_reservation_presets(void **state)
 			 0);
 	assert_string_equal(cfg.journal, "writeback");
 	assert_string_equal(cfg.alloc, "reservation");
-	assert_int_equal(cfg.reservation_window, 8);
+	assert_knob(&cfg, "reservation_window", "8");
 	assert_int_equal(
 	    sfs_config_parse(&cfg, "preset=ext3rs-ordered", NULL, &err), 0);
 	assert_string_equal(cfg.journal, "ordered");
 	assert_string_equal(cfg.alloc, "reservation");
-	assert_int_equal(cfg.reservation_window, 8);
-	assert_int_equal(cfg.reservation_max, 1027);
+	assert_knob(&cfg, "reservation_window", "8");
+	assert_knob(&cfg, "reservation_max", "1027");
 
 	/* later options override, wherever the preset stands */
 	sfs_config_defaults(&cfg);
@@ -456,20 +467,20 @@ static void test_reservation_presets(void **state)
 			 0);
 	assert_string_equal(cfg.journal, "writeback");
 	assert_int_equal(cfg.commit_s, 15);
-	assert_int_equal(cfg.reservation_window, 32);
+	assert_knob(&cfg, "reservation_window", "32");
 	assert_int_equal(
 	    sfs_config_parse(&cfg, "preset=ext2,data=ordered", NULL, &err), 0);
 	assert_string_equal(cfg.journal, "ordered");
 	assert_string_equal(cfg.alloc, "blockmap");
 	assert_int_equal(sfs_config_set(&cfg, "preset", "ext3rs", &err), 0);
 	assert_string_equal(cfg.alloc, "reservation");
-	assert_int_equal(cfg.reservation_max, 1027);
+	assert_knob(&cfg, "reservation_max", "1027");
 	/* ext2 as 2.6.24+ has it: windows, no journal */
 	assert_int_equal(sfs_config_parse(&cfg, "preset=ext2rs", NULL, &err),
 			 0);
 	assert_string_equal(cfg.alloc, "reservation");
 	assert_string_equal(cfg.journal, "none");
-	assert_int_equal(cfg.reservation_window, 8);
+	assert_knob(&cfg, "reservation_window", "8");
 	assert_int_equal(sfs_config_set(&cfg, "preset", "ext3rs", &err), 0);
 
 	/* unknown: refused, config unchanged */
