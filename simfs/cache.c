@@ -101,7 +101,7 @@ struct sfs_cache {
 	GQueue forgot;
 	struct slab_pool data; /* block memory, bs per slot */
 	struct slab_pool hdrs; /* struct cbuf slots */
-	uint8_t *stage;	       /* max_req_blocks * bs, for merged writes */
+	struct iovec *wiov;    /* max_req_blocks, for merged writes */
 	uint8_t *rabuf;	       /* max_req_blocks * bs, for read-ahead */
 	uint64_t pinned_dirty; /* bytes of dirty pinned buffers */
 
@@ -554,7 +554,8 @@ static int get_bounce(struct sfs_cache *c, uint8_t **buf)
 /*
  * Write bufs[0..n) (dirty, unpinned, distinct blocks) back as one plugged
  * batch: sorted by block, runs of adjacent blocks of one category merged
- * into one request of at most max_req_blocks.  Written buffers become
+ * into one request of at most max_req_blocks, written from the buffers
+ * themselves (sfs_bdev_writev).  Written buffers become
  * clean and are counted under `why`; the written callback then runs for
  * each.  0, -ENOSPC (host disk full) or -EIO (the buffers of the failed
  * request and after stay dirty).
@@ -573,27 +574,23 @@ static int write_back(struct sfs_cache *c, struct cbuf **bufs, size_t n,
 		done = g_new(sfs_blk_t, n);
 	qsort(bufs, n, sizeof(*bufs), cmp_blk);
 	sfs_timedev_plug(c->bd); /* -EINVAL on other devices: harmless */
+	if (!c->wiov)
+		c->wiov = g_new(struct iovec, c->max_req_blocks);
 	while (i < n) {
 		size_t j = i + 1;
-		const void *src = bufs[i]->pub.data;
 
 		while (j < n && j - i < c->max_req_blocks &&
 		       bufs[j]->pub.blk == bufs[j - 1]->pub.blk + 1 &&
 		       bufs[j]->cat == bufs[i]->cat)
 			j++;
-		if (j - i > 1) {
-			if (get_bounce(c, &c->stage)) {
-				rc = -EIO;
-				break;
-			}
-			for (size_t k = i; k < j; k++)
-				memcpy(c->stage + (k - i) * c->bs,
-				       bufs[k]->pub.data, c->bs);
-			src = c->stage;
+		/* one request straight from the buffers: no staging copy */
+		for (size_t k = i; k < j; k++) {
+			c->wiov[k - i].iov_base = bufs[k]->pub.data;
+			c->wiov[k - i].iov_len = c->bs;
 		}
-		rc = sfs_bdev_write(c->bd, bufs[i]->cat,
-				    (uint64_t)bufs[i]->pub.blk * c->bs, src,
-				    (j - i) * c->bs);
+		rc = sfs_bdev_writev(c->bd, bufs[i]->cat,
+				     (uint64_t)bufs[i]->pub.blk * c->bs,
+				     c->wiov, (int)(j - i));
 		if (rc) {
 			/* a full host disk stays -ENOSPC: retryable */
 			if (rc != -ENOSPC)
@@ -1316,7 +1313,7 @@ void sfs_cache_free(struct sfs_cache *c)
 	g_hash_table_destroy(c->map);
 	pool_fini(&c->data);
 	pool_fini(&c->hdrs);
-	free(c->stage);
+	g_free(c->wiov);
 	free(c->rabuf);
 	g_free(c);
 }
