@@ -426,19 +426,26 @@ void sfs_cache_set_written_cb(struct sfs_cache *c,
 
 /* ---- buffer life ---- */
 
-static struct cbuf *cbuf_alloc(struct sfs_cache *c, sfs_blk_t blk,
-			       enum sfs_io_cat cat)
+/* A buffer for blk over data (a slot of c->data). */
+static struct cbuf *cbuf_alloc_over(struct sfs_cache *c, sfs_blk_t blk,
+				    enum sfs_io_cat cat, uint8_t *data)
 {
 	struct cbuf *b = pool_get(&c->hdrs);
 
 	memset(b, 0, sizeof(*b));
 	b->pub.blk = blk;
-	b->pub.data = pool_get(&c->data);
+	b->pub.data = data;
 	b->cat = cat;
 	b->lru_link.data = b;
 	b->dirty_link.data = b;
 	c->ctr.cached_bytes += c->bs;
 	return b;
+}
+
+static struct cbuf *cbuf_alloc(struct sfs_cache *c, sfs_blk_t blk,
+			       enum sfs_io_cat cat)
+{
+	return cbuf_alloc_over(c, blk, cat, pool_get(&c->data));
 }
 
 static void cbuf_free(struct sfs_cache *c, struct cbuf *b)
@@ -906,9 +913,12 @@ int sfs_cache_get(struct sfs_cache *c, sfs_blk_t blk, enum sfs_io_cat cat,
 	return 0;
 }
 
-/* Block blk without reading it: zeroed unless cached.  -EINVAL, -EIO. */
-int sfs_cache_get_new(struct sfs_cache *c, sfs_blk_t blk, enum sfs_io_cat cat,
-		      struct sfs_buf **out)
+/*
+ * Block blk without reading it: data's bytes (a pool slot, taken) or zeros
+ * (data NULL), unless cached.  -EINVAL, -EIO (data stays the caller's).
+ */
+static int get_new(struct sfs_cache *c, sfs_blk_t blk, enum sfs_io_cat cat,
+		   uint8_t *data, struct sfs_buf **out)
 {
 	struct cbuf *b;
 	int rc;
@@ -921,18 +931,65 @@ int sfs_cache_get_new(struct sfs_cache *c, sfs_blk_t blk, enum sfs_io_cat cat,
 		note_use(c, b, false);
 		b->cat = cat;
 		grab(c, b);
+		if (data) {
+			memcpy(b->pub.data, data, c->bs);
+			pool_put(&c->data, data);
+		}
 		*out = &b->pub;
 		return 0;
 	}
 	rc = make_room(c);
 	if (rc)
 		return rc;
-	b = cbuf_alloc(c, blk, cat);
-	memset(b->pub.data, 0, c->bs);
+	if (data) {
+		b = cbuf_alloc_over(c, blk, cat, data);
+	} else {
+		b = cbuf_alloc(c, blk, cat);
+		memset(b->pub.data, 0, c->bs);
+	}
 	b->refs = 1;
 	cache_insert(c, b);
 	*out = &b->pub;
 	return 0;
+}
+
+/* Block blk without reading it: zeroed unless cached.  -EINVAL, -EIO. */
+int sfs_cache_get_new(struct sfs_cache *c, sfs_blk_t blk, enum sfs_io_cat cat,
+		      struct sfs_buf **out)
+{
+	return get_new(c, blk, cat, NULL, out);
+}
+
+/* The same over data from sfs_cache_block_alloc (cache.h). */
+int sfs_cache_get_new_from(struct sfs_cache *c, sfs_blk_t blk,
+			   enum sfs_io_cat cat, uint8_t *data,
+			   struct sfs_buf **out)
+{
+	if (!data)
+		return -EINVAL;
+	return get_new(c, blk, cat, data, out);
+}
+
+uint8_t *sfs_cache_block_alloc(struct sfs_cache *c)
+{
+	uint8_t *data;
+
+	/* The budget holds delayed data too: make room for one more block
+	 * by evicting idle clean buffers (no I/O here; the writer's
+	 * throttle writes dirty ones), whose memory the pool then reuses. */
+	while (c->ctr.cached_bytes + da_bytes(c) + c->bs > c->budget_bytes &&
+	       c->lru.head && !((struct cbuf *)c->lru.head->data)->dirty)
+		evict(c, c->lru.head->data);
+	data = pool_get(&c->data);
+
+	memset(data, 0, c->bs);
+	return data;
+}
+
+void sfs_cache_block_free(struct sfs_cache *c, uint8_t *data)
+{
+	if (data)
+		pool_put(&c->data, data);
 }
 
 /* Mark b dirty (a discarded buffer's changes are dropped); throttle. */
