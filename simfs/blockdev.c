@@ -469,14 +469,21 @@ static int bdf_pread_full(int fd, void *buf, size_t len, uint64_t off,
 	return 0;
 }
 
-/* pwrite exactly len bytes. */
-static int bdf_pwrite_full(int fd, const void *buf, size_t len, uint64_t off)
+/* pwritev exactly len bytes from iov[0..iovcnt), IOV_MAX at a time. */
+static int bdf_pwritev_full(int fd, const struct iovec *iov, int iovcnt,
+			    uint64_t off)
 {
-	const uint8_t *p = buf;
+	struct iovec part[BDF_IOV_MAX];
+	size_t skip = 0; /* bytes of iov[0] already written */
 
-	while (len) {
-		ssize_t r = pwrite(fd, p, len, (off_t)off);
+	while (iovcnt > 0) {
+		int n = iovcnt < BDF_IOV_MAX ? iovcnt : BDF_IOV_MAX;
+		ssize_t r;
 
+		memcpy(part, iov, (size_t)n * sizeof(*iov));
+		part[0].iov_base = (uint8_t *)part[0].iov_base + skip;
+		part[0].iov_len -= skip;
+		r = pwritev(fd, part, n, (off_t)off);
 		if (r < 0) {
 			if (errno == EINTR)
 				continue;
@@ -484,11 +491,24 @@ static int bdf_pwrite_full(int fd, const void *buf, size_t len, uint64_t off)
 		}
 		if (r == 0)
 			return -EIO;
-		p += r;
 		off += (uint64_t)r;
-		len -= (size_t)r;
+		r += (ssize_t)skip;
+		while (iovcnt > 0 && (size_t)r >= iov[0].iov_len) {
+			r -= (ssize_t)iov[0].iov_len;
+			iov++;
+			iovcnt--;
+		}
+		skip = (size_t)r;
 	}
 	return 0;
+}
+
+/* pwrite exactly len bytes. */
+static int bdf_pwrite_full(int fd, const void *buf, size_t len, uint64_t off)
+{
+	struct iovec v = {(void *)buf, len};
+
+	return len ? bdf_pwritev_full(fd, &v, 1, off) : 0;
 }
 
 /* Does an O_DIRECT request need the bounce buffer? */
@@ -591,40 +611,6 @@ static int bdf_write(struct sfs_bdev *bd, uint64_t off, const void *buf,
 	if (!bdf_needs_bounce(f, off, buf, len))
 		return bdf_pwrite_full(f->fd, buf, len, off);
 	return bdf_bounce_xfer(f, true, off, (uint8_t *)buf, len);
-}
-
-/* pwritev exactly len bytes from iov[0..iovcnt), IOV_MAX at a time. */
-static int bdf_pwritev_full(int fd, const struct iovec *iov, int iovcnt,
-			    uint64_t off)
-{
-	struct iovec part[BDF_IOV_MAX];
-	size_t skip = 0; /* bytes of iov[0] already written */
-
-	while (iovcnt > 0) {
-		int n = iovcnt < BDF_IOV_MAX ? iovcnt : BDF_IOV_MAX;
-		ssize_t r;
-
-		memcpy(part, iov, (size_t)n * sizeof(*iov));
-		part[0].iov_base = (uint8_t *)part[0].iov_base + skip;
-		part[0].iov_len -= skip;
-		r = pwritev(fd, part, n, (off_t)off);
-		if (r < 0) {
-			if (errno == EINTR)
-				continue;
-			return bdf_err(errno);
-		}
-		if (r == 0)
-			return -EIO;
-		off += (uint64_t)r;
-		r += (ssize_t)skip;
-		while (iovcnt > 0 && (size_t)r >= iov[0].iov_len) {
-			r -= (ssize_t)iov[0].iov_len;
-			iov++;
-			iovcnt--;
-		}
-		skip = (size_t)r;
-	}
-	return 0;
 }
 
 /*

@@ -700,20 +700,6 @@ static int td_read(struct sfs_bdev *bd, uint64_t off, void *buf, size_t len)
 	return rc;
 }
 
-static int td_write(struct sfs_bdev *bd, uint64_t off, const void *buf,
-		    size_t len)
-{
-	struct timedev *td = sfs_bdev_priv(bd);
-	struct sfs_io_req req = {SFS_IO_WRITE, sfs_bdev_req_cat(bd), off, len,
-				 sfs_io_stream()};
-	sfs_ns_t now = td_arrival(td);
-	int rc = sfs_bdev_write(td->lower, req.cat, off, buf, len);
-
-	if (!rc)
-		td_charge(td, &req, now);
-	return rc;
-}
-
 /* A gathered write is one write of len bytes to the modelled device. */
 static int td_writev(struct sfs_bdev *bd, uint64_t off, const struct iovec *iov,
 		     int iovcnt, size_t len)
@@ -727,6 +713,14 @@ static int td_writev(struct sfs_bdev *bd, uint64_t off, const struct iovec *iov,
 	if (!rc)
 		td_charge(td, &req, now);
 	return rc;
+}
+
+static int td_write(struct sfs_bdev *bd, uint64_t off, const void *buf,
+		    size_t len)
+{
+	struct iovec v = {(void *)buf, len};
+
+	return td_writev(bd, off, &v, 1, len); /* one buffer: ->write below */
 }
 
 /* Zeroing is one write of len bytes to the modelled device. */
