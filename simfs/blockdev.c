@@ -10,7 +10,11 @@
  * successes = sum(reqs) - errors + out-of-range rejects.  A zero request is
  * a write for the hook and the counters.
  *
- * File backend: pread/pwrite loops that survive EINTR and short transfers.
+ * A vectored write (sfs_bdev_writev) is one request like any write; a
+ * device without ops->writev is given the buffers gathered into one.
+ *
+ * File backend: pread/pwrite/pwritev loops that survive EINTR and short
+ * transfers.
  * A full host disk is -ENOSPC (not -EIO), so the engine can keep the data
  * and try again; reserve is fallocate(KEEP_SIZE) on the image file.
  * With SFS_BDEV_DIRECT the fd is O_DIRECT; a request whose buffer, offset or
@@ -43,6 +47,7 @@
 #define BDF_BOUNCE_BYTES (1u << 20) /* bounce buffer for O_DIRECT */
 #define BDF_SECTOR 512u		    /* O_DIRECT granularity we accept */
 #define BD_ZERO_CHUNK (1u << 20)    /* zero-fill writes, bytes per call */
+#define BDF_IOV_MAX 1024	    /* segments per pwritev (Linux IOV_MAX) */
 
 struct sfs_bdev {
 	const struct sfs_bdev_ops *ops;
@@ -236,15 +241,39 @@ int sfs_bdev_read(struct sfs_bdev *bd, enum sfs_io_cat cat, uint64_t off,
 	return bd_finish(bd, &req, rc);
 }
 
-/* Write len bytes from buf at off: 0, -EINVAL (range) or -EIO. */
-int sfs_bdev_write(struct sfs_bdev *bd, enum sfs_io_cat cat, uint64_t off,
-		   const void *buf, size_t len)
+/* Gather iov[0..iovcnt) (len bytes) into one buffer for ops->write. */
+static int bd_gather_write(struct sfs_bdev *bd, uint64_t off,
+			   const struct iovec *iov, int iovcnt, size_t len)
+{
+	uint8_t *g = NULL;
+	size_t at = 0;
+	int rc;
+
+	/* Aligned, so an O_DIRECT backend needs no bounce copy. */
+	if (posix_memalign((void **)&g, 4096, len))
+		return -ENOMEM;
+	for (int i = 0; i < iovcnt; i++) {
+		memcpy(g + at, iov[i].iov_base, iov[i].iov_len);
+		at += iov[i].iov_len;
+	}
+	rc = bd->ops->write(bd, off, g, len);
+	free(g);
+	return rc;
+}
+
+/*
+ * One write request at off of len bytes: from buf, or gathered from
+ * iov[0..iovcnt) when iov is not NULL.
+ */
+static int bd_write_req(struct sfs_bdev *bd, enum sfs_io_cat cat, uint64_t off,
+			const void *buf, const struct iovec *iov, int iovcnt,
+			size_t len)
 {
 	struct sfs_io_req req = {SFS_IO_WRITE, cat, off, len, io_stream};
 	enum sfs_io_cat prev;
 	int rc;
 
-	rc = bd_check(bd, cat, off, len, buf, true);
+	rc = bd_check(bd, cat, off, len, iov ? (const void *)iov : buf, true);
 	if (rc)
 		return rc;
 	rc = bd_hook_before(bd, &req);
@@ -252,10 +281,42 @@ int sfs_bdev_write(struct sfs_bdev *bd, enum sfs_io_cat cat, uint64_t off,
 		bd->known_zero = false;
 		prev = bd->cur_cat;
 		bd->cur_cat = cat;
-		rc = bd->ops->write(bd, off, buf, len);
+		if (!iov)
+			rc = bd->ops->write(bd, off, buf, len);
+		else if (iovcnt == 1)
+			rc = bd->ops->write(bd, off, iov[0].iov_base, len);
+		else if (bd->ops->writev)
+			rc = bd->ops->writev(bd, off, iov, iovcnt, len);
+		else
+			rc = bd_gather_write(bd, off, iov, iovcnt, len);
 		bd->cur_cat = prev;
 	}
 	return bd_finish(bd, &req, rc);
+}
+
+/* Write len bytes from buf at off: 0, -EINVAL (range) or -EIO. */
+int sfs_bdev_write(struct sfs_bdev *bd, enum sfs_io_cat cat, uint64_t off,
+		   const void *buf, size_t len)
+{
+	return bd_write_req(bd, cat, off, buf, NULL, 0, len);
+}
+
+/* One write of the bytes of iov[0..iovcnt) at off (blockdev.h). */
+int sfs_bdev_writev(struct sfs_bdev *bd, enum sfs_io_cat cat, uint64_t off,
+		    const struct iovec *iov, int iovcnt)
+{
+	size_t len = 0;
+
+	for (int i = 0; iov && i < iovcnt; i++) {
+		if (!iov[i].iov_base || iov[i].iov_len > bd->size_bytes - len) {
+			len = 0; /* malformed or past the end: rejected */
+			break;
+		}
+		len += iov[i].iov_len;
+	}
+	if (iovcnt < 1)
+		len = 0;
+	return bd_write_req(bd, cat, off, NULL, iov, iovcnt, len);
 }
 
 /* Barrier: every write completed before is durable.  0 or -EIO. */
@@ -408,14 +469,21 @@ static int bdf_pread_full(int fd, void *buf, size_t len, uint64_t off,
 	return 0;
 }
 
-/* pwrite exactly len bytes. */
-static int bdf_pwrite_full(int fd, const void *buf, size_t len, uint64_t off)
+/* pwritev exactly len bytes from iov[0..iovcnt), IOV_MAX at a time. */
+static int bdf_pwritev_full(int fd, const struct iovec *iov, int iovcnt,
+			    uint64_t off)
 {
-	const uint8_t *p = buf;
+	struct iovec part[BDF_IOV_MAX];
+	size_t skip = 0; /* bytes of iov[0] already written */
 
-	while (len) {
-		ssize_t r = pwrite(fd, p, len, (off_t)off);
+	while (iovcnt > 0) {
+		int n = iovcnt < BDF_IOV_MAX ? iovcnt : BDF_IOV_MAX;
+		ssize_t r;
 
+		memcpy(part, iov, (size_t)n * sizeof(*iov));
+		part[0].iov_base = (uint8_t *)part[0].iov_base + skip;
+		part[0].iov_len -= skip;
+		r = pwritev(fd, part, n, (off_t)off);
 		if (r < 0) {
 			if (errno == EINTR)
 				continue;
@@ -423,11 +491,24 @@ static int bdf_pwrite_full(int fd, const void *buf, size_t len, uint64_t off)
 		}
 		if (r == 0)
 			return -EIO;
-		p += r;
 		off += (uint64_t)r;
-		len -= (size_t)r;
+		r += (ssize_t)skip;
+		while (iovcnt > 0 && (size_t)r >= iov[0].iov_len) {
+			r -= (ssize_t)iov[0].iov_len;
+			iov++;
+			iovcnt--;
+		}
+		skip = (size_t)r;
 	}
 	return 0;
+}
+
+/* pwrite exactly len bytes. */
+static int bdf_pwrite_full(int fd, const void *buf, size_t len, uint64_t off)
+{
+	struct iovec v = {(void *)buf, len};
+
+	return len ? bdf_pwritev_full(fd, &v, 1, off) : 0;
 }
 
 /* Does an O_DIRECT request need the bounce buffer? */
@@ -530,6 +611,36 @@ static int bdf_write(struct sfs_bdev *bd, uint64_t off, const void *buf,
 	if (!bdf_needs_bounce(f, off, buf, len))
 		return bdf_pwrite_full(f->fd, buf, len, off);
 	return bdf_bounce_xfer(f, true, off, (uint8_t *)buf, len);
+}
+
+/*
+ * One write gathered from iov: pwritev straight from the caller's buffers.
+ * An O_DIRECT request with a segment the host cannot take as it is goes
+ * segment by segment through bdf_write (and its bounce buffer).
+ */
+static int bdf_writev(struct sfs_bdev *bd, uint64_t off,
+		      const struct iovec *iov, int iovcnt, size_t len)
+{
+	struct bdf *f = sfs_bdev_priv(bd);
+	bool aligned = true;
+	int rc = 0;
+
+	if (f->rdonly)
+		return -EIO;
+	if (!f->direct)
+		return bdf_pwritev_full(f->fd, iov, iovcnt, off);
+	if (off % BDF_SECTOR || len % BDF_SECTOR)
+		return -EINVAL;
+	for (int i = 0; i < iovcnt && aligned; i++)
+		aligned = !(iov[i].iov_len % f->dio_align) &&
+			  !((uintptr_t)iov[i].iov_base % f->mem_align);
+	if (aligned && !(off % f->dio_align))
+		return bdf_pwritev_full(f->fd, iov, iovcnt, off);
+	for (int i = 0; i < iovcnt && !rc; i++) {
+		rc = bdf_write(bd, off, iov[i].iov_base, iov[i].iov_len);
+		off += iov[i].iov_len;
+	}
+	return rc;
 }
 
 static int bdf_flush(struct sfs_bdev *bd)
@@ -637,6 +748,7 @@ static const struct sfs_bdev_ops bdf_ops = {
     .zero = bdf_zero,
     .reserve = bdf_reserve,
     .host_room = bdf_host_room,
+    .writev = bdf_writev,
 };
 
 /* Find the O_DIRECT alignment the host wants for fd. */

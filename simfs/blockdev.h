@@ -8,6 +8,7 @@
  *
  *   sfs_bdev_open_file(path, flags, &bd)   image file or /dev node
  *   sfs_bdev_read/write(bd, cat, off, buf, len)
+ *   sfs_bdev_writev(bd, cat, off, iov, iovcnt)  one write from many buffers
  *   sfs_bdev_flush(bd)                      barrier: all earlier writes durable
  *   sfs_bdev_close(bd)
  *
@@ -28,6 +29,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/uio.h>
 
 /* What a request carries; counted separately by stats and shown in logs. */
 enum sfs_io_cat {
@@ -112,6 +114,15 @@ struct sfs_bdev_ops {
 	 * Stacked devices forward it.
 	 */
 	int (*host_room)(struct sfs_bdev *bd, uint64_t *bytes_out);
+	/*
+	 * Optional: one write of len bytes at off gathered from iov[0..iovcnt)
+	 * (len is their sum, iovcnt >= 1).  Stacked devices forward it as one
+	 * request (sfs_bdev_writev), so every layer sees what one write of the
+	 * same bytes would show.  NULL: the door gathers the buffers into one
+	 * and calls ->write.
+	 */
+	int (*writev)(struct sfs_bdev *bd, uint64_t off, const struct iovec *iov,
+		      int iovcnt, size_t len);
 };
 
 /* Flags for sfs_bdev_open_file. */
@@ -145,6 +156,16 @@ int sfs_bdev_read(struct sfs_bdev *bd, enum sfs_io_cat cat, uint64_t off,
 		  void *buf, size_t len);
 int sfs_bdev_write(struct sfs_bdev *bd, enum sfs_io_cat cat, uint64_t off,
 		   const void *buf, size_t len);
+/*
+ * One write request of the bytes of iov[0..iovcnt) in order, at off: the
+ * hook, the counters and every stacked device see what sfs_bdev_write of
+ * the same bytes in one buffer would show.  Devices with ops->writev take
+ * the buffers as they are (the file backend: pwritev); the others get a
+ * gathered copy.  0, -EINVAL (range, iovcnt < 1, a NULL base), -ENOMEM,
+ * -ENOSPC or -EIO.
+ */
+int sfs_bdev_writev(struct sfs_bdev *bd, enum sfs_io_cat cat, uint64_t off,
+		    const struct iovec *iov, int iovcnt);
 int sfs_bdev_flush(struct sfs_bdev *bd);
 /*
  * Make [off, off+len) read as zeros (mkfs: inode tables on a used device).

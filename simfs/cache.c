@@ -101,7 +101,7 @@ struct sfs_cache {
 	GQueue forgot;
 	struct slab_pool data; /* block memory, bs per slot */
 	struct slab_pool hdrs; /* struct cbuf slots */
-	uint8_t *stage;	       /* max_req_blocks * bs, for merged writes */
+	struct iovec *wiov;    /* max_req_blocks, for merged writes */
 	uint8_t *rabuf;	       /* max_req_blocks * bs, for read-ahead */
 	uint64_t pinned_dirty; /* bytes of dirty pinned buffers */
 
@@ -426,19 +426,26 @@ void sfs_cache_set_written_cb(struct sfs_cache *c,
 
 /* ---- buffer life ---- */
 
-static struct cbuf *cbuf_alloc(struct sfs_cache *c, sfs_blk_t blk,
-			       enum sfs_io_cat cat)
+/* A buffer for blk over data (a slot of c->data). */
+static struct cbuf *cbuf_alloc_over(struct sfs_cache *c, sfs_blk_t blk,
+				    enum sfs_io_cat cat, uint8_t *data)
 {
 	struct cbuf *b = pool_get(&c->hdrs);
 
 	memset(b, 0, sizeof(*b));
 	b->pub.blk = blk;
-	b->pub.data = pool_get(&c->data);
+	b->pub.data = data;
 	b->cat = cat;
 	b->lru_link.data = b;
 	b->dirty_link.data = b;
 	c->ctr.cached_bytes += c->bs;
 	return b;
+}
+
+static struct cbuf *cbuf_alloc(struct sfs_cache *c, sfs_blk_t blk,
+			       enum sfs_io_cat cat)
+{
+	return cbuf_alloc_over(c, blk, cat, pool_get(&c->data));
 }
 
 static void cbuf_free(struct sfs_cache *c, struct cbuf *b)
@@ -554,7 +561,8 @@ static int get_bounce(struct sfs_cache *c, uint8_t **buf)
 /*
  * Write bufs[0..n) (dirty, unpinned, distinct blocks) back as one plugged
  * batch: sorted by block, runs of adjacent blocks of one category merged
- * into one request of at most max_req_blocks.  Written buffers become
+ * into one request of at most max_req_blocks, written from the buffers
+ * themselves (sfs_bdev_writev).  Written buffers become
  * clean and are counted under `why`; the written callback then runs for
  * each.  0, -ENOSPC (host disk full) or -EIO (the buffers of the failed
  * request and after stay dirty).
@@ -573,27 +581,23 @@ static int write_back(struct sfs_cache *c, struct cbuf **bufs, size_t n,
 		done = g_new(sfs_blk_t, n);
 	qsort(bufs, n, sizeof(*bufs), cmp_blk);
 	sfs_timedev_plug(c->bd); /* -EINVAL on other devices: harmless */
+	if (!c->wiov)
+		c->wiov = g_new(struct iovec, c->max_req_blocks);
 	while (i < n) {
 		size_t j = i + 1;
-		const void *src = bufs[i]->pub.data;
 
 		while (j < n && j - i < c->max_req_blocks &&
 		       bufs[j]->pub.blk == bufs[j - 1]->pub.blk + 1 &&
 		       bufs[j]->cat == bufs[i]->cat)
 			j++;
-		if (j - i > 1) {
-			if (get_bounce(c, &c->stage)) {
-				rc = -EIO;
-				break;
-			}
-			for (size_t k = i; k < j; k++)
-				memcpy(c->stage + (k - i) * c->bs,
-				       bufs[k]->pub.data, c->bs);
-			src = c->stage;
+		/* one request straight from the buffers: no staging copy */
+		for (size_t k = i; k < j; k++) {
+			c->wiov[k - i].iov_base = bufs[k]->pub.data;
+			c->wiov[k - i].iov_len = c->bs;
 		}
-		rc = sfs_bdev_write(c->bd, bufs[i]->cat,
-				    (uint64_t)bufs[i]->pub.blk * c->bs, src,
-				    (j - i) * c->bs);
+		rc = sfs_bdev_writev(c->bd, bufs[i]->cat,
+				     (uint64_t)bufs[i]->pub.blk * c->bs,
+				     c->wiov, (int)(j - i));
 		if (rc) {
 			/* a full host disk stays -ENOSPC: retryable */
 			if (rc != -ENOSPC)
@@ -909,9 +913,12 @@ int sfs_cache_get(struct sfs_cache *c, sfs_blk_t blk, enum sfs_io_cat cat,
 	return 0;
 }
 
-/* Block blk without reading it: zeroed unless cached.  -EINVAL, -EIO. */
-int sfs_cache_get_new(struct sfs_cache *c, sfs_blk_t blk, enum sfs_io_cat cat,
-		      struct sfs_buf **out)
+/*
+ * Block blk without reading it: data's bytes (a pool slot, taken) or zeros
+ * (data NULL), unless cached.  -EINVAL, -EIO (data stays the caller's).
+ */
+static int get_new(struct sfs_cache *c, sfs_blk_t blk, enum sfs_io_cat cat,
+		   uint8_t *data, struct sfs_buf **out)
 {
 	struct cbuf *b;
 	int rc;
@@ -924,18 +931,65 @@ int sfs_cache_get_new(struct sfs_cache *c, sfs_blk_t blk, enum sfs_io_cat cat,
 		note_use(c, b, false);
 		b->cat = cat;
 		grab(c, b);
+		if (data) {
+			memcpy(b->pub.data, data, c->bs);
+			pool_put(&c->data, data);
+		}
 		*out = &b->pub;
 		return 0;
 	}
 	rc = make_room(c);
 	if (rc)
 		return rc;
-	b = cbuf_alloc(c, blk, cat);
-	memset(b->pub.data, 0, c->bs);
+	if (data) {
+		b = cbuf_alloc_over(c, blk, cat, data);
+	} else {
+		b = cbuf_alloc(c, blk, cat);
+		memset(b->pub.data, 0, c->bs);
+	}
 	b->refs = 1;
 	cache_insert(c, b);
 	*out = &b->pub;
 	return 0;
+}
+
+/* Block blk without reading it: zeroed unless cached.  -EINVAL, -EIO. */
+int sfs_cache_get_new(struct sfs_cache *c, sfs_blk_t blk, enum sfs_io_cat cat,
+		      struct sfs_buf **out)
+{
+	return get_new(c, blk, cat, NULL, out);
+}
+
+/* The same over data from sfs_cache_block_alloc (cache.h). */
+int sfs_cache_get_new_from(struct sfs_cache *c, sfs_blk_t blk,
+			   enum sfs_io_cat cat, uint8_t *data,
+			   struct sfs_buf **out)
+{
+	if (!data)
+		return -EINVAL;
+	return get_new(c, blk, cat, data, out);
+}
+
+uint8_t *sfs_cache_block_alloc(struct sfs_cache *c)
+{
+	uint8_t *data;
+
+	/* The budget holds delayed data too: make room for one more block
+	 * by evicting idle clean buffers (no I/O here; the writer's
+	 * throttle writes dirty ones), whose memory the pool then reuses. */
+	while (c->ctr.cached_bytes + da_bytes(c) + c->bs > c->budget_bytes &&
+	       c->lru.head && !((struct cbuf *)c->lru.head->data)->dirty)
+		evict(c, c->lru.head->data);
+	data = pool_get(&c->data);
+
+	memset(data, 0, c->bs);
+	return data;
+}
+
+void sfs_cache_block_free(struct sfs_cache *c, uint8_t *data)
+{
+	if (data)
+		pool_put(&c->data, data);
 }
 
 /* Mark b dirty (a discarded buffer's changes are dropped); throttle. */
@@ -1316,7 +1370,7 @@ void sfs_cache_free(struct sfs_cache *c)
 	g_hash_table_destroy(c->map);
 	pool_fini(&c->data);
 	pool_fini(&c->hdrs);
-	free(c->stage);
+	g_free(c->wiov);
 	free(c->rabuf);
 	g_free(c);
 }

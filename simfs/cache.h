@@ -176,6 +176,25 @@ int sfs_cache_get(struct sfs_cache *c, sfs_blk_t blk, enum sfs_io_cat cat,
 int sfs_cache_get_new(struct sfs_cache *c, sfs_blk_t blk, enum sfs_io_cat cat,
 		      struct sfs_buf **out);
 /*
+ * Block memory without a block (delayed allocation's data): bs zeroed bytes
+ * from the cache's own block pool, so they reuse the memory of evicted
+ * buffers and cost no heap allocation each.  Not in cached_bytes: the
+ * delayed-data provider counts them (struct sfs_cache_delayed).  Give them
+ * back with sfs_cache_block_free, or hand them to sfs_cache_get_new_from.
+ */
+uint8_t *sfs_cache_block_alloc(struct sfs_cache *c);
+void sfs_cache_block_free(struct sfs_cache *c, uint8_t *data);
+/*
+ * sfs_cache_get_new with data (from sfs_cache_block_alloc) as the block's
+ * contents: the buffer takes the memory itself when blk is not cached, or
+ * gets a copy of it (and data goes back to the pool) when it is.  On
+ * success data is the cache's; on error (-EINVAL, -EIO) it stays the
+ * caller's.
+ */
+int sfs_cache_get_new_from(struct sfs_cache *c, sfs_blk_t blk,
+			   enum sfs_io_cat cat, uint8_t *data,
+			   struct sfs_buf **out);
+/*
  * Mark b dirty (remembering when, if it was clean).  With a policy, a
  * caller that pushes the dirty bytes over the dirty limit writes back
  * until below it (errors are counted, the data stays dirty).

@@ -116,15 +116,60 @@ static int64_t note(struct crashdev *c, enum sfs_io_op op, enum sfs_io_cat cat,
 	return (int64_t)c->log->len - 1;
 }
 
+/*
+ * The bytes of a write request: one buffer (data), gathered buffers
+ * (iov[0..iovcnt), data NULL), or zeros (both NULL).
+ */
+struct cd_src {
+	const uint8_t *data;
+	const struct iovec *iov;
+	int iovcnt;
+};
+
+/* Copy the first len bytes of src's gathered buffers to dst. */
+static void src_gather(const struct cd_src *src, uint8_t *dst, uint64_t len)
+{
+	for (int i = 0; i < src->iovcnt && len; i++) {
+		size_t n = MIN(len, src->iov[i].iov_len);
+
+		memcpy(dst, src->iov[i].iov_base, n);
+		dst += n;
+		len -= n;
+	}
+}
+
 /* Write [off, off+len) of a request below: data, or zeros if data NULL. */
-static int put_below(struct crashdev *c, enum sfs_io_cat cat, uint64_t off,
-		     const uint8_t *data, uint64_t len)
+static int put_buf(struct crashdev *c, enum sfs_io_cat cat, uint64_t off,
+		   const uint8_t *data, uint64_t len)
 {
 	if (len == 0)
 		return 0;
 	if (!data)
 		return sfs_bdev_zero(c->lower, cat, off, len);
 	return sfs_bdev_write(c->lower, cat, off, data, len);
+}
+
+/* Write the first len bytes of a request below as one request. */
+static int put_below(struct crashdev *c, enum sfs_io_cat cat, uint64_t off,
+		     const struct cd_src *src, uint64_t len)
+{
+	struct iovec *part;
+	uint64_t left = len;
+	int n = 0, rc;
+
+	if (len == 0 || !src->iov)
+		return put_buf(c, cat, off, src->data, len);
+	/* the buffers that hold the len bytes, the last one cut (a tear) */
+	part = g_new(struct iovec, src->iovcnt);
+	while (n < src->iovcnt && left) {
+		part[n] = src->iov[n];
+		part[n].iov_len = MIN(part[n].iov_len, left);
+		left -= part[n].iov_len;
+		n++;
+	}
+	rc = sfs_bdev_writev(c->lower, cat, off, part, n);
+	g_free(part);
+	return rc;
 }
 
 /* Volatile: write the cache down in order and flush; counts as landed. */
@@ -134,7 +179,7 @@ static int drain_held(struct crashdev *c)
 
 	for (guint i = 0; i < c->held->len; i++) {
 		struct held *h = &g_array_index(c->held, struct held, i);
-		int r = put_below(c, h->cat, h->off, h->data, h->len);
+		int r = put_buf(c, h->cat, h->off, h->data, h->len);
 
 		if (r && !rc)
 			rc = r;
@@ -189,7 +234,7 @@ static uint64_t apply_held(struct crashdev *c, const struct held *h,
 			uint64_t off, len;
 
 			sector_span(h, run, s, &off, &len);
-			put_below(c, h->cat, off,
+			put_buf(c, h->cat, off,
 				  h->data ? h->data + (off - h->off) : NULL,
 				  len);
 			written += len;
@@ -308,10 +353,11 @@ static int cd_read(struct sfs_bdev *bd, uint64_t off, void *buf, size_t len)
 	return rc;
 }
 
-/* A write or zero request (data NULL). */
-static int cd_put(struct sfs_bdev *bd, uint64_t off, const void *data,
+/* A write or zero request (src holds no buffer). */
+static int cd_put(struct sfs_bdev *bd, uint64_t off, const struct cd_src *src,
 		  uint64_t len)
 {
+	bool zero = !src->data && !src->iov;
 	struct crashdev *c = sfs_bdev_priv(bd);
 	enum sfs_io_cat cat = sfs_bdev_req_cat(bd);
 	int64_t li;
@@ -324,18 +370,20 @@ static int cd_put(struct sfs_bdev *bd, uint64_t off, const void *data,
 		return 0;
 	}
 	if (!c->ctr.armed)
-		return put_below(c, cat, off, data, len);
+		return put_below(c, cat, off, src, len);
 	if (c->mode == SFS_CRASH_VOLATILE) {
 		struct held h = {
 		    .off = off,
 		    .len = len,
-		    .data = data ? g_malloc(len) : NULL,
+		    .data = zero ? NULL : g_malloc(len),
 		    .cat = cat,
 		    .seq = c->ctr.reqs_seen,
 		    .log_idx = li,
 		};
-		if (data)
-			memcpy(h.data, data, len);
+		if (src->data)
+			memcpy(h.data, src->data, len);
+		else if (src->iov)
+			src_gather(src, h.data, len);
 		g_array_append_val(c->held, h);
 		set_fate(c, li, SFS_CRASH_HELD, 0);
 	} else if (c->mode == SFS_CRASH_TEAR && c->ctr.reqs_seen == c->point) {
@@ -347,12 +395,12 @@ static int cd_put(struct sfs_bdev *bd, uint64_t off, const void *data,
 		uint64_t kept = MIN(len, k * SFS_CRASH_SECTOR);
 
 		g_rand_free(r);
-		rc = put_below(c, cat, off, data, kept);
+		rc = put_below(c, cat, off, src, kept);
 		c->ctr.writes_torn++;
 		c->ctr.torn_kept_bytes = kept;
 		set_fate(c, li, SFS_CRASH_TORN, kept);
 	} else {
-		rc = put_below(c, cat, off, data, len);
+		rc = put_below(c, cat, off, src, len);
 		c->ctr.writes_landed++;
 		set_fate(c, li, SFS_CRASH_LANDED, len);
 	}
@@ -363,12 +411,25 @@ static int cd_put(struct sfs_bdev *bd, uint64_t off, const void *data,
 static int cd_write(struct sfs_bdev *bd, uint64_t off, const void *buf,
 		    size_t len)
 {
-	return cd_put(bd, off, buf, len);
+	struct cd_src src = {.data = buf};
+
+	return cd_put(bd, off, &src, len);
+}
+
+/* A gathered write: one request, logged and torn as one. */
+static int cd_writev(struct sfs_bdev *bd, uint64_t off, const struct iovec *iov,
+		     int iovcnt, size_t len)
+{
+	struct cd_src src = {.iov = iov, .iovcnt = iovcnt};
+
+	return cd_put(bd, off, &src, len);
 }
 
 static int cd_zero(struct sfs_bdev *bd, uint64_t off, uint64_t len)
 {
-	return cd_put(bd, off, NULL, len);
+	struct cd_src src = {0};
+
+	return cd_put(bd, off, &src, len);
 }
 
 /* Host space below: contents do not change, so nothing to record. */
@@ -426,6 +487,7 @@ static const struct sfs_bdev_ops crash_ops = {
     .zero = cd_zero,
     .reserve = cd_reserve,
     .host_room = cd_host_room,
+    .writev = cd_writev,
 };
 
 struct sfs_bdev *sfs_crashdev_new(struct sfs_bdev *lower)

@@ -3,8 +3,11 @@
  * doc/allocators.md "Delayed allocation").
  *
  * A buffered write into a hole of a regular file does not choose a block.
- * The bytes go into a per-inode store of delayed blocks (logical block ->
- * one block of data) and the filesystem sets aside, from its free count,
+ * The bytes go into a per-inode store of delayed blocks (a hash table,
+ * logical block -> one block of data; the data is a slot of the cache's
+ * block pool, sfs_cache_block_alloc, so it costs no heap allocation, counts
+ * within mem= and becomes the block's buffer when placed, uncopied) and
+ * the filesystem sets aside, from its free count,
  * one block for the data plus a worst-case estimate of the mapping blocks
  * (indirect or extent-tree blocks) that placing them may need.  Nothing
  * on disk changes: no bitmap, no descriptor, no mapping, no journal entry
@@ -23,10 +26,10 @@
  *   - when the host disk under a sparse image may not hold the delayed
  *     blocks (da_host_room): placing reserves host space, and a write the
  *     host cannot hold fails with ENOSPC at write time.
- * Placing one inode walks its delayed blocks in logical order, in runs of
- * consecutive blocks (at most 8 MiB, as ext4's writepages), maps each with
- * create through the inode's mapping model; the blocks become ordinary dirty
- * buffers, written by whoever asked (the flusher's chunk as one sorted
+ * Placing one inode sorts its delayed blocks once and walks them in
+ * logical order, in runs of consecutive blocks (at most 8 MiB, as ext4's
+ * writepages), maps each with create through the inode's mapping model;
+ * the blocks become ordinary dirty buffers, written by whoever asked (the flusher's chunk as one sorted
  * batch, fsync's file, sync's everything).
  * Because a whole run of one file is placed in one go, the placement model
  * sees it uninterrupted by other writers: files written side by side still
@@ -58,7 +61,7 @@ static void da_drop_from(struct sfs_fs *fs, struct sfs_inode *ip,
 #define DA_MAX_RUN_BYTES (8u << 20)
 
 struct sfs_da_inode {
-	GTree *blocks;	     /* GUINT_TO_POINTER(lblk) -> uint8_t[bs] */
+	GHashTable *blocks;  /* GUINT_TO_POINTER(lblk) -> uint8_t[bs] */
 	uint32_t n;	     /* blocks held */
 	uint32_t meta;	     /* metadata blocks reserved for them */
 	uint32_t max_lblk;   /* highest logical block held */
@@ -67,11 +70,10 @@ struct sfs_da_inode {
 	uint64_t disksize;   /* size the inode table may show */
 };
 
-static gint cmp_lblk(gconstpointer a, gconstpointer b, gpointer unused)
+static int cmp_lblk(const void *a, const void *b)
 {
-	uint32_t x = GPOINTER_TO_UINT(a), y = GPOINTER_TO_UINT(b);
+	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
 
-	(void)unused;
 	return x < y ? -1 : x > y;
 }
 
@@ -207,7 +209,7 @@ static struct sfs_da_inode *da_get(struct sfs_fs *fs, struct sfs_inode *ip)
 	if (da)
 		return da;
 	da = g_new0(struct sfs_da_inode, 1);
-	da->blocks = g_tree_new_full(cmp_lblk, NULL, NULL, g_free);
+	da->blocks = g_hash_table_new(g_direct_hash, g_direct_equal);
 	da->dirtied_ns = sfs_clock_now_ns(fs->clock);
 	da->disksize = sfs_i_size(ip);
 	da->link.data = ip;
@@ -225,7 +227,7 @@ static void da_put(struct sfs_fs *fs, struct sfs_inode *ip)
 		return;
 	fs->da_meta -= da->meta;
 	g_queue_unlink(&fs->da_inodes, &da->link);
-	g_tree_destroy(da->blocks);
+	g_hash_table_destroy(da->blocks);
 	g_free(da);
 	ip->da = NULL;
 }
@@ -300,7 +302,7 @@ int sfs_da_write(struct sfs_fs *fs, struct sfs_inode *ip, uint32_t lblk,
 		 uint32_t boff, const void *src, size_t n)
 {
 	struct sfs_da_inode *da = da_get(fs, ip);
-	uint8_t *buf = g_tree_lookup(da->blocks, GUINT_TO_POINTER(lblk));
+	uint8_t *buf = g_hash_table_lookup(da->blocks, GUINT_TO_POINTER(lblk));
 	bool place_now = false;
 
 	if (!buf) {
@@ -335,8 +337,8 @@ int sfs_da_write(struct sfs_fs *fs, struct sfs_inode *ip, uint32_t lblk,
 		da = da_get(fs, ip); /* a placement may have freed it */
 		need = meta_need(fs, ip, da->n + 1, MAX(da->max_lblk, lblk));
 		more = need > da->meta ? need - da->meta : 0;
-		buf = g_malloc0(fs->bs);
-		g_tree_insert(da->blocks, GUINT_TO_POINTER(lblk), buf);
+		buf = sfs_cache_block_alloc(fs->cache);
+		g_hash_table_insert(da->blocks, GUINT_TO_POINTER(lblk), buf);
 		da->n++;
 		da->max_lblk = MAX(da->max_lblk, lblk);
 		da->meta += more;
@@ -352,7 +354,7 @@ int sfs_da_write(struct sfs_fs *fs, struct sfs_inode *ip, uint32_t lblk,
 		 * if the host cannot hold it, it is not written at all */
 		int rc = sfs_da_flush_inode(fs, ip, SFS_DA_ENOSPC);
 		if (!rc && ip->da &&
-		    g_tree_lookup(ip->da->blocks, GUINT_TO_POINTER(lblk)))
+		    g_hash_table_lookup(ip->da->blocks, GUINT_TO_POINTER(lblk)))
 			rc = -ENOSPC;
 		if (rc) {
 			uint64_t died = fs->da_ctr.died_blocks;
@@ -371,7 +373,7 @@ const uint8_t *sfs_da_lookup(const struct sfs_inode *ip, uint32_t lblk)
 {
 	if (!ip->da)
 		return NULL;
-	return g_tree_lookup(ip->da->blocks, GUINT_TO_POINTER(lblk));
+	return g_hash_table_lookup(ip->da->blocks, GUINT_TO_POINTER(lblk));
 }
 
 uint64_t sfs_da_disksize(const struct sfs_inode *ip, uint64_t size)
@@ -384,37 +386,29 @@ uint32_t sfs_da_inode_blocks(const struct sfs_inode *ip)
 	return ip->da ? ip->da->n : 0;
 }
 
-static gboolean collect_key(gpointer key, gpointer value, gpointer data)
-{
-	(void)value;
-	g_array_append_val((GArray *)data, key);
-	return FALSE;
-}
-
 /* Drop the delayed blocks at logical >= from, unwritten ("died"). */
 static void da_drop_from(struct sfs_fs *fs, struct sfs_inode *ip,
 			 uint32_t from)
 {
 	struct sfs_da_inode *da = ip->da;
-	GArray *keys = g_array_new(FALSE, FALSE, sizeof(gpointer));
-	uint32_t dropped = 0;
+	uint32_t dropped = 0, max = 0;
+	GHashTableIter it;
+	gpointer k, v;
 
-	g_tree_foreach(da->blocks, collect_key, keys);
-	for (guint i = 0; i < keys->len; i++) {
-		gpointer k = g_array_index(keys, gpointer, i);
-
-		if (GPOINTER_TO_UINT(k) < from)
+	g_hash_table_iter_init(&it, da->blocks);
+	while (g_hash_table_iter_next(&it, &k, &v)) {
+		if (GPOINTER_TO_UINT(k) < from) {
+			max = MAX(max, GPOINTER_TO_UINT(k));
 			continue;
-		g_tree_remove(da->blocks, k);
+		}
+		g_hash_table_iter_remove(&it);
+		sfs_cache_block_free(fs->cache, v);
 		dropped++;
 	}
-	g_array_free(keys, TRUE);
 	da->n -= dropped;
 	fs->da_blocks -= dropped;
 	fs->da_ctr.died_blocks += dropped;
-	da->max_lblk = da->n ? GPOINTER_TO_UINT(g_tree_node_key(
-				   g_tree_node_last(da->blocks)))
-			     : 0;
+	da->max_lblk = max;
 	da_trim_meta(fs, ip);
 	da_put(fs, ip);
 }
@@ -429,7 +423,7 @@ void sfs_da_truncate(struct sfs_fs *fs, struct sfs_inode *ip,
 	if (!da)
 		return;
 	if (off) {
-		uint8_t *buf = g_tree_lookup(
+		uint8_t *buf = g_hash_table_lookup(
 		    da->blocks, GUINT_TO_POINTER(new_size >> fs->bs_log));
 		if (buf)
 			memset(buf + off, 0, fs->bs - off);
@@ -476,7 +470,7 @@ static int place_run(struct sfs_fs *fs, struct sfs_inode *ip, uint32_t lblk,
 
 	for (uint32_t i = 0; i < n; i++) {
 		gpointer key = GUINT_TO_POINTER(lblk + i);
-		uint8_t *data = g_tree_lookup(da->blocks, key);
+		uint8_t *data = g_hash_table_lookup(da->blocks, key);
 		struct sfs_buf *b;
 		sfs_blk_t pblk;
 		bool isnew = false;
@@ -485,17 +479,22 @@ static int place_run(struct sfs_fs *fs, struct sfs_inode *ip, uint32_t lblk,
 					   &isnew);
 		if (rc)
 			break;
-		rc = isnew ? sfs_cache_get_new(fs->cache, pblk, SFS_IO_DATA, &b)
+		/* a new block's buffer takes the delayed memory itself */
+		rc = isnew ? sfs_cache_get_new_from(fs->cache, pblk,
+						    SFS_IO_DATA, data, &b)
 			   : sfs_cache_get(fs->cache, pblk, SFS_IO_DATA, &b);
 		if (rc)
 			break;
-		memcpy(b->data, data, fs->bs);
+		if (!isnew) {
+			memcpy(b->data, data, fs->bs);
+			sfs_cache_block_free(fs->cache, data);
+		}
 		sfs_data_dirty(fs, b);
 		sfs_cache_put(fs->cache, b);
 		sfs_inode_note_dirty(ip, pblk, 1);
 		if (placed)
 			g_array_append_val(placed, pblk);
-		g_tree_remove(da->blocks, key);
+		g_hash_table_remove(da->blocks, key);
 		da->n--;
 		fs->da_blocks--;
 		fs->da_ctr.placed_blocks++;
@@ -506,29 +505,20 @@ static int place_run(struct sfs_fs *fs, struct sfs_inode *ip, uint32_t lblk,
 	return rc;
 }
 
-/* The first run of consecutive delayed blocks of ip (at most max). */
-struct first_run {
-	uint32_t start, n, max;
-	bool have;
-};
-
-static gboolean find_run(gpointer key, gpointer value, gpointer data)
+/* ip's delayed logical blocks, ascending (g_free it); *n_out of them. */
+static uint32_t *sorted_lblks(const struct sfs_da_inode *da, uint32_t *n_out)
 {
-	struct first_run *r = data;
-	uint32_t l = GPOINTER_TO_UINT(key);
+	uint32_t *l = g_new(uint32_t, MAX(da->n, 1));
+	uint32_t n = 0;
+	GHashTableIter it;
+	gpointer k;
 
-	(void)value;
-	if (!r->have) {
-		r->start = l;
-		r->n = 1;
-		r->have = true;
-		return FALSE;
-	}
-	if (l == r->start + r->n && r->n < r->max) {
-		r->n++;
-		return FALSE;
-	}
-	return TRUE; /* the run ended */
+	g_hash_table_iter_init(&it, da->blocks);
+	while (g_hash_table_iter_next(&it, &k, NULL))
+		l[n++] = GPOINTER_TO_UINT(k);
+	qsort(l, n, sizeof(*l), cmp_lblk);
+	*n_out = n;
+	return l;
 }
 
 static int flush_inode(struct sfs_fs *fs, struct sfs_inode *ip,
@@ -551,15 +541,20 @@ static int flush_inode(struct sfs_fs *fs, struct sfs_inode *ip,
 	 * delalloc starts from the group, ext4_ext_find_goal) */
 	fs->cur_pid = 0;
 	fs->da_converting = true;
-	while (ip->da && ip->da->n) {
-		struct first_run r = {
-		    .max = MAX(DA_MAX_RUN_BYTES >> fs->bs_log, 1)};
+	if (ip->da && ip->da->n) {
+		/* runs of consecutive blocks, in logical order: one sort */
+		uint32_t max = MAX(DA_MAX_RUN_BYTES >> fs->bs_log, 1), n;
+		uint32_t *l = sorted_lblks(ip->da, &n);
 
-		g_tree_foreach(ip->da->blocks, find_run, &r);
-		rc = place_run(fs, ip, r.start, r.n, placed);
-		fs->da_ctr.placed_runs++;
-		if (rc)
-			break;
+		for (uint32_t i = 0, j; i < n && !rc; i = j) {
+			for (j = i + 1; j < n && j - i < max &&
+					l[j] == l[j - 1] + 1;
+			     j++)
+				;
+			rc = place_run(fs, ip, l[i], j - i, placed);
+			fs->da_ctr.placed_runs++;
+		}
+		g_free(l);
 	}
 	if (rc == -ENOSPC && ip->da && fs->host_full) {
 		/* The image had the blocks, the host disk under it did not:

@@ -3,7 +3,8 @@
  * time from a device model, batches through an I/O scheduler.
  *
  * Each request entering through the blockdev door runs:
- *   td_read/td_write/td_zero/td_flush   read the clock (arrival), do the
+ *   td_read/td_write(v)/td_zero/td_flush
+ *                                       read the clock (arrival), do the
  *                                       request on `lower` (the real data)
  *   td_charge                           plugged write: queue it; else drain
  *                                       the queue, then td_serve it
@@ -699,18 +700,27 @@ static int td_read(struct sfs_bdev *bd, uint64_t off, void *buf, size_t len)
 	return rc;
 }
 
-static int td_write(struct sfs_bdev *bd, uint64_t off, const void *buf,
-		    size_t len)
+/* A gathered write is one write of len bytes to the modelled device. */
+static int td_writev(struct sfs_bdev *bd, uint64_t off, const struct iovec *iov,
+		     int iovcnt, size_t len)
 {
 	struct timedev *td = sfs_bdev_priv(bd);
 	struct sfs_io_req req = {SFS_IO_WRITE, sfs_bdev_req_cat(bd), off, len,
 				 sfs_io_stream()};
 	sfs_ns_t now = td_arrival(td);
-	int rc = sfs_bdev_write(td->lower, req.cat, off, buf, len);
+	int rc = sfs_bdev_writev(td->lower, req.cat, off, iov, iovcnt);
 
 	if (!rc)
 		td_charge(td, &req, now);
 	return rc;
+}
+
+static int td_write(struct sfs_bdev *bd, uint64_t off, const void *buf,
+		    size_t len)
+{
+	struct iovec v = {(void *)buf, len};
+
+	return td_writev(bd, off, &v, 1, len); /* one buffer: ->write below */
 }
 
 /* Zeroing is one write of len bytes to the modelled device. */
@@ -1087,4 +1097,5 @@ static const struct sfs_bdev_ops td_ops = {
     .zero = td_zero,
     .reserve = td_reserve,
     .host_room = td_host_room,
+    .writev = td_writev,
 };

@@ -59,6 +59,17 @@ static int fault_write(struct sfs_bdev *bd, uint64_t off, const void *buf,
 	return sfs_bdev_write(f->lower, sfs_bdev_req_cat(bd), off, buf, len);
 }
 
+static int fault_writev(struct sfs_bdev *bd, uint64_t off,
+			const struct iovec *iov, int iovcnt, size_t len)
+{
+	struct faultdev *f = sfs_bdev_priv(bd);
+
+	(void)len;
+	if (fault_hit(f, SFS_FAULT_WRITE))
+		return f->err;
+	return sfs_bdev_writev(f->lower, sfs_bdev_req_cat(bd), off, iov, iovcnt);
+}
+
 static int fault_zero(struct sfs_bdev *bd, uint64_t off, uint64_t len)
 {
 	struct faultdev *f = sfs_bdev_priv(bd);
@@ -100,6 +111,7 @@ static const struct sfs_bdev_ops fault_ops = {
     .name = "fault",
     .read = fault_read,
     .write = fault_write,
+    .writev = fault_writev,
     .flush = fault_flush,
     .close = fault_close,
     .zero = fault_zero,

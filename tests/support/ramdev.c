@@ -58,6 +58,19 @@ static int ram_write(struct sfs_bdev *bd, uint64_t off, const void *buf,
 	return 0;
 }
 
+static int ram_writev(struct sfs_bdev *bd, uint64_t off,
+		      const struct iovec *iov, int iovcnt, size_t len)
+{
+	struct ramdev *r = sfs_bdev_priv(bd);
+
+	ram_log(bd, SFS_IO_WRITE, off, len);
+	for (int i = 0; i < iovcnt; i++) {
+		memcpy(r->data + off, iov[i].iov_base, iov[i].iov_len);
+		off += iov[i].iov_len;
+	}
+	return 0;
+}
+
 static int ram_zero(struct sfs_bdev *bd, uint64_t off, uint64_t len)
 {
 	struct ramdev *r = sfs_bdev_priv(bd);
@@ -87,6 +100,7 @@ static const struct sfs_bdev_ops ram_ops = {
     .name = "ram",
     .read = ram_read,
     .write = ram_write,
+    .writev = ram_writev,
     .flush = ram_flush,
     .close = ram_close,
     .zero = ram_zero,

@@ -25,7 +25,10 @@
 #include <glib/gstdio.h>
 
 #include "blockdev.h"
+#include "clock.h"
+#include "crashdev.h"
 #include "testsupport.h"
+#include "timedev.h"
 
 struct fixture {
 	char *dir;  /* private temp dir */
@@ -533,6 +536,324 @@ static void test_blockdev_faultdev_sticky(void **state)
 	sfs_bdev_close(fd);
 }
 
+/* ---- vectored writes ---- */
+
+/*
+ * The stacks a vectored write must cross unchanged, each over a RAM
+ * device: a fault device, a timing device, crash devices in every mode,
+ * all of them at once, and a device without ops->writev (the overlay).
+ */
+enum wv_stack {
+	WV_RAM,
+	WV_FAULT,
+	WV_TIME,
+	WV_CRASH_CUT,
+	WV_CRASH_TEAR,
+	WV_CRASH_VOLATILE,
+	WV_ALL,
+	WV_OVERLAY,
+	WV_NSTACKS
+};
+
+#define WV_DEV_BYTES (4u << 20)
+#define WV_WRITES 12
+
+struct wv_dev {
+	struct sfs_bdev *top;
+	struct sfs_bdev *ram;
+	struct sfs_bdev *crash; /* or NULL */
+	struct sfs_bdev *td;	/* or NULL */
+	struct sfs_clock *clock;
+	struct hook_state hook;
+};
+
+static void wv_open(struct wv_dev *d, enum wv_stack k)
+{
+	struct sfs_timedev_opts o = {.model = "hdd-2009",
+				     .sched = "elevator",
+				     .mode = SFS_TIMEDEV_ACCOUNT};
+	struct sfs_bdev *bd;
+
+	memset(d, 0, sizeof(*d));
+	d->ram = sfs_ramdev_new(WV_DEV_BYTES);
+	assert_non_null(d->ram);
+	bd = d->ram;
+	if (k == WV_FAULT || k == WV_ALL)
+		bd = sfs_faultdev_new(bd);
+	if (k >= WV_CRASH_CUT && k <= WV_ALL) {
+		static const enum sfs_crash_mode m[] = {
+		    SFS_CRASH_CUT, SFS_CRASH_TEAR, SFS_CRASH_VOLATILE,
+		    SFS_CRASH_VOLATILE};
+
+		bd = d->crash = sfs_crashdev_new(bd);
+		sfs_crashdev_set_logging(bd, true);
+		/* the tear falls on write 5 (two buffers), the cut late */
+		sfs_crashdev_arm(bd, m[k - WV_CRASH_CUT],
+				 k == WV_CRASH_TEAR ? 7 : WV_WRITES - 2, 42);
+	}
+	if (k == WV_TIME || k == WV_ALL) {
+		d->clock = sfs_clock_new_virtual();
+		assert_int_equal(sfs_timedev_new(bd, d->clock, &o, &d->td,
+						 NULL),
+				 0);
+		bd = d->td;
+	}
+	if (k == WV_OVERLAY)
+		bd = sfs_bdev_overlay_new(bd);
+	d->top = bd;
+	d->hook.recs = g_array_new(FALSE, FALSE, sizeof(struct hook_rec));
+	sfs_bdev_set_hook(d->top, record_hook, &d->hook);
+}
+
+static void wv_close(struct wv_dev *d)
+{
+	sfs_bdev_close(d->top);
+	if (d->clock)
+		sfs_clock_free(d->clock);
+	g_array_free(d->hook.recs, TRUE);
+}
+
+/*
+ * Write i of the sequence: n_seg buffers of seg_len[] bytes at off_i.
+ * Lengths are multiples of 512 (the tear unit) but of no block size.
+ */
+static void wv_shape(int i, uint64_t *off, int *nseg, size_t seg[4])
+{
+	static const size_t lens[] = {4096, 512, 8192, 1536, 65536, 3584};
+
+	*nseg = 1 + i % 4;
+	*off = (uint64_t)((i * 7) % 40) * 65536 + (uint64_t)(i % 3) * 512;
+	for (int j = 0; j < *nseg; j++)
+		seg[j] = lens[(i + j) % G_N_ELEMENTS(lens)];
+}
+
+/* Run the sequence on d, as single writes (gather) or vectored. */
+static void wv_run(struct wv_dev *d, bool vectored)
+{
+	for (int i = 0; i < WV_WRITES; i++) {
+		struct iovec iov[4];
+		uint8_t *whole, *seg[4];
+		size_t segl[4], total = 0;
+		uint64_t off;
+		int n, rc;
+
+		wv_shape(i, &off, &n, segl);
+		for (int j = 0; j < n; j++) {
+			seg[j] = g_malloc(segl[j]);
+			fill(seg[j], segl[j], (unsigned)(i * 4 + j + 1));
+			iov[j].iov_base = seg[j];
+			iov[j].iov_len = segl[j];
+			total += segl[j];
+		}
+		if (vectored) {
+			rc = sfs_bdev_writev(d->top, SFS_IO_DATA, off, iov, n);
+		} else {
+			whole = g_malloc(total);
+			total = 0;
+			for (int j = 0; j < n; j++) {
+				memcpy(whole + total, seg[j], segl[j]);
+				total += segl[j];
+			}
+			rc = sfs_bdev_write(d->top, SFS_IO_DATA, off, whole,
+					    total);
+			g_free(whole);
+		}
+		assert_int_equal(rc, 0);
+		for (int j = 0; j < n; j++)
+			g_free(seg[j]);
+		if (i % 5 == 4)
+			assert_int_equal(sfs_bdev_flush(d->top), 0);
+	}
+	if (d->crash)
+		sfs_crashdev_crash_now(d->crash);
+}
+
+static void assert_req_equal(const struct sfs_io_req *a,
+			     const struct sfs_io_req *b)
+{
+	assert_int_equal(a->op, b->op);
+	assert_int_equal(a->cat, b->cat);
+	assert_int_equal(a->off_bytes, b->off_bytes);
+	assert_int_equal(a->len_bytes, b->len_bytes);
+}
+
+/* Everything a layer can see is the same on both stacks. */
+static void wv_compare(struct wv_dev *a, struct wv_dev *b)
+{
+	const struct sfs_io_req *la, *lb;
+	struct sfs_bdev_counters ca, cb;
+	size_t na, nb;
+	uint8_t *ra = g_malloc(WV_DEV_BYTES), *rb = g_malloc(WV_DEV_BYTES);
+
+	/* the bytes, as the top device reads them and as they landed */
+	assert_int_equal(sfs_bdev_read(a->top, SFS_IO_OTHER, 0, ra,
+				       WV_DEV_BYTES),
+			 0);
+	assert_int_equal(sfs_bdev_read(b->top, SFS_IO_OTHER, 0, rb,
+				       WV_DEV_BYTES),
+			 0);
+	assert_memory_equal(ra, rb, WV_DEV_BYTES);
+	assert_memory_equal(sfs_ramdev_data(a->ram), sfs_ramdev_data(b->ram),
+			    WV_DEV_BYTES);
+	g_free(ra);
+	g_free(rb);
+	/* the requests at the bottom, in order */
+	la = sfs_ramdev_log(a->ram, &na);
+	lb = sfs_ramdev_log(b->ram, &nb);
+	assert_int_equal(na, nb);
+	for (size_t i = 0; i < na; i++)
+		assert_req_equal(&la[i], &lb[i]);
+	/* the requests at the top: hook and counters */
+	assert_int_equal(a->hook.recs->len, b->hook.recs->len);
+	for (guint i = 0; i < a->hook.recs->len; i++) {
+		struct hook_rec *x = &g_array_index(a->hook.recs,
+						    struct hook_rec, i);
+		struct hook_rec *y = &g_array_index(b->hook.recs,
+						    struct hook_rec, i);
+
+		assert_req_equal(&x->req, &y->req);
+		assert_int_equal(x->done, y->done);
+		assert_int_equal(x->result, y->result);
+	}
+	sfs_bdev_counters(a->top, &ca);
+	sfs_bdev_counters(b->top, &cb);
+	assert_memory_equal(&ca, &cb, sizeof(ca));
+	if (a->td) {
+		struct sfs_timedev_counters ta, tb;
+
+		assert_int_equal(sfs_timedev_counters(a->td, &ta), 0);
+		assert_int_equal(sfs_timedev_counters(b->td, &tb), 0);
+		assert_int_equal(ta.reqs[SFS_IO_WRITE], tb.reqs[SFS_IO_WRITE]);
+		assert_int_equal(ta.bytes[SFS_IO_WRITE],
+				 tb.bytes[SFS_IO_WRITE]);
+		assert_int_equal(ta.dev_reqs[SFS_IO_WRITE],
+				 tb.dev_reqs[SFS_IO_WRITE]);
+		assert_int_equal(ta.busy_ns, tb.busy_ns);
+		assert_true(ta.busy_ns > 0);
+	}
+	if (a->crash) {
+		const struct sfs_crashdev_rec *xa, *xb;
+		struct sfs_crashdev_counters ka, kb;
+
+		xa = sfs_crashdev_log(a->crash, &na);
+		xb = sfs_crashdev_log(b->crash, &nb);
+		assert_int_equal(na, nb);
+		assert_true(na > 0);
+		for (size_t i = 0; i < na; i++) {
+			assert_req_equal(&xa[i].req, &xb[i].req);
+			assert_int_equal(xa[i].fate, xb[i].fate);
+			assert_int_equal(xa[i].kept_bytes, xb[i].kept_bytes);
+		}
+		sfs_crashdev_counters(a->crash, &ka);
+		sfs_crashdev_counters(b->crash, &kb);
+		assert_memory_equal(&ka, &kb, sizeof(ka));
+		assert_true(ka.crashed);
+	}
+}
+
+/* Every stacked device: writev shows what one gathered write shows. */
+static void test_blockdev_writev_same_as_write_on_every_stack(void **state)
+{
+	(void)state;
+	for (int k = 0; k < WV_NSTACKS; k++) {
+		struct wv_dev a, b;
+		size_t n;
+
+		wv_open(&a, k);
+		wv_open(&b, k);
+		wv_run(&a, false);
+		wv_run(&b, true);
+		/* most requests reached the bottom device; the overlay
+		 * keeps its writes in memory */
+		sfs_ramdev_log(b.ram, &n);
+		if (k == WV_OVERLAY ? n != 0 : n < 5)
+			fail_msg("stack %d: %zu requests below", k, n);
+		wv_compare(&a, &b);
+		wv_close(&a);
+		wv_close(&b);
+	}
+}
+
+/*
+ * File backend: pwritev in IOV_MAX pieces, and with O_DIRECT from
+ * segments the host cannot take as they are (bounced one by one).
+ */
+static void test_blockdev_file_writev(void **state)
+{
+	struct fixture *f = *state;
+	const size_t nseg = 3000, segl = 512; /* more than IOV_MAX */
+	struct iovec *iov = g_new(struct iovec, nseg);
+	uint8_t *src = g_malloc(nseg * segl + 1);
+	uint8_t *back = g_malloc(nseg * segl);
+
+	fill(src, nseg * segl + 1, 9);
+	for (unsigned direct = 0; direct < 2; direct++) {
+		struct sfs_bdev *bd = NULL;
+		struct sfs_bdev_counters c;
+		int rc;
+
+		rc = sfs_bdev_open_file(f->path,
+					SFS_BDEV_CREATE |
+					    (direct ? SFS_BDEV_DIRECT : 0),
+					8u << 20, &bd);
+		if (rc == -EINVAL && direct)
+			break; /* the host fs refuses O_DIRECT: tested above */
+		assert_int_equal(rc, 0);
+		/* odd buffer addresses: O_DIRECT must bounce them */
+		for (size_t i = 0; i < nseg; i++) {
+			iov[i].iov_base = src + 1 + (i * 7919 % nseg) * segl;
+			iov[i].iov_len = segl;
+		}
+		assert_int_equal(sfs_bdev_writev(bd, SFS_IO_DATA, 4096, iov,
+						 (int)nseg),
+				 0);
+		assert_int_equal(sfs_bdev_read(bd, SFS_IO_DATA, 4096, back,
+					       nseg * segl),
+				 0);
+		for (size_t i = 0; i < nseg; i++)
+			assert_memory_equal(back + i * segl, iov[i].iov_base,
+					    segl);
+		sfs_bdev_counters(bd, &c);
+		assert_int_equal(c.reqs[SFS_IO_WRITE], 1);
+		assert_int_equal(c.bytes[SFS_IO_WRITE], nseg * segl);
+		sfs_bdev_close(bd);
+	}
+	g_free(iov);
+	g_free(src);
+	g_free(back);
+}
+
+/* Malformed vectors: -EINVAL, counted as errors, nothing written. */
+static void test_blockdev_writev_rejects_bad_vectors(void **state)
+{
+	struct sfs_bdev *bd = sfs_ramdev_new(1 << 20);
+	uint8_t buf[1024];
+	struct iovec ok = {buf, sizeof(buf)};
+	struct iovec nullbase[2] = {{buf, 512}, {NULL, 512}};
+	struct iovec past[2] = {{buf, 1024}, {buf, 1024}};
+	struct sfs_bdev_counters c;
+	size_t n;
+
+	(void)state;
+	memset(buf, 0xa5, sizeof(buf));
+	assert_int_equal(sfs_bdev_writev(bd, SFS_IO_DATA, 0, &ok, 0), -EINVAL);
+	assert_int_equal(sfs_bdev_writev(bd, SFS_IO_DATA, 0, NULL, 1),
+			 -EINVAL);
+	assert_int_equal(sfs_bdev_writev(bd, SFS_IO_DATA, 0, nullbase, 2),
+			 -EINVAL);
+	assert_int_equal(sfs_bdev_writev(bd, SFS_IO_DATA, (1 << 20) - 1024,
+					 past, 2),
+			 -EINVAL);
+	sfs_bdev_counters(bd, &c);
+	assert_int_equal(c.errors, 4);
+	assert_int_equal(c.reqs[SFS_IO_WRITE], 0);
+	sfs_ramdev_log(bd, &n);
+	assert_int_equal(n, 0);
+	assert_int_equal(sfs_bdev_writev(bd, SFS_IO_DATA, 0, &ok, 1), 0);
+	assert_memory_equal(sfs_ramdev_data(bd), buf, sizeof(buf));
+	sfs_bdev_close(bd);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -556,6 +877,10 @@ int main(void)
 	    cmocka_unit_test(test_blockdev_ramdev_logs_every_request),
 	    cmocka_unit_test(test_blockdev_faultdev_fails_nth_once),
 	    cmocka_unit_test(test_blockdev_faultdev_sticky),
+	    cmocka_unit_test(test_blockdev_writev_same_as_write_on_every_stack),
+	    cmocka_unit_test_setup_teardown(test_blockdev_file_writev, setup,
+					    teardown),
+	    cmocka_unit_test(test_blockdev_writev_rejects_bad_vectors),
 	};
 
 	return cmocka_run_group_tests_name("blockdev", tests, NULL, NULL);

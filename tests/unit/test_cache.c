@@ -165,6 +165,94 @@ static void test_cache_get_new_does_not_read(void **state)
 	sfs_bdev_close(ram);
 }
 
+/*
+ * Block memory without a block (delayed data): zeroed, outside
+ * cached_bytes; a new buffer takes it over without a copy, a cached one
+ * gets a copy; it reaches the device like any dirty buffer.
+ */
+static void test_cache_block_memory_taken_by_new_buffer(void **state)
+{
+	struct sfs_bdev *ram = sfs_ramdev_new(1 << 20);
+	struct sfs_cache *c = mkcache(ram, BS, 1 << 20);
+	struct sfs_cache_counters ctr;
+	uint8_t *d1 = sfs_cache_block_alloc(c), *d2;
+	struct sfs_buf *b, *old;
+	uint8_t want[BS];
+
+	(void)state;
+	for (uint32_t i = 0; i < BS; i++)
+		assert_int_equal(d1[i], 0);
+	sfs_cache_counters(c, &ctr);
+	assert_int_equal(ctr.cached_bytes, 0);
+	pattern(d1, BS, 7);
+	assert_int_equal(sfs_cache_get_new_from(c, 7, SFS_IO_DATA, d1, &b), 0);
+	assert_ptr_equal(b->data, d1); /* taken, not copied */
+	sfs_cache_dirty(c, b);
+	sfs_cache_put(c, b);
+	sfs_cache_counters(c, &ctr);
+	assert_int_equal(ctr.cached_bytes, BS);
+
+	/* block 8 is cached already: its buffer gets a copy */
+	dirty_block(c, 8, SFS_IO_DATA);
+	assert_int_equal(sfs_cache_get(c, 8, SFS_IO_DATA, &old), 0);
+	d2 = sfs_cache_block_alloc(c);
+	pattern(d2, BS, 99);
+	assert_int_equal(sfs_cache_get_new_from(c, 8, SFS_IO_DATA, d2, &b), 0);
+	assert_ptr_equal(b, old);
+	assert_ptr_not_equal(b->data, d2);
+	sfs_cache_dirty(c, b);
+	sfs_cache_put(c, b);
+	sfs_cache_put(c, old);
+	/* out of range: refused, the memory stays the caller's */
+	d2 = sfs_cache_block_alloc(c);
+	assert_int_equal(
+	    sfs_cache_get_new_from(c, 1u << 30, SFS_IO_DATA, d2, &b), -EINVAL);
+	sfs_cache_block_free(c, d2);
+
+	assert_int_equal(sfs_cache_sync(c), 0);
+	pattern(want, BS, 7);
+	assert_memory_equal(sfs_ramdev_data(ram) + 7 * BS, want, BS);
+	pattern(want, BS, 99);
+	assert_memory_equal(sfs_ramdev_data(ram) + 8 * BS, want, BS);
+	sfs_cache_counters(c, &ctr);
+	assert_int_equal(ctr.cached_bytes, 2 * BS);
+	sfs_cache_free(c);
+	sfs_bdev_close(ram);
+}
+
+/* Block memory counts against the budget: clean idle buffers make room. */
+static void test_cache_block_memory_evicts_clean(void **state)
+{
+	struct sfs_bdev *ram = sfs_ramdev_new(1 << 20);
+	struct sfs_cache *c = mkcache(ram, BS, 64 * BS);
+	struct sfs_cache_counters ctr;
+	struct sfs_buf *b;
+	uint8_t *d[3];
+
+	(void)state;
+	for (uint32_t blk = 0; blk < 64; blk++) {
+		assert_int_equal(sfs_cache_get(c, blk, SFS_IO_DATA, &b), 0);
+		sfs_cache_put(c, b);
+	}
+	sfs_cache_counters(c, &ctr);
+	assert_int_equal(ctr.cached_bytes, 64 * BS);
+	for (int i = 0; i < 3; i++)
+		d[i] = sfs_cache_block_alloc(c);
+	/* nobody counts them as delayed data here, so one eviction made
+	 * room for all three: the least recently used went */
+	sfs_cache_counters(c, &ctr);
+	assert_int_equal(ctr.cached_bytes, 63 * BS);
+	assert_int_equal(ctr.evictions, 1);
+	assert_int_equal(sfs_cache_get(c, 1, SFS_IO_DATA, &b), 0);
+	sfs_cache_put(c, b);
+	sfs_cache_counters(c, &ctr);
+	assert_int_equal(ctr.misses, 64); /* block 1 was still cached */
+	for (int i = 0; i < 3; i++)
+		sfs_cache_block_free(c, d[i]);
+	sfs_cache_free(c);
+	sfs_bdev_close(ram);
+}
+
 static void test_cache_sync_writes_dirty_then_flushes(void **state)
 {
 	struct sfs_bdev *ram = sfs_ramdev_new(1 << 20);
@@ -1561,6 +1649,8 @@ int main(void)
 	    cmocka_unit_test(test_cache_new_rejects_bad_block_size),
 	    cmocka_unit_test(test_cache_hit_miss_counts),
 	    cmocka_unit_test(test_cache_get_new_does_not_read),
+	    cmocka_unit_test(test_cache_block_memory_taken_by_new_buffer),
+	    cmocka_unit_test(test_cache_block_memory_evicts_clean),
 	    cmocka_unit_test(test_cache_sync_writes_dirty_then_flushes),
 	    cmocka_unit_test(test_cache_sync_merges_adjacent_blocks),
 	    cmocka_unit_test(test_cache_budget_respected_with_eviction),
