@@ -2,7 +2,8 @@
  * main.c - the `simfs` program: subcommands in the manner of git.
  *
  *   simfs mkfs [-b BS] [-i BYTES_PER_INODE] [-I INODE_SIZE] [-m PCT]
- *              [-L LABEL] [--seed N] [-F] IMAGE [SIZE]
+ *              [-L LABEL] [-t ext2|ext3] [-O FEATURES] [--seed N] [-F]
+ *              IMAGE [SIZE]
  *   simfs mount [-f] [-d] [-o OPTS] IMAGE MOUNTPOINT | --list-devices
  *   simfs IMAGE MOUNTPOINT [-o OPTS]   (= mount; what mount.fuse3 runs)
  *   simfs umount [--timeout SECONDS] MOUNTPOINT
