@@ -295,6 +295,22 @@ void sfs_data_dirty(struct sfs_fs *fs, struct sfs_buf *b);
 void sfs_now(struct sfs_fs *fs, struct timespec *out);
 
 /* ---- inode accessors (host-endian views of struct sfs_dinode) ---- */
+/* Groups per flex group (s_log_groups_per_flex, superblock byte 0x174);
+ * 1 without flex_bg.  From SFS_FLEX_SIZE_DIR_ALLOC groups on, ext4 keeps
+ * the first group of each flex group for directories and metadata
+ * (EXT4_FLEX_SIZE_DIR_ALLOC_SCHEME). */
+#define SFS_FLEX_SIZE_DIR_ALLOC 4
+static inline uint32_t sfs_flex_size(const struct sfs_fs *fs)
+{
+	uint8_t log = ((const uint8_t *)&fs->sb)[0x174];
+
+	if (!(sfs_le32(fs->sb.s_feature_incompat) &
+	      SFS_FEATURE_INCOMPAT_FLEX_BG) ||
+	    log > 31)
+		return 1;
+	return 1u << log;
+}
+
 static inline uint32_t sfs_i_mode(const struct sfs_inode *ip)
 {
 	return sfs_le16(ip->d.i_mode);

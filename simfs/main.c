@@ -2,7 +2,8 @@
  * main.c - the `simfs` program: subcommands in the manner of git.
  *
  *   simfs mkfs [-b BS] [-i BYTES_PER_INODE] [-I INODE_SIZE] [-m PCT]
- *              [-L LABEL] [--seed N] [-F] IMAGE [SIZE]
+ *              [-L LABEL] [-t ext2|ext3] [-O FEATURES] [--seed N] [-F]
+ *              IMAGE [SIZE]
  *   simfs mount [-f] [-d] [-o OPTS] IMAGE MOUNTPOINT | --list-devices
  *   simfs IMAGE MOUNTPOINT [-o OPTS]   (= mount; what mount.fuse3 runs)
  *   simfs umount [--timeout SECONDS] MOUNTPOINT
@@ -175,9 +176,12 @@ static void sfs_mkfs_usage(FILE *out)
 	    "  -I INODE_SIZE       128 or 256 bytes (default 256)\n"
 	    "  -m RESERVED_PCT     blocks reserved for root, % (default 5)\n"
 	    "  -L LABEL            volume label, at most 16 bytes\n"
+	    "  -t TYPE             ext2 (default) or ext3 (= -O has_journal)\n"
 	    "  -O [^]dir_index     htree directories on (off by default); also\n"
-	    "                      [^]huge_file, [^]dir_nlink, [^]extra_isize\n"
-	    "                      (mke2fs spellings, comma-separated)\n"
+	    "                      [^]has_journal, [^]huge_file, [^]dir_nlink,\n"
+	    "                      [^]extra_isize (mke2fs spellings, comma-\n"
+	    "                      separated); ext4 layouts (extent, 64bit,\n"
+	    "                      flex_bg, metadata_csum, ...) are refused\n"
 	    "      --seed N        derive UUID and hash seed from N (default: "
 	    "random)\n"
 	    "  -j                  add an internal journal (ext3): its size "
@@ -350,9 +354,10 @@ static int cmd_mkfs(int argc, char **argv)
 	const char *image;
 	uint64_t size = 0, v;
 	bool have_size = false, force = false, created = false;
-	bool journal = false;
 	uint64_t journal_bytes = 0; /* 0: mke2fs's default size */
 	char *journal_path = NULL;  /* -J device=: an external journal */
+	bool journal_mid = false;   /* -j, -J, --preset: the contiguous
+				       journal in the middle groups */
 	char *err = NULL;
 	struct stat st;
 	int c, rc;
@@ -360,11 +365,12 @@ static int cmd_mkfs(int argc, char **argv)
 	sfs_mkfs_defaults(&p);
 	opterr = 0;
 	optind = 0;
-	while ((c = getopt_long(argc, argv, ":b:i:I:m:L:O:FjJ:h", longopts,
+	while ((c = getopt_long(argc, argv, ":b:i:I:m:L:O:t:FjJ:h", longopts,
 				NULL)) != -1) {
 		switch (c) {
 		case 'j':
-			journal = true;
+			p.has_journal = true;
+			journal_mid = true;
 			break;
 		case 'J': {
 			gchar **kv = g_strsplit(optarg, ",", -1);
@@ -389,7 +395,8 @@ static int cmd_mkfs(int argc, char **argv)
 				g_free(journal_path);
 				return SFS_EXIT_USAGE;
 			}
-			journal = true;
+			p.has_journal = true;
+			journal_mid = true;
 			break;
 		}
 		case 'b':
@@ -445,6 +452,12 @@ static int cmd_mkfs(int argc, char **argv)
 			}
 			g_strlcpy(p.label, optarg, sizeof(p.label));
 			break;
+		case 't':
+			if (sfs_mkfs_set_type(&p, optarg, &err)) {
+				sfs_mkfs_failed(-EINVAL, err);
+				return SFS_EXIT_USAGE;
+			}
+			break;
 		case 'O':
 			if (sfs_mkfs_parse_features(&p, optarg, &err)) {
 				sfs_mkfs_failed(-EINVAL, err);
@@ -471,8 +484,10 @@ static int cmd_mkfs(int argc, char **argv)
 					"mount --list-presets)", optarg);
 				return SFS_EXIT_USAGE;
 			}
-			if (preset->journaled)
-				journal = true;
+			if (preset->journaled) {
+				p.has_journal = true;
+				journal_mid = true;
+			}
 			break;
 		case 'h':
 			sfs_mkfs_usage(stdout);
@@ -600,7 +615,7 @@ static int cmd_mkfs(int argc, char **argv)
 		rc = SFS_EXIT_FAIL;
 		goto out_close;
 	}
-	if (journal && journal_path) {
+	if (p.has_journal && journal_path) {
 		struct sfs_bdev *jd;
 		uint64_t jbytes = journal_bytes ? journal_bytes : 32ull << 20;
 		rc = sfs_bdev_open_file(journal_path,
@@ -621,13 +636,20 @@ static int cmd_mkfs(int argc, char **argv)
 			rc = SFS_EXIT_FAIL;
 			goto out_close;
 		}
-	} else if (journal) {
+	} else if (p.has_journal) {
 		uint32_t blocks = (uint32_t)MIN(journal_bytes / p.block_size,
 						UINT32_MAX);
 		if (journal_bytes && blocks == 0)
 			blocks = 1; /* refused below with the minimum */
-		rc = sfs_jbd2_add_internal(bd, blocks, SFS_JBD2_PLACE_MIDDLE,
+		/* -t ext3 / -O has_journal alone: where mke2fs 1.47 puts a
+		 * block-mapped journal, so the image equals mke2fs's */
+		rc = sfs_jbd2_add_internal(bd, blocks,
+					   journal_mid
+					       ? SFS_JBD2_PLACE_MIDDLE
+					       : SFS_JBD2_PLACE_FIRST_FREE,
 					   &err);
+		if (rc == 0 && !journal_mid)
+			rc = sfs_mkfs_sync_backups(bd, &err);
 		if (rc < 0) {
 			sfs_mkfs_failed(rc, err);
 			rc = SFS_EXIT_FAIL;
@@ -641,10 +663,10 @@ static int cmd_mkfs(int argc, char **argv)
 		goto out_close;
 	}
 	sfs_mkfs_summary(image, bd);
-	if (journal && journal_path)
+	if (p.has_journal && journal_path)
 		printf("Journal: external, on %s (mount with -o journal_dev=%s)\n",
 		       journal_path, journal_path);
-	else if (journal)
+	else if (p.has_journal)
 		printf("Journal: internal (inode 8), %s\n",
 		       journal_bytes ? "size as asked" : "mke2fs's default "
 							 "size");

@@ -78,57 +78,143 @@ struct mk {
 static int mk_fail(struct mk *m, int rc, const char *fmt, ...)
     G_GNUC_PRINTF(3, 4);
 
-/* The features -O may switch (the others are fixed, see the file head). */
+/* mke2fs feature names simfs mkfs does not lay out (they stay off; "^NAME"
+ * is accepted).  Images mke2fs makes with them are mounted, not made. */
+static const char *const mk_not_made[] = {
+    "extent",	    "extents",	     "64bit",	    "flex_bg",
+    "metadata_csum", "uninit_bg",     "gdt_csum",    "resize_inode",
+    "meta_bg",	    "sparse_super2", "inline_data", "bigalloc",
+    "mmp",	    "encrypt",	     "casefold",    "quota",
+    "project",	    "orphan_file",   "large_dir",   "ea_inode",
+    "metadata_csum_seed", "stable_inodes", "verity", "journal_dev",
+    "fname_encoding", "orphan_present", "compression", "snapshot_bitmap",
+};
+
+/* Always on in what simfs mkfs makes ("^NAME" is refused). */
+static const char *const mk_fixed_on[] = {"sparse_super", "filetype",
+					  "large_file", "ext_attr"};
+
+static bool mk_in(const char *const *list, size_t n, const char *f)
+{
+	for (size_t i = 0; i < n; i++)
+		if (strcmp(list[i], f) == 0)
+			return true;
+	return false;
+}
+
+/* The features -O may switch (the others are fixed, see the file head).
+ * Every name that cannot be honoured is collected, so the message names
+ * all of them. */
 int sfs_mkfs_parse_features(struct sfs_mkfs_params *p, const char *list,
 			    char **err)
 {
+	static const struct {
+		const char *name;
+		uint32_t bit;
+	} ro[] = {
+	    {"huge_file", SFS_FEATURE_RO_COMPAT_HUGE_FILE},
+	    {"dir_nlink", SFS_FEATURE_RO_COMPAT_DIR_NLINK},
+	    {"extra_isize", SFS_FEATURE_RO_COMPAT_EXTRA_ISIZE},
+	};
 	gchar **v = g_strsplit(list, ",", -1);
+	GString *unmade = g_string_new(NULL), *unknown = g_string_new(NULL);
+	GString *fixed = g_string_new(NULL);
 	int rc = 0;
 
-	for (int i = 0; v[i] && !rc; i++) {
-		const char *f = v[i][0] == '^' ? v[i] + 1 : v[i];
-
-		static const struct {
-			const char *name;
-			uint32_t bit;
-		} ro[] = {
-		    {"huge_file", SFS_FEATURE_RO_COMPAT_HUGE_FILE},
-		    {"dir_nlink", SFS_FEATURE_RO_COMPAT_DIR_NLINK},
-		    {"extra_isize", SFS_FEATURE_RO_COMPAT_EXTRA_ISIZE},
-		};
+	for (int i = 0; v[i]; i++) {
+		bool off = v[i][0] == '^';
+		const char *f = off ? v[i] + 1 : v[i];
 		bool known = false;
 
+		if (!v[i][0])
+			continue; /* "a,,b" as mke2fs */
 		if (strcmp(f, "dir_index") == 0) {
-			p->dir_index = v[i][0] != '^';
+			p->dir_index = !off;
+			known = true;
+		} else if (strcmp(f, "has_journal") == 0) {
+			p->has_journal = !off;
 			known = true;
 		}
 		for (size_t k = 0; k < G_N_ELEMENTS(ro); k++) {
 			if (strcmp(f, ro[k].name) != 0)
 				continue;
-			if (v[i][0] == '^')
+			if (off)
 				p->ro_compat &= ~ro[k].bit;
 			else
 				p->ro_compat |= ro[k].bit;
 			known = true;
 		}
-		if (!known &&
-		    (strcmp(f, "64bit") == 0 || strcmp(f, "flex_bg") == 0)) {
-			*err = g_strdup_printf(
-			    "mkfs: '%s' is not made by simfs mkfs (simfs "
-			    "mounts it on images mke2fs makes)",
-			    v[i]);
-			rc = -EINVAL;
-		} else if (!known) {
-			*err = g_strdup_printf(
-			    "mkfs: unknown or fixed feature '%s' in -O "
-			    "(only [^]dir_index, [^]huge_file, [^]dir_nlink, "
-			    "[^]extra_isize)",
-			    v[i]);
-			rc = -EINVAL;
+		if (known)
+			continue;
+		if (mk_in(mk_fixed_on, G_N_ELEMENTS(mk_fixed_on), f)) {
+			if (off)
+				g_string_append_printf(fixed, "%s'%s'",
+						       fixed->len ? ", " : "",
+						       v[i]);
+		} else if (mk_in(mk_not_made, G_N_ELEMENTS(mk_not_made), f)) {
+			if (!off)
+				g_string_append_printf(unmade, "%s'%s'",
+						       unmade->len ? ", " : "",
+						       v[i]);
+		} else {
+			g_string_append_printf(unknown, "%s'%s'",
+					       unknown->len ? ", " : "", v[i]);
 		}
 	}
+	if (unmade->len || unknown->len || fixed->len) {
+		GString *m = g_string_new("mkfs:");
+
+		if (unmade->len)
+			g_string_append_printf(
+			    m,
+			    " not made by simfs mkfs: %s (simfs mounts "
+			    "images mke2fs makes with them);",
+			    unmade->str);
+		if (fixed->len)
+			g_string_append_printf(
+			    m, " always on in simfs mkfs: %s;", fixed->str);
+		if (unknown->len)
+			g_string_append_printf(
+			    m,
+			    " unknown feature%s: %s (-O takes [^]dir_index, "
+			    "[^]has_journal, [^]huge_file, [^]dir_nlink, "
+			    "[^]extra_isize);",
+			    strchr(unknown->str, ',') ? "s" : "",
+			    unknown->str);
+		g_string_truncate(m, m->len - 1); /* the last ';' */
+		if (err)
+			*err = g_string_free(m, FALSE);
+		else
+			g_string_free(m, TRUE);
+		rc = -EINVAL;
+	}
+	g_string_free(unmade, TRUE);
+	g_string_free(unknown, TRUE);
+	g_string_free(fixed, TRUE);
 	g_strfreev(v);
 	return rc;
+}
+
+int sfs_mkfs_set_type(struct sfs_mkfs_params *p, const char *type,
+		      char **err)
+{
+	if (strcmp(type, "ext2") == 0) {
+		p->has_journal = false;
+		return 0;
+	}
+	if (strcmp(type, "ext3") == 0) {
+		p->has_journal = true;
+		return 0;
+	}
+	if (err && strcmp(type, "ext4") == 0)
+		*err = g_strdup("mkfs: -t ext4 is not made by simfs mkfs: "
+				"mke2fs's ext4 needs extent, 64bit, flex_bg, "
+				"metadata_csum and resize_inode (make it with "
+				"mke2fs -t ext4; simfs mounts it)");
+	else if (err)
+		*err = g_strdup_printf(
+		    "mkfs: unknown type '%s' (-t ext2 or ext3)", type);
+	return -EINVAL;
 }
 
 /* Store a one-line message in *err and return rc. */
@@ -833,4 +919,58 @@ int sfs_mkfs(struct sfs_bdev *bd, const struct sfs_mkfs_params *p, char **err)
 	g_free(m.blk);
 	g_free(m.gdt);
 	return rc;
+}
+
+int sfs_mkfs_sync_backups(struct sfs_bdev *bd, char **err)
+{
+	struct sfs_dsuper sb;
+	uint32_t bs, first, bpg, groups, desc_blocks;
+	uint64_t blocks;
+	uint8_t *blk, *gdt;
+	bool sparse;
+	int rc;
+
+	rc = sfs_bdev_read(bd, SFS_IO_SUPER, SFS_SUPER_OFFSET, &sb,
+			   sizeof(sb));
+	if (rc < 0 || sfs_le16(sb.s_magic) != SFS_SUPER_MAGIC ||
+	    sfs_le32(sb.s_log_block_size) > 2 ||
+	    sfs_le32(sb.s_blocks_per_group) == 0) {
+		if (err)
+			*err = g_strdup("mkfs: no superblock to copy into the "
+					"backups");
+		return rc < 0 ? rc : -EINVAL;
+	}
+	bs = 1024u << sfs_le32(sb.s_log_block_size);
+	first = sfs_le32(sb.s_first_data_block);
+	bpg = sfs_le32(sb.s_blocks_per_group);
+	blocks = sfs_le32(sb.s_blocks_count);
+	groups = (uint32_t)div_ceil(blocks - first, bpg);
+	desc_blocks = (uint32_t)div_ceil((uint64_t)groups * SFS_DESC_SIZE, bs);
+	sparse = sfs_le32(sb.s_feature_ro_compat) &
+		 SFS_FEATURE_RO_COMPAT_SPARSE_SUPER;
+	blk = g_malloc0(bs);
+	gdt = g_malloc((size_t)desc_blocks * bs);
+	rc = sfs_bdev_read(bd, SFS_IO_GDT, (uint64_t)(first + 1) * bs, gdt,
+			   (size_t)desc_blocks * bs);
+	for (uint32_t g = 1; g < groups && rc == 0; g++) {
+		uint64_t start = first + (uint64_t)g * bpg;
+		struct sfs_dsuper *copy = (struct sfs_dsuper *)blk;
+
+		if (!sfs_group_has_super(g, sparse))
+			continue;
+		*copy = sb;
+		copy->s_block_group_nr = sfs_cpu_to_le16((uint16_t)g);
+		copy->s_state = 0; /* as closefs.c writes backups */
+		rc = sfs_bdev_write(bd, SFS_IO_SUPER, start * bs, blk, bs);
+		if (rc == 0)
+			rc = sfs_bdev_write(bd, SFS_IO_GDT, (start + 1) * bs,
+					    gdt, (size_t)desc_blocks * bs);
+	}
+	g_free(blk);
+	g_free(gdt);
+	if (rc < 0 && err)
+		*err = g_strdup_printf("mkfs: cannot write the backup "
+				       "superblocks (%s)",
+				       g_strerror(-rc));
+	return rc < 0 ? rc : 0;
 }

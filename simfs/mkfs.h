@@ -26,15 +26,30 @@ struct sfs_mkfs_params {
 				  mke2fs -O none,...) */
 	uint32_t ro_compat;    /* -O huge_file,dir_nlink,extra_isize: these
 				  ro_compat bits on top of the fixed ones */
+	bool has_journal;      /* -O has_journal, -t ext3, -j: the caller
+				  adds an internal journal after sfs_mkfs
+				  (sfs_jbd2_make_internal); sfs_mkfs itself
+				  does not look at it */
 };
 
 /*
- * Apply a -O list ("dir_index", "huge_file", "dir_nlink", "extra_isize",
- * each possibly with "^", comma-separated) to p.
- * 0, or -EINVAL with a message in *err (g_free it) for any other name.
+ * Apply a -O list (mke2fs spellings, comma-separated, "^" to remove) to p:
+ * dir_index, has_journal, huge_file, dir_nlink, extra_isize switch;
+ * sparse_super, filetype, large_file, ext_attr are always on (their "^" is
+ * refused); the ext4 features mkfs does not lay out (extent, 64bit,
+ * flex_bg, metadata_csum, uninit_bg, resize_inode, ...) are refused, their
+ * "^" accepted.  0, or -EINVAL with one message in *err (g_free it; err
+ * may be NULL) naming every name refused.
  */
 int sfs_mkfs_parse_features(struct sfs_mkfs_params *p, const char *list,
 			    char **err);
+
+/*
+ * -t TYPE as mke2fs: "ext2" (no journal) or "ext3" (has_journal); "ext4"
+ * and anything else -EINVAL with a message in *err (g_free it).
+ */
+int sfs_mkfs_set_type(struct sfs_mkfs_params *p, const char *type,
+		      char **err);
 
 /* Defaults as listed above. */
 void sfs_mkfs_defaults(struct sfs_mkfs_params *p);
@@ -46,5 +61,13 @@ void sfs_mkfs_defaults(struct sfs_mkfs_params *p);
  */
 int sfs_mkfs(struct sfs_bdev *bd, const struct sfs_mkfs_params *p,
 	     char **err);
+
+/*
+ * Copy the primary superblock and group descriptors of the image on bd
+ * into every backup group (s_block_group_nr set, s_state 0, as mke2fs's
+ * closefs writes them), after a change made to the primary only, such as
+ * adding the journal.  0, or a negative errno with a message in *err.
+ */
+int sfs_mkfs_sync_backups(struct sfs_bdev *bd, char **err);
 
 #endif /* SFS_MKFS_H */

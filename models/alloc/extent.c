@@ -29,10 +29,15 @@
  * nodes on the way up (entries after the insertion point move to the new
  * node) and, when the root is full too, growing the tree in depth (the root
  * moves into a new block and becomes one index).  The goal is
- * ext4_ext_find_goal's.  Unwritten extents (ee_len > 32768) read as holes;
- * writing into one converts that block (ex_convert,
- * ext4_ext_convert_to_initialized): a flag flip, a merge into a neighbour,
- * or a split into two or three pieces inserted path by path.
+ * ext4_ext_find_goal's, falling back to ext4_inode_to_goal_block's group:
+ * on flex_bg with at least 4 groups per flex group, the first group of the
+ * inode's flex group is kept for directories and special files and a
+ * regular file starts in the next one (so its data does not begin in the
+ * group that holds the flex group's bitmaps and inode tables).
+ * Unwritten extents (ee_len > 32768) read as holes; writing into one
+ * converts that block (ex_convert, ext4_ext_convert_to_initialized): a
+ * flag flip, a merge into a neighbour, or a split into two or three pieces
+ * inserted path by path.
  */
 #include <assert.h>
 #include <errno.h>
@@ -516,6 +521,21 @@ static int ex_shape_ok(struct sfs_fs *fs, struct sfs_inode *ip, bool *ok_out)
 	return 0;
 }
 
+/* ext4_inode_to_goal_block without the writer's colour: the first block
+ * of the inode's group, or (flex_bg of 4 groups or more) of its flex
+ * group, one group further on for a regular file. */
+static sfs_blk_t ex_inode_goal(struct sfs_fs *fs, struct sfs_inode *ip)
+{
+	uint32_t g = (ip->ino - 1) / fs->ipg, flex = sfs_flex_size(fs);
+
+	if (flex >= SFS_FLEX_SIZE_DIR_ALLOC) {
+		g &= ~(flex - 1);
+		if (sfs_i_isreg(ip) && g + 1 < fs->groups)
+			g++;
+	}
+	return sfs_group_first(fs, g);
+}
+
 /*
  * Replace the tree with the tightest one holding exts[] (sorted, not
  * overlapping): leaves filled in order, depth as small as it can be.  The
@@ -541,7 +561,7 @@ static int ex_build(struct sfs_fs *fs, struct sfs_inode *ip, GArray *exts,
 	if (need > blks->len) {
 		sfs_blk_t goal =
 		    blks->len ? g_array_index(blks, sfs_blk_t, 0)
-			      : sfs_group_first(fs, (ip->ino - 1) / fs->ipg);
+			      : ex_inode_goal(fs, ip);
 		got_new = need - blks->len;
 		extra = g_new(sfs_blk_t, got_new);
 		for (uint32_t i = 0; i < got_new;) {
@@ -852,7 +872,7 @@ static sfs_blk_t ex_goal(struct sfs_fs *fs, struct sfs_inode *ip,
 	if (!goal && leaf->blk)
 		goal = leaf->blk;
 	if (!ex_valid_blk(fs, goal))
-		goal = sfs_group_first(fs, (ip->ino - 1) / fs->ipg);
+		goal = ex_inode_goal(fs, ip);
 	return goal;
 }
 
@@ -1116,7 +1136,7 @@ int sfs_extent_prealloc(struct sfs_fs *fs, struct sfs_inode *ip, uint32_t lblk,
 	GArray *news = g_array_new(FALSE, FALSE, sizeof(struct sfs_dextent));
 	GArray *all = g_array_new(FALSE, FALSE, sizeof(struct sfs_dextent));
 	uint32_t end = lblk + n, pos = lblk;
-	sfs_blk_t goal = sfs_group_first(fs, (ip->ino - 1) / fs->ipg);
+	sfs_blk_t goal = ex_inode_goal(fs, ip);
 	uint64_t added = 0;
 	int rc, brc;
 

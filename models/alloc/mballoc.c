@@ -492,14 +492,22 @@ static bool mb_near_goal(struct sfs_alloc *a, uint32_t gi, uint32_t gbit,
 	return false;
 }
 
-/* Does group g qualify for pass cr (ext4_mb_good_group)? */
-static bool mb_good_group(struct mb_priv *m, struct mb_group *g, int cr,
-			  uint32_t len, uint32_t order)
+/* Does group gi qualify for pass cr (ext4_mb_good_group)?  cr0 keeps
+ * data out of the first group of a flex group of 4 or more, which holds
+ * the flex group's bitmaps and inode tables. */
+static bool mb_good_group(struct sfs_alloc *a, uint32_t gi, int cr,
+			  uint32_t len, uint32_t order, bool data)
 {
+	struct mb_priv *m = a->priv;
+	struct mb_group *g = &m->grp[gi];
+	uint32_t flex = sfs_flex_size(a->fs);
+
 	if (g->free == 0)
 		return false;
 	switch (cr) {
 	case 0:
+		if (data && flex >= SFS_FLEX_SIZE_DIR_ALLOC && gi % flex == 0)
+			return false;
 		for (uint32_t o = order; o <= m->max_order; o++)
 			if (g->counts[o])
 				return true;
@@ -515,11 +523,12 @@ static bool mb_good_group(struct mb_priv *m, struct mb_group *g, int cr,
 
 /*
  * Find up to len free blocks (buddy view) near goal: exact goal, then the
- * passes from group g0.  The extent is marked used in the buddy (not on
+ * passes from group g0 (data: regular-file blocks).  The extent is marked used in the buddy (not on
  * disk).  0 with *n_out >= 1, -ENOSPC, -EIO.
  */
 static int mb_regular(struct sfs_alloc *a, sfs_blk_t goal, uint32_t g0,
-		      uint32_t len, sfs_blk_t *s_out, uint32_t *n_out)
+		      uint32_t len, bool data, sfs_blk_t *s_out,
+		      uint32_t *n_out)
 {
 	struct sfs_fs *fs = a->fs;
 	struct mb_priv *m = a->priv;
@@ -563,7 +572,7 @@ static int mb_regular(struct sfs_alloc *a, sfs_blk_t goal, uint32_t g0,
 			rc = mb_group_load(a, gi);
 			if (rc)
 				return rc;
-			if (!mb_good_group(m, &m->grp[gi], cr, len, order))
+			if (!mb_good_group(a, gi, cr, len, order, data))
 				continue;
 			if (cr == 0) {
 				if (mb_buddy_find(a, gi, order, &s)) {
@@ -667,7 +676,7 @@ static int mb_try(struct sfs_alloc *a, struct sfs_inode *ip, sfs_blk_t goal,
 	if (stream) /* after a try at the exact goal, stream requests
 		       start where the last one ended */
 		g0 = m->last_group;
-	rc = mb_regular(a, goal, g0, MIN(len, fs->bpg), &s, &n);
+	rc = mb_regular(a, goal, g0, MIN(len, fs->bpg), data, &s, &n);
 	if (rc)
 		return rc;
 	uint32_t gi = sfs_blk_group(fs, s);

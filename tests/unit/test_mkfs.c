@@ -37,6 +37,7 @@
 
 #include "format.h"
 #include "mkfs.h"
+#include "models/journal/jbd2.h"
 #include "testsupport.h"
 
 #define MK_TIME 1700000000u
@@ -430,6 +431,15 @@ static void make_simfs_dx(const char *path, const struct mkcase *mc,
 	rc = sfs_mkfs(bd, &p, &err);
 	if (rc)
 		fail_msg("sfs_mkfs: %d %s", rc, err);
+	if (p.has_journal) {
+		/* as simfs mkfs -t ext3: mke2fs's journal size and place */
+		rc = sfs_jbd2_add_internal(bd, 0, SFS_JBD2_PLACE_FIRST_FREE,
+					   &err);
+		if (rc == 0)
+			rc = sfs_mkfs_sync_backups(bd, &err);
+		if (rc)
+			fail_msg("journal: %d %s", rc, err);
+	}
 	sfs_bdev_close(bd);
 }
 
@@ -605,6 +615,26 @@ static void test_mkfs_dir_index_matches_mke2fs(void **state)
 	}
 }
 
+/* -t ext3 (-O has_journal): the journal where mke2fs puts it, and the
+ * backups carrying the counts after it, byte for byte at 1, 2 and 4 KiB,
+ * alone and with dir_index. */
+static void test_mkfs_ext3_matches_mke2fs(void **state)
+{
+	const uint32_t sizes[] = {1024, 2048, 4096};
+
+	for (size_t i = 0; i < G_N_ELEMENTS(sizes); i++) {
+		struct mkcase mc = {300 * MiB, sizes[i], 4096, 256, 5};
+
+		run_case_dx(*state, &mc, "has_journal",
+			    "has_journal ext_attr filetype sparse_super "
+			    "large_file");
+	}
+	struct mkcase big = {1024 * MiB, 4096, 16384, 256, 5};
+	run_case_dx(*state, &big, "has_journal,dir_index",
+		    "has_journal ext_attr dir_index filetype sparse_super "
+		    "large_file");
+}
+
 /* -O huge_file,dir_nlink,extra_isize (mke2fs spellings): the bits are
  * set, e2fsck is clean and the engine mounts the image.  Not compared
  * byte for byte: mke2fs with these features also fills superblock bytes
@@ -642,29 +672,73 @@ static void test_mkfs_ro_compat_features(void **state)
 }
 
 /* 64bit and flex_bg are mounted, not made: a clear refusal, as for a
- * name mkfs does not know. */
+ * name mkfs does not know or the "^" of a feature it always sets; one
+ * message names every refused name. */
 static void test_mkfs_feature_names_refused(void **state)
 {
-	static const char *const bad[] = {"64bit", "flex_bg", "^64bit",
-					  "metadata_csum", "bogus"};
+	static const char *const bad[] = {"64bit",	   "flex_bg",
+					  "metadata_csum", "bogus",
+					  "^sparse_super", "uninit_bg"};
 	struct sfs_mkfs_params p;
+	char *err = NULL;
 
 	(void)state;
 	for (size_t i = 0; i < G_N_ELEMENTS(bad); i++) {
-		char *err = NULL;
-
 		sfs_mkfs_defaults(&p);
 		assert_int_equal(sfs_mkfs_parse_features(&p, bad[i], &err),
 				 -EINVAL);
 		assert_non_null(err);
 		assert_non_null(strstr(err, bad[i]));
 		g_free(err);
+		err = NULL;
 	}
+	sfs_mkfs_defaults(&p);
+	assert_int_equal(
+	    sfs_mkfs_parse_features(
+		&p, "extent,dir_index,bogus,64bit,^filetype,flex_bg", &err),
+	    -EINVAL);
+	for (size_t i = 0; i < 5; i++) {
+		static const char *const named[] = {
+		    "'extent'", "'bogus'", "'64bit'", "'^filetype'",
+		    "'flex_bg'"};
+		assert_non_null(strstr(err, named[i]));
+	}
+	assert_null(strstr(err, "dir_index'"));
+	g_free(err);
+	err = NULL;
+	/* removing what is never made, and the fixed ones named plainly */
+	sfs_mkfs_defaults(&p);
+	assert_int_equal(
+	    sfs_mkfs_parse_features(&p,
+				    "^64bit,^flex_bg,^metadata_csum,^extent,"
+				    "sparse_super,filetype,large_file,ext_attr",
+				    &err),
+	    0);
+	assert_int_equal(p.ro_compat, 0);
+	assert_false(p.dir_index);
 	sfs_mkfs_defaults(&p);
 	assert_int_equal(sfs_mkfs_parse_features(
 			     &p, "extra_isize,huge_file,^huge_file", NULL),
 			 0);
 	assert_int_equal(p.ro_compat, SFS_FEATURE_RO_COMPAT_EXTRA_ISIZE);
+	/* has_journal and -t: the journal flag the caller acts on */
+	sfs_mkfs_defaults(&p);
+	assert_false(p.has_journal);
+	assert_int_equal(sfs_mkfs_parse_features(&p, "has_journal", NULL), 0);
+	assert_true(p.has_journal);
+	assert_int_equal(sfs_mkfs_parse_features(&p, "^has_journal", NULL), 0);
+	assert_false(p.has_journal);
+	assert_int_equal(sfs_mkfs_set_type(&p, "ext3", NULL), 0);
+	assert_true(p.has_journal);
+	assert_int_equal(sfs_mkfs_set_type(&p, "ext2", NULL), 0);
+	assert_false(p.has_journal);
+	assert_int_equal(sfs_mkfs_set_type(&p, "ext4", &err), -EINVAL);
+	assert_non_null(strstr(err, "flex_bg"));
+	g_free(err);
+	err = NULL;
+	assert_int_equal(sfs_mkfs_set_type(&p, "xfs", &err), -EINVAL);
+	assert_non_null(strstr(err, "'xfs'"));
+	g_free(err);
 }
 
 /* Odd corners of the geometry rules, each against mke2fs. */
@@ -1106,6 +1180,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_mkfs_dir_index_matches_mke2fs),
+	    cmocka_unit_test(test_mkfs_ext3_matches_mke2fs),
 	    cmocka_unit_test(test_mkfs_ro_compat_features),
 	    cmocka_unit_test(test_mkfs_feature_names_refused),
 	    cmocka_unit_test(test_mkfs_1k_matches_mke2fs),
