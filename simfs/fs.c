@@ -2591,6 +2591,10 @@ int sfs_fs_open(struct sfs_bdev *bd, const struct sfs_config *cfg,
 		rc = sfs_jlog_mount_recover(bd, jd, NULL, &msg);
 		if (jd)
 			sfs_bdev_close(jd);
+		if (!rc && msg) {
+			g_printerr("simfs: journal: %s\n", msg);
+			g_clear_pointer(&msg, g_free);
+		}
 		if (!rc)
 			rc = sfs_bdev_read(bd, SFS_IO_SUPER, SFS_SUPER_OFFSET,
 					   raw, sizeof(raw));

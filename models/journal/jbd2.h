@@ -49,6 +49,10 @@ struct sfs_jlog;
 #define SFS_JBD2_INCOMPAT_CSUM_V2 0x8
 #define SFS_JBD2_INCOMPAT_CSUM_V3 0x10
 #define SFS_JBD2_INCOMPAT_FAST_COMMIT 0x20
+/* the incompat features simfs reads and writes */
+#define SFS_JBD2_INCOMPAT_KNOWN                                                \
+	(SFS_JBD2_INCOMPAT_REVOKE | SFS_JBD2_INCOMPAT_64BIT |                  \
+	 SFS_JBD2_INCOMPAT_CSUM_V2 | SFS_JBD2_INCOMPAT_CSUM_V3)
 #define SFS_JBD2_USERS_MAX 48
 
 /* The journal superblock in host byte order (fields of ext-format 8.2). */
@@ -151,6 +155,12 @@ uint32_t sfs_jbd2_revokes_per_block(uint32_t bs);
  * records takes: descriptors + data + revoke blocks + 1 commit. */
 uint32_t sfs_jbd2_txn_blocks(uint32_t bs, uint32_t n_blocks,
 			     uint32_t n_revoked);
+/* The same for this log's format: 64bit and checksummed tags are longer,
+ * descriptor and revoke blocks end in a 4-byte checksum tail. */
+uint32_t sfs_jlog_tags_per_desc(const struct sfs_jlog *log);
+uint32_t sfs_jlog_revokes_per_block(const struct sfs_jlog *log);
+uint32_t sfs_jlog_txn_blocks(const struct sfs_jlog *log, uint32_t n_blocks,
+			     uint32_t n_revoked);
 
 /* One block of a transaction: where it belongs and what recovery puts there. */
 struct sfs_jtxn_block {
@@ -195,6 +205,9 @@ struct sfs_jrecover_info {
 	uint32_t n_replayed;	/* blocks written home */
 	uint32_t n_revokes;	/* revoke records read */
 	uint32_t n_revoke_hits; /* logged copies skipped as revoked */
+	uint32_t n_csum_bad;	/* blocks whose jbd2 checksum was wrong */
+	uint32_t csum_end_block; /* journal block where a bad descriptor or
+				  * commit checksum ended the log; 0 none */
 	int32_t journal_errno;	/* s_errno found (0 = none) */
 };
 
@@ -218,7 +231,9 @@ int sfs_jlog_recover(struct sfs_jlog *log, struct sfs_jrecover_info *out);
  * filesystem's s_state (ERROR) as ext4 and e2fsck do; then clear RECOVER in
  * the primary superblock (re-read after replay: the superblock may itself
  * have been logged) and flush.  A filesystem without a journal is left
- * alone (RECOVER set there is -EINVAL).  out may be NULL.
+ * alone (RECOVER set there is -EINVAL).  out may be NULL.  On success *err
+ * may still be set: a note that a bad checksum ended the log early (the
+ * transactions from there on were not replayed, as in the kernel).
  */
 int sfs_jlog_mount_recover(struct sfs_bdev *fs_bd, struct sfs_bdev *jdev,
 			   struct sfs_jrecover_info *out, char **err);
