@@ -448,7 +448,7 @@ static const struct feat_name feat_names[] = {
 	(SFS_FEATURE_INCOMPAT_FILETYPE | SFS_FEATURE_INCOMPAT_EXTENTS |        \
 	 SFS_FEATURE_INCOMPAT_CSUM_SEED | SFS_FEATURE_INCOMPAT_64BIT |        \
 	 SFS_FEATURE_INCOMPAT_FLEX_BG)
-#define ENGINE_RO_COMPAT SFS_RO_COMPAT_SUPP
+#define ENGINE_RO_COMPAT (SFS_RO_COMPAT_SUPP | SFS_FEATURE_RO_COMPAT_GDT_CSUM)
 
 /*
  * Refuse a superblock with any feature outside the engine's subset,
@@ -719,7 +719,7 @@ static int check_groups(struct sfs_fs *fs, char **err)
 					       g);
 			return -EINVAL;
 		}
-		if (fs->csum &&
+		if ((fs->csum || fs->gdt_csum) &&
 		    sfs_le16(gd->bg_checksum) != sfs_csum_group(fs, g, gd)) {
 			*err = g_strdup_printf("group %u: descriptor checksum "
 					       "0x%04x, computed 0x%04x",
@@ -728,13 +728,15 @@ static int check_groups(struct sfs_fs *fs, char **err)
 			return -EINVAL;
 		}
 		/* INODE_ZEROED (0x4) is harmless and mke2fs sets it; the
-		 * uninitialised-group flags need uninit_bg, or metadata_csum
-		 * (init_uninit_groups builds those groups' bitmaps). */
-		if (!fs->csum && ((sfs_le16(gd->bg_flags) & 0x3) ||
-				  sfs_le16(gd->bg_itable_unused))) {
+		 * uninitialised-group flags need uninit_bg or metadata_csum
+		 * (init_uninit_groups builds those groups' bitmaps), as the
+		 * kernel ignores them without (ext4_has_group_desc_csum). */
+		if (!fs->csum && !fs->gdt_csum &&
+		    ((sfs_le16(gd->bg_flags) & 0x3) ||
+		     sfs_le16(gd->bg_itable_unused))) {
 			*err = g_strdup_printf("group %u: uninitialised-group "
-					       "flags set (uninit_bg is not "
-					       "supported)",
+					       "flags set without uninit_bg or "
+					       "metadata_csum",
 					       g);
 			return -EINVAL;
 		}
@@ -986,7 +988,7 @@ static int gdt_io(struct sfs_fs *fs, bool write)
 	uint32_t per_blk = fs->bs / fs->desc_size;
 	sfs_blk_t start = fs->first_data_block + 1;
 
-	if (write && fs->csum)
+	if (write && (fs->csum || fs->gdt_csum))
 		for (uint32_t g = 0; g < fs->groups; g++)
 			fs->gd[g].bg_checksum = sfs_cpu_to_le16(
 			    sfs_csum_group(fs, g, &fs->gd[g]));
