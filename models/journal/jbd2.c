@@ -814,8 +814,8 @@ static void jl_format(struct sfs_jlog *log)
 	if (log->csum3)
 		log->tag_bytes = JL_TAG3;
 	else
-		log->tag_bytes = JL_TAG + (log->csum ? 2 : 0) +
-				 (log->is64 ? 4 : 0);
+		log->tag_bytes =
+		    JL_TAG + (log->csum ? 2 : 0) + (log->is64 ? 4 : 0);
 	log->rec_bytes = log->is64 ? 8 : 4;
 	log->seed = sfs_crc32c(~0u, j->s_uuid, sizeof(j->s_uuid));
 }
@@ -2114,8 +2114,8 @@ int sfs_jlog_walk(struct sfs_jlog *log, unsigned flags, sfs_jlog_walk_fn fn,
 			uint32_t off = JL_HDR, end = jl_desc_end(log);
 			w.t.n_desc++;
 			while (off + log->tag_bytes <= end) {
-				uint32_t home = (uint32_t)jl_tag_home(log,
-								      b + off);
+				uint32_t home =
+				    (uint32_t)jl_tag_home(log, b + off);
 				uint16_t f = get_be16(b + off + 6);
 				g_array_append_val(w.home, home);
 				g_array_append_val(w.jblock, blk);
@@ -2135,7 +2135,8 @@ int sfs_jlog_walk(struct sfs_jlog *log, unsigned flags, sfs_jlog_walk_fn fn,
 			for (uint32_t off = JL_REVOKE_HDR;
 			     off + log->rec_bytes <= rcount;
 			     off += log->rec_bytes) {
-				uint32_t v = (uint32_t)jl_revoke_rec(log, b + off);
+				uint32_t v =
+				    (uint32_t)jl_revoke_rec(log, b + off);
 				g_array_append_val(w.revoked, v);
 			}
 		} else {
@@ -2258,15 +2259,14 @@ int sfs_jlog_print(struct sfs_jlog *log, unsigned flags, FILE *f)
 		"start %u%s, errno %d\n",
 		s.blocksize, s.maxlen, s.first, s.sequence, s.start,
 		s.start ? " (needs replay)" : " (clean)", s.errno_val);
-	fprintf(f, "features:%s%s%s%s%s, uuid %s, users %u\n",
-		(s.feature_incompat & SFS_JBD2_INCOMPAT_REVOKE) ? " revoke" : "",
-		(s.feature_incompat & SFS_JBD2_INCOMPAT_64BIT) ? " 64bit" : "",
-		(s.feature_incompat & SFS_JBD2_INCOMPAT_CSUM_V2) ? " csum_v2"
-								 : "",
-		(s.feature_incompat & SFS_JBD2_INCOMPAT_CSUM_V3) ? " csum_v3"
-								 : "",
-		(s.feature_incompat & SFS_JBD2_INCOMPAT_KNOWN) ? "" : " (none)",
-		u, s.nr_users);
+	fprintf(
+	    f, "features:%s%s%s%s%s, uuid %s, users %u\n",
+	    (s.feature_incompat & SFS_JBD2_INCOMPAT_REVOKE) ? " revoke" : "",
+	    (s.feature_incompat & SFS_JBD2_INCOMPAT_64BIT) ? " 64bit" : "",
+	    (s.feature_incompat & SFS_JBD2_INCOMPAT_CSUM_V2) ? " csum_v2" : "",
+	    (s.feature_incompat & SFS_JBD2_INCOMPAT_CSUM_V3) ? " csum_v3" : "",
+	    (s.feature_incompat & SFS_JBD2_INCOMPAT_KNOWN) ? "" : " (none)", u,
+	    s.nr_users);
 	p.end_block = s.start;
 	p.end_tid = s.sequence;
 	rc = sfs_jlog_walk(log, flags, jl_print_cb, &p);

@@ -836,10 +836,11 @@ int main(int argc, char **argv)
 
 		/* the image as mke2fs makes ext4, less metadata_csum (or
 		 * with uninit_bg instead, or as it is) */
-		const char *feat =
-		    !strcmp(argv[8], "mke2fs-uninit_bg")   ? "^metadata_csum,uninit_bg"
-		    : !strcmp(argv[8], "mke2fs-ext4-csum") ? "metadata_csum"
-							   : "^metadata_csum";
+		const char *feat = !strcmp(argv[8], "mke2fs-uninit_bg")
+				       ? "^metadata_csum,uninit_bg"
+				   : !strcmp(argv[8], "mke2fs-ext4-csum")
+				       ? "metadata_csum"
+				       : "^metadata_csum";
 		if (h_runl(NULL, &err, "mke2fs", "-F", "-q", "-t", "ext4", "-O",
 			   feat, "-b", bs, img, "1G", NULL) != 0)
 			h_bail("mke2fs failed: %s", err ? err : "?");

@@ -768,8 +768,8 @@ static unsigned continued_entries(const char *img, sfs_blk_t proot,
 static bool kernel_finds(const char *img, const char *sub, GPtrArray *names)
 {
 	char *mnt = g_strdup_printf("%s.kmnt", img);
-	gchar *mount_argv[] = {"mount", "-o", "loop,ro", (gchar *)img, mnt,
-			       NULL};
+	gchar *mount_argv[] = {"mount",	     "-o", "loop,ro",
+			       (gchar *)img, mnt,  NULL};
 	gchar *umount_argv[] = {"umount", mnt, NULL};
 	gchar *out = NULL;
 
@@ -786,9 +786,8 @@ static bool kernel_finds(const char *img, const char *sub, GPtrArray *names)
 	}
 	g_free(out);
 	for (guint i = 0; i < names->len; i++) {
-		char *p = g_build_filename(mnt, sub,
-					   (char *)g_ptr_array_index(names, i),
-					   NULL);
+		char *p = g_build_filename(
+		    mnt, sub, (char *)g_ptr_array_index(names, i), NULL);
 		struct stat st;
 		int rc = stat(p, &st);
 		if (rc != 0)
@@ -844,9 +843,12 @@ static void test_htree_real_collisions(void **state)
 	for (guint i = 0; i < pairs->len; i += 2) {
 		uint32_t h0, h1;
 		char n1[16];
-		coll_name(name, sizeof(name), g_array_index(pairs, uint32_t, i));
-		coll_name(n1, sizeof(n1), g_array_index(pairs, uint32_t, i + 1));
-		assert_int_equal(sfs_dirhash(hver, seed, name, 8, &h0, NULL), 0);
+		coll_name(name, sizeof(name),
+			  g_array_index(pairs, uint32_t, i));
+		coll_name(n1, sizeof(n1),
+			  g_array_index(pairs, uint32_t, i + 1));
+		assert_int_equal(sfs_dirhash(hver, seed, name, 8, &h0, NULL),
+				 0);
 		assert_int_equal(sfs_dirhash(hver, seed, n1, 8, &h1, NULL), 0);
 		assert_int_equal(h0, h1);
 		assert_string_not_equal(name, n1);
@@ -859,7 +861,8 @@ static void test_htree_real_collisions(void **state)
 		for (guint i = 0; i < pairs->len; i++)
 			order[i] = i;
 		for (guint i = pairs->len - 1; i > 0; i--) {
-			guint j = (guint)g_rand_int_range(rnd, 0, (gint32)i + 1);
+			guint j =
+			    (guint)g_rand_int_range(rnd, 0, (gint32)i + 1);
 			guint x = order[i];
 			order[i] = order[j];
 			order[j] = x;
@@ -875,9 +878,8 @@ static void test_htree_real_collisions(void **state)
 	}
 	assert_true(dir_indexed(t->fs, d, NULL));
 	for (guint i = 0; i < live->len; i++)
-		assert_int_equal(sfs_lookup(t->fs, d, g_ptr_array_index(live, i),
-					    &a),
-				 0);
+		assert_int_equal(
+		    sfs_lookup(t->fs, d, g_ptr_array_index(live, i), &a), 0);
 	proot = dir_pblk(t->fs, d, 0);
 	sfs_tfs_close(t);
 	cont = continued_entries(t->img, proot, &count);
@@ -891,9 +893,8 @@ static void test_htree_real_collisions(void **state)
 	/* every name again after a remount, and readdir once each */
 	sfs_tfs_reopen(t);
 	for (guint i = 0; i < live->len; i++)
-		assert_int_equal(sfs_lookup(t->fs, d, g_ptr_array_index(live, i),
-					    &a),
-				 0);
+		assert_int_equal(
+		    sfs_lookup(t->fs, d, g_ptr_array_index(live, i), &a), 0);
 	r = rd_new(0);
 	assert_int_equal(sfs_readdir(t->fs, d, 0, rd_fill, r), 0);
 	assert_false(r->dup);
@@ -902,8 +903,10 @@ static void test_htree_real_collisions(void **state)
 	/* remove the first name of every third pair: its partner stays */
 	for (guint i = 0; i < pairs->len; i += 6) {
 		char n1[16];
-		coll_name(name, sizeof(name), g_array_index(pairs, uint32_t, i));
-		coll_name(n1, sizeof(n1), g_array_index(pairs, uint32_t, i + 1));
+		coll_name(name, sizeof(name),
+			  g_array_index(pairs, uint32_t, i));
+		coll_name(n1, sizeof(n1),
+			  g_array_index(pairs, uint32_t, i + 1));
 		assert_int_equal(sfs_unlink(t->fs, d, name), 0);
 		assert_int_equal(sfs_lookup(t->fs, d, name, &a), -ENOENT);
 		assert_int_equal(sfs_lookup(t->fs, d, n1, &a), 0);
@@ -913,7 +916,8 @@ static void test_htree_real_collisions(void **state)
 	for (guint i = 0; i < pairs->len; i++) {
 		if (i % 6 == 0)
 			continue;
-		coll_name(name, sizeof(name), g_array_index(pairs, uint32_t, i));
+		coll_name(name, sizeof(name),
+			  g_array_index(pairs, uint32_t, i));
 		g_ptr_array_add(live, g_strdup(name));
 	}
 	assert_int_equal(live->len, pairs->len - removed);

@@ -44,9 +44,8 @@ static char *run(gchar **argv)
 static void mkimage(const char *img, const char *type, const char *bs,
 		    const char *feat)
 {
-	gchar *argv[] = {"mke2fs", "-F",	 "-q",	       "-t",
-			 (char *)type, "-b",	 (char *)bs,   "-O",
-			 (char *)feat, (char *)img,
+	gchar *argv[] = {"mke2fs", "-F", "-q", "-t", (char *)type, "-b",
+			 (char *)bs, "-O", (char *)feat, (char *)img,
 			 /* 8 groups at 1 KiB, 3 at 4 KiB */
 			 strcmp(bs, "1024") ? "384M" : "64M", NULL};
 
