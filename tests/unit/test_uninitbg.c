@@ -26,21 +26,6 @@
 #include "fs_priv.h"
 #include "testsupport.h"
 
-/* Run argv; its stdout (g_free).  Fails the test unless it exits 0. */
-static char *run(gchar **argv)
-{
-	char *out = NULL, *errs = NULL;
-	gint status = -1;
-
-	if (!g_spawn_sync(NULL, argv, NULL, G_SPAWN_SEARCH_PATH, NULL, NULL,
-			  &out, &errs, &status, NULL))
-		fail_msg("cannot run %s", argv[0]);
-	if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
-		fail_msg("%s exited %d: %s", argv[0], status, errs);
-	g_free(errs);
-	return out;
-}
-
 static void mkimage(const char *img, const char *type, const char *bs,
 		    const char *feat)
 {
@@ -49,14 +34,14 @@ static void mkimage(const char *img, const char *type, const char *bs,
 			 /* 8 groups at 1 KiB, 3 at 4 KiB */
 			 strcmp(bs, "1024") ? "384M" : "64M", NULL};
 
-	g_free(run(argv));
+	g_free(sfs_test_run(argv));
 }
 
 /* Groups dumpe2fs shows with flag word `flag` (e.g. "BLOCK_UNINIT"). */
 static unsigned groups_with(const char *img, const char *flag)
 {
 	gchar *argv[] = {"dumpe2fs", (char *)img, NULL};
-	char *out = run(argv), *p = out;
+	char *out = sfs_test_run(argv), *p = out;
 	unsigned n = 0;
 
 	while ((p = strstr(p, flag))) {
