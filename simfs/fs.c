@@ -2580,6 +2580,7 @@ int sfs_fs_open(struct sfs_bdev *bd, const struct sfs_config *cfg,
 		/* replay the journal before trusting any metadata (a log
 		 * left without needs_recovery is wiped, as jbd2 does) */
 		struct sfs_bdev *jd = NULL;
+		struct sfs_jrecover_info rec;
 		if (cfg->journal_dev[0]) {
 			rc = sfs_bdev_open_file(cfg->journal_dev, 0, 0, &jd);
 			if (rc) {
@@ -2590,13 +2591,11 @@ int sfs_fs_open(struct sfs_bdev *bd, const struct sfs_config *cfg,
 				goto out_free;
 			}
 		}
-		rc = sfs_jlog_mount_recover(bd, jd, NULL, &msg);
+		rc = sfs_jlog_mount_recover(bd, jd, &rec, &msg);
 		if (jd)
 			sfs_bdev_close(jd);
-		if (!rc && msg) {
-			g_printerr("simfs: journal: %s\n", msg);
-			g_clear_pointer(&msg, g_free);
-		}
+		if (!rc && rec.csum_end_block)
+			g_printerr("simfs: journal: %s\n", rec.csum_note);
 		if (!rc)
 			rc = sfs_bdev_read(bd, SFS_IO_SUPER, SFS_SUPER_OFFSET,
 					   raw, sizeof(raw));

@@ -1761,6 +1761,7 @@ static void jl_csum_end(struct sfs_jlog *log, struct jl_rec *r,
 		   what, at, tid, want, got);
 	r->info->n_csum_bad++;
 	r->info->csum_end_block = at;
+	g_strlcpy(r->info->csum_note, log->msg, sizeof(r->info->csum_note));
 }
 
 /* One pass over the log (recovery.c do_one_pass). */
@@ -1979,10 +1980,6 @@ int sfs_jlog_mount_recover(struct sfs_bdev *fs_bd, struct sfs_bdev *jdev,
 			log->msg ? log->msg : g_strerror(-rc));
 		goto out_close;
 	}
-
-	/* a bad checksum ended the log early: say where (kernel: dmesg) */
-	if (info.csum_end_block)
-		set_err(err, "%s", log->msg);
 
 	/* The superblock may have been replayed: read it again. */
 	rc = jl_read_fs_super(fs_bd, &sb, err);

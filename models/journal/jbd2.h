@@ -208,6 +208,7 @@ struct sfs_jrecover_info {
 	uint32_t n_csum_bad;	/* blocks whose jbd2 checksum was wrong */
 	uint32_t csum_end_block; /* journal block where a bad descriptor or
 				  * commit checksum ended the log; 0 none */
+	char csum_note[192];	 /* then: what was wrong there, one line */
 	int32_t journal_errno;	/* s_errno found (0 = none) */
 };
 
@@ -220,6 +221,11 @@ struct sfs_jrecover_info {
  * the filesystem superblock (see sfs_jlog_mount_recover).  -EIO when a
  * block could not be read or written (the log is then left as it was, so a
  * retry sees the same transactions), -EINVAL for a corrupt revoke block.
+ * With checksum v2/v3 (doc/journal-format.md 2.1) as jbd2's recovery: a
+ * bad descriptor or commit block sum ends the log there (n_csum_bad,
+ * csum_end_block, csum_note; not an error), a bad logged copy is not
+ * written home and a bad revoke block sum fails it (-EIO, the message in
+ * sfs_jlog_error).
  */
 int sfs_jlog_recover(struct sfs_jlog *log, struct sfs_jrecover_info *out);
 
@@ -231,9 +237,9 @@ int sfs_jlog_recover(struct sfs_jlog *log, struct sfs_jrecover_info *out);
  * filesystem's s_state (ERROR) as ext4 and e2fsck do; then clear RECOVER in
  * the primary superblock (re-read after replay: the superblock may itself
  * have been logged) and flush.  A filesystem without a journal is left
- * alone (RECOVER set there is -EINVAL).  out may be NULL.  On success *err
- * may still be set: a note that a bad checksum ended the log early (the
- * transactions from there on were not replayed, as in the kernel).
+ * alone (RECOVER set there is -EINVAL).  out may be NULL.  A bad checksum
+ * that ended the log early is no failure (the kernel goes on too): see
+ * out->csum_end_block and out->csum_note.
  */
 int sfs_jlog_mount_recover(struct sfs_bdev *fs_bd, struct sfs_bdev *jdev,
 			   struct sfs_jrecover_info *out, char **err);

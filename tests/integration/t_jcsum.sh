@@ -86,6 +86,17 @@ for mode in ordered journal; do
 			fail "$mode: the kernel mounts the image simfs left"
 		fi
 	fi
+	# a flipped bit in the last commit block: the log ends before it, and
+	# the mount says so
+	cp "$img" "$dir/flip.img"
+	cblk=$(sed -n 's/.*type 2 (commit block) at block \([0-9]*\).*/\1/p' "$dir/logdump" | tail -1)
+	bsz=$(dumpe2fs -h "$img" 2>/dev/null | sed -n 's/^Block size: *//p')
+	dblk=$(debugfs -R "bmap <8> $cblk" "$dir/flip.img" 2>/dev/null)
+	printf '\x5a' | dd of="$dir/flip.img" bs=1 seek=$((dblk * bsz + bsz - 8)) conv=notrunc status=none
+	"$SIMFS" mount "$dir/flip.img" "$mnt" 2>"$dir/flip.err" && "$SIMFS" umount "$mnt"
+	check "$mode: a bad commit checksum (journal block $cblk) ends the log, with a message" \
+		grep -q "commit block at journal block $cblk .*bad checksum.*the log ends there" "$dir/flip.err" ||
+		cat "$dir/flip.err"
 	"$SIMFS" mount "$img" "$mnt" 2>"$dir/mount.err" || { cat "$dir/mount.err"; echo "Bail out! replay mount"; exit 1; }
 	check "$mode: simfs replays its own log: every file reads back" \
 		bash -c "cd '$mnt' && md5sum --quiet -c '$dir/sums'"
