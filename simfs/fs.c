@@ -855,9 +855,10 @@ static int zero_itable_tail(struct sfs_fs *fs, uint32_t g)
  * metadata_csum images (mke2fs) leave groups uninitialised: BLOCK_UNINIT
  * or INODE_UNINIT, whose bitmap blocks hold nothing yet, and
  * bg_itable_unused.  Build those bitmaps as the kernel does on first use
- * (ext4_init_block_bitmap), write them (a read-only mount pins them in
- * the cache instead), then clear the flags in memory: the rest of the
- * engine sees ordinary groups and the next descriptor write records it.
+ * (ext4_init_block_bitmap) and write them (a read-only mount pins them in
+ * the cache instead), so the rest of the engine sees ordinary bitmaps.
+ * The flags stay until the group is first used (group_first_use), as in
+ * ext4; a later mount builds the bitmaps of still-flagged groups again.
  * The inode table must be zeroed already (INODE_ZEROED).
  */
 static int init_uninit_groups(struct sfs_fs *fs, char **err)
@@ -916,16 +917,14 @@ static int init_uninit_groups(struct sfs_fs *fs, char **err)
 			if (rc)
 				return rc;
 		}
-		gd->bg_flags = sfs_cpu_to_le16(fl & ~(BG_INODE_UNINIT |
-						      BG_BLOCK_UNINIT));
-		gd->bg_itable_unused = 0;
+		gd->bg_flags = sfs_cpu_to_le16(fl);
 		any = true;
 	}
 	if (!any || fs->ro)
 		return 0;
 	fs->gd_dirty = true;
 	/* the bitmaps reach the disk before any descriptor that drops the
-	 * flags */
+	 * flags (group_first_use, later) */
 	rc = sfs_cache_sync(fs->cache);
 	if (rc)
 		*err = g_strdup_printf("cannot write the initialised bitmaps: "
@@ -1089,6 +1088,37 @@ static int inode_bitmap(struct sfs_fs *fs, uint32_t g, struct sfs_buf **out)
 }
 
 /*
+ * Group g, which mke2fs may have left uninitialised, is used: as ext4 does
+ * (ext4_mb_mark_diskspace_used, __ext4_new_inode) clear BLOCK_UNINIT, and
+ * when inode slot idx is taken (inode true) INODE_UNINIT too, lowering
+ * bg_itable_unused to the slots past idx.  The bitmaps are valid on disk
+ * already (init_uninit_groups).
+ */
+static void group_first_use(struct sfs_fs *fs, uint32_t g, bool inode,
+			    uint32_t idx)
+{
+	struct sfs_dgroup *gd = &fs->gd[g];
+	uint16_t fl = sfs_le16(gd->bg_flags);
+	uint16_t nfl = fl & ~BG_BLOCK_UNINIT;
+
+	if (inode) {
+		uint32_t unused = (fl & BG_INODE_UNINIT)
+				      ? fs->ipg
+				      : sfs_le16(gd->bg_itable_unused);
+		nfl &= ~BG_INODE_UNINIT;
+		if (unused && idx + 1 > fs->ipg - unused) {
+			gd->bg_itable_unused =
+			    sfs_cpu_to_le16((uint16_t)(fs->ipg - idx - 1));
+			fs->gd_dirty = true;
+		}
+	}
+	if (nfl != fl) {
+		gd->bg_flags = sfs_cpu_to_le16(nfl);
+		fs->gd_dirty = true;
+	}
+}
+
+/*
  * Set (used = true) or clear [start, start+n) in the block bitmaps, keeping
  * group counts.  A bit found already in the wanted state means the caller's
  * view and the bitmap disagree: a corrupt image or an engine bug.
@@ -1132,6 +1162,8 @@ static int blocks_change(struct sfs_fs *fs, sfs_blk_t start, uint32_t n,
 		fs->free_blocks = used ? fs->free_blocks - changed
 				       : fs->free_blocks + changed;
 		fs->gd_dirty = true;
+		if (used)
+			group_first_use(fs, g, false, 0);
 		if (changed != cnt) {
 			sfs_fs_error(fs, -EIO,
 				     "group %u: %u of blocks %u+%u "
@@ -2028,6 +2060,7 @@ int sfs_inode_alloc(struct sfs_fs *fs, struct sfs_inode *dir, uint32_t mode,
 	sfs_cache_put(fs->cache, b);
 	fs->gd[g].bg_free_inodes_count =
 	    sfs_cpu_to_le16(sfs_le16(fs->gd[g].bg_free_inodes_count) - 1);
+	group_first_use(fs, g, true, idx);
 	if (is_dir)
 		fs->gd[g].bg_used_dirs_count =
 		    sfs_cpu_to_le16(sfs_le16(fs->gd[g].bg_used_dirs_count) + 1);
