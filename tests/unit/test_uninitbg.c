@@ -157,9 +157,9 @@ static void check_conf(const struct conf *c)
 	fprintf(stderr,
 		"# %s -b %s -O %s: BLOCK_UNINIT %u -> %u, INODE_UNINIT %u -> "
 		"%u, unused inodes %lu -> %lu\n",
-		c->type, c->bs, c->feat, buninit, groups_with(img, "BLOCK_UNINIT"),
-		iuninit, groups_with(img, "INODE_UNINIT"), unused,
-		unused_inodes(img));
+		c->type, c->bs, c->feat, buninit,
+		groups_with(img, "BLOCK_UNINIT"), iuninit,
+		groups_with(img, "INODE_UNINIT"), unused, unused_inodes(img));
 	assert_true(unused_inodes(img) < unused);
 	assert_true(unused_inodes(img) > 0);
 	assert_true(groups_with(img, "BLOCK_UNINIT") +
