@@ -19,6 +19,34 @@ uint32_t sfs_crc32c(uint32_t crc, const void *buf, size_t len)
 	return crc32_iscsi((unsigned char *)buf, (int)len, crc);
 }
 
+/* Reflected 0x8005 table, built once (the kernel's crc16_table). */
+static uint16_t crc16_table[256];
+
+static void crc16_init(void)
+{
+	for (uint32_t i = 0; i < 256; i++) {
+		uint16_t c = (uint16_t)i;
+		for (int k = 0; k < 8; k++)
+			c = (c & 1) ? (uint16_t)((c >> 1) ^ 0xA001)
+				    : (uint16_t)(c >> 1);
+		crc16_table[i] = c;
+	}
+}
+
+uint16_t sfs_crc16(uint16_t crc, const void *buf, size_t len)
+{
+	static gsize ready;
+	const uint8_t *p = buf;
+
+	if (g_once_init_enter(&ready)) {
+		crc16_init();
+		g_once_init_leave(&ready, 1);
+	}
+	while (len--)
+		crc = (uint16_t)((crc >> 8) ^ crc16_table[(crc ^ *p++) & 0xFF]);
+	return crc;
+}
+
 static uint32_t crc_le32(uint32_t crc, uint32_t v)
 {
 	uint32_t le = sfs_cpu_to_le32(v);
@@ -40,6 +68,8 @@ int sfs_csum_setup(struct sfs_fs *fs, char **err)
 	fs->csum = sfs_le32(fs->sb.s_feature_ro_compat) &
 		   SFS_FEATURE_RO_COMPAT_METADATA_CSUM;
 	fs->csum_seed = 0;
+	fs->gdt_csum = !fs->csum && (sfs_le32(fs->sb.s_feature_ro_compat) &
+				     SFS_FEATURE_RO_COMPAT_GDT_CSUM);
 	if (!fs->csum)
 		return 0;
 	if (raw[SFS_SB_CSUM_TYPE_OFF] != SFS_CSUM_TYPE_CRC32C) {
@@ -106,9 +136,26 @@ uint16_t sfs_csum_group(struct sfs_fs *fs, uint32_t g,
 			const struct sfs_dgroup *gd)
 {
 	size_t off = offsetof(struct sfs_dgroup, bg_checksum);
-	uint32_t c = crc_le32(fs->csum_seed, g);
+	uint32_t c;
 
 	fs->cpu_ctr.csum_bytes += fs->desc_size;
+	if (!fs->csum) {
+		/* ext4_group_desc_csum's crc16 branch: UUID, le32 group,
+		 * the descriptor around bg_checksum (its last field: the
+		 * 64bit half follows it) */
+		uint32_t le = sfs_cpu_to_le32(g);
+		uint16_t c16;
+		if (!fs->gdt_csum)
+			return 0;
+		c16 = sfs_crc16(0xFFFF, fs->sb.s_uuid, 16);
+		c16 = sfs_crc16(c16, &le, 4);
+		c16 = sfs_crc16(c16, gd, off);
+		if (fs->gd_tail && fs->desc_size > sizeof(*gd))
+			c16 = sfs_crc16(c16, gd_tail_of(fs, g),
+					fs->desc_size - sizeof(*gd));
+		return c16;
+	}
+	c = crc_le32(fs->csum_seed, g);
 	c = sfs_crc32c(c, gd, off);
 	c = crc_zeros(c, 2);
 	/* with 64bit the second half of the descriptor (fs->gd_tail, as

@@ -20,6 +20,9 @@
 struct sfs_fs;
 
 uint32_t sfs_crc32c(uint32_t crc, const void *buf, size_t len);
+/* The kernel's crc16 (lib/crc16.c: CRC-16/ARC, reflected 0x8005), which
+ * uninit_bg (gdt_csum) uses for group descriptors. */
+uint16_t sfs_crc16(uint16_t crc, const void *buf, size_t len);
 
 /* From the superblock in fs->sb: fs->csum and fs->csum_seed.  0, or
  * -EINVAL with *err (an unknown checksum type). */
@@ -29,7 +32,8 @@ int sfs_csum_setup(struct sfs_fs *fs, char **err);
 bool sfs_csum_super_ok(const struct sfs_dsuper *sb);
 void sfs_csum_super_set(struct sfs_dsuper *sb);
 
-/* group descriptor g (bg_checksum) */
+/* group descriptor g (bg_checksum): crc32c with metadata_csum, crc16 with
+ * uninit_bg alone (fs->gdt_csum); 0 with neither */
 uint16_t sfs_csum_group(struct sfs_fs *fs, uint32_t g,
 			const struct sfs_dgroup *gd);
 /* bitmaps: the checksum of a group's block (inode = false) or inode

@@ -447,7 +447,7 @@ static const struct feat_name feat_names[] = {
 	(SFS_FEATURE_INCOMPAT_FILETYPE | SFS_FEATURE_INCOMPAT_EXTENTS |        \
 	 SFS_FEATURE_INCOMPAT_CSUM_SEED | SFS_FEATURE_INCOMPAT_64BIT |        \
 	 SFS_FEATURE_INCOMPAT_FLEX_BG)
-#define ENGINE_RO_COMPAT SFS_RO_COMPAT_SUPP
+#define ENGINE_RO_COMPAT (SFS_RO_COMPAT_SUPP | SFS_FEATURE_RO_COMPAT_GDT_CSUM)
 
 /*
  * Refuse a superblock with any feature outside the engine's subset,
@@ -718,7 +718,7 @@ static int check_groups(struct sfs_fs *fs, char **err)
 					       g);
 			return -EINVAL;
 		}
-		if (fs->csum &&
+		if ((fs->csum || fs->gdt_csum) &&
 		    sfs_le16(gd->bg_checksum) != sfs_csum_group(fs, g, gd)) {
 			*err = g_strdup_printf("group %u: descriptor checksum "
 					       "0x%04x, computed 0x%04x",
@@ -727,13 +727,15 @@ static int check_groups(struct sfs_fs *fs, char **err)
 			return -EINVAL;
 		}
 		/* INODE_ZEROED (0x4) is harmless and mke2fs sets it; the
-		 * uninitialised-group flags need uninit_bg, or metadata_csum
-		 * (init_uninit_groups builds those groups' bitmaps). */
-		if (!fs->csum && ((sfs_le16(gd->bg_flags) & 0x3) ||
-				  sfs_le16(gd->bg_itable_unused))) {
+		 * uninitialised-group flags need uninit_bg or metadata_csum
+		 * (init_uninit_groups builds those groups' bitmaps), as the
+		 * kernel ignores them without (ext4_has_group_desc_csum). */
+		if (!fs->csum && !fs->gdt_csum &&
+		    ((sfs_le16(gd->bg_flags) & 0x3) ||
+		     sfs_le16(gd->bg_itable_unused))) {
 			*err = g_strdup_printf("group %u: uninitialised-group "
-					       "flags set (uninit_bg is not "
-					       "supported)",
+					       "flags set without uninit_bg or "
+					       "metadata_csum",
 					       g);
 			return -EINVAL;
 		}
@@ -852,9 +854,10 @@ static int zero_itable_tail(struct sfs_fs *fs, uint32_t g)
  * metadata_csum images (mke2fs) leave groups uninitialised: BLOCK_UNINIT
  * or INODE_UNINIT, whose bitmap blocks hold nothing yet, and
  * bg_itable_unused.  Build those bitmaps as the kernel does on first use
- * (ext4_init_block_bitmap), write them (a read-only mount pins them in
- * the cache instead), then clear the flags in memory: the rest of the
- * engine sees ordinary groups and the next descriptor write records it.
+ * (ext4_init_block_bitmap) and write them (a read-only mount pins them in
+ * the cache instead), so the rest of the engine sees ordinary bitmaps.
+ * The flags stay until the group is first used (group_first_use), as in
+ * ext4; a later mount builds the bitmaps of still-flagged groups again.
  * The inode table must be zeroed already (INODE_ZEROED).
  */
 static int init_uninit_groups(struct sfs_fs *fs, char **err)
@@ -913,16 +916,14 @@ static int init_uninit_groups(struct sfs_fs *fs, char **err)
 			if (rc)
 				return rc;
 		}
-		gd->bg_flags = sfs_cpu_to_le16(fl & ~(BG_INODE_UNINIT |
-						      BG_BLOCK_UNINIT));
-		gd->bg_itable_unused = 0;
+		gd->bg_flags = sfs_cpu_to_le16(fl);
 		any = true;
 	}
 	if (!any || fs->ro)
 		return 0;
 	fs->gd_dirty = true;
 	/* the bitmaps reach the disk before any descriptor that drops the
-	 * flags */
+	 * flags (group_first_use, later) */
 	rc = sfs_cache_sync(fs->cache);
 	if (rc)
 		*err = g_strdup_printf("cannot write the initialised bitmaps: "
@@ -985,7 +986,7 @@ static int gdt_io(struct sfs_fs *fs, bool write)
 	uint32_t per_blk = fs->bs / fs->desc_size;
 	sfs_blk_t start = fs->first_data_block + 1;
 
-	if (write && fs->csum)
+	if (write && (fs->csum || fs->gdt_csum))
 		for (uint32_t g = 0; g < fs->groups; g++)
 			fs->gd[g].bg_checksum = sfs_cpu_to_le16(
 			    sfs_csum_group(fs, g, &fs->gd[g]));
@@ -1086,6 +1087,37 @@ static int inode_bitmap(struct sfs_fs *fs, uint32_t g, struct sfs_buf **out)
 }
 
 /*
+ * Group g, which mke2fs may have left uninitialised, is used: as ext4 does
+ * (ext4_mb_mark_diskspace_used, __ext4_new_inode) clear BLOCK_UNINIT, and
+ * when inode slot idx is taken (inode true) INODE_UNINIT too, lowering
+ * bg_itable_unused to the slots past idx.  The bitmaps are valid on disk
+ * already (init_uninit_groups).
+ */
+static void group_first_use(struct sfs_fs *fs, uint32_t g, bool inode,
+			    uint32_t idx)
+{
+	struct sfs_dgroup *gd = &fs->gd[g];
+	uint16_t fl = sfs_le16(gd->bg_flags);
+	uint16_t nfl = fl & ~BG_BLOCK_UNINIT;
+
+	if (inode) {
+		uint32_t unused = (fl & BG_INODE_UNINIT)
+				      ? fs->ipg
+				      : sfs_le16(gd->bg_itable_unused);
+		nfl &= ~BG_INODE_UNINIT;
+		if (unused && idx + 1 > fs->ipg - unused) {
+			gd->bg_itable_unused =
+			    sfs_cpu_to_le16((uint16_t)(fs->ipg - idx - 1));
+			fs->gd_dirty = true;
+		}
+	}
+	if (nfl != fl) {
+		gd->bg_flags = sfs_cpu_to_le16(nfl);
+		fs->gd_dirty = true;
+	}
+}
+
+/*
  * Set (used = true) or clear [start, start+n) in the block bitmaps, keeping
  * group counts.  A bit found already in the wanted state means the caller's
  * view and the bitmap disagree: a corrupt image or an engine bug.
@@ -1129,6 +1161,8 @@ static int blocks_change(struct sfs_fs *fs, sfs_blk_t start, uint32_t n,
 		fs->free_blocks = used ? fs->free_blocks - changed
 				       : fs->free_blocks + changed;
 		fs->gd_dirty = true;
+		if (used)
+			group_first_use(fs, g, false, 0);
 		if (changed != cnt) {
 			sfs_fs_error(fs, -EIO,
 				     "group %u: %u of blocks %u+%u "
@@ -2025,6 +2059,7 @@ int sfs_inode_alloc(struct sfs_fs *fs, struct sfs_inode *dir, uint32_t mode,
 	sfs_cache_put(fs->cache, b);
 	fs->gd[g].bg_free_inodes_count =
 	    sfs_cpu_to_le16(sfs_le16(fs->gd[g].bg_free_inodes_count) - 1);
+	group_first_use(fs, g, true, idx);
 	if (is_dir)
 		fs->gd[g].bg_used_dirs_count =
 		    sfs_cpu_to_le16(sfs_le16(fs->gd[g].bg_used_dirs_count) + 1);
@@ -2561,6 +2596,7 @@ int sfs_fs_open(struct sfs_bdev *bd, const struct sfs_config *cfg,
 		/* replay the journal before trusting any metadata (a log
 		 * left without needs_recovery is wiped, as jbd2 does) */
 		struct sfs_bdev *jd = NULL;
+		struct sfs_jrecover_info rec;
 		if (cfg->journal_dev[0]) {
 			rc = sfs_bdev_open_file(cfg->journal_dev, 0, 0, &jd);
 			if (rc) {
@@ -2571,9 +2607,11 @@ int sfs_fs_open(struct sfs_bdev *bd, const struct sfs_config *cfg,
 				goto out_free;
 			}
 		}
-		rc = sfs_jlog_mount_recover(bd, jd, NULL, &msg);
+		rc = sfs_jlog_mount_recover(bd, jd, &rec, &msg);
 		if (jd)
 			sfs_bdev_close(jd);
+		if (!rc && rec.csum_end_block)
+			g_printerr("simfs: journal: %s\n", rec.csum_note);
 		if (!rc)
 			rc = sfs_bdev_read(bd, SFS_IO_SUPER, SFS_SUPER_OFFSET,
 					   raw, sizeof(raw));

@@ -182,6 +182,8 @@ struct sfs_fs {
 				   kept with them (allocation asks per block) */
 	bool gd_dirty;
 	bool csum;              /* metadata_csum: checksums kept (csum.c) */
+	bool gdt_csum;          /* uninit_bg without metadata_csum: crc16
+				   descriptor sums only (csum.c) */
 	uint32_t csum_seed;     /* crc32c of the UUID, or s_checksum_seed */
 
 	GHashTable *icache;     /* sfs_ino_t -> struct sfs_inode * */

@@ -41,6 +41,8 @@
 
 #define JL_HDR 12	   /* journal header bytes */
 #define JL_TAG 8	   /* tag bytes without 64bit/csum */
+#define JL_TAG3 16	   /* journal_block_tag3_t (csum v3) */
+#define JL_TAIL 4	   /* jbd2_journal_block_tail (csum v2/v3) */
 #define JL_UUID 16	   /* UUID after a tag without SAME_UUID */
 #define JL_REVOKE_HDR 16   /* revoke header incl. r_count */
 #define JL_MAX_EXT_DEPTH 5 /* extent tree depth limit (kernel) */
@@ -69,6 +71,13 @@ struct sfs_jlog {
 	GArray *runs;	   /* struct jl_run; NULL for an external log */
 	uint8_t *sb_block; /* the superblock's block, bs bytes */
 	char *msg;	   /* last problem (sfs_jlog_error) */
+	/* the block format the superblock's features ask for (jl_format) */
+	bool csum;	    /* csum v2 or v3: tails, tag and commit sums */
+	bool csum3;	    /* v3: 32-bit tag sums in 16-byte tags */
+	bool is64;	    /* 64bit: t_blocknr_high, 8-byte revoke records */
+	uint32_t tag_bytes; /* journal_tag_bytes() */
+	uint32_t rec_bytes; /* one revoke record */
+	uint32_t seed;	    /* j_csum_seed: crc32c of the journal's UUID */
 };
 
 static inline struct sfs_jbd2_super *jl_jsb(const struct sfs_jlog *log)
@@ -750,15 +759,18 @@ static char *jl_bad_features(uint32_t compat, uint32_t incompat,
 		const char *name;
 	} names[] = {
 	    {0, SFS_JBD2_COMPAT_CHECKSUM, "journal_checksum (v1)"},
-	    {1, SFS_JBD2_INCOMPAT_64BIT, "journal_64bit"},
 	    {1, SFS_JBD2_INCOMPAT_ASYNC_COMMIT, "journal_async_commit"},
-	    {1, SFS_JBD2_INCOMPAT_CSUM_V2, "journal_checksum_v2"},
-	    {1, SFS_JBD2_INCOMPAT_CSUM_V3, "journal_checksum_v3"},
 	    {1, SFS_JBD2_INCOMPAT_FAST_COMMIT, "fast_commit"},
 	};
 	static const char *const words[] = {"compat", "incompat", "ro_compat"};
-	uint32_t w[3] = {compat, incompat & ~SFS_JBD2_INCOMPAT_REVOKE,
+	uint32_t w[3] = {compat, incompat & ~SFS_JBD2_INCOMPAT_KNOWN,
 			 ro_compat};
+
+	if ((incompat & SFS_JBD2_INCOMPAT_CSUM_V2) &&
+	    (incompat & SFS_JBD2_INCOMPAT_CSUM_V3))
+		return g_strdup("'journal_checksum_v2' together with "
+				"'journal_checksum_v3' (the kernel refuses "
+				"both at once)");
 
 	for (int i = 0; i < 3; i++) {
 		uint32_t bit;
@@ -776,44 +788,84 @@ static char *jl_bad_features(uint32_t compat, uint32_t incompat,
 	return NULL;
 }
 
-/* Validate the journal superblock in log->sb_block; set first/maxlen. */
-#define JL_SB_CSUM_OFF 0xFC /* s_checksum, crc32c of the 1024 bytes */
+#define JL_SB_CSUM_TYPE_OFF 0x50 /* s_checksum_type */
+#define JL_SB_CSUM_OFF 0xFC	 /* s_checksum, crc32c of the 1024 bytes */
+#define JL_CRC32C_CHKSUM 4	 /* JBD2_CRC32C_CHKSUM */
 
-/*
- * The kernel turns journal_checksum_v3 on whenever it mounts a
- * metadata_csum filesystem.  A clean log (s_start 0) holds nothing in that
- * format: once its superblock's own checksum checks, simfs drops the
- * checksum features in the copy it keeps, and uses the journal as one that
- * was never checksummed (every later superblock write records that; the
- * kernel sets the feature again on its next mount).  A log that still holds
- * transactions with checksums is refused by the feature check.  0, or
- * -EINVAL with *err.
- */
-static int jl_drop_clean_csum(struct sfs_jbd2_super *j, uint32_t start,
-			      char **err)
+/* jbd2_superblock_csum: crc32c(~0) of the 1024 bytes, s_checksum zero. */
+static uint32_t jl_super_csum(const struct sfs_jbd2_super *j)
 {
-	const uint32_t csum = SFS_JBD2_INCOMPAT_CSUM_V2 |
-			      SFS_JBD2_INCOMPAT_CSUM_V3;
-	uint32_t inc = sfs_be32(j->s_feature_incompat), want, got;
+	struct sfs_jbd2_super c = *j;
+
+	memset((uint8_t *)&c + JL_SB_CSUM_OFF, 0, 4);
+	return sfs_crc32c(~0u, &c, sizeof(c));
+}
+
+/* The block format the journal superblock's features ask for
+ * (journal_tag_bytes, the revoke record size, j_csum_seed). */
+static void jl_format(struct sfs_jlog *log)
+{
+	const struct sfs_jbd2_super *j = jl_jsb(log);
+	uint32_t inc = sfs_be32(j->s_feature_incompat);
+
+	log->csum3 = inc & SFS_JBD2_INCOMPAT_CSUM_V3;
+	log->csum = log->csum3 || (inc & SFS_JBD2_INCOMPAT_CSUM_V2);
+	log->is64 = inc & SFS_JBD2_INCOMPAT_64BIT;
+	if (log->csum3)
+		log->tag_bytes = JL_TAG3;
+	else
+		log->tag_bytes =
+		    JL_TAG + (log->csum ? 2 : 0) + (log->is64 ? 4 : 0);
+	log->rec_bytes = log->is64 ? 8 : 4;
+	log->seed = sfs_crc32c(~0u, j->s_uuid, sizeof(j->s_uuid));
+}
+
+/* Stamp s_checksum_type and s_checksum when the log is checksummed. */
+static void jl_super_csum_set(struct sfs_jlog *log)
+{
+	struct sfs_jbd2_super *j = jl_jsb(log);
 	uint8_t *raw = (uint8_t *)j;
 
-	if (!(inc & csum) || start)
+	if (!log->csum)
+		return;
+	raw[JL_SB_CSUM_TYPE_OFF] = JL_CRC32C_CHKSUM;
+	put_be32(raw + JL_SB_CSUM_OFF, jl_super_csum(j));
+}
+
+/* journal_get_superblock's checksum checks: a known checksum type and a
+ * superblock sum that matches.  0, or -EINVAL with *err. */
+static int jl_check_csum_super(const struct sfs_jbd2_super *j, char **err)
+{
+	const uint8_t *raw = (const uint8_t *)j;
+	uint32_t inc = sfs_be32(j->s_feature_incompat), want, got;
+
+	if (!(inc & (SFS_JBD2_INCOMPAT_CSUM_V2 | SFS_JBD2_INCOMPAT_CSUM_V3)))
 		return 0;
-	memcpy(&want, raw + JL_SB_CSUM_OFF, 4);
-	memset(raw + JL_SB_CSUM_OFF, 0, 4);
-	got = sfs_crc32c(~0u, raw, sizeof(*j));
-	if (sfs_be32(want) != got) {
-		memcpy(raw + JL_SB_CSUM_OFF, &want, 4);
-		set_err(err, "journal superblock checksum 0x%08x, computed "
-			     "0x%08x",
-			sfs_be32(want), got);
+	if (sfs_be32(j->s_feature_compat) & SFS_JBD2_COMPAT_CHECKSUM) {
+		set_err(err, "journal has checksum v1 and v%d at once",
+			(inc & SFS_JBD2_INCOMPAT_CSUM_V3) ? 3 : 2);
 		return -EINVAL;
 	}
-	j->s_feature_incompat = sfs_cpu_to_be32(inc & ~csum);
-	raw[0x50] = 0; /* s_checksum_type */
+	if (raw[JL_SB_CSUM_TYPE_OFF] != JL_CRC32C_CHKSUM) {
+		set_err(err,
+			"journal superblock: unknown checksum type %u "
+			"(crc32c is %u)",
+			raw[JL_SB_CSUM_TYPE_OFF], JL_CRC32C_CHKSUM);
+		return -EINVAL;
+	}
+	want = get_be32(raw + JL_SB_CSUM_OFF);
+	got = jl_super_csum(j);
+	if (want != got) {
+		set_err(err,
+			"journal superblock checksum 0x%08x, computed "
+			"0x%08x",
+			want, got);
+		return -EINVAL;
+	}
 	return 0;
 }
 
+/* Validate the journal superblock in log->sb_block; set first/maxlen. */
 static int jl_check_super(struct sfs_jlog *log, char **err)
 {
 	const struct sfs_jbd2_super *j = jl_jsb(log);
@@ -869,8 +921,6 @@ static int jl_check_super(struct sfs_jlog *log, char **err)
 			first, log->sb_blk, maxlen);
 		return -EINVAL;
 	}
-	if (jl_drop_clean_csum(jl_jsb(log), start, err))
-		return -EINVAL;
 	bad = jl_bad_features(sfs_be32(j->s_feature_compat),
 			      sfs_be32(j->s_feature_incompat),
 			      sfs_be32(j->s_feature_ro_compat));
@@ -882,6 +932,8 @@ static int jl_check_super(struct sfs_jlog *log, char **err)
 		g_free(bad);
 		return -EINVAL;
 	}
+	if (jl_check_csum_super(j, err))
+		return -EINVAL;
 	if (start && (start < first || start >= maxlen)) {
 		set_err(err, "journal s_start %u outside the log [%u, %u)",
 			start, first, maxlen);
@@ -911,6 +963,7 @@ static int jl_check_super(struct sfs_jlog *log, char **err)
 	}
 	log->first = first;
 	log->maxlen = maxlen;
+	jl_format(log);
 	return 0;
 }
 
@@ -958,6 +1011,8 @@ int sfs_jlog_write_super(struct sfs_jlog *log, const struct sfs_jlog_super *in)
 	j->s_feature_compat = sfs_cpu_to_be32(in->feature_compat);
 	j->s_feature_incompat = sfs_cpu_to_be32(in->feature_incompat);
 	j->s_feature_ro_compat = sfs_cpu_to_be32(in->feature_ro_compat);
+	jl_format(log);
+	jl_super_csum_set(log);
 	return jl_write_span(log, log->sb_blk, 1, log->sb_block);
 }
 
@@ -1026,6 +1081,35 @@ static int jl_check_ext_dev(struct sfs_jlog *log, const struct sfs_dsuper *fsb,
 		return -EINVAL;
 	}
 	return 0;
+}
+
+/*
+ * What ext4 asks of the journal when it mounts (ext4_load_journal,
+ * set_journal_csum_feature_set): journal_64bit on a 64bit filesystem,
+ * checksum v3 (not v2, not v1) on a metadata_csum one.  Only for a clean
+ * log, in the copy kept: the next superblock write records it, and no
+ * transaction counts before that write.
+ */
+static void jl_mount_features(struct sfs_jlog *log, const struct sfs_dsuper *sb)
+{
+	struct sfs_jbd2_super *j = jl_jsb(log);
+	uint32_t inc = sfs_be32(j->s_feature_incompat);
+	uint32_t compat = sfs_be32(j->s_feature_compat);
+
+	if (j->s_start)
+		return;
+	if (sfs_le32(sb->s_feature_incompat) & SFS_FEATURE_INCOMPAT_64BIT)
+		inc |= SFS_JBD2_INCOMPAT_64BIT;
+	if (sfs_le32(sb->s_feature_ro_compat) &
+	    SFS_FEATURE_RO_COMPAT_METADATA_CSUM) {
+		inc = (inc & ~SFS_JBD2_INCOMPAT_CSUM_V2) |
+		      SFS_JBD2_INCOMPAT_CSUM_V3;
+		compat &= ~SFS_JBD2_COMPAT_CHECKSUM;
+	}
+	j->s_feature_incompat = sfs_cpu_to_be32(inc);
+	j->s_feature_compat = sfs_cpu_to_be32(compat);
+	jl_format(log);
+	jl_super_csum_set(log);
 }
 
 static int jl_open(struct sfs_bdev *fs_bd, struct sfs_fs *fs,
@@ -1105,6 +1189,8 @@ static int jl_open(struct sfs_bdev *fs_bd, struct sfs_fs *fs,
 	rc = jl_check_super(log, err);
 	if (rc)
 		goto out_free;
+	if (fs)
+		jl_mount_features(log, sb);
 	*out = log;
 	return 0;
 
@@ -1174,14 +1260,29 @@ const char *sfs_jlog_error(const struct sfs_jlog *log)
 /* writing a transaction                                              */
 /* ------------------------------------------------------------------ */
 
+/*
+ * jbd2 commit: after each tag (the first followed by its UUID) the
+ * descriptor is full once fewer than tag + UUID + tail bytes remain, so
+ * after k tags bs - 12 - 16 - tb*k < tb + 16 + tail.
+ */
+static uint32_t jl_tags_per(uint32_t bs, uint32_t tb, uint32_t tail)
+{
+	return (bs - JL_HDR - JL_UUID - tb - JL_UUID - tail) / tb + 1;
+}
+
+/* Blocks of a transaction of n_blocks blocks and n_revoked revokes. */
+static uint32_t jl_txn_blocks(uint32_t t, uint32_t r, uint32_t n_blocks,
+			      uint32_t n_revoked)
+{
+	uint64_t n = (uint64_t)n_blocks + (n_blocks + t - 1) / t +
+		     (n_revoked + r - 1) / r + 1;
+
+	return n > UINT32_MAX ? UINT32_MAX : (uint32_t)n;
+}
+
 uint32_t sfs_jbd2_tags_per_desc(uint32_t bs)
 {
-	/*
-	 * jbd2 commit: after each tag (the first followed by its UUID) the
-	 * descriptor is full once fewer than tag + UUID bytes remain, so
-	 * after k tags bs - 12 - 16 - 8k < 8 + 16.
-	 */
-	return (bs - JL_HDR - JL_UUID - JL_TAG - JL_UUID) / JL_TAG + 1;
+	return jl_tags_per(bs, JL_TAG, 0);
 }
 
 uint32_t sfs_jbd2_revokes_per_block(uint32_t bs)
@@ -1191,12 +1292,133 @@ uint32_t sfs_jbd2_revokes_per_block(uint32_t bs)
 
 uint32_t sfs_jbd2_txn_blocks(uint32_t bs, uint32_t n_blocks, uint32_t n_revoked)
 {
-	uint32_t t = sfs_jbd2_tags_per_desc(bs);
-	uint32_t r = sfs_jbd2_revokes_per_block(bs);
-	uint64_t n = (uint64_t)n_blocks + (n_blocks + t - 1) / t +
-		     (n_revoked + r - 1) / r + 1;
+	return jl_txn_blocks(sfs_jbd2_tags_per_desc(bs),
+			     sfs_jbd2_revokes_per_block(bs), n_blocks,
+			     n_revoked);
+}
 
-	return n > UINT32_MAX ? UINT32_MAX : (uint32_t)n;
+/* Bytes of a descriptor or revoke block before its tail. */
+static uint32_t jl_desc_end(const struct sfs_jlog *log)
+{
+	return log->bs - (log->csum ? JL_TAIL : 0);
+}
+
+uint32_t sfs_jlog_tags_per_desc(const struct sfs_jlog *log)
+{
+	return jl_tags_per(log->bs, log->tag_bytes, log->csum ? JL_TAIL : 0);
+}
+
+uint32_t sfs_jlog_revokes_per_block(const struct sfs_jlog *log)
+{
+	return (jl_desc_end(log) - JL_REVOKE_HDR) / log->rec_bytes;
+}
+
+uint32_t sfs_jlog_txn_blocks(const struct sfs_jlog *log, uint32_t n_blocks,
+			     uint32_t n_revoked)
+{
+	return jl_txn_blocks(sfs_jlog_tags_per_desc(log),
+			     sfs_jlog_revokes_per_block(log), n_blocks,
+			     n_revoked);
+}
+
+/* jbd2_descriptor_block_csum: crc32c(seed) of the block, tail zero. */
+static uint32_t jl_tail_csum(const struct sfs_jlog *log, const uint8_t *b)
+{
+	static const uint8_t zero[JL_TAIL];
+	uint32_t c = sfs_crc32c(log->seed, b, log->bs - JL_TAIL);
+
+	return sfs_crc32c(c, zero, JL_TAIL);
+}
+
+static void jl_tail_set(const struct sfs_jlog *log, uint8_t *b)
+{
+	if (log->csum)
+		put_be32(b + log->bs - JL_TAIL, jl_tail_csum(log, b));
+}
+
+static bool jl_tail_ok(const struct sfs_jlog *log, const uint8_t *b)
+{
+	return !log->csum ||
+	       get_be32(b + log->bs - JL_TAIL) == jl_tail_csum(log, b);
+}
+
+/* jbd2_commit_block_csum: h_chksum[0] = crc32c(seed) of the block with
+ * h_chksum_type, h_chksum_size and h_chksum[0] zero. */
+static uint32_t jl_commit_csum(const struct sfs_jlog *log, const uint8_t *b)
+{
+	static const uint8_t zero[4];
+	size_t type = offsetof(struct sfs_jbd2_commit, h_chksum_type);
+	size_t pad = offsetof(struct sfs_jbd2_commit, h_padding);
+	size_t sum = offsetof(struct sfs_jbd2_commit, h_chksum);
+	uint32_t c = sfs_crc32c(log->seed, b, type);
+
+	c = sfs_crc32c(c, zero, pad - type); /* h_chksum_type, _size */
+	c = sfs_crc32c(c, b + pad, sum - pad);
+	c = sfs_crc32c(c, zero, 4); /* h_chksum[0] */
+	return sfs_crc32c(c, b + sum + 4, log->bs - sum - 4);
+}
+
+static bool jl_commit_ok(const struct sfs_jlog *log, const uint8_t *b)
+{
+	const struct sfs_jbd2_commit *h = (const void *)b;
+
+	return !log->csum || sfs_be32(h->h_chksum[0]) == jl_commit_csum(log, b);
+}
+
+/* jbd2_block_tag_csum: crc32c(seed) of the be32 tid, then the block as
+ * logged (escaped); v2 keeps the low 16 bits. */
+static uint32_t jl_tag_csum(const struct sfs_jlog *log, uint32_t tid,
+			    const uint8_t *data)
+{
+	uint8_t seq[4];
+
+	put_be32(seq, tid);
+	return sfs_crc32c(sfs_crc32c(log->seed, seq, 4), data, log->bs);
+}
+
+static void jl_tag_csum_set(const struct sfs_jlog *log, uint8_t *tag,
+			    uint32_t tid, const uint8_t *data)
+{
+	uint32_t c;
+
+	if (!log->csum)
+		return;
+	c = jl_tag_csum(log, tid, data);
+	if (log->csum3)
+		put_be32(tag + 12, c);
+	else
+		put_be16(tag + 4, (uint16_t)c);
+}
+
+static bool jl_tag_csum_ok(const struct sfs_jlog *log, const uint8_t *tag,
+			   uint32_t tid, const uint8_t *data)
+{
+	uint32_t c;
+
+	if (!log->csum)
+		return true;
+	c = jl_tag_csum(log, tid, data);
+	if (log->csum3)
+		return get_be32(tag + 12) == c;
+	return get_be16(tag + 4) == (uint16_t)c;
+}
+
+/* A tag's home block: t_blocknr, with t_blocknr_high under 64bit (the
+ * flags sit in the low half of v3's be32 t_flags, where v2 has them). */
+static uint64_t jl_tag_home(const struct sfs_jlog *log, const uint8_t *tag)
+{
+	uint64_t h = get_be32(tag);
+
+	if (log->is64)
+		h |= (uint64_t)get_be32(tag + 8) << 32;
+	return h;
+}
+
+static uint64_t jl_revoke_rec(const struct sfs_jlog *log, const uint8_t *p)
+{
+	if (log->is64)
+		return (uint64_t)get_be32(p) << 32 | get_be32(p + 4);
+	return get_be32(p);
 }
 
 static void jl_header(uint8_t *b, uint32_t type, uint32_t tid)
@@ -1251,7 +1473,7 @@ int sfs_jlog_write_txn(struct sfs_jlog *log, uint32_t tid, uint32_t start_block,
 			return -EINVAL;
 		}
 	bs = log->bs;
-	need = sfs_jbd2_txn_blocks(log->bs, n, n_revoked);
+	need = sfs_jlog_txn_blocks(log, n, n_revoked);
 	if (need > sfs_jlog_capacity(log)) {
 		jl_set_msg(log,
 			   "transaction %u needs %u log blocks, the log "
@@ -1264,21 +1486,24 @@ int sfs_jlog_write_txn(struct sfs_jlog *log, uint32_t tid, uint32_t start_block,
 		if (rc)
 			return rc;
 	}
-	t = sfs_jbd2_tags_per_desc(log->bs);
-	r = sfs_jbd2_revokes_per_block(log->bs);
+	t = sfs_jlog_tags_per_desc(log);
+	r = sfs_jlog_revokes_per_block(log);
 	chunk = g_try_malloc((size_t)(t + 1) * bs);
 	if (!chunk)
 		return -ENOMEM;
 	pos = start_block;
 
-	/* revoke blocks: header, r_count (bytes used), be32 block numbers */
+	/* revoke blocks: header, r_count (bytes used), be32 block numbers
+	 * (be64 under 64bit), the tail */
 	for (uint32_t i = 0; i < n_revoked; i += r) {
 		uint32_t k = MIN(r, n_revoked - i);
+		uint8_t *rec = chunk + JL_REVOKE_HDR;
 		memset(chunk, 0, bs);
 		jl_header(chunk, SFS_JBD2_REVOKE, tid);
-		put_be32(chunk + JL_HDR, JL_REVOKE_HDR + 4 * k);
-		for (uint32_t j = 0; j < k; j++)
-			put_be32(chunk + JL_REVOKE_HDR + 4 * j, revoked[i + j]);
+		put_be32(chunk + JL_HDR, JL_REVOKE_HDR + log->rec_bytes * k);
+		for (uint32_t j = 0; j < k; j++, rec += log->rec_bytes)
+			put_be32(rec + log->rec_bytes - 4, revoked[i + j]);
+		jl_tail_set(log, chunk);
 		rc = sfs_jlog_write_blocks(log, pos, 1, chunk);
 		if (rc)
 			goto out_free;
@@ -1302,13 +1527,16 @@ int sfs_jlog_write_txn(struct sfs_jlog *log, uint32_t tid, uint32_t start_block,
 			}
 			if (j == k - 1)
 				tf |= SFS_JBD2_FLAG_LAST_TAG;
+			/* t_blocknr_high (64bit) and the sums stay 0
+			 * until set; t_flags is be16 at 6 in both layouts */
 			put_be32(tag, b->home);
-			put_be16(tag + 4, 0); /* t_checksum */
 			put_be16(tag + 6, tf);
-			tag += JL_TAG;
+			jl_tag_csum_set(log, tag, tid, copy);
+			tag += log->tag_bytes;
 			if (j == 0)
 				tag += JL_UUID; /* zero UUID, as the kernel */
 		}
+		jl_tail_set(log, chunk);
 		rc = sfs_jlog_write_blocks(log, pos, k + 1, chunk);
 		if (rc)
 			goto out_free;
@@ -1330,6 +1558,9 @@ int sfs_jlog_write_txn(struct sfs_jlog *log, uint32_t tid, uint32_t start_block,
 		c->h_commit_nsec =
 		    sfs_cpu_to_be32((uint32_t)commit_time->tv_nsec);
 	}
+	if (log->csum)
+		((struct sfs_jbd2_commit *)(void *)chunk)->h_chksum[0] =
+		    sfs_cpu_to_be32(jl_commit_csum(log, chunk));
 	rc = sfs_jlog_write_blocks(log, pos, 1, chunk);
 	if (rc)
 		goto out_free;
@@ -1363,14 +1594,14 @@ struct jl_rec {
 };
 
 /* Number of tags in a descriptor block (recovery's count_tags). */
-static uint32_t jl_count_tags(const uint8_t *b, uint32_t bs)
+static uint32_t jl_count_tags(const struct sfs_jlog *log, const uint8_t *b)
 {
-	uint32_t off = JL_HDR, nr = 0;
+	uint32_t off = JL_HDR, nr = 0, end = jl_desc_end(log);
 
-	while (off + JL_TAG <= bs) {
+	while (off + log->tag_bytes <= end) {
 		uint16_t f = get_be16(b + off + 6);
 		nr++;
-		off += JL_TAG;
+		off += log->tag_bytes;
 		if (!(f & SFS_JBD2_FLAG_SAME_UUID))
 			off += JL_UUID;
 		if (f & SFS_JBD2_FLAG_LAST_TAG)
@@ -1407,15 +1638,29 @@ static int jl_scan_revoke(struct sfs_jlog *log, struct jl_rec *r, uint32_t tid,
 {
 	uint32_t rcount = get_be32(r->blk + JL_HDR);
 
-	if (rcount > log->bs) {
+	if (!jl_tail_ok(log, r->blk)) {
+		/* scan_revoke_records: -EFSBADCRC, the recovery fails */
+		jl_set_msg(log,
+			   "revoke block at journal block %u (transaction "
+			   "%u): bad checksum 0x%08x, computed 0x%08x",
+			   at, tid, get_be32(r->blk + log->bs - JL_TAIL),
+			   jl_tail_csum(log, r->blk));
+		r->info->n_csum_bad++;
+		return -EIO;
+	}
+	if (rcount > jl_desc_end(log)) {
 		jl_set_msg(log,
 			   "revoke block at journal block %u: r_count %u "
 			   "exceeds the block size %u",
 			   at, rcount, log->bs);
 		return -EINVAL;
 	}
-	for (uint32_t off = JL_REVOKE_HDR; off + 4 <= rcount; off += 4) {
-		jl_set_revoke(r, get_be32(r->blk + off), tid);
+	for (uint32_t off = JL_REVOKE_HDR; off + log->rec_bytes <= rcount;
+	     off += log->rec_bytes) {
+		uint64_t b = jl_revoke_rec(log, r->blk + off);
+		/* a block beyond 2^32 cannot be logged here: nothing to hide */
+		if (b <= UINT32_MAX)
+			jl_set_revoke(r, (uint32_t)b, tid);
 		r->info->n_revokes++;
 	}
 	return 0;
@@ -1445,11 +1690,12 @@ static int jl_write_home(struct sfs_jlog *log, uint32_t home,
 static void jl_replay_desc(struct sfs_jlog *log, struct jl_rec *r, uint32_t tid,
 			   uint32_t *blk)
 {
-	uint32_t off = JL_HDR;
+	uint32_t off = JL_HDR, end = jl_desc_end(log);
 
-	while (off + JL_TAG <= log->bs) {
-		uint32_t home = get_be32(r->blk + off);
-		uint16_t f = get_be16(r->blk + off + 6);
+	while (off + log->tag_bytes <= end) {
+		const uint8_t *tag = r->blk + off;
+		uint64_t home = jl_tag_home(log, tag);
+		uint16_t f = get_be16(tag + 6);
 		uint32_t io = *blk;
 		int rc;
 
@@ -1459,22 +1705,34 @@ static void jl_replay_desc(struct sfs_jlog *log, struct jl_rec *r, uint32_t tid,
 			/* recover what we can, report the failure at the end */
 			if (!r->replay_err)
 				r->replay_err = rc;
-		} else if (jl_test_revoke(r, home, tid)) {
-			r->info->n_revoke_hits++;
 		} else if (home >= log->fs_blocks) {
 			jl_set_msg(log,
-				   "transaction %u logs block %u, outside "
-				   "the filesystem (%u blocks)",
+				   "transaction %u logs block %" PRIu64
+				   ", outside the filesystem (%u blocks)",
 				   tid, home, log->fs_blocks);
+			if (!r->replay_err)
+				r->replay_err = -EIO;
+		} else if (jl_test_revoke(r, (uint32_t)home, tid)) {
+			r->info->n_revoke_hits++;
+		} else if (!jl_tag_csum_ok(log, tag, tid, r->data)) {
+			/* do_one_pass: the block is not written home, the
+			 * others are, and the recovery reports a failure */
+			jl_set_msg(log,
+				   "transaction %u: bad checksum on the copy "
+				   "of block %" PRIu64 " at journal block %u; "
+				   "not replayed",
+				   tid, home, io);
+			r->info->n_csum_bad++;
 			if (!r->replay_err)
 				r->replay_err = -EIO;
 		} else {
 			if (f & SFS_JBD2_FLAG_ESCAPE)
 				put_be32(r->data, SFS_JBD2_MAGIC);
-			rc = jl_write_home(log, home, r->data);
+			rc = jl_write_home(log, (uint32_t)home, r->data);
 			if (rc) {
 				jl_set_msg(log,
-					   "cannot write block %u home: %s",
+					   "cannot write block %" PRIu64
+					   " home: %s",
 					   home, g_strerror(-rc));
 				if (!r->replay_err)
 					r->replay_err = rc;
@@ -1482,12 +1740,28 @@ static void jl_replay_desc(struct sfs_jlog *log, struct jl_rec *r, uint32_t tid,
 				r->info->n_replayed++;
 			}
 		}
-		off += JL_TAG;
+		off += log->tag_bytes;
 		if (!(f & SFS_JBD2_FLAG_SAME_UUID))
 			off += JL_UUID;
 		if (f & SFS_JBD2_FLAG_LAST_TAG)
 			break;
 	}
+}
+
+/* The scan pass met a block whose checksum is wrong: the log ends there
+ * (recovery.c ends it at a bad commit block, and at a bad descriptor once
+ * the transaction cannot commit).  Say so. */
+static void jl_csum_end(struct sfs_jlog *log, struct jl_rec *r,
+			const char *what, uint32_t at, uint32_t tid,
+			uint32_t want, uint32_t got)
+{
+	jl_set_msg(log,
+		   "%s at journal block %u (transaction %u): bad checksum "
+		   "0x%08x, computed 0x%08x; the log ends there",
+		   what, at, tid, want, got);
+	r->info->n_csum_bad++;
+	r->info->csum_end_block = at;
+	g_strlcpy(r->info->csum_note, log->msg, sizeof(r->info->csum_note));
 }
 
 /* One pass over the log (recovery.c do_one_pass). */
@@ -1518,8 +1792,23 @@ static int jl_do_pass(struct sfs_jlog *log, struct jl_rec *r)
 		seq = get_be32(r->blk + 8);
 		if (seq != next_tid)
 			break;
+		if (r->pass == JL_PASS_SCAN && type == SFS_JBD2_DESCRIPTOR &&
+		    !jl_tail_ok(log, r->blk)) {
+			jl_csum_end(log, r, "descriptor block", at, seq,
+				    get_be32(r->blk + log->bs - JL_TAIL),
+				    jl_tail_csum(log, r->blk));
+			break;
+		}
+		if (r->pass == JL_PASS_SCAN && type == SFS_JBD2_COMMIT &&
+		    !jl_commit_ok(log, r->blk)) {
+			const struct sfs_jbd2_commit *c = (const void *)r->blk;
+			jl_csum_end(log, r, "commit block", at, seq,
+				    sfs_be32(c->h_chksum[0]),
+				    jl_commit_csum(log, r->blk));
+			break;
+		}
 		if (type == SFS_JBD2_DESCRIPTOR) {
-			ntags = jl_count_tags(r->blk, log->bs);
+			ntags = jl_count_tags(log, r->blk);
 			walked += ntags;
 			if (r->pass != JL_PASS_REPLAY)
 				blk = jl_advance(log, blk, ntags);
@@ -1819,28 +2108,32 @@ int sfs_jlog_walk(struct sfs_jlog *log, unsigned flags, sfs_jlog_walk_fn fn,
 		blk = sfs_jlog_next(log, blk);
 		walked++;
 		if (type == SFS_JBD2_DESCRIPTOR) {
-			uint32_t off = JL_HDR;
+			uint32_t off = JL_HDR, end = jl_desc_end(log);
 			w.t.n_desc++;
-			while (off + JL_TAG <= log->bs) {
-				uint32_t home = get_be32(b + off);
+			while (off + log->tag_bytes <= end) {
+				uint32_t home =
+				    (uint32_t)jl_tag_home(log, b + off);
 				uint16_t f = get_be16(b + off + 6);
 				g_array_append_val(w.home, home);
 				g_array_append_val(w.jblock, blk);
 				g_array_append_val(w.tflags, f);
 				blk = sfs_jlog_next(log, blk);
 				walked++;
-				off += JL_TAG;
+				off += log->tag_bytes;
 				if (!(f & SFS_JBD2_FLAG_SAME_UUID))
 					off += JL_UUID;
 				if (f & SFS_JBD2_FLAG_LAST_TAG)
 					break;
 			}
 		} else if (type == SFS_JBD2_REVOKE) {
-			uint32_t rcount = MIN(get_be32(b + JL_HDR), log->bs);
+			uint32_t rcount =
+			    MIN(get_be32(b + JL_HDR), jl_desc_end(log));
 			w.t.n_revoke_blocks++;
-			for (uint32_t off = JL_REVOKE_HDR; off + 4 <= rcount;
-			     off += 4) {
-				uint32_t v = get_be32(b + off);
+			for (uint32_t off = JL_REVOKE_HDR;
+			     off + log->rec_bytes <= rcount;
+			     off += log->rec_bytes) {
+				uint32_t v =
+				    (uint32_t)jl_revoke_rec(log, b + off);
 				g_array_append_val(w.revoked, v);
 			}
 		} else {
@@ -1963,10 +2256,14 @@ int sfs_jlog_print(struct sfs_jlog *log, unsigned flags, FILE *f)
 		"start %u%s, errno %d\n",
 		s.blocksize, s.maxlen, s.first, s.sequence, s.start,
 		s.start ? " (needs replay)" : " (clean)", s.errno_val);
-	fprintf(f, "features: %s, uuid %s, users %u\n",
-		(s.feature_incompat & SFS_JBD2_INCOMPAT_REVOKE) ? "revoke"
-								: "(none)",
-		u, s.nr_users);
+	fprintf(
+	    f, "features:%s%s%s%s%s, uuid %s, users %u\n",
+	    (s.feature_incompat & SFS_JBD2_INCOMPAT_REVOKE) ? " revoke" : "",
+	    (s.feature_incompat & SFS_JBD2_INCOMPAT_64BIT) ? " 64bit" : "",
+	    (s.feature_incompat & SFS_JBD2_INCOMPAT_CSUM_V2) ? " csum_v2" : "",
+	    (s.feature_incompat & SFS_JBD2_INCOMPAT_CSUM_V3) ? " csum_v3" : "",
+	    (s.feature_incompat & SFS_JBD2_INCOMPAT_KNOWN) ? "" : " (none)", u,
+	    s.nr_users);
 	p.end_block = s.start;
 	p.end_tid = s.sequence;
 	rc = sfs_jlog_walk(log, flags, jl_print_cb, &p);

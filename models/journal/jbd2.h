@@ -49,6 +49,10 @@ struct sfs_jlog;
 #define SFS_JBD2_INCOMPAT_CSUM_V2 0x8
 #define SFS_JBD2_INCOMPAT_CSUM_V3 0x10
 #define SFS_JBD2_INCOMPAT_FAST_COMMIT 0x20
+/* the incompat features simfs reads and writes */
+#define SFS_JBD2_INCOMPAT_KNOWN                                                \
+	(SFS_JBD2_INCOMPAT_REVOKE | SFS_JBD2_INCOMPAT_64BIT |                  \
+	 SFS_JBD2_INCOMPAT_CSUM_V2 | SFS_JBD2_INCOMPAT_CSUM_V3)
 #define SFS_JBD2_USERS_MAX 48
 
 /* The journal superblock in host byte order (fields of ext-format 8.2). */
@@ -151,6 +155,12 @@ uint32_t sfs_jbd2_revokes_per_block(uint32_t bs);
  * records takes: descriptors + data + revoke blocks + 1 commit. */
 uint32_t sfs_jbd2_txn_blocks(uint32_t bs, uint32_t n_blocks,
 			     uint32_t n_revoked);
+/* The same for this log's format: 64bit and checksummed tags are longer,
+ * descriptor and revoke blocks end in a 4-byte checksum tail. */
+uint32_t sfs_jlog_tags_per_desc(const struct sfs_jlog *log);
+uint32_t sfs_jlog_revokes_per_block(const struct sfs_jlog *log);
+uint32_t sfs_jlog_txn_blocks(const struct sfs_jlog *log, uint32_t n_blocks,
+			     uint32_t n_revoked);
 
 /* One block of a transaction: where it belongs and what recovery puts there. */
 struct sfs_jtxn_block {
@@ -195,6 +205,10 @@ struct sfs_jrecover_info {
 	uint32_t n_replayed;	/* blocks written home */
 	uint32_t n_revokes;	/* revoke records read */
 	uint32_t n_revoke_hits; /* logged copies skipped as revoked */
+	uint32_t n_csum_bad;	/* blocks whose jbd2 checksum was wrong */
+	uint32_t csum_end_block; /* journal block where a bad descriptor or
+				  * commit checksum ended the log; 0 none */
+	char csum_note[192];	 /* then: what was wrong there, one line */
 	int32_t journal_errno;	/* s_errno found (0 = none) */
 };
 
@@ -207,6 +221,11 @@ struct sfs_jrecover_info {
  * the filesystem superblock (see sfs_jlog_mount_recover).  -EIO when a
  * block could not be read or written (the log is then left as it was, so a
  * retry sees the same transactions), -EINVAL for a corrupt revoke block.
+ * With checksum v2/v3 (doc/journal-format.md 2.1) as jbd2's recovery: a
+ * bad descriptor or commit block sum ends the log there (n_csum_bad,
+ * csum_end_block, csum_note; not an error), a bad logged copy is not
+ * written home and a bad revoke block sum fails it (-EIO, the message in
+ * sfs_jlog_error).
  */
 int sfs_jlog_recover(struct sfs_jlog *log, struct sfs_jrecover_info *out);
 
@@ -218,7 +237,9 @@ int sfs_jlog_recover(struct sfs_jlog *log, struct sfs_jrecover_info *out);
  * filesystem's s_state (ERROR) as ext4 and e2fsck do; then clear RECOVER in
  * the primary superblock (re-read after replay: the superblock may itself
  * have been logged) and flush.  A filesystem without a journal is left
- * alone (RECOVER set there is -EINVAL).  out may be NULL.
+ * alone (RECOVER set there is -EINVAL).  out may be NULL.  A bad checksum
+ * that ended the log early is no failure (the kernel goes on too): see
+ * out->csum_end_block and out->csum_note.
  */
 int sfs_jlog_mount_recover(struct sfs_bdev *fs_bd, struct sfs_bdev *jdev,
 			   struct sfs_jrecover_info *out, char **err);

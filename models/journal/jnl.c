@@ -558,7 +558,7 @@ int sfs_jnl_commit(struct sfs_jnl *j, enum sfs_commit_reason why)
 
 	/* 4. room in the log */
 	guint nmeta = g_hash_table_size(t->meta);
-	uint32_t need = sfs_jbd2_txn_blocks(bs, nmeta, t->revokes->len);
+	uint32_t need = sfs_jlog_txn_blocks(j->log, nmeta, t->revokes->len);
 	if (need + JNL_RESERVED > j->capacity) {
 		sfs_fs_error(fs, -EIO, "transaction of %u log blocks does not "
 			     "fit a log of %u", need, j->capacity);
@@ -666,7 +666,7 @@ int sfs_jnl_commit(struct sfs_jnl *j, enum sfs_commit_reason why)
 	j->used += used;
 	j->head = next;
 
-	uint32_t per = sfs_jbd2_tags_per_desc(bs);
+	uint32_t per = sfs_jlog_tags_per_desc(j->log);
 	uint32_t ndesc = nmeta ? (nmeta + per - 1) / per : 0;
 	j->desc_blocks += ndesc;
 	if (j->ops->log_data) {

@@ -6,7 +6,7 @@
  * (naming the feature where a feature is the reason), leave nothing
  * mounted, leave no daemon behind, and leave the image bytes unchanged
  * (XXH3 before/after).  Cases: wrong magic, an unknown incompat feature
- * bit, a known but unsupported feature (uninit_bg), metadata_csum set
+ * bit, a known but unsupported feature (quota), metadata_csum set
  * without its checksum type, 64bit with a bad descriptor size, a
  * truncated image, an empty file, a missing file, an image that is already
  * mounted, a small text file ("not an ext2/3/4 image"), `-o bogus=1`,
@@ -159,7 +159,7 @@ static void mount_cases(void)
 {
 	static const char *const i31[] = {"FEATURE_I31", "0x80000000",
 					  "80000000", "bit 31", NULL};
-	static const char *const uninit[] = {"uninit_bg", NULL};
+	static const char *const quota[] = {"quota", NULL};
 	static const char *const b64[] = {"64bit", NULL};
 	static const char *const csum[] = {"metadata_csum", NULL};
 	static const char *const bogus[] = {"bogus", NULL};
@@ -184,9 +184,9 @@ static void mount_cases(void)
 	expect_refused("unknown incompat feature bit 31", p, NULL, i31);
 	g_free(p);
 
-	p = variant("uninitbg");
-	patch_u32(p, SB_RO_COMPAT, 0, 0x10);
-	expect_refused("ro_compat uninit_bg", p, NULL, uninit);
+	p = variant("quota");
+	patch_u32(p, SB_RO_COMPAT, 0, 0x100);
+	expect_refused("ro_compat quota", p, NULL, quota);
 	g_free(p);
 
 	p = variant("64bit");

@@ -38,7 +38,10 @@
  * `simfs mkfs -O dir_index`.  FALLOC "all" (or empty) puts every
  * fallocate mode in the mix; IMAGE "mke2fs-ext4" makes the image with
  * `mke2fs -t ext4 -O ^metadata_csum -b BLOCKSIZE` (64bit, flex_bg, ...)
- * instead of simfs mkfs.  $T_RANDOPS_OPS_MAX
+ * instead of simfs mkfs, "mke2fs-uninit_bg" the same with uninit_bg (crc16
+ * descriptor sums, uninitialised groups), "mke2fs-ext4-csum" mke2fs's
+ * default ext4 (metadata_csum; the journal then carries jbd2 checksum
+ * v3).  $T_RANDOPS_OPS_MAX
  * caps NOPS (per worker) where each operation costs more (the sanitizer
  * builds, tests/run-all.sh): the same kinds of operation and the same
  * checks, a shorter sequence.
@@ -748,8 +751,12 @@ int main(int argc, char **argv)
 		h_bail("WORKERS must be 1 to 16, not %s", argv[6]);
 	if (argc > 7 && *argv[7] && strcmp(argv[7], "all") != 0)
 		h_bail("FALLOC must be \"all\" or empty, not %s", argv[7]);
-	if (argc > 8 && strcmp(argv[8], "mke2fs-ext4") != 0)
-		h_bail("IMAGE must be \"mke2fs-ext4\", not %s", argv[8]);
+	if (argc > 8 && strcmp(argv[8], "mke2fs-ext4") != 0 &&
+	    strcmp(argv[8], "mke2fs-uninit_bg") != 0 &&
+	    strcmp(argv[8], "mke2fs-ext4-csum") != 0)
+		h_bail("IMAGE must be \"mke2fs-ext4\", \"mke2fs-uninit_bg\" "
+		       "or \"mke2fs-ext4-csum\", not %s",
+		       argv[8]);
 	falloc_all = argc > 7 && *argv[7];
 	if (getenv("T_RANDOPS_OPS_MAX")) {
 		const char *cap_s = getenv("T_RANDOPS_OPS_MAX");
@@ -827,9 +834,15 @@ int main(int argc, char **argv)
 	if (argc > 8) {
 		char *err = NULL;
 
-		/* the image as mke2fs makes ext4, less metadata_csum */
+		/* the image as mke2fs makes ext4, less metadata_csum (or
+		 * with uninit_bg instead, or as it is) */
+		const char *feat = !strcmp(argv[8], "mke2fs-uninit_bg")
+				       ? "^metadata_csum,uninit_bg"
+				   : !strcmp(argv[8], "mke2fs-ext4-csum")
+				       ? "metadata_csum"
+				       : "^metadata_csum";
 		if (h_runl(NULL, &err, "mke2fs", "-F", "-q", "-t", "ext4", "-O",
-			   "^metadata_csum", "-b", bs, img, "1G", NULL) != 0)
+			   feat, "-b", bs, img, "1G", NULL) != 0)
 			h_bail("mke2fs failed: %s", err ? err : "?");
 		g_free(err);
 	} else if (h_mkfs(img, "1G", mkfs_args) != 0) {

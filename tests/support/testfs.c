@@ -356,3 +356,17 @@ uint64_t sfs_test_free_blocks(struct sfs_fs *fs)
 	sfs_unlock(fs);
 	return n;
 }
+
+char *sfs_test_run(char **argv)
+{
+	char *out = NULL, *errs = NULL;
+	gint status = -1;
+
+	if (!g_spawn_sync(NULL, argv, NULL, G_SPAWN_SEARCH_PATH, NULL, NULL,
+			  &out, &errs, &status, NULL))
+		fail_msg("cannot run %s", argv[0]);
+	if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
+		fail_msg("%s exited %d: %s", argv[0], status, errs);
+	g_free(errs);
+	return out;
+}

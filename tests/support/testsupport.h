@@ -64,6 +64,9 @@ struct sfs_fs *sfs_test_open(const char *path, const char *opts);
  * exits 0: the output is read).  *output (may be NULL) gets the full text.
  */
 bool sfs_test_fsck_clean(const char *path, char **output);
+/* Run argv (searched in PATH); its stdout (g_free).  Fails the test, with
+ * its stderr, unless it exits 0. */
+char *sfs_test_run(char **argv);
 
 /* A regular file `name` in dir, created and opened O_RDWR (release it). */
 sfs_ino_t sfs_test_mkfile(struct sfs_fs *fs, sfs_ino_t dir, const char *name);

@@ -200,7 +200,8 @@ static void test_badimage_mke2fs_features_all_named(void **state)
 	} cases[] = {
 	    {{"-t", "ext4", "-O", "bigalloc,64bit,flex_bg,metadata_csum"},
 	     {"bigalloc"}}, /* 64bit, flex_bg, metadata_csum are read */
-	    {{"-t", "ext4", "-O", "^metadata_csum,uninit_bg"}, {"uninit_bg"}},
+	    {{"-t", "ext4", "-O", "^metadata_csum,uninit_bg,quota"},
+	     {"quota"}}, /* uninit_bg is read */
 	    {{"-t", "ext4", "-O", "inline_data,mmp,large_dir"},
 	     {"inline_data", "mmp", "large_dir"}},
 	    {{"-t", "ext2", "-O", "meta_bg,^resize_inode"}, {"meta_bg"}},

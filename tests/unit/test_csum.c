@@ -25,21 +25,6 @@
 #include "fs_priv.h"
 #include "testsupport.h"
 
-/* Run argv; its stdout (g_free).  Fails the test unless it exits 0. */
-static char *run(gchar **argv)
-{
-	char *out = NULL, *errs = NULL;
-	gint status = -1;
-
-	if (!g_spawn_sync(NULL, argv, NULL, G_SPAWN_SEARCH_PATH, NULL, NULL,
-			  &out, &errs, &status, NULL))
-		fail_msg("cannot run %s", argv[0]);
-	if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
-		fail_msg("%s exited %d: %s", argv[0], status, errs);
-	g_free(errs);
-	return out;
-}
-
 /* mke2fs an ext4 image with metadata_csum in the subset simfs handles. */
 static void mkimage(const char *img, const char *bs, const char *extra)
 {
@@ -50,7 +35,7 @@ static void mkimage(const char *img, const char *bs, const char *extra)
 			 "-O", feat, "-E", "lazy_itable_init=0", (char *)img,
 			 "32M", NULL};
 
-	g_free(run(argv));
+	g_free(sfs_test_run(argv));
 	g_free(feat);
 }
 
@@ -59,7 +44,7 @@ static char *dbg(const char *img, const char *cmd)
 {
 	gchar *argv[] = {"debugfs", "-R", (char *)cmd, (char *)img, NULL};
 
-	return run(argv);
+	return sfs_test_run(argv);
 }
 
 static uint64_t num_after(const char *text, const char *key)
@@ -337,7 +322,7 @@ static uint64_t target_byte(const char *img, enum target t)
 		return 4096 + 0x0E; /* group 0's free inode count */
 	case T_BBITMAP:
 	case T_IBITMAP:
-		out = run(dump);
+		out = sfs_test_run(dump);
 		v = num_after(out, t == T_BBITMAP ? "Block bitmap at "
 						  : "Inode bitmap at ");
 		g_free(out);
@@ -442,7 +427,7 @@ static void test_flipped_bit_is_eio(void **state)
 		char *err = NULL;
 		int rc;
 
-		g_free(run(cp));
+		g_free(sfs_test_run(cp));
 		if (t != T_SUPER && t != T_GROUP) {
 			/* the control: unflipped, the same calls succeed */
 			fs = sfs_test_open(img, "alloc=extent");
@@ -450,7 +435,7 @@ static void test_flipped_bit_is_eio(void **state)
 			if (rc)
 				fail_msg("target %d, intact: %d", t, rc);
 			sfs_fs_abort(fs);
-			g_free(run(cp));
+			g_free(sfs_test_run(cp));
 		}
 		flip_bit(img, target_byte(img, t));
 		sfs_config_defaults(&cfg);
@@ -514,7 +499,7 @@ static void test_crash_replay(void **state)
 	close(fd);
 	assert_true(sfs_le32(sb.s_feature_incompat) &
 		    SFS_FEATURE_INCOMPAT_RECOVER);
-	g_free(run(cp));
+	g_free(sfs_test_run(cp));
 	/* e2fsck -fy exits 1 when it replayed or fixed something */
 	assert_true(g_spawn_sync(NULL, fix, NULL, G_SPAWN_SEARCH_PATH, NULL,
 				 NULL, &out, NULL, &status, NULL));

@@ -3,7 +3,8 @@
  * 20,000-name directory built through the index to two levels, every name
  * found reading only its path (counted), readdir complete and stable while
  * the directory grows, removes and renames, the conversion of a linear
- * directory that outgrows one block, a hash continued across two leaves,
+ * directory that outgrows one block, a hash continued across two leaves
+ * (a rewritten index, and real half_md4 collisions found by brute force),
  * the nodir_index knob, read faults during inserts, the dir_index I/O
  * category, and corrupt index blocks answered with -EIO.  Every sound
  * image is checked with e2fsck -fn (which validates the htree) and the
@@ -17,6 +18,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -690,6 +692,249 @@ static void test_htree_continued_hash(void **state)
 	sfs_tfs_free(t);
 }
 
+/* ---- real hash collisions ---- */
+
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+static void coll_name(char *buf, size_t n, uint32_t i)
+{
+	snprintf(buf, n, "k%07x", i);
+}
+
+/*
+ * Pairs of names with the same major hash under (version, seed), by brute
+ * force: hash "k0000000".. "k%07x" (n of them), sort (hash, index), keep
+ * hashes met exactly twice.  With a 31-bit hash about n^2 / 2^32 pairs
+ * exist; the same seed always gives the same pairs.  Returns the pairs as
+ * name indexes, two by two, up to want pairs.
+ */
+static GArray *collision_pairs(unsigned version, const uint32_t *seed,
+			       uint32_t n, unsigned want)
+{
+	uint64_t *v = g_new(uint64_t, n);
+	GArray *pairs = g_array_new(FALSE, FALSE, sizeof(uint32_t));
+	char name[16];
+
+	for (uint32_t i = 0; i < n; i++) {
+		uint32_t h;
+		coll_name(name, sizeof(name), i);
+		assert_int_equal(
+		    sfs_dirhash(version, seed, name, strlen(name), &h, NULL),
+		    0);
+		v[i] = (uint64_t)h << 32 | i;
+	}
+	qsort(v, n, sizeof(*v), cmp_u64);
+	for (uint32_t i = 0; i + 1 < n && pairs->len < 2 * want;) {
+		uint32_t j = i + 1;
+		while (j < n && v[j] >> 32 == v[i] >> 32)
+			j++;
+		if (j - i == 2) {
+			uint32_t a = (uint32_t)v[i], b = (uint32_t)v[i + 1];
+			g_array_append_val(pairs, a);
+			g_array_append_val(pairs, b);
+		}
+		i = j;
+	}
+	g_free(v);
+	return pairs;
+}
+
+/* Index entries of the (one-level) root at proot whose hash has the
+ * continuation bit. */
+static unsigned continued_entries(const char *img, sfs_blk_t proot,
+				  unsigned *count)
+{
+	uint8_t root[1024];
+	unsigned n = 0;
+	int fd = open(img, O_RDONLY);
+
+	assert_true(fd >= 0);
+	assert_int_equal(pread(fd, root, 1024, (off_t)proot * 1024), 1024);
+	close(fd);
+	assert_int_equal(root[30], 0); /* indirect_levels: one level */
+	*count = root[34] | root[35] << 8;
+	for (unsigned i = 1; i < *count; i++)
+		n += root[32 + 8 * i] & 1;
+	return n;
+}
+
+/* Every name in names (NULL-terminated) stat()s on the kernel's ext4
+ * (read-only loop mount); false when no loop mount can be made here. */
+static bool kernel_finds(const char *img, const char *sub, GPtrArray *names)
+{
+	char *mnt = g_strdup_printf("%s.kmnt", img);
+	gchar *mount_argv[] = {"mount",	     "-o", "loop,ro",
+			       (gchar *)img, mnt,  NULL};
+	gchar *umount_argv[] = {"umount", mnt, NULL};
+	gchar *out = NULL;
+
+	if (getuid() != 0 || access("/dev/loop-control", F_OK) != 0) {
+		g_free(mnt);
+		return false;
+	}
+	assert_int_equal(g_mkdir_with_parents(mnt, 0755), 0);
+	if (run_capture(mount_argv, &out) != 0) {
+		g_free(out);
+		rmdir(mnt);
+		g_free(mnt);
+		return false;
+	}
+	g_free(out);
+	for (guint i = 0; i < names->len; i++) {
+		char *p = g_build_filename(
+		    mnt, sub, (char *)g_ptr_array_index(names, i), NULL);
+		struct stat st;
+		int rc = stat(p, &st);
+		if (rc != 0)
+			fprintf(stderr, "# the kernel does not find %s\n", p);
+		g_free(p);
+		if (rc != 0) {
+			run_capture(umount_argv, &out);
+			g_free(out);
+			fail();
+		}
+	}
+	assert_int_equal(run_capture(umount_argv, &out), 0);
+	g_free(out);
+	rmdir(mnt);
+	g_free(mnt);
+	return true;
+}
+
+/*
+ * Names that really collide: pairs with the same half_md4 hash under the
+ * image's seed, all in one directory of 1 KiB blocks, so leaf splits fall
+ * between the two names of a pair and set the continuation bit.  Lookups
+ * (which must follow the continuation into the next leaf), readdir,
+ * removes of one name of a pair, e2fsck -fn, debugfs htree_dump, and the
+ * kernel finding every name.
+ */
+static void test_htree_real_collisions(void **state)
+{
+	enum { PAIRS = 400 };
+	struct sfs_tfs *t = tfs_dx(1024, 32 * MiB, 4096, "");
+	uint32_t seed[4];
+	unsigned hver, count = 0, cont, removed = 0;
+	struct sfs_attr a;
+	GArray *pairs;
+	GPtrArray *live = g_ptr_array_new_with_free_func(g_free);
+	struct rd *r;
+	char name[16];
+	sfs_ino_t d = mkdir_(t->fs, SFS_ROOT_INO, "coll");
+	sfs_blk_t proot;
+
+	(void)state;
+	for (int i = 0; i < 4; i++)
+		seed[i] = sfs_le32(t->fs->sb.s_hash_seed[i]);
+	hver = t->fs->sb.s_def_hash_version;
+	assert_int_equal(hver, SFS_DX_HASH_HALF_MD4);
+	if (sfs_le32(t->fs->sb.s_flags) & SFS_FLAGS_UNSIGNED_HASH)
+		hver += SFS_DX_HASH_UNSIGNED_DELTA;
+	pairs = collision_pairs(hver, seed, 1400000, PAIRS);
+	fprintf(stderr, "# %u colliding pairs among 1400000 names\n",
+		pairs->len / 2);
+	assert_int_equal(pairs->len, 2 * PAIRS);
+	/* the pairs do collide, under the hash the engine uses */
+	for (guint i = 0; i < pairs->len; i += 2) {
+		uint32_t h0, h1;
+		char n1[16];
+		coll_name(name, sizeof(name),
+			  g_array_index(pairs, uint32_t, i));
+		coll_name(n1, sizeof(n1),
+			  g_array_index(pairs, uint32_t, i + 1));
+		assert_int_equal(sfs_dirhash(hver, seed, name, 8, &h0, NULL),
+				 0);
+		assert_int_equal(sfs_dirhash(hver, seed, n1, 8, &h1, NULL), 0);
+		assert_int_equal(h0, h1);
+		assert_string_not_equal(name, n1);
+	}
+	/* in a shuffled order (the pairs come sorted by hash: added in that
+	 * order every split would fall between two pairs) */
+	{
+		GRand *rnd = g_rand_new_with_seed(16);
+		guint *order = g_new(guint, pairs->len);
+		for (guint i = 0; i < pairs->len; i++)
+			order[i] = i;
+		for (guint i = pairs->len - 1; i > 0; i--) {
+			guint j =
+			    (guint)g_rand_int_range(rnd, 0, (gint32)i + 1);
+			guint x = order[i];
+			order[i] = order[j];
+			order[j] = x;
+		}
+		for (guint i = 0; i < pairs->len; i++) {
+			coll_name(name, sizeof(name),
+				  g_array_index(pairs, uint32_t, order[i]));
+			mkfile(t->fs, d, name);
+			g_ptr_array_add(live, g_strdup(name));
+		}
+		g_free(order);
+		g_rand_free(rnd);
+	}
+	assert_true(dir_indexed(t->fs, d, NULL));
+	for (guint i = 0; i < live->len; i++)
+		assert_int_equal(
+		    sfs_lookup(t->fs, d, g_ptr_array_index(live, i), &a), 0);
+	proot = dir_pblk(t->fs, d, 0);
+	sfs_tfs_close(t);
+	cont = continued_entries(t->img, proot, &count);
+	fprintf(stderr, "# %u leaves, %u of them continue a hash\n", count,
+		cont);
+	assert_true(count > 10);
+	assert_true(cont > 0);
+	assert_true(sfs_test_fsck_clean(t->img, NULL));
+	htree_dump_ok(t->img, "/coll");
+
+	/* every name again after a remount, and readdir once each */
+	sfs_tfs_reopen(t);
+	for (guint i = 0; i < live->len; i++)
+		assert_int_equal(
+		    sfs_lookup(t->fs, d, g_ptr_array_index(live, i), &a), 0);
+	r = rd_new(0);
+	assert_int_equal(sfs_readdir(t->fs, d, 0, rd_fill, r), 0);
+	assert_false(r->dup);
+	assert_int_equal(g_hash_table_size(r->seen), live->len + 2);
+	rd_free(r);
+	/* remove the first name of every third pair: its partner stays */
+	for (guint i = 0; i < pairs->len; i += 6) {
+		char n1[16];
+		coll_name(name, sizeof(name),
+			  g_array_index(pairs, uint32_t, i));
+		coll_name(n1, sizeof(n1),
+			  g_array_index(pairs, uint32_t, i + 1));
+		assert_int_equal(sfs_unlink(t->fs, d, name), 0);
+		assert_int_equal(sfs_lookup(t->fs, d, name, &a), -ENOENT);
+		assert_int_equal(sfs_lookup(t->fs, d, n1, &a), 0);
+		removed++;
+	}
+	g_ptr_array_set_size(live, 0);
+	for (guint i = 0; i < pairs->len; i++) {
+		if (i % 6 == 0)
+			continue;
+		coll_name(name, sizeof(name),
+			  g_array_index(pairs, uint32_t, i));
+		g_ptr_array_add(live, g_strdup(name));
+	}
+	assert_int_equal(live->len, pairs->len - removed);
+	r = rd_new(0);
+	assert_int_equal(sfs_readdir(t->fs, d, 0, rd_fill, r), 0);
+	assert_false(r->dup);
+	assert_int_equal(g_hash_table_size(r->seen), live->len + 2);
+	rd_free(r);
+	sfs_tfs_assert_clean(t);
+	if (!kernel_finds(t->img, "coll", live))
+		fprintf(stderr, "# no loop mount here: the kernel check is "
+				"left out\n");
+	g_ptr_array_free(live, TRUE);
+	g_array_free(pairs, TRUE);
+	sfs_tfs_free(t);
+}
+
 /*
  * Read faults while names are added to an indexed directory (leaf and
  * node splits need the directory's blocks, bitmaps and the inode table):
@@ -796,6 +1041,7 @@ int main(void)
 	    cmocka_unit_test(test_htree_knob_off),
 	    cmocka_unit_test(test_htree_corrupt_index_eio),
 	    cmocka_unit_test(test_htree_continued_hash),
+	    cmocka_unit_test(test_htree_real_collisions),
 	    cmocka_unit_test(test_htree_read_faults),
 	    cmocka_unit_test(test_htree_twenty_thousand),
 	};

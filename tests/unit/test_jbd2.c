@@ -361,8 +361,10 @@ static void scen_data(const struct scen *s, uint32_t which, uint8_t *buf)
 	}
 }
 
-static void write_scenario(const char *img, const char *jimg, uint32_t start,
-			   struct scen *s)
+/* The scenario in a log with the incompat features `feat` added first
+ * (64bit, checksum v2 or v3: the format of every block written). */
+static void write_scenario_fmt(const char *img, const char *jimg,
+			       uint32_t start, uint32_t feat, struct scen *s)
 {
 	struct sfs_bdev *bd = open_dev(img), *jd = jimg ? open_dev(jimg) : NULL;
 	struct sfs_jlog *log = NULL;
@@ -377,6 +379,11 @@ static void write_scenario(const char *img, const char *jimg, uint32_t start,
 	if (rc)
 		fprintf(stderr, "# open: %s\n", err);
 	assert_int_equal(rc, 0);
+	if (feat) {
+		sfs_jlog_get_super(log, &js);
+		js.feature_incompat |= feat;
+		assert_int_equal(sfs_jlog_write_super(log, &js), 0);
+	}
 	s->bs = sfs_jlog_block_size(log);
 	for (int i = 1; i <= 5; i++) {
 		s->h[i] = fsb - 200 + (uint32_t)i * 3;
@@ -451,6 +458,12 @@ static void write_scenario(const char *img, const char *jimg, uint32_t start,
 	sfs_bdev_close(bd);
 	if (jd)
 		sfs_bdev_close(jd);
+}
+
+static void write_scenario(const char *img, const char *jimg, uint32_t start,
+			   struct scen *s)
+{
+	write_scenario_fmt(img, jimg, start, 0, s);
 }
 
 /* The home blocks after a correct replay of the scenario. */
@@ -835,17 +848,24 @@ static void bad_incompat(struct sfs_jbd2_super *j)
 	j->s_feature_incompat = sfs_cpu_to_be32(0x80);
 }
 
-/* a log still holding transactions with checksums */
-static void bad_csum3(struct sfs_jbd2_super *j)
+/* checksum v2 and v3 at once (the kernel refuses it) */
+static void bad_csum23(struct sfs_jbd2_super *j)
 {
-	j->s_feature_incompat = sfs_cpu_to_be32(SFS_JBD2_INCOMPAT_CSUM_V3);
-	j->s_start = j->s_first;
+	j->s_feature_incompat = sfs_cpu_to_be32(SFS_JBD2_INCOMPAT_CSUM_V2 |
+						SFS_JBD2_INCOMPAT_CSUM_V3);
 }
 
-/* a clean one whose superblock checksum is wrong (it is 0 here) */
+/* v3 without s_checksum_type crc32c */
+static void bad_csum3_type(struct sfs_jbd2_super *j)
+{
+	j->s_feature_incompat = sfs_cpu_to_be32(SFS_JBD2_INCOMPAT_CSUM_V3);
+}
+
+/* v3 whose superblock checksum is wrong (it is 0 here) */
 static void bad_csum3_sum(struct sfs_jbd2_super *j)
 {
 	j->s_feature_incompat = sfs_cpu_to_be32(SFS_JBD2_INCOMPAT_CSUM_V3);
+	((uint8_t *)j)[0x50] = 4; /* s_checksum_type: crc32c */
 }
 
 static void bad_first(struct sfs_jbd2_super *j)
@@ -878,7 +898,9 @@ static void test_jbd2_refuses_bad_super(void **state)
 	expect_refused(state, base, bad_incompat,
 		       "unknown incompat feature "
 		       "0x80");
-	expect_refused(state, base, bad_csum3, "journal_checksum_v3");
+	expect_refused(state, base, bad_csum23,
+		       "'journal_checksum_v2' together with");
+	expect_refused(state, base, bad_csum3_type, "unknown checksum type 0");
 	expect_refused(state, base, bad_csum3_sum,
 		       "journal superblock checksum");
 	expect_refused(state, base, bad_first, "s_first");
@@ -1042,6 +1064,227 @@ static void test_jbd2_recover_matches_e2fsck_simfs_2k(void **state)
 static void test_jbd2_recover_matches_e2fsck_simfs_4k(void **state)
 {
 	check_recover(state, true, 4096);
+}
+
+/* ------------------------------------------------------------------ */
+/* checksum v2 / v3 and 64bit                                         */
+/* ------------------------------------------------------------------ */
+
+#define F_V2 SFS_JBD2_INCOMPAT_CSUM_V2
+#define F_V3 SFS_JBD2_INCOMPAT_CSUM_V3
+#define F_64 SFS_JBD2_INCOMPAT_64BIT
+
+/* The scenario in each format: e2fsck's recovery (which checks every
+ * checksum as the kernel does) and simfs's give the same image. */
+static void check_recover_fmt(void **state, uint32_t bs, uint32_t feat)
+{
+	char *img = jt_path(state, "recfmt.img");
+	struct sfs_jrecover_info info;
+	struct scen s = {0};
+	char *out;
+
+	mke2fs_img(img, bs, 32 * MB, true);
+	write_scenario_fmt(img, NULL, 0, feat, &s);
+	/* debugfs reads the same log: every tag, no checksum complaint */
+	assert_int_equal(run_tool(&out, "debugfs", "-R", "logdump", img, NULL),
+			 0);
+	assert_non_null(strstr(out, "Found expected sequence 7, type 2 "
+				    "(commit block)"));
+	assert_null(strstr(out, "bad"));
+	assert_null(strstr(out, "Bad"));
+	g_free(out);
+	recover_both_and_compare(state, img, NULL, &s, &info);
+	assert_int_equal(info.n_txns, 3);
+	assert_int_equal(info.n_replayed, 4);
+	assert_int_equal(info.n_revoke_hits, 2);
+	assert_int_equal(info.n_csum_bad, 0);
+	g_unlink(img);
+	g_free(img);
+}
+
+static void test_jbd2_csum_v3_1k(void **state)
+{
+	check_recover_fmt(state, 1024, F_V3);
+}
+
+static void test_jbd2_csum_v3_64bit_4k(void **state)
+{
+	check_recover_fmt(state, 4096, F_V3 | F_64);
+}
+
+static void test_jbd2_csum_v2_1k(void **state)
+{
+	check_recover_fmt(state, 1024, F_V2);
+}
+
+static void test_jbd2_csum_v2_64bit_2k(void **state)
+{
+	check_recover_fmt(state, 2048, F_V2 | F_64);
+}
+
+static void test_jbd2_64bit_only_1k(void **state)
+{
+	check_recover_fmt(state, 1024, F_64);
+}
+
+/* The tag sizes and block capacities of each format (journal_tag_bytes:
+ * 8, 12 with 64bit, +2 with v2, 16 with v3; tails of 4 bytes). */
+static void test_jbd2_csum_capacities(void **state)
+{
+	static const struct {
+		uint32_t feat, tags, revokes;
+	} want[] = {
+	    {0, 122, 252},	    /* (1024-12-16-8-16)/8 + 1 */
+	    {F_64, 81, 126},	    /* (1024-12-16-12-16)/12 + 1, 8-byte recs */
+	    {F_V2, 97, 251},	    /* (1024-12-16-10-16-4)/10 + 1 */
+	    {F_V2 | F_64, 69, 125}, /* tag 14 */
+	    {F_V3, 61, 251},	    /* (1024-12-16-16-16-4)/16 + 1 */
+	    {F_V3 | F_64, 61, 125},
+	};
+	char *img = jt_path(state, "cap.img");
+	struct sfs_bdev *bd;
+	struct sfs_jlog *log = NULL;
+	struct sfs_jlog_super js;
+
+	mke2fs_img(img, 1024, 16 * MB, true);
+	bd = open_dev(img);
+	assert_int_equal(sfs_jlog_open_dev(bd, NULL, &log, NULL), 0);
+	for (size_t i = 0; i < G_N_ELEMENTS(want); i++) {
+		sfs_jlog_get_super(log, &js);
+		js.feature_incompat = SFS_JBD2_INCOMPAT_REVOKE | want[i].feat;
+		assert_int_equal(sfs_jlog_write_super(log, &js), 0);
+		assert_int_equal(sfs_jlog_tags_per_desc(log), want[i].tags);
+		assert_int_equal(sfs_jlog_revokes_per_block(log),
+				 want[i].revokes);
+		assert_int_equal(sfs_jlog_txn_blocks(log, want[i].tags + 1,
+						     want[i].revokes + 1),
+				 want[i].tags + 1 + 2 + 2 + 1);
+	}
+	sfs_jlog_close(log);
+	sfs_bdev_close(bd);
+	g_unlink(img);
+	g_free(img);
+}
+
+/* Where a flipped bit goes, and what replay must say about it. */
+enum flip_at { FLIP_SUPER, FLIP_DESC, FLIP_DATA, FLIP_COMMIT, FLIP_REVOKE };
+
+static void check_flip(void **state, const char *base, const struct scen *s,
+		       enum flip_at where)
+{
+	char *img = jt_path(state, "flip.img");
+	struct sfs_bdev *bd;
+	struct sfs_jlog *log = NULL;
+	struct sfs_jrecover_info info;
+	uint32_t commit5, jblk, byte;
+	uint64_t dev;
+	uint8_t *blk = g_malloc(s->bs), *zero = g_malloc0(s->bs);
+	char *err = NULL;
+	int rc;
+
+	copy_file(base, img);
+	bd = open_dev(img);
+	assert_int_equal(sfs_jlog_open_dev(bd, NULL, &log, NULL), 0);
+	commit5 = sfs_jlog_next(log, s->log_blk[3]);
+	switch (where) {
+	case FLIP_SUPER:
+		jblk = 0, byte = 0x200; /* s_users[]: only the sum sees it */
+		break;
+	case FLIP_DESC:
+		jblk = s->start, byte = s->bs - 40; /* unused tag space */
+		break;
+	case FLIP_DATA:
+		jblk = s->log_blk[2], byte = 100; /* H2's copy */
+		break;
+	case FLIP_COMMIT:
+		jblk = commit5, byte = s->bs - 8; /* past h_commit_nsec */
+		break;
+	default:
+		jblk = sfs_jlog_next(log, commit5); /* T6 starts revoking */
+		byte = s->bs - 40;
+		break;
+	}
+	assert_int_equal(sfs_jlog_bmap(log, jblk, &dev), 0);
+	sfs_jlog_close(log);
+	sfs_bdev_close(bd);
+	read_at(img, dev * s->bs, blk, s->bs);
+	blk[byte] ^= 0x10;
+	write_at(img, dev * s->bs, blk, s->bs);
+
+	bd = open_dev(img);
+	rc = sfs_jlog_mount_recover(bd, NULL, &info, &err);
+	sfs_bdev_close(bd);
+	fprintf(stderr, "# flip %d at journal block %u: rc %d, %s\n", where,
+		jblk, rc, err ? err : "(no message)");
+	switch (where) {
+	case FLIP_SUPER:
+		assert_int_equal(rc, -EINVAL);
+		assert_non_null(strstr(err, "journal superblock checksum"));
+		break;
+	case FLIP_DESC:
+	case FLIP_COMMIT:
+		/* the log ends at T5: nothing replayed, the log emptied */
+		assert_int_equal(rc, 0);
+		assert_int_equal(info.n_txns, 0);
+		assert_int_equal(info.end_tid, 5);
+		assert_int_equal(info.n_replayed, 0);
+		assert_int_equal(info.n_csum_bad, 1);
+		assert_int_equal(info.csum_end_block, jblk);
+		assert_null(err);
+		assert_non_null(strstr(info.csum_note, where == FLIP_DESC
+							   ? "descriptor block"
+							   : "commit block"));
+		assert_non_null(strstr(info.csum_note, "the log ends there"));
+		read_at(img, (uint64_t)s->h[4] * s->bs, blk, s->bs);
+		assert_memory_equal(blk, zero, s->bs);
+		break;
+	case FLIP_DATA:
+		/* every other block replayed, H2 not; the replay fails */
+		assert_int_equal(rc, -EIO);
+		assert_non_null(strstr(err, "bad checksum on the copy"));
+		assert_int_equal(info.n_csum_bad, 1);
+		assert_int_equal(info.n_replayed, 3);
+		read_at(img, (uint64_t)s->h[2] * s->bs, blk, s->bs);
+		assert_memory_equal(blk, zero, s->bs);
+		read_at(img, (uint64_t)s->h[4] * s->bs, blk, s->bs);
+		assert_memory_not_equal(blk, zero, s->bs);
+		break;
+	default:
+		/* scan_revoke_records: the recovery fails */
+		assert_int_equal(rc, -EIO);
+		assert_non_null(strstr(err, "revoke block"));
+		assert_non_null(strstr(err, "bad checksum"));
+		assert_int_equal(info.n_csum_bad, 1);
+		break;
+	}
+	g_free(err);
+	g_free(blk);
+	g_free(zero);
+	g_unlink(img);
+	g_free(img);
+}
+
+static void check_flips(void **state, uint32_t bs, uint32_t feat)
+{
+	char *base = jt_path(state, "flipbase.img");
+	struct scen s = {0};
+
+	mke2fs_img(base, bs, 32 * MB, true);
+	write_scenario_fmt(base, NULL, 0, feat, &s);
+	for (int w = FLIP_SUPER; w <= FLIP_REVOKE; w++)
+		check_flip(state, base, &s, (enum flip_at)w);
+	g_unlink(base);
+	g_free(base);
+}
+
+static void test_jbd2_csum_v3_flips(void **state)
+{
+	check_flips(state, 1024, F_V3 | F_64);
+}
+
+static void test_jbd2_csum_v2_flips(void **state)
+{
+	check_flips(state, 4096, F_V2);
 }
 
 /* The scenario written so that it crosses s_maxlen - 1 -> s_first. */
@@ -1233,7 +1476,7 @@ static void test_jbd2_write_txn_errors(void **state)
 		js.start = 5000;
 		assert_int_equal(sfs_jlog_write_super(log, &js), -EINVAL);
 		js.start = 0;
-		js.feature_incompat = SFS_JBD2_INCOMPAT_64BIT;
+		js.feature_incompat = SFS_JBD2_INCOMPAT_FAST_COMMIT;
 		assert_int_equal(sfs_jlog_write_super(log, &js), -EINVAL);
 	}
 	sfs_jlog_close(log);
@@ -1688,6 +1931,14 @@ int main(void)
 	    cmocka_unit_test(test_jbd2_recover_matches_e2fsck_mke2fs_4k),
 	    cmocka_unit_test(test_jbd2_recover_matches_e2fsck_simfs_2k),
 	    cmocka_unit_test(test_jbd2_recover_matches_e2fsck_simfs_4k),
+	    cmocka_unit_test(test_jbd2_csum_v3_1k),
+	    cmocka_unit_test(test_jbd2_csum_v3_64bit_4k),
+	    cmocka_unit_test(test_jbd2_csum_v2_1k),
+	    cmocka_unit_test(test_jbd2_csum_v2_64bit_2k),
+	    cmocka_unit_test(test_jbd2_64bit_only_1k),
+	    cmocka_unit_test(test_jbd2_csum_capacities),
+	    cmocka_unit_test(test_jbd2_csum_v3_flips),
+	    cmocka_unit_test(test_jbd2_csum_v2_flips),
 	    cmocka_unit_test(test_jbd2_wraparound),
 	    cmocka_unit_test(test_jbd2_multi_desc_revoke),
 	    cmocka_unit_test(test_jbd2_skip_when_recover_clear),
