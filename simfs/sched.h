@@ -2,8 +2,8 @@
  * sched.h - the I/O scheduler: a queue between whoever submits requests and
  * the device model (models/device/).
  *
- * A scheduler is an ops table (sched.c) chosen by name, like a device
- * model:
+ * A scheduler is an ops table (models/sched/registry.c) chosen by name,
+ * like a device model:
  *   noop      first come, first served; a request is merged with the ones
  *             queued right after it when they continue it (same op,
  *             contiguous), up to max_req.

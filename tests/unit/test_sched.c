@@ -7,7 +7,8 @@
  * request past its deadline goes first, so a request behind the head does
  * not starve while new ones keep arriving ahead of it.  cfq orders a
  * batch as the elevator does but merges only within one stream, and hands
- * its slice knobs to the timing device.
+ * its slice knobs to the timing device.  A contract case runs every
+ * registered scheduler through the same checks.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -334,6 +335,72 @@ static void test_sched_cfq_slices_from_knobs(void **state)
 	sfs_sched_free(elv);
 }
 
+/*
+ * The contract every registered scheduler keeps: each request queued is
+ * handed out exactly once, every dispatch is one op, contiguous, within
+ * max_req (64K here), and its knobs parse and reject.
+ */
+static void test_sched_contract_every_registered(void **state)
+{
+	(void)state;
+	for (unsigned i = 0; sfs_sched_nth(i, NULL); i++) {
+		const char *name = sfs_sched_nth(i, NULL);
+		char *spec = g_strdup_printf("%s,max_req=64K", name);
+		char *bad = g_strdup_printf("%s,no_such_knob=1", name);
+		struct sfs_sched *s = mk(spec), *t = NULL;
+		struct sfs_sched_dispatch d;
+		char *err = NULL;
+		unsigned seen[64] = {0}, total = 0;
+		uint64_t head = 0;
+		sfs_ns_t now = 0;
+
+		assert_non_null(sfs_sched_knobs(name));
+		assert_int_equal(sfs_sched_new(bad, &t, &err), -EINVAL);
+		assert_null(t);
+		assert_non_null(err);
+		g_free(err);
+		/* 64 4K requests, 32 slots apart, shuffled: some contiguous */
+		for (unsigned k = 0; k < 64; k++) {
+			unsigned j = (k * 37) % 64;
+			struct sfs_io_req r = {
+			    .op = j % 3 ? SFS_IO_WRITE : SFS_IO_READ,
+			    .off_bytes = (j % 32) * 4 * KiB + (j / 32) * MS,
+			    .len_bytes = 4 * KiB,
+			    .stream = j % 2,
+			};
+
+			assert_int_equal(sfs_sched_add(s, &r, now, &seen[j]),
+					 0);
+		}
+		assert_int_equal(sfs_sched_queued(s), 64);
+		while (sfs_sched_dispatch_next(s, head, now, &d) == 0) {
+			assert_true(d.n_orig >= 1);
+			assert_true(d.req.len_bytes <= 64 * KiB);
+			for (size_t k = 0; k < d.n_orig; k++) {
+				unsigned *c = d.orig[k].cookie;
+
+				assert_int_equal(d.orig[k].io.op, d.req.op);
+				if (k)
+					assert_int_equal(
+					    d.orig[k].io.off_bytes,
+					    d.orig[k - 1].io.off_bytes +
+						d.orig[k - 1].io.len_bytes);
+				(*c)++;
+				total++;
+			}
+			head = d.req.off_bytes + d.req.len_bytes;
+			now += MS;
+		}
+		assert_true(sfs_sched_empty(s));
+		assert_int_equal(total, 64);
+		for (unsigned k = 0; k < 64; k++)
+			assert_int_equal(seen[k], 1);
+		sfs_sched_free(s);
+		g_free(spec);
+		g_free(bad);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -348,6 +415,7 @@ int main(void)
 	    cmocka_unit_test(test_sched_elevator_write_deadline_longer),
 	    cmocka_unit_test(test_sched_cfq_merges_only_within_a_stream),
 	    cmocka_unit_test(test_sched_cfq_slices_from_knobs),
+	    cmocka_unit_test(test_sched_contract_every_registered),
 	};
 
 	return cmocka_run_group_tests_name("sched", tests, NULL, NULL);

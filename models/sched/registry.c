@@ -1,5 +1,5 @@
 /*
- * sched.c - the I/O schedulers (see sched.h): noop, elevator and cfq, each
+ * registry.c - the I/O schedulers (see sched.h): noop, elevator and cfq, each
  * an ops table at the end of this file, and the door that counts.
  *
  * Every queued request is a sched_node owned by the scheduler from
