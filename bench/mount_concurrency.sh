@@ -102,3 +102,10 @@ beside=$(read_mbs)
 wait $writer
 "$SIMFS" umount "$mnt"
 echo "  reader alone: $alone; beside the O_DIRECT writer: $beside"
+awk -v a="$alone" -v b="$beside" 'BEGIN {
+	split(a, x, " "); split(b, y, " ")
+	# dd prints kB/s, MB/s or GB/s: to MB/s
+	u["kB/s"] = 1e-3; u["MB/s"] = 1; u["GB/s"] = 1e3
+	printf "  beside / alone = %.2f\n", (y[1] * u[y[2]]) / (x[1] * u[x[2]])
+}'
+

@@ -16,12 +16,16 @@
  *    crash modes; one workload run on after the cut;
  *  - delayed allocation (alloc=delalloc) under data=ordered: the short
  *    workloads cut at every point, mix volatile, long at 100 points;
- *  - `simfs crash` (sfs_cmd_crash) end to end.
+ *  - `simfs crash` (sfs_cmd_crash) end to end;
+ *  - four clients (threads) in flight at the cut, on a real clock with
+ *    an emulated SSD, every policy (part "concurrent", test_crash_
+ *    concurrent): recovered image clean, fsync'd files whole, no foreign
+ *    blocks where the promise says so.
  *
  * It runs in parts (basics, then POLICY-cut, POLICY-volatile,
- * POLICY-long for none, writeback, ordered, journal and delalloc; see
- * main), one meson test each, side by side: `test_crash PART...`, or no
- * argument for all of them in one process.
+ * POLICY-long for none, writeback, ordered, journal and delalloc, then
+ * concurrent; see main), one meson test each, side by side: `test_crash
+ * PART...`, or no argument for all of them in one process.
  *
  * Each cell runs its points in forked processes (one per point, as many
  * at a time as there are CPUs).  A failure prints the mode, workload,
@@ -573,6 +577,346 @@ static void test_crash_main(void **state)
 	assert_int_equal(run_main(broke, 6), 1);
 }
 
+/* ------------------------------------- concurrent clients at the cut */
+
+/*
+ * Several clients (threads) drive one engine at once, on a real clock
+ * with an emulated SSD (clock=emulate), so their device waits overlap
+ * outside the engine's lock and commits carry several clients' fsyncs;
+ * the power is cut after request N while their operations are in flight.
+ * Each client's operations are fixed by the seed alone (its own directory
+ * /cK; create, write, fsync every other file, unlink some of the others);
+ * the interleaving is the host's, so the check holds for any interleaving:
+ *  - the recovered image (simfs recovery, or e2fsck -fy for data=none)
+ *    passes e2fsck -fn;
+ *  - fsync_durable: a file whose fsync returned before the cut (the crash
+ *    device had not dropped a request yet) is there with its size and
+ *    every block;
+ *  - no_foreign: no block of any file holds another file's data.
+ * Some point must have two clients with an operation begun before the
+ * cut and ended after it, or the test proves nothing about concurrency.
+ */
+#define CC_CLIENTS 4
+#define CC_FILES 24
+#define CC_MAXBLK 6
+#define CC_POINTS 8
+#define CC_OPTS "mem=1M,device=ssd,clock=emulate"
+
+/* dst = a copy of src (a base image), 0 or -1. */
+static int copy_file(const char *src, const char *dst)
+{
+	gchar *data = NULL;
+	gsize len = 0;
+	bool ok = g_file_get_contents(src, &data, &len, NULL) &&
+		  g_file_set_contents(dst, data, (gssize)len, NULL);
+
+	g_free(data);
+	return ok ? 0 : -1;
+}
+
+static bool crash_all_zero_block(const uint8_t *b, uint32_t n)
+{
+	for (uint32_t i = 0; i < n; i++)
+		if (b[i])
+			return false;
+	return true;
+}
+
+struct cc_file {
+	uint32_t nblk;
+	bool fsynced;  /* fsync issued (even files) */
+	bool unlinked; /* unlink issued (some odd files) */
+	bool durable;  /* fsync returned 0 before the cut */
+};
+
+struct cc_client {
+	struct sfs_fs *fs;
+	struct sfs_bdev *cd;
+	sfs_ino_t dir;
+	unsigned id;
+	uint32_t bs;
+	uint64_t seed;
+	struct cc_file f[CC_FILES];
+	bool straddled; /* an op began before the cut and ended after */
+	int err;	/* first failure before the cut */
+};
+
+/* Block idx of file (client, file): a header naming it, then a pattern. */
+static void cc_fill(uint8_t *b, uint32_t bs, unsigned client, unsigned file,
+		    uint32_t idx)
+{
+	uint32_t h[4] = {0x53434331u, client, file, idx};
+
+	for (uint32_t i = 0; i < bs; i++)
+		b[i] = (uint8_t)(client * 37 + file * 11 + idx * 5 + i);
+	memcpy(b, h, sizeof(h));
+}
+
+/* The client's ops, from its seed only. */
+static void cc_plan(struct cc_client *c)
+{
+	GRand *r = g_rand_new_with_seed((guint32)(c->seed * 131 + c->id));
+
+	for (unsigned j = 0; j < CC_FILES; j++) {
+		c->f[j].nblk = (uint32_t)g_rand_int_range(r, 1, CC_MAXBLK + 1);
+		c->f[j].fsynced = j % 2 == 0;
+		c->f[j].unlinked = j % 4 == 1;
+	}
+	g_rand_free(r);
+}
+
+#define CC_OP(c, call)                                                         \
+	do {                                                                   \
+		bool before_ = !sfs_crashdev_crashed((c)->cd);                 \
+		int rc_ = (call);                                              \
+		if (before_ && sfs_crashdev_crashed((c)->cd))                  \
+			(c)->straddled = true;                                 \
+		if (rc_ && before_ && !(c)->err)                               \
+			(c)->err = rc_;                                        \
+		last_rc = rc_;                                                 \
+		last_before = before_;                                         \
+	} while (0)
+
+static gpointer cc_client_run(gpointer arg)
+{
+	struct cc_client *c = arg;
+	uint8_t *buf = g_malloc((size_t)CC_MAXBLK * c->bs);
+	sfs_ino_t ino[CC_FILES] = {0};
+	bool last_before;
+	int last_rc;
+
+	for (unsigned j = 0; j < CC_FILES; j++) {
+		struct cc_file *f = &c->f[j];
+		char name[16];
+		struct sfs_attr at;
+		size_t done;
+
+		g_snprintf(name, sizeof(name), "f%02u", j);
+		CC_OP(c, sfs_mknod(c->fs, c->dir, name, SFS_S_IFREG | 0644, 0,
+				   0, 0, &at));
+		if (last_rc)
+			continue;
+		ino[j] = at.ino;
+		for (uint32_t i = 0; i < f->nblk; i++)
+			cc_fill(buf + (size_t)i * c->bs, c->bs, c->id, j, i);
+		CC_OP(c, sfs_write(c->fs, ino[j], 0, buf,
+				   (size_t)f->nblk * c->bs, &done));
+		if (f->fsynced) {
+			CC_OP(c, sfs_fsync(c->fs, ino[j], false));
+			/* every request of the fsync landed */
+			f->durable = last_rc == 0 && last_before &&
+				     !sfs_crashdev_crashed(c->cd);
+		}
+		if (j >= 2 && c->f[j - 2].unlinked) {
+			g_snprintf(name, sizeof(name), "f%02u", j - 2);
+			CC_OP(c, sfs_unlink(c->fs, c->dir, name));
+		}
+	}
+	g_free(buf);
+	return NULL;
+}
+
+struct cc_run {
+	struct cc_client c[CC_CLIENTS];
+	uint64_t reqs;	     /* requests after setup */
+	unsigned straddling; /* clients with an op across the cut */
+};
+
+/* One run on a fresh copy `img` of the base image, cut after request
+ * `point` (UINT64_MAX: never). */
+static void cc_run(const char *img, const char *policy, uint64_t point,
+		   struct cc_run *out)
+{
+	char *opts = g_strdup_printf(CC_OPTS ",data=%s", policy);
+	struct sfs_config cfg;
+	struct sfs_bdev *file, *cd;
+	struct sfs_fs *fs;
+	GThread *t[CC_CLIENTS];
+	char *err = NULL;
+	uint64_t base;
+
+	memset(out, 0, sizeof(*out));
+	sfs_config_defaults(&cfg);
+	assert_int_equal(sfs_config_parse(&cfg, opts, NULL, &err), 0);
+	assert_int_equal(sfs_bdev_open_file(img, 0, 0, &file), 0);
+	cd = sfs_crashdev_new(file);
+	assert_int_equal(sfs_fs_open(sfs_bdev_borrow_new(cd), &cfg, &fs, &err),
+			 0);
+	for (unsigned k = 0; k < CC_CLIENTS; k++) {
+		struct cc_client *c = &out->c[k];
+		struct sfs_attr at;
+		char name[8];
+
+		g_snprintf(name, sizeof(name), "c%u", k);
+		assert_int_equal(
+		    sfs_mkdir(fs, SFS_ROOT_INO, name, 0755, 0, 0, &at), 0);
+		c->fs = fs;
+		c->cd = cd;
+		c->dir = at.ino;
+		c->id = k;
+		c->bs = sfs_fs_block_size(fs);
+		c->seed = S.seed;
+		cc_plan(c);
+	}
+	assert_int_equal(sfs_fs_sync(fs), 0);
+	sfs_crashdev_arm(cd, SFS_CRASH_CUT, point, 0);
+	base = sfs_crashdev_seen(cd);
+	for (unsigned k = 0; k < CC_CLIENTS; k++)
+		t[k] = g_thread_new("cc-client", cc_client_run, &out->c[k]);
+	for (unsigned k = 0; k < CC_CLIENTS; k++)
+		g_thread_join(t[k]);
+	out->reqs = sfs_crashdev_seen(cd) - base;
+	for (unsigned k = 0; k < CC_CLIENTS; k++) {
+		if (out->c[k].err)
+			print_error("client %u: %s before the cut\n", k,
+				    g_strerror(-out->c[k].err));
+		assert_int_equal(out->c[k].err, 0);
+		out->straddling += out->c[k].straddled;
+	}
+	if (point == UINT64_MAX) {
+		assert_int_equal(sfs_fs_close(fs), 0);
+	} else {
+		sfs_fs_abort(fs);
+		sfs_crashdev_crash_now(cd);
+	}
+	sfs_bdev_close(cd);
+	g_free(opts);
+}
+
+/* The recovered image against the promise; returns the durable files
+ * checked. */
+static unsigned cc_check(const char *img, const char *policy,
+			 const struct sfs_jnl_promise *pr,
+			 const struct cc_run *run, uint64_t point)
+{
+	char *opts = g_strdup_printf("mem=1M,device=none,data=%s", policy);
+	char *out = NULL;
+	struct sfs_fs *fs;
+	unsigned checked = 0;
+	uint8_t *want, *got;
+	uint32_t bs;
+
+	if (!pr->journaled) {
+		char *cmd =
+		    g_strdup_printf("e2fsck -fy %s >/dev/null 2>&1", img);
+		int st = system(cmd);
+
+		g_free(cmd);
+		assert_true(WIFEXITED(st) && WEXITSTATUS(st) < 4);
+	}
+	fs = sfs_test_open(img, opts); /* simfs recovery */
+	assert_int_equal(sfs_fs_close(fs), 0);
+	if (!sfs_test_fsck_clean(img, &out))
+		print_error("data=%s point %llu: e2fsck -fn after recovery:\n"
+			    "%s\n",
+			    policy, (unsigned long long)point, out);
+	assert_true(sfs_test_fsck_clean(img, NULL));
+	g_free(out);
+	fs = sfs_test_open(img, opts);
+	bs = sfs_fs_block_size(fs);
+	want = g_malloc(bs);
+	got = g_malloc((size_t)CC_MAXBLK * bs);
+	for (unsigned k = 0; k < CC_CLIENTS; k++) {
+		struct sfs_attr d;
+		char name[16];
+
+		g_snprintf(name, sizeof(name), "c%u", k);
+		assert_int_equal(sfs_lookup(fs, SFS_ROOT_INO, name, &d), 0);
+		for (unsigned j = 0; j < CC_FILES; j++) {
+			const struct cc_file *f = &run->c[k].f[j];
+			struct sfs_attr at;
+			size_t n = 0;
+			int rc;
+
+			g_snprintf(name, sizeof(name), "f%02u", j);
+			rc = sfs_lookup(fs, d.ino, name, &at);
+			if (f->durable && pr->fsync_durable && !f->unlinked) {
+				if (rc)
+					print_error("data=%s point %llu: "
+						    "c%u/%s fsync'd, lost\n",
+						    policy,
+						    (unsigned long long)point,
+						    k, name);
+				assert_int_equal(rc, 0);
+				assert_int_equal(at.size,
+						 (uint64_t)f->nblk * bs);
+				checked++;
+			}
+			if (rc)
+				continue;
+			assert_int_equal(sfs_read(fs, at.ino, 0,
+						  (size_t)CC_MAXBLK * bs, got,
+						  &n),
+					 0);
+			for (uint32_t i = 0; i * bs < n; i++) {
+				const uint8_t *b = got + (size_t)i * bs;
+				bool ok;
+
+				cc_fill(want, bs, k, j, i);
+				ok = memcmp(b, want, bs) == 0;
+				if (!ok && f->durable && pr->fsync_durable &&
+				    !f->unlinked)
+					print_error("data=%s point %llu: c%u/%s"
+						    " block %u not as "
+						    "fsync'd\n",
+						    policy,
+						    (unsigned long long)point,
+						    k, name, i);
+				if (f->durable && pr->fsync_durable &&
+				    !f->unlinked)
+					assert_true(ok);
+				if (!ok && pr->no_foreign)
+					assert_true(
+					    crash_all_zero_block(b, bs));
+			}
+		}
+	}
+	g_free(want);
+	g_free(got);
+	assert_int_equal(sfs_fs_close(fs), 0);
+	g_free(opts);
+	return checked;
+}
+
+static void test_crash_concurrent(void **state)
+{
+	const char *pol = *state;
+	const struct sfs_jnl_promise *pr = sfs_crash_promise_of(pol);
+	char *img = g_build_filename(S.dir, "conc.img", NULL);
+	struct cc_run *run = g_new0(struct cc_run, 1);
+	unsigned straddled = 0, durable = 0;
+	uint64_t total;
+
+	assert_non_null(pr);
+	/* the whole run, uncut: how many requests the clients make */
+	assert_int_equal(copy_file(image_for(pol), img), 0);
+	cc_run(img, pol, UINT64_MAX, run);
+	assert_true(sfs_test_fsck_clean(img, NULL));
+	total = run->reqs;
+	assert_true(total > CC_POINTS);
+	for (unsigned i = 1; i <= CC_POINTS; i++) {
+		uint64_t point = total * i / (CC_POINTS + 1);
+
+		assert_int_equal(copy_file(image_for(pol), img), 0);
+		cc_run(img, pol, point, run);
+		durable += cc_check(img, pol, pr, run, point);
+		straddled += run->straddling >= 2;
+		printf("# data=%s point %llu of ~%llu: %u clients in flight "
+		       "at the cut\n",
+		       pol, (unsigned long long)point,
+		       (unsigned long long)total, run->straddling);
+	}
+	printf("# data=%s: %u of %d points with >= 2 clients in flight, %u "
+	       "fsync'd files checked\n",
+	       pol, straddled, CC_POINTS, durable);
+	assert_true(straddled > 0);
+	if (pr->fsync_durable)
+		assert_true(durable > 0);
+	unlink(img);
+	g_free(img);
+	g_free(run);
+}
+
 /* ------------------------------------------------------------ main */
 
 /*
@@ -727,6 +1071,28 @@ static void add_delalloc(GArray *tests)
 		 "sample:100", 1, false);
 }
 
+/* Part "concurrent": several clients in flight at the cut, one test per
+ * policy the engine accepts. */
+static void add_concurrent(GArray *tests)
+{
+	note_part("concurrent");
+	if (!part_selected("concurrent"))
+		return;
+	for (unsigned i = 0; i < S.npol; i++) {
+		char *name =
+		    g_strdup_printf("test_crash_concurrent_%s", S.pol[i]);
+		struct CMUnitTest t = {
+		    .name = name,
+		    .test_func = test_crash_concurrent,
+		    .initial_state = (void *)S.pol[i],
+		};
+
+		count_test("concurrent");
+		g_ptr_array_add(names, name);
+		g_array_append_val(tests, t);
+	}
+}
+
 static void usage_parts(FILE *out)
 {
 	fprintf(out, "usage: test_crash [--list | PART...]; parts:");
@@ -795,6 +1161,7 @@ int main(int argc, char **argv)
 		}
 	}
 	add_delalloc(tests);
+	add_concurrent(tests);
 	if (list) {
 		for (guint i = 0; i < parts->len; i++)
 			printf("%s\n", (char *)parts->pdata[i]);
