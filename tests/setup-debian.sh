@@ -15,10 +15,11 @@ packages=(
 	groff-base man-db
 	# the ACL and mmap tests: setfacl/getfacl, SQLite in WAL mode
 	acl sqlite3
-	# benchmarks, plots and the bench scripts' report parsing; gnuplot-nox
+	# benchmarks (fs_mark for bench/mount_concurrency.sh), plots and the
+	# bench scripts' report parsing; gnuplot-nox
 	# has the svg and pngcairo terminals simfs bench draws with, and a font
 	# for the PNGs (fonts-liberation is only a recommendation of it)
-	fio dbench gnuplot-nox fonts-dejavu-core python3
+	fio dbench fsmark gnuplot-nox fonts-dejavu-core python3
 	# bench/compare.sh: e2fsprogs' FUSE driver, one of the targets
 	fuse2fs
 	# the test that opens simfs bench's report.html in headless Chromium
