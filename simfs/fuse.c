@@ -1531,8 +1531,8 @@ static void sfs_fuse_read(fuse_req_t req, fuse_ino_t ino, size_t size,
 		return;
 	}
 	struct sfs_ioctx ctx = {
-		.flags = sfs_fuse_is_direct(fi) ? SFS_IOCTX_DIRECT : 0,
-		.pid = (uint32_t)fuse_req_ctx(req)->pid,
+	    .flags = sfs_fuse_is_direct(fi) ? SFS_IOCTX_DIRECT : 0,
+	    .pid = (uint32_t)fuse_req_ctx(req)->pid,
 	};
 	sfs_ns_t t0 = sfs_rec_start(req);
 
@@ -1617,8 +1617,8 @@ static void sfs_fuse_write(fuse_req_t req, fuse_ino_t ino, const char *buf,
 	}
 	sfs_fuse_remove_privs(req, i);
 	struct sfs_ioctx ctx = {
-		.flags = sfs_fuse_is_direct(fi) ? SFS_IOCTX_DIRECT : 0,
-		.pid = (uint32_t)fuse_req_ctx(req)->pid,
+	    .flags = sfs_fuse_is_direct(fi) ? SFS_IOCTX_DIRECT : 0,
+	    .pid = (uint32_t)fuse_req_ctx(req)->pid,
 	};
 	sfs_ns_t t0 = sfs_rec_start(req);
 

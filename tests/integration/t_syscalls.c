@@ -997,8 +997,7 @@ static void t_direct(void)
 	     "O_DIRECT write at an unaligned offset: EINVAL");
 	H_OK(pread(fd, back, 4096, n) == 0,
 	     "O_DIRECT read at the end of the file: 0, unchecked");
-	H_OK(pread(fd, back, 1536, 512) == 1536 &&
-		 !memcmp(back, a + 512, 1536),
+	H_OK(pread(fd, back, 1536, 512) == 1536 && !memcmp(back, a + 512, 1536),
 	     "O_DIRECT read on the 512-byte grid");
 	/* O_DIRECT set and cleared after open counts for each request */
 	H_OK(fcntl(fb, F_SETFL, O_DIRECT) == 0, "fcntl(F_SETFL, O_DIRECT)");
