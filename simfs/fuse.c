@@ -63,6 +63,14 @@
  *     hands the umask over instead of applying it: new inodes get the
  *     creator's umask in their mode (sfs_fuse_new_mode), which the
  *     engine applies only when the parent has no default ACL.
+ * 11. O_DIRECT: the kernel's FUSE passes direct requests of direct_io
+ *     files on as they are, so the alignment rule ext4 applies is
+ *     applied here (sfs_fuse_dio_check): offset and length in units of
+ *     the logical block size, 512 bytes.  The O_DIRECT flag is read from
+ *     each READ/WRITE request (the file's flags as they are now), never
+ *     kept per handle.  The user buffer's address does not reach the
+ *     daemon (the kernel copies into the request), so a misaligned
+ *     buffer, which ext4 refuses, is not detected.
  */
 #define FUSE_USE_VERSION 312
 
@@ -96,6 +104,7 @@
 #define SFS_FUSE_MAX_THREADS 16		/* loop workers, at most */
 #define SFS_FUSE_IDLE_THREADS 8		/* loop workers kept idle */
 #define SFS_FUSE_PREFIX "simfs mount: " /* of libfuse's messages */
+#define SFS_FUSE_DIO_ALIGN 512u /* O_DIRECT unit: logical block (rule 11) */
 
 /* INIT flag of Linux 6.6+ (include/uapi/linux/fuse.h, first named
  * FUSE_DIRECT_IO_RELAX): MAP_SHARED allowed on direct_io files.  Bit 36,
@@ -1348,16 +1357,13 @@ static void sfs_fuse_readlink(fuse_req_t req, fuse_ino_t ino)
 
 /* ---- files ---- */
 
-/* fi->fh of a regular file: the open asked for O_DIRECT. */
-#define SFS_FH_ODIRECT 0x1
-
 /* Rule 3: every open file bypasses the kernel page cache.  The engine
- * still keeps its modelled cache; O_DIRECT opens write through it. */
+ * still keeps its modelled cache; O_DIRECT requests write through it. */
 static void sfs_fuse_set_direct(struct fuse_file_info *fi)
 {
 	fi->direct_io = 1;
 	fi->keep_cache = 0;
-	fi->fh = (fi->flags & O_DIRECT) ? SFS_FH_ODIRECT : 0;
+	fi->fh = 0;
 }
 
 static void sfs_fuse_open(fuse_req_t req, fuse_ino_t ino,
@@ -1444,6 +1450,60 @@ static void sfs_fuse_create(fuse_req_t req, fuse_ino_t parent, const char *name,
 	}
 }
 
+/* Does this request come through an O_DIRECT descriptor?  The kernel
+ * sends the file's current flags with every READ and WRITE, so an
+ * fcntl(F_SETFL, O_DIRECT) after open counts as well (rule 11). */
+static bool sfs_fuse_is_direct(const struct fuse_file_info *fi)
+{
+	return fi && (fi->flags & O_DIRECT);
+}
+
+/* Is byte p of inode i in written data (not a hole, not unwritten)? */
+static bool sfs_fuse_in_data(struct sfs_fs *fs, sfs_ino_t i, uint64_t p)
+{
+	uint64_t at;
+
+	return sfs_seek_data_hole(fs, i, p, SEEK_DATA, &at) == 0 && at == p;
+}
+
+/*
+ * Rule 11: ext4's O_DIRECT alignment rule (iomap_dio_bio_iter), 0 or
+ * -EINVAL.  A write whose offset or length is not a multiple of the
+ * logical block size fails.  A read at or past the end of the file
+ * returns 0 unchecked, and ext4 checks a read only where it meets
+ * written blocks: it fails when its start or its end falls inside one
+ * off the logical-block grid (holes and unwritten extents are zero-filled
+ * without a check).  Zero-length requests always pass.
+ */
+static int sfs_fuse_dio_check(fuse_req_t req, sfs_ino_t i, uint64_t off,
+			      size_t len, bool write)
+{
+	struct sfs_fs *fs = sfs_fuse_fs(req);
+	const uint64_t lbs = SFS_FUSE_DIO_ALIGN, bs = sfs_fs_block_size(fs);
+	uint64_t end = off + len, last;
+	struct sfs_attr a;
+
+	if (len == 0 || ((off | len) & (lbs - 1)) == 0)
+		return 0;
+	if (write)
+		return -EINVAL;
+	if (sfs_getattr(fs, i, &a) != 0 || off >= a.size)
+		return 0;
+	if ((off & (lbs - 1)) && sfs_fuse_in_data(fs, i, off))
+		return -EINVAL;
+	if ((end & (lbs - 1)) == 0)
+		return 0;
+	/* the end's block: past i_size only the last block can be mapped,
+	 * and SEEK_DATA does not look there */
+	last = end - 1;
+	if (last >= a.size) {
+		if (last / bs != (a.size - 1) / bs)
+			return 0;
+		last = a.size - 1;
+	}
+	return sfs_fuse_in_data(fs, i, last) ? -EINVAL : 0;
+}
+
 static void sfs_fuse_read(fuse_req_t req, fuse_ino_t ino, size_t size,
 			  off_t off, struct fuse_file_info *fi)
 {
@@ -1460,14 +1520,19 @@ static void sfs_fuse_read(fuse_req_t req, fuse_ino_t ino, size_t size,
 		fuse_reply_err(req, i ? EINVAL : ESTALE);
 		return;
 	}
+	if (sfs_fuse_is_direct(fi) &&
+	    (rc = sfs_fuse_dio_check(req, i, (uint64_t)off, size, false))) {
+		fuse_reply_err(req, -rc);
+		return;
+	}
 	buf = g_try_malloc(size ? size : 1);
 	if (!buf) {
 		fuse_reply_err(req, ENOMEM);
 		return;
 	}
 	struct sfs_ioctx ctx = {
-		.flags = (fi && (fi->fh & SFS_FH_ODIRECT)) ? SFS_IOCTX_DIRECT : 0,
-		.pid = (uint32_t)fuse_req_ctx(req)->pid,
+	    .flags = sfs_fuse_is_direct(fi) ? SFS_IOCTX_DIRECT : 0,
+	    .pid = (uint32_t)fuse_req_ctx(req)->pid,
 	};
 	sfs_ns_t t0 = sfs_rec_start(req);
 
@@ -1545,10 +1610,15 @@ static void sfs_fuse_write(fuse_req_t req, fuse_ino_t ino, const char *buf,
 		fuse_reply_err(req, i ? EINVAL : ESTALE);
 		return;
 	}
+	if (sfs_fuse_is_direct(fi) &&
+	    (rc = sfs_fuse_dio_check(req, i, (uint64_t)off, size, true))) {
+		fuse_reply_err(req, -rc);
+		return;
+	}
 	sfs_fuse_remove_privs(req, i);
 	struct sfs_ioctx ctx = {
-		.flags = (fi && (fi->fh & SFS_FH_ODIRECT)) ? SFS_IOCTX_DIRECT : 0,
-		.pid = (uint32_t)fuse_req_ctx(req)->pid,
+	    .flags = sfs_fuse_is_direct(fi) ? SFS_IOCTX_DIRECT : 0,
+	    .pid = (uint32_t)fuse_req_ctx(req)->pid,
 	};
 	sfs_ns_t t0 = sfs_rec_start(req);
 

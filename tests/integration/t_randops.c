@@ -18,7 +18,9 @@
  * seed, not a new draw, so a seed's sequence of operations is the same
  * with and without it.  A quarter of the reads and writes of regular
  * files open the simfs side with O_DIRECT (the host side stays buffered:
- * its answer is what O_DIRECT must not change).  Names come from a
+ * its answer is what O_DIRECT must not change); those are on the 512-byte
+ * grid, except one direct write in eight, which is not and must get
+ * EINVAL as on ext4.  Names come from a
  * small pool (collisions are the point) that includes a 255-byte name;
  * directories are picked by a random walk over B's real directories
  * (sorted, so the sequence depends only on the seed).
@@ -232,6 +234,35 @@ static uint64_t pick_offset(uint64_t size)
 	return h_below(&rng, size + 8192);
 }
 
+/* An O_DIRECT request whose offset or length is off the 512-byte grid:
+ * ext4 refuses such a write with EINVAL. */
+static bool dio_unaligned(const struct op *o)
+{
+	return o->len && ((o->off | o->len) & 511);
+}
+
+/* O_DIRECT moves whole 512-byte units (the logical block size): direct
+ * reads and writes are put on that grid, except one direct write in
+ * eight (chosen by the content seed), which keeps its shape so that the
+ * EINVAL ext4 gives it is checked too. */
+static void dio_shape(struct op *o)
+{
+	if (!o->direct || (o->type == OP_WRITE && ((o->seed >> 56) & 7) == 0))
+		return;
+	o->off &= ~(uint64_t)511;
+	o->len = (o->len + 511) & ~(uint64_t)511;
+}
+
+/* A buffer for an I/O of len bytes, page-aligned as O_DIRECT wants it. */
+static uint8_t *io_buf(size_t len)
+{
+	uint8_t *b = aligned_alloc(4096, (len + 4095) & ~(size_t)4095);
+
+	if (!b)
+		h_bail("out of memory (%zu bytes)", len);
+	return b;
+}
+
 static void gen_op(struct op *o)
 {
 	unsigned total = 0, r;
@@ -262,6 +293,7 @@ static void gen_op(struct op *o)
 		o->mode = 0644;
 		o->off = pick_offset(ref_size(o->p1));
 		o->len = 1 + h_below(&rng, h_below(&rng, 4) ? 16384 : 200000);
+		dio_shape(o);
 		break;
 	case OP_TRUNC:
 		o->p1 = any_path(85);
@@ -282,6 +314,7 @@ static void gen_op(struct op *o)
 		o->flags = O_RDONLY | O_NOFOLLOW;
 		o->off = h_below(&rng, ref_size(o->p1) + 4096);
 		o->len = 1 + h_below(&rng, 300000);
+		dio_shape(o);
 		break;
 	case OP_RENAME: {
 		unsigned f = (unsigned)h_below(&rng, 10);
@@ -395,21 +428,27 @@ static void run_op(const struct op *o, const char *root, struct res *r)
 			step(r, close(fd));
 		break;
 	case OP_WRITE: {
-		uint8_t *buf = g_malloc(o->len);
+		uint8_t *buf = io_buf(o->len);
 		struct h_rng dr;
 
 		h_rng_seed(&dr, o->seed);
 		h_fill(&dr, buf, o->len);
 		fd = open(p1, o->flags | direct, o->mode);
 		step(r, fd < 0 ? -1 : 0);
-		if (fd >= 0) {
+		if (fd >= 0 && o->direct && root == refroot &&
+		    dio_unaligned(o)) {
+			/* the buffered reference stands for ext4 */
+			errno = EINVAL;
+			step(r, -1);
+			step(r, close(fd));
+		} else if (fd >= 0) {
 			step(r,
 			     h_pwrite_all(fd, buf, o->len, (off_t)o->off) == 0
 				 ? 0
 				 : -1);
 			step(r, close(fd));
 		}
-		g_free(buf);
+		free(buf);
 		break;
 	}
 	case OP_TRUNC:
@@ -421,7 +460,7 @@ static void run_op(const struct op *o, const char *root, struct res *r)
 		}
 		break;
 	case OP_READ: {
-		uint8_t *buf = g_malloc(o->len);
+		uint8_t *buf = io_buf(o->len);
 
 		fd = open(p1, o->flags | direct);
 		step(r, fd < 0 ? -1 : 0);
@@ -439,7 +478,7 @@ static void run_op(const struct op *o, const char *root, struct res *r)
 			r->hash = h_hash_buf(buf, got);
 			close(fd);
 		}
-		g_free(buf);
+		free(buf);
 		break;
 	}
 	case OP_RENAME:
