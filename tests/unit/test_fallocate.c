@@ -593,7 +593,7 @@ static void test_fallocate_journal_cost(void **state)
 		/* at least the inode block and a tree block; a freeing
 		 * mode the block bitmap and group descriptor as well */
 		uint64_t cost = logged_meta(fs) - before;
-		print_message("mode 0x%x: %" PRIu64 " metadata blocks logged\n",
+		print_message("# mode 0x%x: %" PRIu64 " metadata blocks logged\n",
 			      modes[i], cost);
 		assert_true(cost >= 2);
 		if (modes[i] != SFS_FALLOC_INSERT_RANGE)
@@ -845,7 +845,7 @@ static void test_fallocate_random_model(void **state)
 				seed * 1000 + (guint32)i, 150, done, &depth,
 				&extents);
 		/* the runs did exercise what they claim to */
-		print_message("%s, %u-byte blocks: mode 0 %u, punch %u, zero "
+		print_message("# %s, %u-byte blocks: mode 0 %u, punch %u, zero "
 			      "%u, collapse %u, insert %u calls succeeded; "
 			      "tree depth %u\n",
 			      cfgs[i].opts, cfgs[i].bs, done[0],
@@ -967,7 +967,7 @@ static void test_fallocate_punch_deep_tree(void **state)
 	g_byte_array_remove_range(m, 1200 * 1024, 100 * 1024);
 	assert_int_equal(sfs_fs_sync(fs), 0);
 	cost_collapse = logged_meta(fs) - before;
-	print_message("depth-2 tree: punch logged %" PRIu64
+	print_message("# depth-2 tree: punch logged %" PRIu64
 		      " metadata blocks, collapse %" PRIu64 "\n",
 		      cost_punch, cost_collapse);
 	assert_true(cost_punch < cost_collapse);

@@ -252,7 +252,7 @@ static void host_full_case(struct ctx *c, const char *mode, bool delalloc)
 	size_t n;
 	int rc;
 
-	print_message("host full: data=%s%s\n", mode,
+	print_message("# host full: data=%s%s\n", mode,
 		      delalloc ? ", delalloc" : "");
 	assert_int_equal(sfs_test_mkimage(c->img, 32 << 20, 4096), 0);
 	if (strcmp(mode, "none") != 0)
