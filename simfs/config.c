@@ -39,6 +39,12 @@
  * man page, printing, suggestions).  Their values are kept as text in
  * cfg->alloc_knobs, checked by the owner's table when set; a live knob of
  * the table may change while mounted.
+ *
+ * The journal's knobs (commit=, journal_max_txn=) are declared in the same
+ * way, in models/journal/knobs.c, and the row flagged CFG_JNL_ROWS stands
+ * for them.  Their values are fields of struct sfs_config (the engine reads
+ * them there), so cfg_row hands each out as an ordinary row of this table
+ * (live = CFG_RUNTIME) and every walker treats it as one.
  */
 #include <errno.h>
 #include <stddef.h>
@@ -69,6 +75,7 @@ enum cfg_type {
 #define CFG_ALIAS 0x2	/* another name of a row: not printed */
 #define CFG_RUNTIME 0x4 /* may change while mounted */
 #define CFG_ALLOC_ROWS 0x8 /* stands for the allocators' knob tables */
+#define CFG_JNL_ROWS 0x10  /* stands for the journal's knob table */
 
 struct cfg_knob {
 	const char *name;
@@ -397,27 +404,9 @@ static const struct cfg_knob cfg_knobs[] = {
 		"auto = ordered if the image has a journal (also journal=)",
     },
     {
-	.name = "commit",
-	.type = CFG_UINT,
-	.offset = KNOB_OFF(commit_s),
-	.def = "5",
-	.min = 1,
-	.max = 86400,
-	.flags = CFG_RUNTIME,
-	.metavar = "SECONDS",
-	.help = "journal commit interval",
-    },
-    {
-	.name = "journal_max_txn",
-	.type = CFG_UINT,
-	.offset = KNOB_OFF(journal_max_txn),
-	.def = "0",
-	.min = 0,
-	.max = UINT32_MAX,
-	.flags = CFG_RUNTIME,
-	.metavar = "BLOCKS",
-	.help = "largest transaction before a forced commit (0: a quarter "
-		"of the log, as jbd2)",
+	/* commit=, journal_max_txn=: models/journal/knobs.c */
+	.name = "journal knobs",
+	.flags = CFG_JNL_ROWS,
     },
     {
 	.name = "journal_dev",
@@ -792,17 +781,65 @@ static const struct cfg_knob cfg_knobs[] = {
 
 #define CFG_NKNOBS (sizeof(cfg_knobs) / sizeof(cfg_knobs[0]))
 
+/* A knob of the journal's table as a row of this one, in *buf. */
+static const struct cfg_knob *cfg_jknob_row(const struct sfs_knob *jk,
+					    struct cfg_knob *buf)
+{
+	memset(buf, 0, sizeof(*buf));
+	buf->name = jk->key;
+	/* the types both tables have (test_config checks the journal's) */
+	buf->type = jk->type == SFS_KNOB_BOOL	? CFG_BOOL
+		    : jk->type == SFS_KNOB_SIZE ? CFG_SIZE
+						: CFG_UINT;
+	buf->offset = jk->offset;
+	buf->def = jk->def;
+	buf->min = (uint64_t)jk->min;
+	buf->max = (uint64_t)jk->max;
+	buf->flags = jk->live ? CFG_RUNTIME : 0;
+	buf->metavar = jk->metavar;
+	buf->help = jk->help;
+	return buf;
+}
+
+/*
+ * Row i of the table as its walkers see it: the journal's knobs
+ * (models/journal/knobs.c) in place of their row, each made a row in *buf
+ * (valid until buf is reused); the allocators' row as it is.  NULL past
+ * the end.
+ */
+static const struct cfg_knob *cfg_row(size_t i, struct cfg_knob *buf)
+{
+	for (size_t r = 0; r < CFG_NKNOBS; r++) {
+		size_t n = 0;
+
+		if (!(cfg_knobs[r].flags & CFG_JNL_ROWS)) {
+			if (i-- == 0)
+				return &cfg_knobs[r];
+			continue;
+		}
+		while (sfs_jnl_knobs[n].key)
+			n++;
+		if (i < n)
+			return cfg_jknob_row(&sfs_jnl_knobs[i], buf);
+		i -= n;
+	}
+	return NULL;
+}
+
 static int cfg_preset_apply(struct sfs_config *cfg, const char *name,
 			    char **err);
 
 static int cfg_parse_uint(const char *text, uint64_t *out);
 
-static const struct cfg_knob *cfg_knob_find(const char *name)
+/* The row called name (in *buf if it is one of the journal's), or NULL. */
+static const struct cfg_knob *cfg_knob_find(const char *name,
+					    struct cfg_knob *buf)
 {
-	for (size_t i = 0; i < CFG_NKNOBS; i++)
-		if (!(cfg_knobs[i].flags & CFG_ALLOC_ROWS) &&
-		    strcmp(cfg_knobs[i].name, name) == 0)
-			return &cfg_knobs[i];
+	const struct cfg_knob *k;
+
+	for (size_t i = 0; (k = cfg_row(i, buf)); i++)
+		if (!(k->flags & CFG_ALLOC_ROWS) && strcmp(k->name, name) == 0)
+			return k;
 	return NULL;
 }
 
@@ -828,10 +865,10 @@ static const struct sfs_knob *cfg_aknob_nth(unsigned i,
 static void cfg_append_names(GString *s, bool runtime)
 {
 	const struct sfs_knob *ak;
+	const struct cfg_knob *k;
+	struct cfg_knob buf;
 
-	for (size_t i = 0; i < CFG_NKNOBS; i++) {
-		const struct cfg_knob *k = &cfg_knobs[i];
-
+	for (size_t i = 0; (k = cfg_row(i, &buf)); i++) {
 		if (!(k->flags & CFG_ALLOC_ROWS)) {
 			if (!runtime || (k->flags & CFG_RUNTIME))
 				g_string_append_printf(
@@ -1253,15 +1290,16 @@ check_range:
  * Resolve key to a knob: the knob itself, or "noKEY" for a boolean KEY
  * (*negate set).  NULL if key names no knob.
  */
-static const struct cfg_knob *cfg_knob_resolve(const char *key, bool *negate)
+static const struct cfg_knob *cfg_knob_resolve(const char *key, bool *negate,
+					       struct cfg_knob *buf)
 {
-	const struct cfg_knob *k = cfg_knob_find(key);
+	const struct cfg_knob *k = cfg_knob_find(key, buf);
 
 	*negate = false;
 	if (k)
 		return k;
 	if (strncmp(key, "no", 2) == 0) {
-		k = cfg_knob_find(key + 2);
+		k = cfg_knob_find(key + 2, buf);
 		if (k && k->type == CFG_BOOL) {
 			*negate = true;
 			return k;
@@ -1345,12 +1383,13 @@ const char *sfs_config_suggest(const char *key)
 	};
 	const char *best = NULL;
 	size_t best_d = SIZE_MAX, len = strlen(key);
+	const struct cfg_knob *k;
+	struct cfg_knob buf;
 
 	for (size_t i = 0; i < G_N_ELEMENTS(fuse_opts); i++)
 		if (strcmp(key, fuse_opts[i]) == 0)
 			return NULL;
-	for (size_t i = 0; i < CFG_NKNOBS; i++) {
-		const struct cfg_knob *k = &cfg_knobs[i];
+	for (size_t i = 0; (k = cfg_row(i, &buf)); i++) {
 		char **names;
 
 		if (k->flags & CFG_ALLOC_ROWS) {
@@ -1396,9 +1435,11 @@ static int cfg_unknown_error(const char *key, char **err)
 
 void sfs_config_defaults(struct sfs_config *cfg)
 {
+	const struct cfg_knob *k;
+	struct cfg_knob buf;
+
 	memset(cfg, 0, sizeof(*cfg));
-	for (size_t i = 0; i < CFG_NKNOBS; i++) {
-		const struct cfg_knob *k = &cfg_knobs[i];
+	for (size_t i = 0; (k = cfg_row(i, &buf)); i++) {
 		char *err = NULL;
 
 		if (!k->def || (k->flags & CFG_ALLOC_ROWS))
@@ -1419,6 +1460,7 @@ int sfs_config_set(struct sfs_config *cfg, const char *key, const char *value,
 {
 	struct sfs_config tmp;
 	const struct cfg_knob *k;
+	struct cfg_knob buf;
 	bool negate;
 	int rc;
 
@@ -1430,7 +1472,7 @@ int sfs_config_set(struct sfs_config *cfg, const char *key, const char *value,
 				       value ? value : "");
 		return -EINVAL;
 	}
-	k = cfg_knob_resolve(key, &negate);
+	k = cfg_knob_resolve(key, &negate, &buf);
 	if (!k) {
 		const struct sfs_alloc_ops *o;
 		const struct sfs_knob *ak = sfs_alloc_knob_find(key, &o);
@@ -1595,6 +1637,7 @@ static int cfg_parse(struct sfs_config *cfg, const char *opts, char **unknown,
 		char *eq = strchr(tok, '=');
 		const char *value = NULL;
 		const struct cfg_knob *k;
+		struct cfg_knob buf; /* k of a journal knob */
 		const struct sfs_knob *ak;
 		const struct sfs_alloc_ops *owner;
 		struct cfg_group *g = NULL;
@@ -1614,7 +1657,7 @@ static int cfg_parse(struct sfs_config *cfg, const char *opts, char **unknown,
 			*eq = '\0';
 			value = eq + 1;
 		}
-		k = cfg_knob_resolve(tok, &negate);
+		k = cfg_knob_resolve(tok, &negate, &buf);
 		if (!k && (ak = sfs_alloc_knob_find(tok, &owner))) {
 			if (runtime && !ak->live) {
 				char *names = cfg_runtime_names();
@@ -1792,8 +1835,10 @@ static void cfg_aknobs_help(FILE *out)
 
 void sfs_config_print_help(FILE *out)
 {
-	for (size_t i = 0; i < CFG_NKNOBS; i++) {
-		const struct cfg_knob *k = &cfg_knobs[i];
+	const struct cfg_knob *k;
+	struct cfg_knob buf;
+
+	for (size_t i = 0; (k = cfg_row(i, &buf)); i++) {
 		char form[64], lo[32];
 		char *names = NULL;
 		GString *extra = g_string_new(NULL);
@@ -1858,12 +1903,13 @@ static void cfg_aknob_doc(const struct sfs_knob *ak, struct sfs_config_doc *out)
 
 bool sfs_config_doc_nth(unsigned i, struct sfs_config_doc *out)
 {
-	const struct cfg_knob *k = NULL;
+	const struct cfg_knob *k = NULL, *rk;
+	struct cfg_knob buf;
 	unsigned row = 0;
 
 	/* row i of the table with the allocators' knobs in their row */
-	for (size_t r = 0; r < CFG_NKNOBS && !k; r++) {
-		if (cfg_knobs[r].flags & CFG_ALLOC_ROWS) {
+	for (size_t r = 0; !k && (rk = cfg_row(r, &buf)); r++) {
+		if (rk->flags & CFG_ALLOC_ROWS) {
 			const struct sfs_knob *ak;
 
 			for (unsigned j = 0; (ak = cfg_aknob_nth(j, NULL)); j++)
@@ -1874,7 +1920,7 @@ bool sfs_config_doc_nth(unsigned i, struct sfs_config_doc *out)
 			continue;
 		}
 		if (row++ == i)
-			k = &cfg_knobs[r];
+			k = rk;
 	}
 	if (!k)
 		return false;
@@ -1888,7 +1934,7 @@ bool sfs_config_doc_nth(unsigned i, struct sfs_config_doc *out)
 	if (k->flags & CFG_ALIAS)
 		for (size_t j = 0; j < CFG_NKNOBS && !out->alias_of; j++)
 			if (cfg_knobs[j].offset == k->offset &&
-			    !(cfg_knobs[j].flags & CFG_ALIAS))
+			    !(cfg_knobs[j].flags & (CFG_ALIAS | CFG_JNL_ROWS)))
 				out->alias_of = cfg_knobs[j].name;
 	out->has_range = k->type == CFG_SIZE || k->type == CFG_UINT;
 	out->is_size = k->type == CFG_SIZE;
@@ -1905,9 +1951,10 @@ void sfs_config_each(const struct sfs_config *cfg, bool with_paths,
 {
 	static const char *const paths[] = {"stats", "iolog", "trace",
 					    "journal_dev", NULL};
+	const struct cfg_knob *k;
+	struct cfg_knob buf;
 
-	for (size_t i = 0; i < CFG_NKNOBS; i++) {
-		const struct cfg_knob *k = &cfg_knobs[i];
+	for (size_t i = 0; (k = cfg_row(i, &buf)); i++) {
 		char *val;
 
 		if ((k->flags & CFG_ALIAS) ||
@@ -1943,7 +1990,8 @@ void sfs_config_print(const struct sfs_config *cfg, FILE *out)
 
 char *sfs_config_get(const struct sfs_config *cfg, const char *key)
 {
-	const struct cfg_knob *k = cfg_knob_find(key);
+	struct cfg_knob buf;
+	const struct cfg_knob *k = cfg_knob_find(key, &buf);
 	const struct sfs_alloc_ops *o;
 	const struct sfs_knob *ak;
 

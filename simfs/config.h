@@ -7,8 +7,10 @@
  * report) and runtime changes all walk that one table, so a new knob is one
  * field here plus one table row.  An allocator's knobs are not here: they
  * are rows of the allocator's own table (alloc.h), found by walking the
- * allocator registry, and kept as text in alloc_knobs.  A bad value gets a
- * one-line message and changes nothing.
+ * allocator registry, and kept as text in alloc_knobs.  The journal's
+ * knobs are rows of the journal's table (models/journal/knobs.c, below)
+ * over fields of this struct.  A bad value gets a one-line message and
+ * changes nothing.
  */
 #ifndef SFS_CONFIG_H
 #define SFS_CONFIG_H
@@ -129,6 +131,14 @@ struct sfs_alloc_ops;
 int sfs_config_alloc_params(const struct sfs_config *cfg,
 			    const struct sfs_alloc_ops *place, void *params,
 			    char **err);
+
+/*
+ * The journal's knobs (models/journal/knobs.c), key == NULL ends it.  Their
+ * offsets are into struct sfs_config: config.c lists them as rows of its
+ * own table.
+ */
+struct sfs_knob;
+extern const struct sfs_knob *const sfs_jnl_knobs;
 
 /* The value of knob key (of the table or of an allocator) as option text
  * (g_free it); NULL if there is no such knob. */

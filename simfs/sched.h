@@ -2,18 +2,19 @@
  * sched.h - the I/O scheduler: a queue between whoever submits requests and
  * the device model (models/device/).
  *
- * A scheduler is an ops table (models/sched/registry.c) chosen by name,
- * like a device model:
+ * A scheduler is an ops table (struct sfs_sched_ops below, one file per
+ * scheduler in models/sched/, listed in models/sched/registry.c) chosen by
+ * name, like a device model:
  *   noop      first come, first served; a request is merged with the ones
  *             queued right after it when they continue it (same op,
  *             contiguous), up to max_req.
  *   elevator  C-LOOK: the queued request at or after the head's position
  *             with the lowest offset goes next (wrapping to the lowest
  *             offset); contiguous requests of the same op around it are
- *             merged up to max_req (default 512 KiB: Linux 2.6.32's max_sectors_kb).
- *             Every request has a deadline (read_expire_ms, write_expire_ms
- *             after arrival); once the oldest one is past it, it goes
- *             next, so nothing starves.
+ *             merged up to max_req (default 512 KiB: Linux 2.6.32's
+ *             max_sectors_kb).  Every request has a deadline
+ *             (read_expire_ms, write_expire_ms after arrival); once the
+ *             oldest one is past it, it goes next, so nothing starves.
  *   cfq       per-process time slices after Linux's CFQ: a batch is ordered
  *             as by the elevator, merged only within one stream
  *             (sfs_io_req.stream); the slices themselves (slice_sync_ms,
@@ -39,6 +40,8 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+
+#include <glib.h>
 
 #include "blockdev.h"
 #include "format.h"
@@ -115,5 +118,78 @@ const struct sfs_knob *sfs_sched_knobs(const char *name);
 const char *sfs_sched_nth(unsigned i, const char **help_out);
 /* Print the schedulers and their knobs. */
 void sfs_sched_list(FILE *out);
+
+/* ---- for the schedulers themselves (models/sched/<name>.c) ---- */
+
+/*
+ * A queued request as a scheduler holds it.  The door allocates it in
+ * sfs_sched_add (r filled in except deadline_ns) and frees it once it has
+ * been dispatched; in between it belongs to the scheduler.
+ */
+struct sfs_sched_node {
+	struct sfs_sched_req r;
+	GSequenceIter *pos; /* the scheduler's: e.g. its place in a sorted
+			       sequence */
+	GList link;	    /* place in a FIFO (GQueue with embedded links) */
+};
+
+/* The node whose link is l (NULL for NULL). */
+static inline struct sfs_sched_node *sfs_sched_node_of(GList *l)
+{
+	return l ? (struct sfs_sched_node *)(void *)((char *)l -
+						     offsetof(
+							 struct sfs_sched_node,
+							 link))
+		 : NULL;
+}
+
+/*
+ * A scheduler.  The door (models/sched/registry.c) parses the spec into a
+ * params struct of params_size bytes with the knob table (devmodel.h),
+ * then calls init; every other verb gets the private state init made.
+ * Only the door calls these.
+ */
+struct sfs_sched_ops {
+	const char *name;
+	const char *help; /* one line, for --list-devices and the man page */
+	const struct sfs_knob *knobs; /* key == NULL ends it */
+	size_t params_size;
+	/* Make the private state from the parsed knobs (params outlives
+	 * it); 0, or -EINVAL and *err (may be NULL). */
+	int (*init)(const void *params, void **priv, char **err);
+	/* Free priv and any node still queued. */
+	void (*fini)(void *priv);
+	/* Take n; set n->r.deadline_ns. */
+	void (*add)(void *priv, struct sfs_sched_node *n);
+	/*
+	 * Unqueue the next run to dispatch and append its nodes to run in
+	 * offset order: one op, contiguous, within max_req unless a single
+	 * request is larger.  Set *expired if a deadline chose it.  Called
+	 * only when the queue is not empty.
+	 */
+	void (*dispatch)(void *priv, uint64_t head_off, sfs_ns_t now,
+			 GPtrArray *run, bool *expired);
+	size_t (*queued)(const void *priv);
+	/* Optional: the slice knobs of a per-stream scheduler. */
+	void (*slices)(const void *params, struct sfs_sched_slices *out);
+};
+
+/*
+ * The max_req knob every scheduler has (devmodel.h's struct sfs_knob), for
+ * a uint64_t member of its params struct ptype.
+ */
+#define SFS_SCHED_MAX_REQ_KNOB(ptype, member)                                  \
+	{                                                                      \
+		.key = "max_req", .type = SFS_KNOB_SIZE,                       \
+		.offset = offsetof(ptype, member), .def = "512K", .min = 512,  \
+		.max = 1ULL << 30,                                             \
+		.help = "bytes, largest merged request (Linux 2.6.32 "         \
+			"max_sectors_kb: 512K)"                                \
+	}
+
+/* The schedulers (models/sched/<name>.c). */
+extern const struct sfs_sched_ops sfs_sched_noop_ops;
+extern const struct sfs_sched_ops sfs_sched_elevator_ops;
+extern const struct sfs_sched_ops sfs_sched_cfq_ops;
 
 #endif /* SFS_SCHED_H */

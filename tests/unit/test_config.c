@@ -22,6 +22,7 @@
 #include <glib.h>
 
 #include "config.h"
+#include "devmodel.h" /* struct sfs_knob */
 
 #define MiB (1ull << 20)
 
@@ -779,6 +780,62 @@ static void test_config_messages_help(void **state)
 	g_free(err);
 }
 
+/*
+ * The journal's knobs (models/journal/knobs.c) are rows of the option
+ * table: each has a type the table can hold, shows up once in the docs'
+ * rows with its own default and runtime flag, and (a number) is set, read
+ * back and range-checked by the parser.
+ */
+static void test_config_journal_knobs(void **state)
+{
+	unsigned n = 0;
+
+	for (const struct sfs_knob *k = sfs_jnl_knobs; k->key; k++, n++) {
+		struct sfs_config cfg;
+		struct sfs_config_doc doc;
+		unsigned found = 0;
+		char *err = NULL, *val, *opt;
+
+		assert_true(k->type == SFS_KNOB_U32 ||
+			    k->type == SFS_KNOB_SIZE ||
+			    k->type == SFS_KNOB_BOOL);
+		for (unsigned i = 0; sfs_config_doc_nth(i, &doc); i++) {
+			if (strcmp(doc.name, k->key) == 0) {
+				found++;
+				assert_string_equal(doc.def, k->def);
+				assert_int_equal(doc.runtime, k->live);
+			}
+			g_free(doc.choices);
+		}
+		assert_int_equal(found, 1);
+
+		sfs_config_defaults(&cfg);
+		val = sfs_config_get(&cfg, k->key);
+		assert_string_equal(val, k->def);
+		g_free(val);
+		if (k->type != SFS_KNOB_U32)
+			continue; /* the value checks below are for numbers */
+		opt = g_strdup_printf("%s=%.0f", k->key, k->max);
+		assert_int_equal(k->live
+				     ? sfs_config_parse_runtime(&cfg, opt, &err)
+				     : sfs_config_parse(&cfg, opt, NULL, &err),
+				 0);
+		g_free(opt);
+		val = sfs_config_get(&cfg, k->key);
+		assert_int_equal(strtoull(val, NULL, 10), (uint64_t)k->max);
+		g_free(val);
+		if (k->min > 0) {
+			opt = g_strdup_printf("%s=%.0f", k->key, k->min - 1);
+			assert_int_equal(
+			    sfs_config_parse(&cfg, opt, NULL, &err), -ERANGE);
+			assert_non_null(strstr(err, k->key));
+			g_free(err);
+			g_free(opt);
+		}
+	}
+	assert_true(n >= 2); /* commit=, journal_max_txn= */
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -805,6 +862,7 @@ int main(void)
 	    cmocka_unit_test(test_config_sched),
 	    cmocka_unit_test(test_config_clock_and_paths),
 	    cmocka_unit_test(test_config_runtime),
+	    cmocka_unit_test(test_config_journal_knobs),
 	};
 
 	return cmocka_run_group_tests_name("config", tests, NULL, NULL);
