@@ -48,6 +48,8 @@ struct sfs_attr {
 	struct timespec atime;
 	struct timespec mtime;
 	struct timespec ctime;
+	struct timespec btime; /* i_crtime, when has_btime */
+	bool has_btime; /* a large inode whose extra space holds i_crtime */
 };
 
 /* Which fields of sfs_setattr's `in` to apply. */
