@@ -79,10 +79,15 @@
  *     fields plus STATX_BTIME from i_crtime when the inode has room for
  *     it, as ext4_getattr reports it.  FUSE's statx reply has no
  *     direct-I/O alignment fields, so STATX_DIOALIGN cannot be given.
+ *     FUSE_TMPFILE (7.37, O_TMPFILE) is answered like CREATE: entry
+ *     and open out from sfs_tmpfile, a nameless inode on the orphan
+ *     list until FUSE_LINK names it (the VFS checks the open flags and
+ *     O_EXCL's "never linkable").
  *     A request whose length is not the bytes read, or too short for
  *     its argument, gets EINVAL.  With trace= they are left to libfuse
  *     (the recorder needs a libfuse request), so the kernel falls back
- *     to GETATTR and reports no birth time.
+ *     to GETATTR and reports no birth time, and O_TMPFILE gets
+ *     EOPNOTSUPP.
  */
 #define FUSE_USE_VERSION 312
 
@@ -955,6 +960,75 @@ static void sfs_fuse_statx(struct sfs_fuse *f, int fd,
 	sfs_fuse_raw_reply(fd, in->unique, 0, &out, sizeof(out));
 }
 
+static void sfs_fuse_stat_to_attr(const struct stat *st, struct fuse_attr *a)
+{
+	memset(a, 0, sizeof(*a));
+	a->ino = st->st_ino;
+	a->mode = st->st_mode;
+	a->nlink = (uint32_t)st->st_nlink;
+	a->uid = st->st_uid;
+	a->gid = st->st_gid;
+	a->rdev = (uint32_t)st->st_rdev;
+	a->size = (uint64_t)st->st_size;
+	a->blocks = (uint64_t)st->st_blocks;
+	a->blksize = (uint32_t)st->st_blksize;
+	a->atime = (uint64_t)st->st_atim.tv_sec;
+	a->atimensec = (uint32_t)st->st_atim.tv_nsec;
+	a->mtime = (uint64_t)st->st_mtim.tv_sec;
+	a->mtimensec = (uint32_t)st->st_mtim.tv_nsec;
+	a->ctime = (uint64_t)st->st_ctim.tv_sec;
+	a->ctimensec = (uint32_t)st->st_ctim.tv_nsec;
+}
+
+/* FUSE_TMPFILE (7.37): answered like CREATE (entry, then open), with a
+ * nameless inode from sfs_tmpfile; the VFS has checked the flags. */
+static void sfs_fuse_tmpfile(struct sfs_fuse *f, int fd,
+			     const struct fuse_in_header *in)
+{
+	const struct fuse_create_in *arg = (const void *)(in + 1);
+	struct {
+		struct fuse_entry_out e;
+		struct fuse_open_out o;
+	} out;
+	sfs_ino_t p = sfs_fuse_ino_in(in->nodeid);
+	struct sfs_attr a;
+	struct stat st;
+	uint32_t mode;
+	int rc = -ESTALE;
+
+	if (in->len < sizeof(*in) + sizeof(*arg)) {
+		sfs_fuse_raw_reply(fd, in->unique, -EINVAL, NULL, 0);
+		return;
+	}
+	mode = S_IFREG | (arg->mode & 07777);
+	if (f->acl) /* rule 10 */
+		mode |= SFS_MODE_UMASK(arg->umask);
+	if (sfs_ctl_of(in->nodeid) >= 0)
+		rc = -EPERM; /* rule 7 */
+	else if (p)
+		do
+			rc = sfs_tmpfile(f->fs, p, mode, in->uid, in->gid, &a);
+		while (rc == -ENOSPC && sfs_reclaim_unlinked(f->fs) > 0);
+	if (rc == 0 && !sfs_fuse_ino_ok(a.ino)) {
+		sfs_release(f->fs, a.ino);
+		sfs_forget(f->fs, a.ino, 1);
+		rc = -EIO;
+	}
+	if (rc < 0) {
+		sfs_fuse_raw_reply(fd, in->unique, rc < -4095 ? -EIO : rc, NULL,
+				   0);
+		return;
+	}
+	memset(&out, 0, sizeof(out));
+	out.e.nodeid = sfs_fuse_ino_out(a.ino);
+	out.e.generation = a.generation;
+	out.e.entry_valid = out.e.attr_valid = (uint64_t)SFS_FUSE_TIMEOUT;
+	sfs_fuse_attr_to_stat(&a, &st);
+	sfs_fuse_stat_to_attr(&st, &out.e.attr);
+	out.o.open_flags = FOPEN_DIRECT_IO; /* rule 3, as create */
+	sfs_fuse_raw_reply(fd, in->unique, 0, &out, sizeof(out));
+}
+
 /* A request the daemon answers itself, before libfuse sees it: true if
  * it was one (and has been answered). */
 static bool sfs_fuse_own_request(struct sfs_fuse *f, int fd, const void *buf,
@@ -966,15 +1040,17 @@ static bool sfs_fuse_own_request(struct sfs_fuse *f, int fd, const void *buf,
 		return false;
 	switch (in->opcode) {
 	case SFS_FUSE_STATX:
+	case FUSE_TMPFILE:
 		break;
 	default:
 		return false;
 	}
-	if (in->len != (uint32_t)n) { /* short or malformed */
+	if (in->len != (uint32_t)n) /* short or malformed */
 		sfs_fuse_raw_reply(fd, in->unique, -EINVAL, NULL, 0);
-		return true;
-	}
-	sfs_fuse_statx(f, fd, in);
+	else if (in->opcode == FUSE_TMPFILE)
+		sfs_fuse_tmpfile(f, fd, in);
+	else
+		sfs_fuse_statx(f, fd, in);
 	return true;
 }
 

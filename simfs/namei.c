@@ -420,6 +420,61 @@ int sfs_symlink(struct sfs_fs *fs, sfs_ino_t parent, const char *name,
 	return nm_create(fs, parent, name, &nn, uid, gid, out);
 }
 
+/*
+ * O_TMPFILE: a regular file in parent's group with no name (nlink 0), on
+ * the orphan list from this operation on (ext4_tmpfile), until sfs_link
+ * gives it one; freed when the last holder lets go, by the next mount's
+ * orphan processing after a crash.  Returned open, as O_TMPFILE opens
+ * it, so that it lives until sfs_release.
+ * -ENOENT (parent removed), -ENOTDIR, -ENOSPC, -EROFS, -EINVAL (not a
+ * regular type), -EIO.
+ */
+int sfs_tmpfile(struct sfs_fs *fs, sfs_ino_t parent, uint32_t mode,
+		uint32_t uid, uint32_t gid, struct sfs_attr *out)
+{
+	struct nm_new nn = {.mode = SFS_S_IFREG | (mode & 07777)};
+	struct sfs_inode *dp, *ip;
+	int rc;
+
+	if (!fs || !out ||
+	    ((mode & SFS_S_IFMT) && (mode & SFS_S_IFMT) != SFS_S_IFREG))
+		return -EINVAL;
+	nm_take_umask(&nn, mode);
+	sfs_op_begin(fs, SFS_OP_MKNOD);
+	rc = sfs_check_writable(fs);
+	if (rc)
+		goto out_unlock;
+	rc = nm_get_dir(fs, parent, &dp);
+	if (rc)
+		goto out_unlock;
+	if (sfs_i_nlink(dp) == 0) {
+		rc = -ENOENT;
+		goto out_put_dir;
+	}
+	if (sfs_i_mode(dp) & 02000) /* inode_init_owner, as nm_create */
+		gid = nm_gid(dp);
+	rc = sfs_inode_alloc(fs, dp, nn.mode, uid, gid, &ip);
+	if (rc)
+		goto out_put_dir;
+	rc = sfs_acl_inherit(fs, dp, ip, nn.has_umask, nn.umask);
+	if (!rc)
+		rc = nm_setup(fs, dp, ip, &nn);
+	if (!rc)
+		rc = sfs_inode_dirty(fs, ip);
+	if (!rc) {
+		ip->linkable = true;
+		ip->opens++; /* returned open: freed at its last release */
+		sfs_i_to_attr(fs, ip, out);
+		sfs_kernel_ref(fs, ip);
+	}
+	sfs_iput(fs, ip); /* nlink 0: onto the orphan list, or freed */
+out_put_dir:
+	sfs_iput(fs, dp);
+out_unlock:
+	sfs_op_end(fs);
+	return rc;
+}
+
 /* New name for a non-directory.  -EPERM (directory), -EMLINK, -EEXIST,
  * -ENOENT (inode or new parent already unlinked). */
 int sfs_link(struct sfs_fs *fs, sfs_ino_t ino, sfs_ino_t newparent,
@@ -454,7 +509,7 @@ int sfs_link(struct sfs_fs *fs, sfs_ino_t ino, sfs_ino_t newparent,
 		rc = -EPERM;
 		goto out_put_dir;
 	}
-	if (sfs_i_nlink(ip) == 0 || sfs_i_nlink(dp) == 0) {
+	if ((sfs_i_nlink(ip) == 0 && !ip->linkable) || sfs_i_nlink(dp) == 0) {
 		rc = -ENOENT;
 		goto out_put_dir;
 	}
@@ -470,6 +525,8 @@ int sfs_link(struct sfs_fs *fs, sfs_ino_t ino, sfs_ino_t newparent,
 	rc = sfs_dir_add(fs, dp, newname, len, ip->ino, nm_ftype(ip));
 	if (rc)
 		goto out_put_dir;
+	if (sfs_i_nlink(ip) == 0) /* an O_TMPFILE's first name */
+		sfs_orphan_linked(fs, ip);
 	rc = nm_set_links(fs, ip, sfs_i_nlink(ip) + 1);
 	rc2 = nm_touch_dir(fs, dp);
 	if (!rc)
