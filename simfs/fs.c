@@ -1531,6 +1531,14 @@ static void orphan_del(struct sfs_fs *fs, struct sfs_inode *ip)
 	ip->d.i_dtime = 0;
 }
 
+void sfs_orphan_linked(struct sfs_fs *fs, struct sfs_inode *ip)
+{
+	orphan_del(fs, ip);
+	if (fs->knameless)
+		g_hash_table_remove(fs->knameless, GUINT_TO_POINTER(ip->ino));
+	ip->linkable = false;
+}
+
 /* Does the orphan list hold together: inodes in the table, in use, no
  * loop?  0, or -EIO with the inode that breaks it in *bad. */
 static int orphan_list_check(struct sfs_fs *fs, sfs_ino_t *bad)

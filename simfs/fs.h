@@ -48,6 +48,8 @@ struct sfs_attr {
 	struct timespec atime;
 	struct timespec mtime;
 	struct timespec ctime;
+	struct timespec btime; /* i_crtime, when has_btime */
+	bool has_btime; /* a large inode whose extra space holds i_crtime */
 };
 
 /* Which fields of sfs_setattr's `in` to apply. */
@@ -185,6 +187,12 @@ int sfs_symlink(struct sfs_fs *fs, sfs_ino_t parent, const char *name,
 		struct sfs_attr *out);
 int sfs_link(struct sfs_fs *fs, sfs_ino_t ino, sfs_ino_t newparent,
 	     const char *newname, struct sfs_attr *out);
+/* O_TMPFILE: a nameless regular file (mode as sfs_mknod's), returned
+ * open (sfs_release closes it) with a lookup reference counted; on the
+ * orphan list until sfs_link names it.  -ENOENT, -ENOTDIR, -ENOSPC,
+ * -EROFS, -EINVAL. */
+int sfs_tmpfile(struct sfs_fs *fs, sfs_ino_t parent, uint32_t mode,
+		uint32_t uid, uint32_t gid, struct sfs_attr *out);
 /* -ENOENT, -EISDIR (unlink of a directory), -ENOTDIR, -ENOTEMPTY (rmdir) */
 int sfs_unlink(struct sfs_fs *fs, sfs_ino_t parent, const char *name);
 int sfs_rmdir(struct sfs_fs *fs, sfs_ino_t parent, const char *name);

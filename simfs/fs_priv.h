@@ -100,6 +100,8 @@ struct sfs_inode {
 	bool deleted;          /* freed on disk; only stale references remain */
 	bool orphan;           /* on the on-disk orphan list (fs->orphans) */
 	GList orphan_link;     /* its place there (data = self) */
+	bool linkable;         /* made by sfs_tmpfile and not linked yet:
+				  sfs_link may give it its first name */
 	struct sfs_dir_index *dindex; /* directories: name index, or NULL */
 	/* ext2 allocation goal state (ext2_find_goal's i_next_alloc_*): */
 	uint32_t next_lblk;    /* logical block after the last one allocated */
@@ -381,6 +383,10 @@ int sfs_inode_dirty(struct sfs_fs *fs, struct sfs_inode *ip);
  */
 int sfs_inode_alloc(struct sfs_fs *fs, struct sfs_inode *dir, uint32_t mode,
 		    uint32_t uid, uint32_t gid, struct sfs_inode **out);
+
+/* ip, nameless until now, has its first link: off the orphan list in
+ * the same transaction (ext4_link's ext4_orphan_del). */
+void sfs_orphan_linked(struct sfs_fs *fs, struct sfs_inode *ip);
 
 /* Append-only or immutable (chattr +a / +i): the inode's name, links
  * and attributes may not change (the kernel's IS_APPEND, IS_IMMUTABLE). */

@@ -71,6 +71,23 @@
  *     kept per handle.  The user buffer's address does not reach the
  *     daemon (the kernel copies into the request), so a misaligned
  *     buffer, which ext4 refuses, is not detected.
+ * 12. Requests libfuse 3.14 does not know are answered in the read hook
+ *     of rule 9 (sfs_fuse_own_request) and never reach libfuse, which
+ *     would reply ENOSYS.  The hooks are installed on every mount
+ *     (noshared_mmap only stops the INIT change).  FUSE_STATX (Linux
+ *     6.6+, sent when a statx(2) asks for STATX_BTIME) gets getattr's
+ *     fields plus STATX_BTIME from i_crtime when the inode has room for
+ *     it, as ext4_getattr reports it.  FUSE's statx reply has no
+ *     direct-I/O alignment fields, so STATX_DIOALIGN cannot be given.
+ *     FUSE_TMPFILE (7.37, O_TMPFILE) is answered like CREATE: entry
+ *     and open out from sfs_tmpfile, a nameless inode on the orphan
+ *     list until FUSE_LINK names it (the VFS checks the open flags and
+ *     O_EXCL's "never linkable").
+ *     A request whose length is not the bytes read, or too short for
+ *     its argument, gets EINVAL.  With trace= they are left to libfuse
+ *     (the recorder needs a libfuse request), so the kernel falls back
+ *     to GETATTR and reports no birth time, and O_TMPFILE gets
+ *     EOPNOTSUPP.
  */
 #define FUSE_USE_VERSION 312
 
@@ -84,6 +101,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
+#include <sys/sysmacros.h>
 #include <syslog.h>
 #include <unistd.h>
 
@@ -808,6 +826,234 @@ static void sfs_ctl_readdir(fuse_req_t req, size_t size, off_t off)
 	g_free(buf);
 }
 
+/* ---- requests libfuse 3.14 does not know (rule 12) ---- */
+
+/* FUSE_STATX (protocol 7.39, include/uapi/linux/fuse.h of Linux 6.6+);
+ * this system's <linux/fuse.h> is 7.38, so the layout is spelled here. */
+#define SFS_FUSE_STATX 52
+
+struct sfs_fuse_sx_time {
+	int64_t tv_sec;
+	uint32_t tv_nsec;
+	int32_t reserved;
+};
+
+struct sfs_fuse_statx {
+	uint32_t mask;
+	uint32_t blksize;
+	uint64_t attributes;
+	uint32_t nlink;
+	uint32_t uid;
+	uint32_t gid;
+	uint16_t mode;
+	uint16_t spare0;
+	uint64_t ino;
+	uint64_t size;
+	uint64_t blocks;
+	uint64_t attributes_mask;
+	struct sfs_fuse_sx_time atime, btime, ctime, mtime;
+	uint32_t rdev_major, rdev_minor, dev_major, dev_minor;
+	uint64_t spare2[14];
+};
+
+struct sfs_fuse_statx_in {
+	uint32_t getattr_flags;
+	uint32_t reserved;
+	uint64_t fh;
+	uint32_t sx_flags;
+	uint32_t sx_mask;
+};
+
+struct sfs_fuse_statx_out {
+	uint64_t attr_valid;
+	uint32_t attr_valid_nsec;
+	uint32_t flags;
+	uint64_t spare[2];
+	struct sfs_fuse_statx stat;
+};
+
+static_assert(sizeof(struct sfs_fuse_statx) == 256, "fuse_statx");
+static_assert(sizeof(struct sfs_fuse_statx_in) == 24, "fuse_statx_in");
+static_assert(sizeof(struct sfs_fuse_statx_out) == 288, "fuse_statx_out");
+
+static struct sfs_fuse_sx_time sfs_fuse_sx_time(const struct timespec *ts)
+{
+	return (struct sfs_fuse_sx_time){.tv_sec = ts->tv_sec,
+					 .tv_nsec = (uint32_t)ts->tv_nsec};
+}
+
+/* The basic fields of a statx reply, as getattr gives them. */
+static void sfs_fuse_stat_to_statx(const struct stat *st,
+				   struct sfs_fuse_statx *sx)
+{
+	memset(sx, 0, sizeof(*sx));
+	sx->mask = STATX_BASIC_STATS;
+	sx->blksize = (uint32_t)st->st_blksize;
+	sx->nlink = (uint32_t)st->st_nlink;
+	sx->uid = st->st_uid;
+	sx->gid = st->st_gid;
+	sx->mode = (uint16_t)st->st_mode;
+	sx->ino = st->st_ino;
+	sx->size = (uint64_t)st->st_size;
+	sx->blocks = (uint64_t)st->st_blocks;
+	sx->atime = sfs_fuse_sx_time(&st->st_atim);
+	sx->mtime = sfs_fuse_sx_time(&st->st_mtim);
+	sx->ctime = sfs_fuse_sx_time(&st->st_ctim);
+	sx->rdev_major = major(st->st_rdev);
+	sx->rdev_minor = minor(st->st_rdev);
+}
+
+/* One reply written straight to the device: header, then len bytes of
+ * arg (none when error is set). */
+static void sfs_fuse_raw_reply(int fd, uint64_t unique, int error,
+			       const void *arg, size_t len)
+{
+	struct fuse_out_header out = {.unique = unique, .error = error};
+	struct iovec iov[2] = {{.iov_base = &out, .iov_len = sizeof(out)},
+			       {.iov_base = (void *)arg, .iov_len = len}};
+
+	if (error)
+		len = 0;
+	out.len = (uint32_t)(sizeof(out) + len);
+	/* the kernel drops a reply to an interrupted request (ENOENT) */
+	(void)!writev(fd, iov, len ? 2 : 1);
+}
+
+/* FUSE_STATX: getattr's answer plus i_crtime as the birth time. */
+static void sfs_fuse_statx(struct sfs_fuse *f, int fd,
+			   const struct fuse_in_header *in)
+{
+	struct sfs_fuse_statx_out out;
+	struct sfs_attr a;
+	struct stat st;
+	int c = sfs_ctl_of(in->nodeid);
+	sfs_ino_t i = sfs_fuse_ino_in(in->nodeid);
+	int rc = -ESTALE;
+
+	memset(&out, 0, sizeof(out));
+	if (in->len < sizeof(*in) + sizeof(struct sfs_fuse_statx_in)) {
+		sfs_fuse_raw_reply(fd, in->unique, -EINVAL, NULL, 0);
+		return;
+	}
+	if (c >= 0) {
+		sfs_ctl_stat(f, c, &st); /* attr_valid 0, as getattr */
+		sfs_fuse_stat_to_statx(&st, &out.stat);
+		sfs_fuse_raw_reply(fd, in->unique, 0, &out, sizeof(out));
+		return;
+	}
+	if (i)
+		rc = sfs_getattr(f->fs, i, &a);
+	if (rc < 0) {
+		sfs_fuse_raw_reply(fd, in->unique, rc < -4095 ? -EIO : rc, NULL,
+				   0);
+		return;
+	}
+	sfs_fuse_attr_to_stat(&a, &st);
+	sfs_fuse_stat_to_statx(&st, &out.stat);
+	if (a.has_btime) {
+		out.stat.mask |= STATX_BTIME;
+		out.stat.btime = sfs_fuse_sx_time(&a.btime);
+	}
+	out.attr_valid = (uint64_t)SFS_FUSE_TIMEOUT;
+	out.attr_valid_nsec =
+	    (uint32_t)((SFS_FUSE_TIMEOUT - (double)out.attr_valid) * 1e9);
+	sfs_fuse_raw_reply(fd, in->unique, 0, &out, sizeof(out));
+}
+
+static void sfs_fuse_stat_to_attr(const struct stat *st, struct fuse_attr *a)
+{
+	memset(a, 0, sizeof(*a));
+	a->ino = st->st_ino;
+	a->mode = st->st_mode;
+	a->nlink = (uint32_t)st->st_nlink;
+	a->uid = st->st_uid;
+	a->gid = st->st_gid;
+	a->rdev = (uint32_t)st->st_rdev;
+	a->size = (uint64_t)st->st_size;
+	a->blocks = (uint64_t)st->st_blocks;
+	a->blksize = (uint32_t)st->st_blksize;
+	a->atime = (uint64_t)st->st_atim.tv_sec;
+	a->atimensec = (uint32_t)st->st_atim.tv_nsec;
+	a->mtime = (uint64_t)st->st_mtim.tv_sec;
+	a->mtimensec = (uint32_t)st->st_mtim.tv_nsec;
+	a->ctime = (uint64_t)st->st_ctim.tv_sec;
+	a->ctimensec = (uint32_t)st->st_ctim.tv_nsec;
+}
+
+/* FUSE_TMPFILE (7.37): answered like CREATE (entry, then open), with a
+ * nameless inode from sfs_tmpfile; the VFS has checked the flags. */
+static void sfs_fuse_tmpfile(struct sfs_fuse *f, int fd,
+			     const struct fuse_in_header *in)
+{
+	const struct fuse_create_in *arg = (const void *)(in + 1);
+	struct {
+		struct fuse_entry_out e;
+		struct fuse_open_out o;
+	} out;
+	sfs_ino_t p = sfs_fuse_ino_in(in->nodeid);
+	struct sfs_attr a;
+	struct stat st;
+	uint32_t mode;
+	int rc = -ESTALE;
+
+	if (in->len < sizeof(*in) + sizeof(*arg)) {
+		sfs_fuse_raw_reply(fd, in->unique, -EINVAL, NULL, 0);
+		return;
+	}
+	mode = S_IFREG | (arg->mode & 07777);
+	if (f->acl) /* rule 10 */
+		mode |= SFS_MODE_UMASK(arg->umask);
+	if (sfs_ctl_of(in->nodeid) >= 0)
+		rc = -EPERM; /* rule 7 */
+	else if (p)
+		do
+			rc = sfs_tmpfile(f->fs, p, mode, in->uid, in->gid, &a);
+		while (rc == -ENOSPC && sfs_reclaim_unlinked(f->fs) > 0);
+	if (rc == 0 && !sfs_fuse_ino_ok(a.ino)) {
+		sfs_release(f->fs, a.ino);
+		sfs_forget(f->fs, a.ino, 1);
+		rc = -EIO;
+	}
+	if (rc < 0) {
+		sfs_fuse_raw_reply(fd, in->unique, rc < -4095 ? -EIO : rc, NULL,
+				   0);
+		return;
+	}
+	memset(&out, 0, sizeof(out));
+	out.e.nodeid = sfs_fuse_ino_out(a.ino);
+	out.e.generation = a.generation;
+	out.e.entry_valid = out.e.attr_valid = (uint64_t)SFS_FUSE_TIMEOUT;
+	sfs_fuse_attr_to_stat(&a, &st);
+	sfs_fuse_stat_to_attr(&st, &out.e.attr);
+	out.o.open_flags = FOPEN_DIRECT_IO; /* rule 3, as create */
+	sfs_fuse_raw_reply(fd, in->unique, 0, &out, sizeof(out));
+}
+
+/* A request the daemon answers itself, before libfuse sees it: true if
+ * it was one (and has been answered). */
+static bool sfs_fuse_own_request(struct sfs_fuse *f, int fd, const void *buf,
+				 ssize_t n)
+{
+	const struct fuse_in_header *in = buf;
+
+	if (n < (ssize_t)sizeof(*in) || f->trace)
+		return false;
+	switch (in->opcode) {
+	case SFS_FUSE_STATX:
+	case FUSE_TMPFILE:
+		break;
+	default:
+		return false;
+	}
+	if (in->len != (uint32_t)n) /* short or malformed */
+		sfs_fuse_raw_reply(fd, in->unique, -EINVAL, NULL, 0);
+	else if (in->opcode == FUSE_TMPFILE)
+		sfs_fuse_tmpfile(f, fd, in);
+	else
+		sfs_fuse_statx(f, fd, in);
+	return true;
+}
+
 /* ---- the INIT hooks (rule 9) ---- */
 
 /* read(2) of the next request; notes the INIT request. */
@@ -815,14 +1061,17 @@ static ssize_t sfs_fuse_io_read(int fd, void *buf, size_t len, void *userdata)
 {
 	struct sfs_fuse *f = userdata;
 	const struct fuse_in_header *in = buf;
-	ssize_t n = read(fd, buf, len);
+	ssize_t n;
 
+	do /* rule 12: some requests never reach libfuse */
+		n = read(fd, buf, len);
+	while (sfs_fuse_own_request(f, fd, buf, n));
 	if (n >= (ssize_t)(sizeof(*in) + sizeof(struct fuse_init_in)) &&
 	    in->opcode == FUSE_INIT && !g_atomic_int_get(&f->init_seen)) {
 		const struct fuse_init_in *arg = (const void *)(in + 1);
 
 		f->init_unique = in->unique; /* before the flags publish it */
-		if ((arg->flags & FUSE_INIT_EXT) &&
+		if (!f->mmap_off && (arg->flags & FUSE_INIT_EXT) &&
 		    (arg->flags2 & (SFS_FUSE_DIRECT_IO_ALLOW_MMAP >> 32)))
 			g_atomic_int_set(&f->mmap_offered, 1);
 		g_atomic_int_set(&f->init_seen, 1);
@@ -2361,10 +2610,11 @@ int sfs_fuse_mount(struct sfs_fuse *f, struct sfs_fs *fs,
 		return -EIO;
 	}
 	f->mounted = true;
-	/* rule 9; without the hooks the mount works, MAP_SHARED does not */
+	/* rules 9 and 12; without the hooks the mount works, MAP_SHARED
+	 * and birth times do not */
 	f->mmap_off = cfg.no_shared_mmap;
-	if (!f->mmap_off && fuse_session_custom_io(f->se, &sfs_fuse_io,
-						   fuse_session_fd(f->se)) == 0)
+	if (fuse_session_custom_io(f->se, &sfs_fuse_io,
+				   fuse_session_fd(f->se)) == 0)
 		g_atomic_int_set(&f->io_hooked, 1);
 	return 0;
 }

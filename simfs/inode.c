@@ -226,6 +226,13 @@ void sfs_i_to_attr(struct sfs_fs *fs, const struct sfs_inode *ip,
 	out->atime = get_time(fs, ip, ip->d.i_atime, ip->d.i_atime_extra, 0x90);
 	out->mtime = get_time(fs, ip, ip->d.i_mtime, ip->d.i_mtime_extra, 0x8C);
 	out->ctime = get_time(fs, ip, ip->d.i_ctime, ip->d.i_ctime_extra, 0x88);
+	/* birth time as ext4_getattr reports it: whenever i_crtime fits in
+	 * the inode's extra space, whatever its value */
+	if (fs->inode_size > SFS_GOOD_OLD_INODE_SIZE && has_extra(ip, 0x94)) {
+		out->has_btime = true;
+		out->btime = get_time(fs, ip, ip->d.i_crtime,
+				      ip->d.i_crtime_extra, 0x98);
+	}
 }
 
 /* ---- mapping ---- */

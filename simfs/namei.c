@@ -220,6 +220,52 @@ static int nm_setup(struct sfs_fs *fs, struct sfs_inode *dp,
 	}
 }
 
+/* A live directory to make an inode in: -EROFS, -ESTALE, -ENOTDIR,
+ * -ENOENT (removed). */
+static int nm_parent(struct sfs_fs *fs, sfs_ino_t parent,
+		     struct sfs_inode **dpp)
+{
+	int rc = sfs_check_writable(fs);
+
+	if (rc)
+		return rc;
+	rc = nm_get_dir(fs, parent, dpp);
+	if (rc)
+		return rc;
+	if (sfs_i_nlink(*dpp) == 0) {
+		sfs_iput(fs, *dpp);
+		return -ENOENT;
+	}
+	return 0;
+}
+
+/* A new inode in dp as nn describes it, with no link yet: owner (a
+ * setgid directory hands its group down, inode_init_owner), dp's
+ * default ACL, its type's first contents.  On failure it is freed. */
+static int nm_new_inode(struct sfs_fs *fs, struct sfs_inode *dp,
+			const struct nm_new *nn, uint32_t uid, uint32_t gid,
+			struct sfs_inode **ipp)
+{
+	uint32_t mode = nn->mode;
+	int rc;
+
+	if (sfs_i_mode(dp) & 02000) {
+		gid = nm_gid(dp);
+		if ((mode & SFS_S_IFMT) == SFS_S_IFDIR)
+			mode |= 02000;
+	}
+	rc = sfs_inode_alloc(fs, dp, mode, uid, gid, ipp);
+	if (rc)
+		return rc;
+	/* no links: the sfs_iput below frees it */
+	rc = sfs_acl_inherit(fs, dp, *ipp, nn->has_umask, nn->umask);
+	if (!rc)
+		rc = nm_setup(fs, dp, *ipp, nn);
+	if (rc)
+		sfs_iput(fs, *ipp);
+	return rc;
+}
+
 /*
  * Create name in parent as a new inode described by nn, linked once (twice
  * with its "." for a directory, which also adds one to the parent).
@@ -247,16 +293,9 @@ static int nm_create(struct sfs_fs *fs, sfs_ino_t parent, const char *name,
 	sfs_op_begin(fs, (mode & SFS_S_IFMT) == SFS_S_IFDIR	 ? SFS_OP_MKDIR
 			 : (mode & SFS_S_IFMT) == SFS_S_IFLNK ? SFS_OP_SYMLINK
 							      : SFS_OP_MKNOD);
-	rc = sfs_check_writable(fs);
+	rc = nm_parent(fs, parent, &dp);
 	if (rc)
 		goto out_unlock;
-	rc = nm_get_dir(fs, parent, &dp);
-	if (rc)
-		goto out_unlock;
-	if (sfs_i_nlink(dp) == 0) {
-		rc = -ENOENT;
-		goto out_put_dir;
-	}
 	if (isdir && sfs_i_nlink(dp) >= SFS_LINK_MAX) {
 		rc = -EMLINK;
 		goto out_put_dir;
@@ -270,23 +309,11 @@ static int nm_create(struct sfs_fs *fs, sfs_ino_t parent, const char *name,
 		rc = -EPERM;
 		goto out_put_dir;
 	}
-	/* a setgid directory hands its group down (inode_init_owner) */
-	if (sfs_i_mode(dp) & 02000) {
-		gid = nm_gid(dp);
-		if (isdir)
-			mode |= 02000;
-	}
-	rc = sfs_inode_alloc(fs, dp, mode, uid, gid, &ip);
+	rc = nm_new_inode(fs, dp, nn, uid, gid, &ip);
 	if (rc)
 		goto out_put_dir;
 	/* until linked, ip has no links: sfs_iput frees it on failure */
-	rc = sfs_acl_inherit(fs, dp, ip, nn->has_umask, nn->umask);
-	if (rc)
-		goto out_put;
 	mode = sfs_i_mode(ip);
-	rc = nm_setup(fs, dp, ip, nn);
-	if (rc)
-		goto out_put;
 	rc = sfs_dir_add(fs, dp, name, len, ip->ino, sfs_mode_to_ftype(mode));
 	if (rc)
 		goto out_put;
@@ -420,6 +447,48 @@ int sfs_symlink(struct sfs_fs *fs, sfs_ino_t parent, const char *name,
 	return nm_create(fs, parent, name, &nn, uid, gid, out);
 }
 
+/*
+ * O_TMPFILE: a regular file in parent's group with no name (nlink 0), on
+ * the orphan list from this operation on (ext4_tmpfile), until sfs_link
+ * gives it one; freed when the last holder lets go, by the next mount's
+ * orphan processing after a crash.  Returned open, as O_TMPFILE opens
+ * it, so that it lives until sfs_release.
+ * -ENOENT (parent removed), -ENOTDIR, -ENOSPC, -EROFS, -EINVAL (not a
+ * regular type), -EIO.
+ */
+int sfs_tmpfile(struct sfs_fs *fs, sfs_ino_t parent, uint32_t mode,
+		uint32_t uid, uint32_t gid, struct sfs_attr *out)
+{
+	struct nm_new nn = {.mode = SFS_S_IFREG | (mode & 07777)};
+	struct sfs_inode *dp, *ip;
+	int rc;
+
+	if (!fs || !out ||
+	    ((mode & SFS_S_IFMT) && (mode & SFS_S_IFMT) != SFS_S_IFREG))
+		return -EINVAL;
+	nm_take_umask(&nn, mode);
+	sfs_op_begin(fs, SFS_OP_MKNOD);
+	rc = nm_parent(fs, parent, &dp);
+	if (rc)
+		goto out_unlock;
+	rc = nm_new_inode(fs, dp, &nn, uid, gid, &ip);
+	if (rc)
+		goto out_put_dir;
+	rc = sfs_inode_dirty(fs, ip);
+	if (!rc) {
+		ip->linkable = true;
+		ip->opens++; /* returned open: freed at its last release */
+		sfs_i_to_attr(fs, ip, out);
+		sfs_kernel_ref(fs, ip);
+	}
+	sfs_iput(fs, ip); /* nlink 0: onto the orphan list, or freed */
+out_put_dir:
+	sfs_iput(fs, dp);
+out_unlock:
+	sfs_op_end(fs);
+	return rc;
+}
+
 /* New name for a non-directory.  -EPERM (directory), -EMLINK, -EEXIST,
  * -ENOENT (inode or new parent already unlinked). */
 int sfs_link(struct sfs_fs *fs, sfs_ino_t ino, sfs_ino_t newparent,
@@ -454,7 +523,7 @@ int sfs_link(struct sfs_fs *fs, sfs_ino_t ino, sfs_ino_t newparent,
 		rc = -EPERM;
 		goto out_put_dir;
 	}
-	if (sfs_i_nlink(ip) == 0 || sfs_i_nlink(dp) == 0) {
+	if ((sfs_i_nlink(ip) == 0 && !ip->linkable) || sfs_i_nlink(dp) == 0) {
 		rc = -ENOENT;
 		goto out_put_dir;
 	}
@@ -470,6 +539,8 @@ int sfs_link(struct sfs_fs *fs, sfs_ino_t ino, sfs_ino_t newparent,
 	rc = sfs_dir_add(fs, dp, newname, len, ip->ino, nm_ftype(ip));
 	if (rc)
 		goto out_put_dir;
+	if (sfs_i_nlink(ip) == 0) /* an O_TMPFILE's first name */
+		sfs_orphan_linked(fs, ip);
 	rc = nm_set_links(fs, ip, sfs_i_nlink(ip) + 1);
 	rc2 = nm_touch_dir(fs, dp);
 	if (!rc)
