@@ -43,7 +43,7 @@ tools=
 [[ $CHECKS != *1* ]] || tools+=" fio"
 [[ $CHECKS != *2* ]] || tools+=" fs_mark"
 for t in $tools; do
-	command -v $t >/dev/null || { echo "$t is not installed (apt-get install fio fsmark)" >&2; exit 1; }
+	command -v "$t" >/dev/null || { echo "$t is not installed (apt-get install fio fsmark)" >&2; exit 1; }
 done
 [[ -x $SIMFS ]] || { echo "no $SIMFS: build first" >&2; exit 1; }
 dir=$(mktemp -d "$W/simfs-mconc.XXXXXX")
@@ -80,7 +80,7 @@ print('queue max %d mean %.1f, %d writes of %.0f KiB, %d seeks (%.1f%% busy seek
       % (s.get('queue_max', 0), s.get('queue_mean', 0), s.get('write', 0),
          sub['bytes'] / n / 1024, d['seeks'],
          100 * d['busy_parts_ns']['seek'] / max(d['busy_ns'], 1)))" "$dir/stats.json")
-		printf '  %-8s %8s MB/s   %s\n' "$p" "${mbs[$p]}" "$dev"
+		printf '  %-15s %6s MB/s   %s\n' "$p" "${mbs[$p]}" "$dev"
 	done
 	if [[ -n ${mbs[ext4]:-} ]]; then
 		for p in $PRESETS; do
