@@ -144,13 +144,19 @@ static void fs_tick(struct sfs_fs *fs)
  * out at once, and its thread sleeps out its modelled completion in
  * sfs_op_end, after letting go of the lock, so other programs' operations
  * (a read of cached data, another writer) go on meanwhile and their
- * requests queue behind its own at the modelled device.  A commit's
- * completion is remembered (fs->commit_done_ns) for group commit.
+ * requests queue behind its own at the modelled device.  A commit is in
+ * flight from the end of its operation's work under the lock until its
+ * thread has slept out all of its I/O (fs->commits_in_flight; a commit's
+ * later stages, the commit block after the log blocks, are only timed in
+ * that sleep), and its completion is then remembered
+ * (fs->commit_done_ns): an fsync that meets a commit in flight waits for
+ * it and then commits what is left (group commit, inode.c fsync_file).
  */
 static __thread bool fs_tl_committed; /* this thread's op committed */
+static __thread bool fs_tl_in_flight; /* ... and it is counted in flight */
 
 /* The deferred waits of this thread's work under the lock: their end,
- * with a commit's completion noted.  Caller holds the lock. */
+ * with a commit counted in flight.  Caller holds the lock. */
 static sfs_ns_t fs_defer_end(struct sfs_fs *fs)
 {
 	sfs_ns_t t;
@@ -160,10 +166,40 @@ static sfs_ns_t fs_defer_end(struct sfs_fs *fs)
 	t = sfs_io_defer_end();
 	if (fs_tl_committed) {
 		fs_tl_committed = false;
-		fs->commit_done_ns = MAX(fs->commit_done_ns,
-					 MAX(t, sfs_clock_now_ns(fs->clock)));
+		fs_tl_in_flight = true;
+		fs->commits_in_flight++;
 	}
 	return t;
+}
+
+/* Sleep out this thread's deferred waits (no lock held); a commit among
+ * them is done after it: note when, and wake the fsyncs waiting. */
+static void fs_defer_sleep(struct sfs_fs *fs, sfs_ns_t t)
+{
+	if (!fs->defer_waits)
+		return;
+	sfs_io_defer_sleep(fs->clock, t);
+	if (!fs_tl_in_flight)
+		return;
+	fs_tl_in_flight = false;
+	sfs_lock(fs);
+	fs->commits_in_flight--;
+	fs->commit_done_ns =
+	    MAX(fs->commit_done_ns, MAX(t, sfs_clock_now_ns(fs->clock)));
+	sfs_cond_broadcast(&fs->commit_cond);
+	sfs_unlock(fs);
+}
+
+void sfs_fs_commit_wait(struct sfs_fs *fs)
+{
+	sfs_ns_t until;
+
+	sfs_lock(fs);
+	while (fs->commits_in_flight)
+		sfs_cond_wait(&fs->commit_cond, &fs->lock);
+	until = fs->commit_done_ns;
+	sfs_unlock(fs);
+	sfs_clock_sleep_until(fs->clock, until);
 }
 
 /* ---- a driver of virtual time (fs.h, simfs run) ---- */
@@ -181,7 +217,8 @@ bool sfs_fs_commit_busy(struct sfs_fs *fs)
 {
 	if (!fs->driver)
 		return fs->defer_waits &&
-		       sfs_clock_now_ns(fs->clock) < fs->commit_done_ns;
+		       (fs->commits_in_flight ||
+			sfs_clock_now_ns(fs->clock) < fs->commit_done_ns);
 	return fs->driver->commit_busy &&
 	       fs->driver->commit_busy(fs->driver_arg);
 }
@@ -286,8 +323,7 @@ static gpointer flusher_main(gpointer arg)
 			wait = fs_defer_end(fs);
 		}
 		sfs_unlock(fs);
-		if (fs->defer_waits) /* its write-back's time, unlocked */
-			sfs_io_defer_sleep(fs->clock, wait);
+		fs_defer_sleep(fs, wait); /* its write-back's time, unlocked */
 		sfs_clock_sleep_until(fs->clock,
 				      MIN(next, now + 200 * SFS_NS_PER_MS));
 	}
@@ -337,13 +373,7 @@ void sfs_op_end(struct sfs_fs *fs)
 		sfs_jnl_op_end(fs->jnl);
 	t = fs_defer_end(fs);
 	sfs_unlock(fs);
-	if (fs->defer_waits)
-		sfs_io_defer_sleep(fs->clock, t);
-}
-
-sfs_ns_t sfs_fs_commit_done(struct sfs_fs *fs)
-{
-	return fs->commit_done_ns;
+	fs_defer_sleep(fs, t);
 }
 
 void sfs_meta_dirty(struct sfs_fs *fs, struct sfs_buf *b)
@@ -2176,6 +2206,7 @@ static void fs_free(struct sfs_fs *fs)
 	g_free(fs->gd);
 	g_free(fs->gd_tail);
 	g_free(fs->err_msg);
+	sfs_cond_clear(&fs->commit_cond);
 	sfs_mutex_clear(&fs->lock);
 	g_free(fs);
 }
@@ -2567,6 +2598,7 @@ int sfs_fs_open(struct sfs_bdev *bd, const struct sfs_config *cfg,
 	}
 	fs = g_new0(struct sfs_fs, 1);
 	sfs_mutex_init(&fs->lock);
+	sfs_cond_init(&fs->commit_cond);
 	g_queue_init(&fs->ilru);
 	fs->cfg = *cfg;
 	fs->bd = bd;

@@ -233,6 +233,12 @@ struct sfs_fs {
 				     sfs_op_begin); fixed */
 	sfs_ns_t commit_done_ns;  /* defer_waits: the last commit's modelled
 				     completion; protected by lock */
+	unsigned commits_in_flight; /* defer_waits: commits whose thread
+				     still sleeps out their I/O (the I/O of
+				     later stages is only timed then);
+				     protected by lock */
+	sfs_cond commit_cond;     /* broadcast when one of those ends; waited
+				     on with lock */
 	bool jnl_off;             /* buffers bypass the journal (mount and
 				     unmount superblock writes) */
 
@@ -283,8 +289,9 @@ void sfs_op_resume(struct sfs_fs *fs);
  * no-op without a driver. */
 bool sfs_fs_commit_busy(struct sfs_fs *fs);
 void sfs_fs_commit_started(struct sfs_fs *fs);
-/* defer_waits: when the last commit is done (caller holds the lock). */
-sfs_ns_t sfs_fs_commit_done(struct sfs_fs *fs);
+/* defer_waits: wait, without the lock, until no commit is in flight and
+ * the last one is done (group commit, inode.c sfs_fsync). */
+void sfs_fs_commit_wait(struct sfs_fs *fs);
 
 /* ---- the two doors for changed buffers ---- */
 /* A metadata buffer (bitmap, inode table, directory, indirect, xattr,

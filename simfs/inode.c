@@ -1057,8 +1057,6 @@ int sfs_fsync(struct sfs_fs *fs, sfs_ino_t ino, bool datasync)
 	if (!fs)
 		return -EINVAL;
 	for (bool again = false;; again = true) {
-		sfs_ns_t until;
-
 		if (again)
 			sfs_op_resume(fs);
 		else
@@ -1073,13 +1071,12 @@ int sfs_fsync(struct sfs_fs *fs, sfs_ino_t ino, bool datasync)
 				rc = fsync_file(fs, ip);
 			sfs_iput(fs, ip);
 		}
-		until = sfs_fs_commit_done(fs);
 		sfs_op_end(fs);
 		/* group commit on a mount: wait for the commit in flight
 		 * (unlocked), then again; a driver does this itself */
 		if (rc != -EINPROGRESS || fs->driver)
 			return rc;
-		sfs_clock_sleep_until(fs->clock, until);
+		sfs_fs_commit_wait(fs);
 	}
 }
 

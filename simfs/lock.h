@@ -37,4 +37,30 @@ static inline void sfs_mutex_unlock(sfs_mutex *x)
 	pthread_mutex_unlock(&x->m);
 }
 
+/* A condition waited on under an sfs_mutex (group commit: fsyncs wait for
+ * the commit in flight, fs.c). */
+typedef struct {
+	pthread_cond_t c;
+} sfs_cond;
+
+static inline void sfs_cond_init(sfs_cond *x)
+{
+	pthread_cond_init(&x->c, NULL);
+}
+
+static inline void sfs_cond_clear(sfs_cond *x)
+{
+	pthread_cond_destroy(&x->c);
+}
+
+static inline void sfs_cond_wait(sfs_cond *x, sfs_mutex *m)
+{
+	pthread_cond_wait(&x->c, &m->m);
+}
+
+static inline void sfs_cond_broadcast(sfs_cond *x)
+{
+	pthread_cond_broadcast(&x->c);
+}
+
 #endif /* SFS_LOCK_H */
