@@ -1048,16 +1048,15 @@ out:
 	return rc;
 }
 
-int sfs_fsync(struct sfs_fs *fs, sfs_ino_t ino, bool datasync)
+/* fsync of ino (counted as an fsync operation when count), waiting
+ * unlocked for the commit in flight under group commit on a mount */
+static int fsync_ino(struct sfs_fs *fs, sfs_ino_t ino, bool count)
 {
 	struct sfs_inode *ip;
 	int rc;
 
-	(void)datasync;
-	if (!fs)
-		return -EINVAL;
 	for (bool again = false;; again = true) {
-		if (again)
+		if (again || !count)
 			sfs_op_resume(fs);
 		else
 			sfs_op_begin(fs, SFS_OP_FSYNC);
@@ -1078,6 +1077,19 @@ int sfs_fsync(struct sfs_fs *fs, sfs_ino_t ino, bool datasync)
 			return rc;
 		sfs_fs_commit_wait(fs);
 	}
+}
+
+int sfs_fsync(struct sfs_fs *fs, sfs_ino_t ino, bool datasync)
+{
+	(void)datasync;
+	if (!fs)
+		return -EINVAL;
+	return fsync_ino(fs, ino, true);
+}
+
+int sfs_dirsync_wait(struct sfs_fs *fs, sfs_ino_t dir)
+{
+	return fsync_ino(fs, dir, false);
 }
 
 /* Zero bytes [off, off + n) of one block of ip, in place if the block is

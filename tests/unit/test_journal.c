@@ -2,7 +2,8 @@
  * test_journal.c - the transaction engine and the four journal policies
  * (simfs/journal.h, models/journal/jnl.c): what reaches the device, in
  * which order, and what a crash leaves for recovery; each policy's crash
- * promise record (models/journal/promise.c) and data=auto's choice.
+ * promise record (models/journal/promise.c), data=auto's choice, and a
+ * chattr +D directory waiting for the commit in flight on a mount.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -715,6 +716,72 @@ static void test_journal_orphan_list_broken(void **state)
 	g_free(bytes);
 }
 
+/*
+ * chattr +D on a mount (a real clock: deferred waits, group commit): a
+ * change to the directory that meets a commit in flight waits for that
+ * commit, then commits itself, as an fsync does.  The commit in flight is
+ * stood in for by the count its thread holds until it has slept out its
+ * I/O (fs.c, commits_in_flight); a helper thread ends it after 50 ms.
+ */
+struct dirsync_inflight {
+	struct sfs_fs *fs;
+	bool ended;
+};
+
+static gpointer dirsync_end_commit(gpointer p)
+{
+	struct dirsync_inflight *f = p;
+
+	g_usleep(50 * 1000);
+	sfs_lock(f->fs);
+	f->ended = true;
+	f->fs->commits_in_flight--;
+	sfs_cond_broadcast(&f->fs->commit_cond);
+	sfs_unlock(f->fs);
+	return NULL;
+}
+
+static void test_journal_dirsync_waits(void **state)
+{
+	struct ctx *c = *state;
+	uint8_t *bytes = g_malloc(IMG_BYTES);
+	struct sfs_fs *fs = open_ram(c, "ordered", "clock=emulate,device=ideal",
+				     bytes, NULL, true);
+	struct dirsync_inflight f = {.fs = fs};
+	struct sfs_attr a;
+	uint32_t flags;
+	uint64_t c0;
+	bool ended;
+
+	assert_true(fs->defer_waits);
+	assert_int_equal(sfs_mkdir(fs, SFS_ROOT_INO, "d", 0755, 0, 0, &a), 0);
+	assert_int_equal(sfs_get_flags(fs, a.ino, &flags), 0);
+	assert_int_equal(
+	    sfs_set_flags(fs, a.ino, flags | SFS_DIRSYNC_FL, false), 0);
+	/* no commit in flight: the create commits at once */
+	c0 = stat_u64(fs, "journal", "commits.fsync");
+	mkfile(fs, a.ino, "x");
+	assert_int_equal(stat_u64(fs, "journal", "commits.fsync"), c0 + 1);
+	/* one in flight: the create returns after it, with its own commit */
+	sfs_lock(fs);
+	fs->commits_in_flight++;
+	sfs_unlock(fs);
+	GThread *t = g_thread_new("commit", dirsync_end_commit, &f);
+	mkfile(fs, a.ino, "y");
+	sfs_lock(fs);
+	ended = f.ended;
+	sfs_unlock(fs);
+	g_thread_join(t);
+	assert_true(ended);
+	assert_int_equal(stat_u64(fs, "journal", "commits.fsync"), c0 + 2);
+	/* a plain directory's create commits nothing */
+	mkfile(fs, SFS_ROOT_INO, "z");
+	assert_int_equal(stat_u64(fs, "journal", "commits.fsync"), c0 + 2);
+	assert_int_equal(sfs_fs_close(fs), 0);
+	check_clean(c, bytes, "dirsync");
+	g_free(bytes);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -741,6 +808,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_journal_orphan_list_broken,
 						setup, teardown),
 		cmocka_unit_test(test_journal_promises),
+		cmocka_unit_test_setup_teardown(test_journal_dirsync_waits,
+						setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
