@@ -17,7 +17,8 @@
 	X(none)                                                                \
 	X(writeback)                                                           \
 	X(ordered)                                                             \
-	X(journal)
+	X(journal)                                                             \
+	X(journal_async)
 
 #define SFS_JNL_EXTERN(n) extern const struct sfs_jnl_ops sfs_jnl_##n##_ops;
 #define SFS_JNL_ROW(n) &sfs_jnl_##n##_ops,
