@@ -780,6 +780,40 @@ static void test_journal_async_commit(void **state)
 	g_free(bytes);
 }
 
+/* data=journal_async refuses a log with checksum v3 (metadata_csum), where
+ * a torn asynchronous commit would fail recovery; data=journal opens it. */
+static void test_journal_async_refuses_csum_v3(void **state)
+{
+	struct ctx *c = *state;
+	char *img = g_build_filename(c->dir, "csum.img", NULL);
+	char *argv[] = {
+	    "mke2fs",	     "-q", "-F",     "-t", "ext4", "-b", "1024", "-O",
+	    "metadata_csum", "-J", "size=1", img,  "16M",  NULL};
+	struct sfs_config cfg;
+	struct sfs_bdev *bd;
+	struct sfs_fs *fs;
+	char *err = NULL;
+
+	g_free(sfs_test_run(argv));
+	assert_true(sfs_test_fsck_clean(img, NULL));
+	assert_int_equal(sfs_bdev_open_file(img, 0, 0, &bd), 0);
+	sfs_config_defaults(&cfg);
+	g_strlcpy(cfg.journal, "journal_async", sizeof(cfg.journal));
+	assert_int_equal(sfs_fs_open(bd, &cfg, &fs, &err), -EINVAL);
+	assert_non_null(err);
+	assert_non_null(strstr(err, "checksum v1"));
+	g_free(err);
+	err = NULL;
+	/* a failed open closed the device */
+	assert_int_equal(sfs_bdev_open_file(img, 0, 0, &bd), 0);
+	g_strlcpy(cfg.journal, "journal", sizeof(cfg.journal));
+	if (sfs_fs_open(bd, &cfg, &fs, &err))
+		fail_msg("data=journal on the metadata_csum image: %s", err);
+	assert_int_equal(sfs_fs_close(fs), 0);
+	assert_true(sfs_test_fsck_clean(img, NULL));
+	g_free(img);
+}
+
 /* The i_dtime of inode ino as the engine holds it (the orphan link). */
 static sfs_ino_t orphan_next(struct sfs_fs *fs, sfs_ino_t ino)
 {
@@ -879,33 +913,35 @@ static void test_journal_orphan_list_broken(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test_setup_teardown(test_journal_modes_clean_unmount,
-					    setup, teardown),
-	    cmocka_unit_test_setup_teardown(
-		test_journal_ordered_data_before_commit, setup, teardown),
-	    cmocka_unit_test_setup_teardown(test_journal_crash_recovery, setup,
-					    teardown),
-	    cmocka_unit_test_setup_teardown(test_journal_data_written_twice,
-					    setup, teardown),
-	    cmocka_unit_test_setup_teardown(test_journal_commit_reasons, setup,
-					    teardown),
-	    cmocka_unit_test_setup_teardown(test_journal_revoke_protects_reuse,
-					    setup, teardown),
-	    cmocka_unit_test_setup_teardown(test_journal_refuses_without_log,
-					    setup, teardown),
-	    cmocka_unit_test_setup_teardown(test_journal_external_device, setup,
-					    teardown),
-	    cmocka_unit_test_setup_teardown(test_journal_runtime_knobs, setup,
-					    teardown),
-	    cmocka_unit_test_setup_teardown(test_journal_orphan_list, setup,
-					    teardown),
-	    cmocka_unit_test_setup_teardown(test_journal_orphan_list_broken,
-					    setup, teardown),
-	    cmocka_unit_test(test_journal_promises),
-	    cmocka_unit_test_setup_teardown(test_journal_contract, setup,
-					    teardown),
-	    cmocka_unit_test_setup_teardown(test_journal_async_commit, setup,
-					    teardown),
+		cmocka_unit_test_setup_teardown(test_journal_modes_clean_unmount,
+						setup, teardown),
+		cmocka_unit_test_setup_teardown(
+			test_journal_ordered_data_before_commit, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_journal_crash_recovery,
+						setup, teardown),
+		cmocka_unit_test_setup_teardown(test_journal_data_written_twice,
+						setup, teardown),
+		cmocka_unit_test_setup_teardown(test_journal_commit_reasons,
+						setup, teardown),
+		cmocka_unit_test_setup_teardown(
+			test_journal_revoke_protects_reuse, setup, teardown),
+		cmocka_unit_test_setup_teardown(
+			test_journal_refuses_without_log, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_journal_external_device,
+						setup, teardown),
+		cmocka_unit_test_setup_teardown(test_journal_runtime_knobs,
+						setup, teardown),
+		cmocka_unit_test_setup_teardown(test_journal_orphan_list,
+						setup, teardown),
+		cmocka_unit_test_setup_teardown(test_journal_orphan_list_broken,
+						setup, teardown),
+		cmocka_unit_test(test_journal_promises),
+		cmocka_unit_test_setup_teardown(test_journal_contract, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_journal_async_commit,
+						setup, teardown),
+		cmocka_unit_test_setup_teardown(
+			test_journal_async_refuses_csum_v3, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
