@@ -29,6 +29,17 @@ int sfs_jnl_write_ordered(struct sfs_jnl *j);
  * transaction as a metadata block does, counted as logged data. */
 void sfs_jnl_data_log(struct sfs_jnl *j, struct sfs_buf *b);
 
+/* The promise of a policy that logs file data with the metadata
+ * (data=journal and its variants): every block as of the last commit,
+ * whole, and sizes exact since such data never goes through delayed
+ * allocation (doc/crash.md section 1). */
+#define SFS_JNL_PROMISE_LOGGED_DATA                                            \
+	{                                                                      \
+		.journaled = true, .fsync_durable = true, .no_foreign = true,  \
+		.data_not_behind = true, .data_exact = true,                   \
+		.size_exact = true                                             \
+	}
+
 /* For an fsync_data verb: write the blocks of runs (struct sfs_run) and,
  * with inode_block, the block holding ip's inode, in block order. */
 int sfs_jnl_write_runs(struct sfs_jnl *j, struct sfs_inode *ip,

@@ -11,13 +11,7 @@ const struct sfs_jnl_ops sfs_jnl_journal_ops = {
     .name = "journal",
     .help = "metadata and data journaled; data written again at "
 	    "checkpoint (ext3 data=journal)",
-    /* data goes through the log, never through delayed allocation */
-    .promise = {.journaled = true,
-		.fsync_durable = true,
-		.no_foreign = true,
-		.data_not_behind = true,
-		.data_exact = true,
-		.size_exact = true},
+    .promise = SFS_JNL_PROMISE_LOGGED_DATA,
     .data_path = SFS_JNL_DATA_JOURNALLED,
     .open_log = sfs_jnl_open_log,
     .data_dirty = sfs_jnl_data_log,

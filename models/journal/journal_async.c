@@ -61,12 +61,7 @@ const struct sfs_jnl_ops sfs_jnl_journal_async_ops = {
     .name = "journal_async",
     .help = "data=journal with an asynchronous, checksummed commit "
 	    "block: one flush a commit (ext4 journal_async_commit)",
-    .promise = {.journaled = true,
-		.fsync_durable = true,
-		.no_foreign = true,
-		.data_not_behind = true,
-		.data_exact = true,
-		.size_exact = true},
+    .promise = SFS_JNL_PROMISE_LOGGED_DATA,
     .data_path = SFS_JNL_DATA_JOURNALLED,
     .open_log = journal_async_open_log,
     .data_dirty = sfs_jnl_data_log,
