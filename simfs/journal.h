@@ -81,7 +81,6 @@ enum sfs_jnl_data_path {
 };
 
 struct sfs_inode;
-struct sfs_jlog;
 
 /*
  * A journal policy: a table of verbs over the transaction engine (jnl.c),
@@ -89,7 +88,7 @@ struct sfs_jlog;
  * models/journal/registry.c.  The engine calls the verbs and never asks
  * which policy it runs.  Every verb may be NULL (the default in brackets);
  * the engine's helpers a verb may use are in models/journal/jnl_priv.h.
- * doc/journal.md section 1 maps the verbs to jbd2 and ext4.
+ * doc/journal.md section 3.1 maps the verbs to jbd2 and ext4.
  */
 struct sfs_jnl_ops {
 	const char *name; /* data=NAME */

@@ -22,6 +22,10 @@
  * scan that has gone all around the log stops, so a log of blocks all
  * carrying the expected tid cannot loop forever.
  *
+ * Checksums: v2/v3 (per-block crc32c, doc/journal-format.md 2.1) and v1
+ * (one crc32_be of a transaction's descriptors and logged blocks in its
+ * commit block, 2.2, what makes jbd2's asynchronous commit safe).
+ *
  * Invariants:
  *  1. runs cover journal blocks [0, total) in order, without holes.
  *  2. sb_block holds the journal superblock's whole block as last read or
