@@ -915,6 +915,12 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_journal_modes_clean_unmount,
 						setup, teardown),
+		cmocka_unit_test_setup_teardown(test_journal_contract, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_journal_async_commit,
+						setup, teardown),
+		cmocka_unit_test_setup_teardown(
+			test_journal_async_refuses_csum_v3, setup, teardown),
 		cmocka_unit_test_setup_teardown(
 			test_journal_ordered_data_before_commit, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_journal_crash_recovery,
@@ -936,12 +942,6 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_journal_orphan_list_broken,
 						setup, teardown),
 		cmocka_unit_test(test_journal_promises),
-		cmocka_unit_test_setup_teardown(test_journal_contract, setup,
-						teardown),
-		cmocka_unit_test_setup_teardown(test_journal_async_commit,
-						setup, teardown),
-		cmocka_unit_test_setup_teardown(
-			test_journal_async_refuses_csum_v3, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
