@@ -406,7 +406,7 @@ static const struct cfg_knob cfg_knobs[] = {
 	.valid = cfg_journal_valid,
 	.names = cfg_journal_list,
 	.metavar = "MODE",
-	.help = "journal policy: none (ext2), writeback, ordered, journal; "
+	.help = "journal policy (none: ext2, no journal; doc/journal.md); "
 		"auto = ordered if the image has a journal (also journal=)",
     },
     {

@@ -23,7 +23,7 @@
  *    blocks where the promise says so.
  *
  * It runs in parts (basics, then POLICY-cut, POLICY-volatile,
- * POLICY-long for none, writeback, ordered, journal and delalloc, then
+ * POLICY-long for every policy of the registry and delalloc, then
  * concurrent; see main), one meson test each, side by side: `test_crash
  * PART...`, or no argument for all of them in one process.
  *
