@@ -494,9 +494,9 @@ static const struct mkfs_opt mkfs_opts[] = {
      mkfs_opt_type},
     {'O', NULL, "[^]dir_index",
      "htree directories on (off by default); also\n"
-     "[^]has_journal, [^]huge_file, [^]dir_nlink,\n"
-     "[^]extra_isize (mke2fs spellings, comma-\n"
-     "separated); ext4 layouts (extent, 64bit,\n"
+     "[^]has_journal, [^]resize_inode, [^]huge_file,\n"
+     "[^]dir_nlink, [^]extra_isize (mke2fs spellings,\n"
+     "comma-separated); ext4 layouts (extent, 64bit,\n"
      "flex_bg, metadata_csum, ...) are refused",
      mkfs_opt_features},
     {0, "seed", "N", "derive UUID and hash seed from N (default: random)",

@@ -1,7 +1,8 @@
 /*
  * mkfs.c - write a fresh ext2 filesystem: the image mke2fs 1.47 makes with
  *   mke2fs -t ext2 -b BS -I ISIZE -i RATIO -m PCT \
- *          -O none,sparse_super,filetype,large_file,ext_attr
+ *          -O none,sparse_super,filetype,large_file,ext_attr[,...]
+ * where the optional features are dir_index, resize_inode and has_journal
  * (same geometry, same block placement, same superblock fields), so the
  * two can be compared field by field (doc: ext-format sections 1-5, 10).
  *
@@ -12,11 +13,14 @@
  * shrinks blocks_per_group by 8 and starts again.
  *
  * Layout of group g (sparse_super backups in groups 0, 1, 3^k, 5^k, 7^k):
- *   [superblock][GDT]  (backup groups)  [block bitmap][inode bitmap]
- *   [inode table][data ...]
- * Group 0's data starts with the root directory block (inode 2) and the
- * lost+found blocks (inode 11: 12/8/4 blocks at 1/2/4 KiB).  Reserved
- * inodes 1..10 are marked used; inode 1 carries only its a/c/mtime.
+ *   [superblock][GDT][reserved GDT]  (backup groups)
+ *   [block bitmap][inode bitmap][inode table][data ...]
+ * Group 0's data starts with the root directory block (inode 2), the
+ * lost+found blocks (inode 11: 12/8/4 blocks at 1/2/4 KiB) and, with
+ * resize_inode, the double-indirect block of the resize inode (inode 7),
+ * which maps group 0's reserved GDT blocks; each of those lists its copies
+ * in the backup groups (mk_rsv_gdt, mk_resize_inode).  Reserved inodes
+ * 1..10 are marked used; inode 1 carries only its a/c/mtime.
  *
  * Write order: the old primary superblock is wiped first, the new one is
  * written last, then the device is flushed, so a half-made image is never
@@ -54,12 +58,14 @@ struct mk_geo {
 	uint32_t bpg;	   /* blocks per group */
 	uint32_t groups;
 	uint32_t desc_blocks; /* GDT blocks */
+	uint32_t rsv_gdt;     /* reserved GDT blocks (resize_inode) */
 	uint32_t ipg;	      /* inodes per group */
 	uint32_t itb;	      /* inode table blocks per group */
 	uint32_t lpf_blocks;  /* lost+found size, blocks */
 	uint32_t lpf_group;   /* group of inode 11, which holds its blocks */
 	uint64_t root_blk;    /* the root directory's block */
 	uint64_t lpf_blk;     /* lost+found's first block */
+	uint64_t dind_blk;    /* the resize inode's double-indirect block */
 };
 
 /* State of one sfs_mkfs run. */
@@ -81,13 +87,13 @@ static int mk_fail(struct mk *m, int rc, const char *fmt, ...)
 /* mke2fs feature names simfs mkfs does not lay out (they stay off; "^NAME"
  * is accepted).  Images mke2fs makes with them are mounted, not made. */
 static const char *const mk_not_made[] = {
-    "extent",	    "extents",	     "64bit",	    "flex_bg",
-    "metadata_csum", "uninit_bg",     "gdt_csum",    "resize_inode",
-    "meta_bg",	    "sparse_super2", "inline_data", "bigalloc",
-    "mmp",	    "encrypt",	     "casefold",    "quota",
-    "project",	    "orphan_file",   "large_dir",   "ea_inode",
-    "metadata_csum_seed", "stable_inodes", "verity", "journal_dev",
-    "fname_encoding", "orphan_present", "compression", "snapshot_bitmap",
+    "extent",	      "extents",     "64bit",		"flex_bg",
+    "metadata_csum",  "uninit_bg",   "gdt_csum",	"meta_bg",
+    "sparse_super2",  "inline_data", "bigalloc",	"mmp",
+    "encrypt",	      "casefold",    "quota",		"project",
+    "orphan_file",    "large_dir",   "ea_inode",	"metadata_csum_seed",
+    "stable_inodes",  "verity",	     "journal_dev",	"fname_encoding",
+    "orphan_present", "compression", "snapshot_bitmap",
 };
 
 /* Always on in what simfs mkfs makes ("^NAME" is refused). */
@@ -134,6 +140,9 @@ int sfs_mkfs_parse_features(struct sfs_mkfs_params *p, const char *list,
 		} else if (strcmp(f, "has_journal") == 0) {
 			p->has_journal = !off;
 			known = true;
+		} else if (strcmp(f, "resize_inode") == 0) {
+			p->resize_inode = !off;
+			known = true;
 		}
 		for (size_t k = 0; k < G_N_ELEMENTS(ro); k++) {
 			if (strcmp(f, ro[k].name) != 0)
@@ -177,10 +186,9 @@ int sfs_mkfs_parse_features(struct sfs_mkfs_params *p, const char *list,
 			g_string_append_printf(
 			    m,
 			    " unknown feature%s: %s (-O takes [^]dir_index, "
-			    "[^]has_journal, [^]huge_file, [^]dir_nlink, "
-			    "[^]extra_isize);",
-			    strchr(unknown->str, ',') ? "s" : "",
-			    unknown->str);
+			    "[^]has_journal, [^]resize_inode, [^]huge_file, "
+			    "[^]dir_nlink, [^]extra_isize);",
+			    strchr(unknown->str, ',') ? "s" : "", unknown->str);
 		g_string_truncate(m, m->len - 1); /* the last ';' */
 		if (err)
 			*err = g_string_free(m, FALSE);
@@ -208,8 +216,8 @@ int sfs_mkfs_set_type(struct sfs_mkfs_params *p, const char *type,
 	}
 	if (err && strcmp(type, "ext4") == 0)
 		*err = g_strdup("mkfs: -t ext4 is not made by simfs mkfs: "
-				"mke2fs's ext4 needs extent, 64bit, flex_bg, "
-				"metadata_csum and resize_inode (make it with "
+				"mke2fs's ext4 needs extent, 64bit, flex_bg "
+				"and metadata_csum (make it with "
 				"mke2fs -t ext4; simfs mounts it)");
 	else if (err)
 		*err = g_strdup_printf(
@@ -263,19 +271,23 @@ static uint32_t mk_group_meta(const struct mk_geo *g, uint32_t grp)
 	uint32_t n = 2 + g->itb;
 
 	if (sfs_group_has_super(grp, 1))
-		n += 1 + g->desc_blocks;
+		n += 1 + g->desc_blocks + g->rsv_gdt;
 	return n;
 }
 
 /*
  * Blocks in use at the start of group g: metadata, then (group 0) the root
  * directory, then (the group of inode 11, usually 0) lost+found, which is
- * where mke2fs's goal (the inode's own group) puts them.
+ * where mke2fs's goal (the inode's own group) puts them, then (group 0,
+ * resize_inode) the resize inode's double-indirect block, which mke2fs
+ * allocates next (ext2fs_create_resize_inode: the first free block from
+ * the end of group 0's inode table).
  */
 static uint32_t mk_group_used(const struct mk_geo *g, uint32_t grp)
 {
 	return mk_group_meta(g, grp) + (grp == 0 ? 1 : 0) +
-	       (grp == g->lpf_group ? g->lpf_blocks : 0);
+	       (grp == g->lpf_group ? g->lpf_blocks : 0) +
+	       (grp == 0 && g->rsv_gdt ? 1 : 0);
 }
 
 /* Inodes 1..SFS_FIRST_INO (reserved + lost+found) that live in group g. */
@@ -293,6 +305,23 @@ static uint32_t mk_group_dirs(const struct mk_geo *g, uint32_t grp)
 {
 	return (grp == (SFS_ROOT_INO - 1) / g->ipg) +
 	       (grp == (SFS_FIRST_INO - 1) / g->ipg);
+}
+
+/*
+ * Reserved GDT blocks as calc_reserved_gdt_blocks (e2fsprogs
+ * lib/ext2fs/initialize.c) sizes them: enough descriptors for 1024 times
+ * the blocks (at most 2^32 blocks), less the GDT blocks already there, at
+ * most one indirect block's worth (bs / 4).
+ */
+static uint32_t mk_rsv_gdt(const struct mk_geo *g)
+{
+	uint64_t max_blocks = 0xFFFFFFFFull, rsv_groups, rsv;
+
+	if (g->blocks < max_blocks / 1024)
+		max_blocks = g->blocks * 1024;
+	rsv_groups = div_ceil(max_blocks - g->first, g->bpg);
+	rsv = div_ceil(rsv_groups, g->bs / SFS_DESC_SIZE) - g->desc_blocks;
+	return (uint32_t)MIN(rsv, (uint64_t)g->bs / 4);
 }
 
 /*
@@ -385,12 +414,13 @@ ipg_retry:
 		goto ipg_retry;
 	}
 
-	if (g->desc_blocks > g->bpg * 3 / 4) /* mke2fs would use meta_bg */
+	g->rsv_gdt = p->resize_inode ? mk_rsv_gdt(g) : 0;
+	if (g->desc_blocks + g->rsv_gdt > g->bpg * 3 / 4) /* meta_bg */
 		return mk_fail(m, -EINVAL,
 			       "mkfs: %u groups need meta_bg, which simfs does "
 			       "not support: use a larger block size",
 			       g->groups);
-	overhead = 3 + g->itb + g->desc_blocks;
+	overhead = 3 + g->itb + g->desc_blocks + g->rsv_gdt;
 	if (overhead > g->bpg)
 		return mk_fail(m, -EINVAL,
 			       "mkfs: inode tables do not fit in a group: "
@@ -399,7 +429,7 @@ ipg_retry:
 	/* Drop a last group too small for its metadata + 50 blocks. */
 	overhead = 2 + g->itb;
 	if (sfs_group_has_super(g->groups - 1, 1))
-		overhead += 1 + g->desc_blocks;
+		overhead += 1 + g->desc_blocks + g->rsv_gdt;
 	rem = (g->blocks - g->first) % g->bpg;
 	if (g->groups == 1 && rem && rem < overhead)
 		return mk_fail(m, -EINVAL,
@@ -433,7 +463,8 @@ ipg_retry:
 			       g->blocks);
 	g->root_blk = mk_group_first(g, 0) + mk_group_meta(g, 0);
 	g->lpf_blk = mk_group_first(g, g->lpf_group) +
-		     mk_group_used(g, g->lpf_group) - g->lpf_blocks;
+		     mk_group_meta(g, g->lpf_group) + (g->lpf_group == 0);
+	g->dind_blk = g->root_blk + 1 + (g->lpf_group == 0 ? g->lpf_blocks : 0);
 	return 0;
 }
 
@@ -520,7 +551,9 @@ static void mk_super(struct mk *m, uint32_t free_blocks, uint32_t free_inodes)
 	sb->s_inode_size = sfs_cpu_to_le16((uint16_t)g->isize);
 	sb->s_feature_compat =
 	    sfs_cpu_to_le32(SFS_FEATURE_COMPAT_EXT_ATTR |
-			    (p->dir_index ? SFS_FEATURE_COMPAT_DIR_INDEX : 0));
+			    (p->dir_index ? SFS_FEATURE_COMPAT_DIR_INDEX : 0) |
+			    (g->rsv_gdt ? SFS_FEATURE_COMPAT_RESIZE_INODE : 0));
+	sb->s_reserved_gdt_blocks = sfs_cpu_to_le16((uint16_t)g->rsv_gdt);
 	sb->s_feature_incompat = sfs_cpu_to_le32(SFS_FEATURE_INCOMPAT_FILETYPE);
 	sb->s_feature_ro_compat =
 	    sfs_cpu_to_le32(SFS_FEATURE_RO_COMPAT_SPARSE_SUPER |
@@ -563,7 +596,7 @@ static void mk_gdt(struct mk *m, uint32_t *free_blocks, uint32_t *free_inodes)
 		uint32_t meta = 0, nfree, ifree;
 
 		if (sfs_group_has_super(grp, 1))
-			meta = 1 + g->desc_blocks;
+			meta = 1 + g->desc_blocks + g->rsv_gdt;
 		nfree = mk_group_blocks(g, grp) - mk_group_used(g, grp);
 		ifree = g->ipg - mk_group_rsv_inodes(g, grp);
 		gd[grp].bg_block_bitmap =
@@ -664,8 +697,86 @@ static int mk_write_backup(struct mk *m, uint32_t grp)
 	rc = mk_write(m, SFS_IO_SUPER, start, m->blk, 1, "backup superblock");
 	if (rc)
 		return rc;
-	return mk_write(m, SFS_IO_GDT, start + 1, m->gdt, g->desc_blocks,
-			"backup group descriptors");
+	rc = mk_write(m, SFS_IO_GDT, start + 1, m->gdt, g->desc_blocks,
+		      "backup group descriptors");
+	if (rc)
+		return rc;
+	return mk_zero(m, (start + 1 + g->desc_blocks) * g->bs,
+		       (uint64_t)g->rsv_gdt * g->bs, "reserved GDT blocks");
+}
+
+/* Backup groups (> 0) of the filesystem, the resize inode's count. */
+static uint32_t mk_backup_groups(const struct mk_geo *g)
+{
+	uint32_t n = 0;
+
+	for (uint32_t grp = 1; grp < g->groups; grp++)
+		n += sfs_group_has_super(grp, 1) ? 1 : 0;
+	return n;
+}
+
+/*
+ * The resize inode (inode 7) as ext2fs_create_resize_inode (e2fsprogs
+ * lib/ext2fs/res_gdt.c) makes it: a regular file, mode 0600, whose
+ * double-indirect block lists group 0's reserved GDT blocks at the slots
+ * after the GDT's own blocks (modulo bs / 4), each of which lists its
+ * copies in the backup groups; i_size as if every double-indirect slot
+ * were mapped.
+ */
+static void mk_resize_inode(struct mk *m, struct sfs_dinode *d)
+{
+	const struct mk_geo *g = &m->g;
+	uint64_t apb = g->bs / 4;
+	uint64_t size = (apb * apb + apb + SFS_NDIR_BLOCKS) * g->bs;
+	uint64_t nblk = 1 + (uint64_t)g->rsv_gdt * (1 + mk_backup_groups(g));
+
+	d->i_mode = sfs_cpu_to_le16(SFS_S_IFREG | 0600);
+	d->i_links_count = sfs_cpu_to_le16(1);
+	d->i_size = sfs_cpu_to_le32((uint32_t)size);
+	d->i_size_high = sfs_cpu_to_le32((uint32_t)(size >> 32));
+	d->i_blocks = sfs_cpu_to_le32((uint32_t)(nblk * (g->bs / 512)));
+	d->i_block[SFS_DIND_BLOCK] = sfs_cpu_to_le32((uint32_t)g->dind_blk);
+	d->i_atime = d->i_ctime = d->i_mtime = sfs_cpu_to_le32(m->now);
+	if (g->isize > SFS_GOOD_OLD_INODE_SIZE) {
+		d->i_extra_isize = sfs_cpu_to_le16(SFS_EXTRA_ISIZE);
+		d->i_crtime = sfs_cpu_to_le32(m->now);
+	}
+}
+
+/* The resize inode's double-indirect block and group 0's reserved GDT
+ * blocks (see mk_resize_inode). */
+static int mk_write_resize(struct mk *m)
+{
+	const struct mk_geo *g = &m->g;
+	uint32_t apb = g->bs / 4, *map = (uint32_t *)m->blk;
+	uint64_t rsv0 = g->first + 1 + g->desc_blocks;
+	int rc;
+
+	if (!g->rsv_gdt)
+		return 0;
+	memset(m->blk, 0, g->bs);
+	for (uint32_t i = 0; i < g->rsv_gdt; i++)
+		map[(g->desc_blocks + i) % apb] =
+		    sfs_cpu_to_le32((uint32_t)(rsv0 + i));
+	rc = mk_write(m, SFS_IO_INDIRECT, g->dind_blk, m->blk, 1,
+		      "resize inode");
+	if (rc)
+		return rc;
+	for (uint32_t i = 0; i < g->rsv_gdt; i++) {
+		uint32_t n = 0;
+
+		memset(m->blk, 0, g->bs);
+		for (uint32_t grp = 1; grp < g->groups; grp++)
+			if (sfs_group_has_super(grp, 1))
+				map[n++] = sfs_cpu_to_le32(
+				    (uint32_t)(rsv0 + i +
+					       (uint64_t)grp * g->bpg));
+		rc = mk_write(m, SFS_IO_GDT, rsv0 + i, m->blk, 1,
+			      "reserved GDT block");
+		if (rc)
+			return rc;
+	}
+	return 0;
 }
 
 /* Put a directory inode's fields into d. */
@@ -717,6 +828,8 @@ static int mk_write_itable(struct mk *m, uint32_t grp)
 				/* Bad-blocks inode: only times, as mke2fs. */
 				d->i_atime = d->i_ctime = d->i_mtime =
 				    sfs_cpu_to_le32(m->now);
+			} else if (ino == SFS_RESIZE_INO && g->rsv_gdt) {
+				mk_resize_inode(m, d);
 			} else if (ino == SFS_ROOT_INO) {
 				mk_dir_inode(m, d, MK_ROOT_MODE, 3,
 					     m->p->root_uid, m->p->root_gid,
@@ -823,6 +936,9 @@ static int mk_write_all(struct mk *m)
 			return rc;
 	}
 	rc = mk_write_dirs(m);
+	if (rc)
+		return rc;
+	rc = mk_write_resize(m);
 	if (rc)
 		return rc;
 	rc = mk_write(m, SFS_IO_GDT, g->first + 1, m->gdt, g->desc_blocks,

@@ -7,8 +7,8 @@
  * -m PCT -O none,sparse_super,filetype,large_file,ext_attr` given the same
  * UUID, hash seed and time (E2FSPROGS_FAKE_TIME) makes the same filesystem:
  * every `dumpe2fs` header field and per-group field (layout, free counts,
- * free ranges) is equal, `debugfs stat` of inodes 1, 2 and 11 is equal, and
- * the two images are byte-identical except bg_flags, where mke2fs writes
+ * free ranges) is equal, `debugfs stat` of inodes 1, 2, 7 and 11 is equal,
+ * and the two images are byte-identical except bg_flags, where mke2fs writes
  * INODE_ZEROED (0x4) and simfs writes 0 (doc: ext-format 2.2).
  * Also: a 1 TiB sparse image, rejected parameters (one-line message, device
  * untouched), determinism from the seed, zeroing only when the device is
@@ -523,8 +523,8 @@ static void run_case_dx(struct fixture *f, const struct mkcase *mc,
 	g_free(d2);
 
 	/* The root, lost+found and bad-blocks inodes. */
-	const char *stats[] = {"stat <1>", "stat <2>", "stat <11>", "ls -l /",
-			       "ls -l /lost+found"};
+	const char *stats[] = {"stat <1>",  "stat <2>", "stat <7>",
+			       "stat <11>", "ls -l /",	"ls -l /lost+found"};
 	for (size_t i = 0; i < G_N_ELEMENTS(stats); i++) {
 		const char *a1[] = {"debugfs", "-R", stats[i], ours, NULL};
 		const char *a2[] = {"debugfs", "-R", stats[i], ref, NULL};
@@ -632,6 +632,31 @@ static void test_mkfs_ext3_matches_mke2fs(void **state)
 	struct mkcase big = {1024 * MiB, 4096, 16384, 256, 5};
 	run_case_dx(*state, &big, "has_journal,dir_index",
 		    "has_journal ext_attr dir_index filetype sparse_super "
+		    "large_file");
+}
+
+/* -O resize_inode: the reserved GDT blocks (as many as mke2fs reserves
+ * for 1024 times the size) and the resize inode, byte for byte at 1, 2
+ * and 4 KiB; a 1 KiB filesystem of 300 MiB has backups in ten groups,
+ * each listed in every reserved GDT block; with a journal after it. */
+static void test_mkfs_resize_inode_matches_mke2fs(void **state)
+{
+	const uint32_t sizes[] = {1024, 2048, 4096};
+
+	for (size_t i = 0; i < G_N_ELEMENTS(sizes); i++) {
+		struct mkcase mc = {64 * MiB, sizes[i], 4096, 256, 5};
+
+		run_case_dx(*state, &mc, "resize_inode",
+			    "ext_attr resize_inode filetype sparse_super "
+			    "large_file");
+	}
+	struct mkcase many = {300 * MiB, 1024, 4096, 256, 5};
+	run_case_dx(*state, &many, "resize_inode,has_journal",
+		    "has_journal ext_attr resize_inode filetype sparse_super "
+		    "large_file");
+	struct mkcase big = {1024 * MiB, 4096, 16384, 128, 5};
+	run_case_dx(*state, &big, "resize_inode,dir_index",
+		    "ext_attr resize_inode dir_index filetype sparse_super "
 		    "large_file");
 }
 
@@ -1181,6 +1206,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_mkfs_dir_index_matches_mke2fs),
 	    cmocka_unit_test(test_mkfs_ext3_matches_mke2fs),
+	    cmocka_unit_test(test_mkfs_resize_inode_matches_mke2fs),
 	    cmocka_unit_test(test_mkfs_ro_compat_features),
 	    cmocka_unit_test(test_mkfs_feature_names_refused),
 	    cmocka_unit_test(test_mkfs_1k_matches_mke2fs),
