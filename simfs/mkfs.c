@@ -42,8 +42,13 @@
 #define MK_LPF_MIN_BYTES (16 * 1024) /* lost+found: >= 16 KiB, >= 2 blocks */
 #define MK_DEF_HASH_HALF_MD4 1
 #define MK_FLAGS_SIGNED_HASH 0x1
+/* ro_compat features for which mke2fs sets s_kbytes_written (mk_super) */
+#define MK_EXT4_RO_COMPAT                                                      \
+	(SFS_FEATURE_RO_COMPAT_HUGE_FILE | SFS_FEATURE_RO_COMPAT_DIR_NLINK |   \
+	 SFS_FEATURE_RO_COMPAT_EXTRA_ISIZE)
 #define MK_DEF_MOUNT_OPTS 0x000C /* user_xattr | acl */
 #define MK_ERRORS_CONTINUE 1
+#define MK_BG_ITABLE_ZEROED 0x4 /* bg_flags: inode table known zero */
 #define MK_ROOT_MODE (SFS_S_IFDIR | 0755)
 #define MK_LPF_MODE (SFS_S_IFDIR | 0700)
 
@@ -581,6 +586,11 @@ static void mk_super(struct mk *m, uint32_t free_blocks, uint32_t free_inodes)
 		sb->s_want_extra_isize = sfs_cpu_to_le16(SFS_EXTRA_ISIZE);
 	}
 	sb->s_flags = sfs_cpu_to_le32(MK_FLAGS_SIGNED_HASH);
+	/* mke2fs marks a filesystem with any ext4 feature by a non-zero
+	 * s_kbytes_written, to which its closefs then adds the KiB it wrote
+	 * itself; simfs writes the mark alone (doc/user-guide.md 2). */
+	if (p->ro_compat & MK_EXT4_RO_COMPAT)
+		sb->s_kbytes_written = sfs_cpu_to_le64(1);
 	sb->s_overhead_clusters = sfs_cpu_to_le32((uint32_t)overhead);
 }
 
@@ -609,6 +619,9 @@ static void mk_gdt(struct mk *m, uint32_t *free_blocks, uint32_t *free_inodes)
 		gd[grp].bg_free_inodes_count = sfs_cpu_to_le16((uint16_t)ifree);
 		gd[grp].bg_used_dirs_count =
 		    sfs_cpu_to_le16((uint16_t)mk_group_dirs(g, grp));
+		/* every inode table is zeroed (or known zero), and mke2fs
+		 * says so in every group, with or without checksums */
+		gd[grp].bg_flags = sfs_cpu_to_le16(MK_BG_ITABLE_ZEROED);
 		fb += nfree;
 		fi += ifree;
 	}
