@@ -494,10 +494,11 @@ static const struct mkfs_opt mkfs_opts[] = {
      mkfs_opt_type},
     {'O', NULL, "[^]dir_index",
      "htree directories on (off by default); also\n"
-     "[^]has_journal, [^]resize_inode, [^]huge_file,\n"
-     "[^]dir_nlink, [^]extra_isize (mke2fs spellings,\n"
-     "comma-separated); ext4 layouts (extent, 64bit,\n"
-     "flex_bg, metadata_csum, ...) are refused",
+     "[^]has_journal, [^]resize_inode, [^]extent,\n"
+     "[^]huge_file, [^]dir_nlink, [^]extra_isize (mke2fs\n"
+     "spellings, comma-separated); the other ext4\n"
+     "layouts (64bit, flex_bg, metadata_csum, ...)\n"
+     "are refused",
      mkfs_opt_features},
     {0, "seed", "N", "derive UUID and hash seed from N (default: random)",
      mkfs_opt_seed},

@@ -2,7 +2,9 @@
  * mkfs.c - write a fresh ext2 filesystem: the image mke2fs 1.47 makes with
  *   mke2fs -t ext2 -b BS -I ISIZE -i RATIO -m PCT \
  *          -O none,sparse_super,filetype,large_file,ext_attr[,...]
- * where the optional features are dir_index, resize_inode and has_journal
+ * where the optional features are dir_index, resize_inode, extent (the
+ * root directory and lost+found mapped by one in-inode extent each),
+ * huge_file, dir_nlink, extra_isize and has_journal
  * (same geometry, same block placement, same superblock fields), so the
  * two can be compared field by field (doc: ext-format sections 1-5, 10).
  *
@@ -92,13 +94,19 @@ static int mk_fail(struct mk *m, int rc, const char *fmt, ...)
 /* mke2fs feature names simfs mkfs does not lay out (they stay off; "^NAME"
  * is accepted).  Images mke2fs makes with them are mounted, not made. */
 static const char *const mk_not_made[] = {
-    "extent",	      "extents",     "64bit",		"flex_bg",
-    "metadata_csum",  "uninit_bg",   "gdt_csum",	"meta_bg",
-    "sparse_super2",  "inline_data", "bigalloc",	"mmp",
-    "encrypt",	      "casefold",    "quota",		"project",
-    "orphan_file",    "large_dir",   "ea_inode",	"metadata_csum_seed",
-    "stable_inodes",  "verity",	     "journal_dev",	"fname_encoding",
-    "orphan_present", "compression", "snapshot_bitmap",
+    "64bit",	       "flex_bg",
+    "metadata_csum",   "uninit_bg",
+    "gdt_csum",	       "meta_bg",
+    "sparse_super2",   "inline_data",
+    "bigalloc",	       "mmp",
+    "encrypt",	       "casefold",
+    "quota",	       "project",
+    "orphan_file",     "large_dir",
+    "ea_inode",	       "metadata_csum_seed",
+    "stable_inodes",   "verity",
+    "journal_dev",     "fname_encoding",
+    "orphan_present",  "compression",
+    "snapshot_bitmap",
 };
 
 /* Always on in what simfs mkfs makes ("^NAME" is refused). */
@@ -148,6 +156,10 @@ int sfs_mkfs_parse_features(struct sfs_mkfs_params *p, const char *list,
 		} else if (strcmp(f, "resize_inode") == 0) {
 			p->resize_inode = !off;
 			known = true;
+		} else if (strcmp(f, "extent") == 0 ||
+			   strcmp(f, "extents") == 0) {
+			p->extent = !off;
+			known = true;
 		}
 		for (size_t k = 0; k < G_N_ELEMENTS(ro); k++) {
 			if (strcmp(f, ro[k].name) != 0)
@@ -191,8 +203,8 @@ int sfs_mkfs_parse_features(struct sfs_mkfs_params *p, const char *list,
 			g_string_append_printf(
 			    m,
 			    " unknown feature%s: %s (-O takes [^]dir_index, "
-			    "[^]has_journal, [^]resize_inode, [^]huge_file, "
-			    "[^]dir_nlink, [^]extra_isize);",
+			    "[^]has_journal, [^]resize_inode, [^]extent, "
+			    "[^]huge_file, [^]dir_nlink, [^]extra_isize);",
 			    strchr(unknown->str, ',') ? "s" : "", unknown->str);
 		g_string_truncate(m, m->len - 1); /* the last ';' */
 		if (err)
@@ -559,7 +571,9 @@ static void mk_super(struct mk *m, uint32_t free_blocks, uint32_t free_inodes)
 			    (p->dir_index ? SFS_FEATURE_COMPAT_DIR_INDEX : 0) |
 			    (g->rsv_gdt ? SFS_FEATURE_COMPAT_RESIZE_INODE : 0));
 	sb->s_reserved_gdt_blocks = sfs_cpu_to_le16((uint16_t)g->rsv_gdt);
-	sb->s_feature_incompat = sfs_cpu_to_le32(SFS_FEATURE_INCOMPAT_FILETYPE);
+	sb->s_feature_incompat =
+	    sfs_cpu_to_le32(SFS_FEATURE_INCOMPAT_FILETYPE |
+			    (p->extent ? SFS_FEATURE_INCOMPAT_EXTENTS : 0));
 	sb->s_feature_ro_compat =
 	    sfs_cpu_to_le32(SFS_FEATURE_RO_COMPAT_SPARSE_SUPER |
 			    SFS_FEATURE_RO_COMPAT_LARGE_FILE | p->ro_compat);
@@ -792,6 +806,28 @@ static int mk_write_resize(struct mk *m)
 	return 0;
 }
 
+/*
+ * Map nblocks blocks from first_blk (at most one extent's worth) by the
+ * extent tree in the inode itself: a depth-0 header with room for 4
+ * entries and one extent, as ext2fs_extent_open2 starts every new map.
+ */
+static void mk_extent_map(struct sfs_dinode *d, uint64_t first_blk,
+			  uint32_t nblocks)
+{
+	struct sfs_dextent_header *eh = (struct sfs_dextent_header *)d->i_block;
+	struct sfs_dextent *ex = (struct sfs_dextent *)(eh + 1);
+
+	d->i_flags |= sfs_cpu_to_le32(SFS_EXTENTS_FL);
+	eh->eh_magic = sfs_cpu_to_le16(SFS_EXT_MAGIC);
+	eh->eh_entries = sfs_cpu_to_le16(1);
+	eh->eh_max =
+	    sfs_cpu_to_le16((sizeof(d->i_block) - sizeof(*eh)) / sizeof(*ex));
+	ex->ee_block = 0;
+	ex->ee_len = sfs_cpu_to_le16((uint16_t)nblocks);
+	ex->ee_start_hi = sfs_cpu_to_le16((uint16_t)(first_blk >> 32));
+	ex->ee_start_lo = sfs_cpu_to_le32((uint32_t)first_blk);
+}
+
 /* Put a directory inode's fields into d. */
 static void mk_dir_inode(struct mk *m, struct sfs_dinode *d, uint16_t mode,
 			 uint16_t links, uint32_t uid, uint32_t gid,
@@ -808,8 +844,12 @@ static void mk_dir_inode(struct mk *m, struct sfs_dinode *d, uint16_t mode,
 	d->i_atime = d->i_ctime = d->i_mtime = sfs_cpu_to_le32(m->now);
 	d->i_links_count = sfs_cpu_to_le16(links);
 	d->i_blocks = sfs_cpu_to_le32(nblocks * (g->bs / 512));
-	for (uint32_t i = 0; i < nblocks; i++)
-		d->i_block[i] = sfs_cpu_to_le32((uint32_t)(first_blk + i));
+	if (m->p->extent)
+		mk_extent_map(d, first_blk, nblocks);
+	else
+		for (uint32_t i = 0; i < nblocks; i++)
+			d->i_block[i] =
+			    sfs_cpu_to_le32((uint32_t)(first_blk + i));
 	if (g->isize > SFS_GOOD_OLD_INODE_SIZE) {
 		d->i_extra_isize = sfs_cpu_to_le16(SFS_EXTRA_ISIZE);
 		d->i_crtime = sfs_cpu_to_le32(m->now);

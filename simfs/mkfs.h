@@ -27,6 +27,9 @@ struct sfs_mkfs_params {
 	bool resize_inode;     /* -O resize_inode: reserved GDT blocks and
 				  the resize inode (inode 7), as mke2fs
 				  (default off) */
+	bool extent;	       /* -O extent: the root directory and
+				  lost+found (and a journal added after)
+				  mapped by extents */
 	uint32_t ro_compat;    /* -O huge_file,dir_nlink,extra_isize: these
 				  ro_compat bits on top of the fixed ones */
 	bool has_journal;      /* -O has_journal, -t ext3, -j: the caller
@@ -37,10 +40,11 @@ struct sfs_mkfs_params {
 
 /*
  * Apply a -O list (mke2fs spellings, comma-separated, "^" to remove) to p:
- * dir_index, has_journal, resize_inode, huge_file, dir_nlink, extra_isize
+ * dir_index, has_journal, resize_inode, extent, huge_file, dir_nlink,
+ * extra_isize
  * switch;
  * sparse_super, filetype, large_file, ext_attr are always on (their "^" is
- * refused); the ext4 features mkfs does not lay out (extent, 64bit,
+ * refused); the ext4 features mkfs does not lay out (64bit,
  * flex_bg, metadata_csum, uninit_bg, ...) are refused, their
  * "^" accepted.  0, or -EINVAL with one message in *err (g_free it; err
  * may be NULL) naming every name refused.

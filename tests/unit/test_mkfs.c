@@ -651,6 +651,30 @@ static void test_mkfs_resize_inode_matches_mke2fs(void **state)
 		    "large_file");
 }
 
+/* -O extent: the root directory and lost+found mapped by one extent each,
+ * and a journal added after extent-mapped in the middle groups, byte for
+ * byte as mke2fs makes them. */
+static void test_mkfs_extent_matches_mke2fs(void **state)
+{
+	const uint32_t sizes[] = {1024, 2048, 4096};
+
+	for (size_t i = 0; i < G_N_ELEMENTS(sizes); i++) {
+		struct mkcase mc = {64 * MiB, sizes[i], 4096, 256, 5};
+
+		run_case_dx(*state, &mc, "extent",
+			    "ext_attr filetype extent sparse_super "
+			    "large_file");
+	}
+	struct mkcase mid = {300 * MiB, 1024, 4096, 256, 5};
+	run_case_dx(*state, &mid, "extent,has_journal",
+		    "has_journal ext_attr filetype extent sparse_super "
+		    "large_file");
+	struct mkcase big = {1024 * MiB, 4096, 16384, 256, 5};
+	run_case_dx(*state, &big, "extent,has_journal,resize_inode,dir_index",
+		    "has_journal ext_attr resize_inode dir_index filetype "
+		    "extent sparse_super large_file");
+}
+
 /* -O huge_file,dir_nlink,extra_isize (mke2fs spellings): the image mke2fs
  * makes with them, byte for byte but for s_kbytes_written (mke2fs's mark
  * of an ext4 feature plus its own I/O); e2fsck is clean and the engine
@@ -694,9 +718,9 @@ static void test_mkfs_ro_compat_features(void **state)
  * message names every refused name. */
 static void test_mkfs_feature_names_refused(void **state)
 {
-	static const char *const bad[] = {"64bit",	   "flex_bg",
-					  "metadata_csum", "bogus",
-					  "^sparse_super", "uninit_bg"};
+	static const char *const bad[] = {"inline_data",   "bigalloc",
+					  "meta_bg",	   "bogus",
+					  "^sparse_super", "quota"};
 	struct sfs_mkfs_params p;
 	char *err = NULL;
 
@@ -713,12 +737,13 @@ static void test_mkfs_feature_names_refused(void **state)
 	sfs_mkfs_defaults(&p);
 	assert_int_equal(
 	    sfs_mkfs_parse_features(
-		&p, "extent,dir_index,bogus,64bit,^filetype,flex_bg", &err),
+		&p, "inline_data,dir_index,bogus,bigalloc,^filetype,meta_bg",
+		&err),
 	    -EINVAL);
 	for (size_t i = 0; i < 5; i++) {
-		static const char *const named[] = {
-		    "'extent'", "'bogus'", "'64bit'", "'^filetype'",
-		    "'flex_bg'"};
+		static const char *const named[] = {"'inline_data'", "'bogus'",
+						    "'bigalloc'", "'^filetype'",
+						    "'meta_bg'"};
 		assert_non_null(strstr(err, named[i]));
 	}
 	assert_null(strstr(err, "dir_index'"));
@@ -1200,6 +1225,7 @@ int main(void)
 	    cmocka_unit_test(test_mkfs_dir_index_matches_mke2fs),
 	    cmocka_unit_test(test_mkfs_ext3_matches_mke2fs),
 	    cmocka_unit_test(test_mkfs_resize_inode_matches_mke2fs),
+	    cmocka_unit_test(test_mkfs_extent_matches_mke2fs),
 	    cmocka_unit_test(test_mkfs_ro_compat_features),
 	    cmocka_unit_test(test_mkfs_feature_names_refused),
 	    cmocka_unit_test(test_mkfs_1k_matches_mke2fs),
