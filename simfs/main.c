@@ -2,7 +2,7 @@
  * main.c - the `simfs` program: subcommands in the manner of git.
  *
  *   simfs mkfs [-b BS] [-i BYTES_PER_INODE] [-I INODE_SIZE] [-m PCT]
- *              [-L LABEL] [-t ext2|ext3] [-O FEATURES] [--seed N] [-F]
+ *              [-L LABEL] [-t ext2|ext3|ext4] [-O FEATURES] [--seed N] [-F]
  *              IMAGE [SIZE]
  *   simfs mount [-f] [-d] [-o OPTS] IMAGE MOUNTPOINT | --list-devices
  *   simfs IMAGE MOUNTPOINT [-o OPTS]   (= mount; what mount.fuse3 runs)
@@ -301,7 +301,13 @@ static void sfs_mkfs_failed(int rc, char *err)
  * option above it (-J's two forms).
  */
 struct mkfs_cli {
-	struct sfs_mkfs_params p;
+	struct sfs_mkfs_params p; /* label, seed, reserved blocks */
+	const char *type;	  /* -t; NULL: simfs's own defaults */
+	uint32_t block_size;	  /* -b, -i, -I; 0: the type's default */
+	uint32_t inode_ratio;
+	uint32_t inode_size;
+	char *features;		/* every -O list, in order; NULL: none */
+	bool journal;		/* -j, -J, a journaled --preset */
 	uint64_t journal_bytes; /* -J size=: 0 = mke2fs's default size */
 	char *journal_path;	/* -J device=: an external journal */
 	bool journal_mid;	/* -j, -J, --preset: the contiguous journal
@@ -333,7 +339,7 @@ static int mkfs_opt_block_size(struct mkfs_cli *c, const char *arg)
 			arg);
 		return SFS_EXIT_USAGE;
 	}
-	c->p.block_size = (uint32_t)v;
+	c->block_size = (uint32_t)v;
 	return 0;
 }
 
@@ -345,7 +351,7 @@ static int mkfs_opt_inode_ratio(struct mkfs_cli *c, const char *arg)
 		sfs_err("mkfs", "bad bytes-per-inode '%s' (1024 to 64M)", arg);
 		return SFS_EXIT_USAGE;
 	}
-	c->p.inode_ratio = (uint32_t)v;
+	c->inode_ratio = (uint32_t)v;
 	return 0;
 }
 
@@ -357,7 +363,7 @@ static int mkfs_opt_inode_size(struct mkfs_cli *c, const char *arg)
 		sfs_err("mkfs", "bad inode size '%s' (128 or 256)", arg);
 		return SFS_EXIT_USAGE;
 	}
-	c->p.inode_size = (uint32_t)v;
+	c->inode_size = (uint32_t)v;
 	return 0;
 }
 
@@ -385,23 +391,24 @@ static int mkfs_opt_label(struct mkfs_cli *c, const char *arg)
 
 static int mkfs_opt_type(struct mkfs_cli *c, const char *arg)
 {
+	struct sfs_mkfs_params scratch = c->p;
 	char *err = NULL;
 
-	if (sfs_mkfs_set_type(&c->p, arg, &err)) {
+	if (sfs_mkfs_set_type(&scratch, arg, 0, &err)) {
 		sfs_mkfs_failed(-EINVAL, err);
 		return SFS_EXIT_USAGE;
 	}
+	c->type = arg;
 	return 0;
 }
 
 static int mkfs_opt_features(struct mkfs_cli *c, const char *arg)
 {
-	char *err = NULL;
+	char *all = c->features ? g_strconcat(c->features, ",", arg, NULL)
+				: g_strdup(arg);
 
-	if (sfs_mkfs_parse_features(&c->p, arg, &err)) {
-		sfs_mkfs_failed(-EINVAL, err);
-		return SFS_EXIT_USAGE;
-	}
+	g_free(c->features);
+	c->features = all;
 	return 0;
 }
 
@@ -419,7 +426,7 @@ static int mkfs_opt_seed(struct mkfs_cli *c, const char *arg)
 
 static int mkfs_opt_journal(struct mkfs_cli *c, const char *arg)
 {
-	c->p.has_journal = true;
+	c->journal = true;
 	c->journal_mid = true;
 	return 0;
 }
@@ -490,7 +497,11 @@ static const struct mkfs_opt mkfs_opts[] = {
     {'m', NULL, "RESERVED_PCT", "blocks reserved for root, % (default 5)",
      mkfs_opt_reserved},
     {'L', NULL, "LABEL", "volume label, at most 16 bytes", mkfs_opt_label},
-    {'t', NULL, "TYPE", "ext2 (default) or ext3 (= -O has_journal)",
+    {'t', NULL, "TYPE",
+     "ext2, ext3 or ext4 with mke2fs.conf's defaults for the\n"
+     "type and size (features; small, below 512M: 1K blocks,\n"
+     "-i 4096); without -t: ext2, 4K blocks, the features -O\n"
+     "names; -b, -i, -I, -O apply on top, -O in order",
      mkfs_opt_type},
     {'O', NULL, "[^]dir_index",
      "htree directories on (off by default); also\n"
@@ -521,6 +532,31 @@ static const struct mkfs_opt mkfs_opts[] = {
      mkfs_opt_preset},
     {'h', "help", NULL, "this help", mkfs_opt_help},
 };
+
+/*
+ * The parameters the options ask for on a filesystem of size_bytes (0:
+ * not known yet), in mke2fs's order whatever the command line's: -t
+ * TYPE's defaults for that size, then -b, -i, -I, then the -O lists, then
+ * -j/-J/--preset's journal.  0, or -EINVAL with a message in *err.
+ */
+static int mkfs_resolve(const struct mkfs_cli *c, uint64_t size_bytes,
+			struct sfs_mkfs_params *p, char **err)
+{
+	*p = c->p;
+	if (c->type && sfs_mkfs_set_type(p, c->type, size_bytes, err))
+		return -EINVAL;
+	if (c->block_size)
+		p->block_size = c->block_size;
+	if (c->inode_ratio)
+		p->inode_ratio = c->inode_ratio;
+	if (c->inode_size)
+		p->inode_size = c->inode_size;
+	if (c->features && sfs_mkfs_parse_features(p, c->features, err))
+		return -EINVAL;
+	if (c->journal)
+		p->has_journal = true;
+	return sfs_mkfs_check_features(p, err);
+}
 
 /* One help entry: "  TERM  text", the text from column MKFS_HELP_COL. */
 static void sfs_mkfs_usage_entry(FILE *out, const struct mkfs_opt *o)
@@ -613,6 +649,7 @@ static const struct mkfs_opt *sfs_mkfs_opt_find(int c)
 static int cmd_mkfs(int argc, char **argv)
 {
 	struct mkfs_cli cli = {0};
+	g_autofree char *features = NULL;
 	struct sfs_mkfs_params p;
 	struct sfs_bdev *bd = NULL;
 	struct sfs_dsuper sb;
@@ -644,13 +681,24 @@ static int cmd_mkfs(int argc, char **argv)
 	}
 	g_free(shortopts);
 	g_free(longopts);
+	if (rc == 0 && !cli.help) {
+		have_size = argc - optind == 2 &&
+			    sfs_parse_size(argv[optind + 1], &size) == 0 &&
+			    size > 0;
+		if (mkfs_resolve(&cli, have_size ? size : 0, &p, &err)) {
+			sfs_mkfs_failed(-EINVAL, err);
+			rc = SFS_EXIT_USAGE;
+		}
+		have_size = false;
+		size = 0;
+	}
+	features = cli.features; /* freed on every return */
 	if (rc != 0 || cli.help) {
 		g_free(cli.journal_path);
 		if (cli.help && rc == 0)
 			sfs_mkfs_usage(stdout);
 		return rc;
 	}
-	p = cli.p;
 	force = cli.force;
 	journal_bytes = cli.journal_bytes;
 	journal_path = cli.journal_path;
@@ -768,7 +816,16 @@ static int cmd_mkfs(int argc, char **argv)
 		p.size_bytes = size;
 	}
 
-	rc = sfs_mkfs(bd, &p, &err);
+	/* the size type of what is really formatted */
+	{
+		uint64_t keep = p.size_bytes;
+
+		rc = mkfs_resolve(&cli, keep ? keep : sfs_bdev_size_bytes(bd),
+				  &p, &err);
+		p.size_bytes = keep;
+	}
+	if (rc == 0)
+		rc = sfs_mkfs(bd, &p, &err);
 	if (rc < 0) {
 		sfs_mkfs_failed(rc, err);
 		rc = SFS_EXIT_FAIL;

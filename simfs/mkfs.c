@@ -7,6 +7,12 @@
  * huge_file, dir_nlink, extra_isize and has_journal
  * (same geometry, same block placement, same superblock fields), so the
  * two can be compared field by field (doc: ext-format sections 1-5, 10).
+ * sfs_mkfs_set_type gives -t TYPE the defaults of e2fsprogs' stock
+ * mke2fs.conf (features per type, block size and inode ratio per size
+ * type); flex_bg, 64bit and metadata_csum, part of its ext4, are not laid
+ * out yet and are refused by name (p->pending, sfs_mkfs_check_features).
+ * The one field that differs from mke2fs's: s_kbytes_written, 1 here,
+ * 1 + the KiB mke2fs itself wrote there (with an ext4 ro_compat feature).
  *
  * Geometry (mk_geometry) follows ext2fs_initialize: groups of 8 x bs
  * blocks; inodes = size / ratio spread over the groups, rounded up to fill
@@ -94,19 +100,40 @@ static int mk_fail(struct mk *m, int rc, const char *fmt, ...)
 /* mke2fs feature names simfs mkfs does not lay out (they stay off; "^NAME"
  * is accepted).  Images mke2fs makes with them are mounted, not made. */
 static const char *const mk_not_made[] = {
-    "64bit",	       "flex_bg",
-    "metadata_csum",   "uninit_bg",
-    "gdt_csum",	       "meta_bg",
-    "sparse_super2",   "inline_data",
-    "bigalloc",	       "mmp",
-    "encrypt",	       "casefold",
-    "quota",	       "project",
-    "orphan_file",     "large_dir",
-    "ea_inode",	       "metadata_csum_seed",
-    "stable_inodes",   "verity",
-    "journal_dev",     "fname_encoding",
-    "orphan_present",  "compression",
+    "meta_bg",
+    "sparse_super2",
+    "inline_data",
+    "bigalloc",
+    "mmp",
+    "encrypt",
+    "casefold",
+    "quota",
+    "project",
+    "orphan_file",
+    "large_dir",
+    "ea_inode",
+    "metadata_csum_seed",
+    "stable_inodes",
+    "verity",
+    "journal_dev",
+    "fname_encoding",
+    "orphan_present",
+    "compression",
     "snapshot_bitmap",
+};
+
+/* Features -O (and -t ext4) may ask for that simfs mkfs does not lay out
+ * yet: recorded in p->pending, refused by sfs_mkfs_check_features unless
+ * a later "^NAME" takes them away again, as mke2fs's own edits do. */
+static const struct {
+	const char *name;
+	uint32_t bit;
+} mk_pending[] = {
+    {"flex_bg", SFS_MKFS_PENDING_FLEX_BG},
+    {"64bit", SFS_MKFS_PENDING_64BIT},
+    {"metadata_csum", SFS_MKFS_PENDING_METADATA_CSUM},
+    {"uninit_bg", SFS_MKFS_PENDING_GDT_CSUM},
+    {"gdt_csum", SFS_MKFS_PENDING_GDT_CSUM},
 };
 
 /* Always on in what simfs mkfs makes ("^NAME" is refused). */
@@ -159,6 +186,15 @@ int sfs_mkfs_parse_features(struct sfs_mkfs_params *p, const char *list,
 		} else if (strcmp(f, "extent") == 0 ||
 			   strcmp(f, "extents") == 0) {
 			p->extent = !off;
+			known = true;
+		}
+		for (size_t k = 0; k < G_N_ELEMENTS(mk_pending); k++) {
+			if (strcmp(f, mk_pending[k].name) != 0)
+				continue;
+			if (off)
+				p->pending &= ~mk_pending[k].bit;
+			else
+				p->pending |= mk_pending[k].bit;
 			known = true;
 		}
 		for (size_t k = 0; k < G_N_ELEMENTS(ro); k++) {
@@ -220,25 +256,92 @@ int sfs_mkfs_parse_features(struct sfs_mkfs_params *p, const char *list,
 	return rc;
 }
 
-int sfs_mkfs_set_type(struct sfs_mkfs_params *p, const char *type,
-		      char **err)
+int sfs_mkfs_check_features(const struct sfs_mkfs_params *p, char **err)
 {
-	if (strcmp(type, "ext2") == 0) {
-		p->has_journal = false;
+	GString *names;
+
+	if (!p->pending)
 		return 0;
-	}
-	if (strcmp(type, "ext3") == 0) {
-		p->has_journal = true;
-		return 0;
-	}
-	if (err && strcmp(type, "ext4") == 0)
-		*err = g_strdup("mkfs: -t ext4 is not made by simfs mkfs: "
-				"mke2fs's ext4 needs extent, 64bit, flex_bg "
-				"and metadata_csum (make it with "
-				"mke2fs -t ext4; simfs mounts it)");
-	else if (err)
+	names = g_string_new(NULL);
+	for (size_t k = 0; k < G_N_ELEMENTS(mk_pending); k++)
+		if ((p->pending & mk_pending[k].bit) &&
+		    !strstr(names->str, mk_pending[k].name) &&
+		    strcmp(mk_pending[k].name, "gdt_csum") != 0)
+			g_string_append_printf(names, "%s%s",
+					       names->len ? "," : "",
+					       mk_pending[k].name);
+	if (err) {
+		gchar **v = g_strsplit(names->str, ",", -1);
+		gchar *neg = g_strjoinv(",^", v);
+
 		*err = g_strdup_printf(
-		    "mkfs: unknown type '%s' (-t ext2 or ext3)", type);
+		    "mkfs: not made by simfs mkfs yet: %s (simfs mounts "
+		    "images mke2fs makes with them; -O ^%s leaves them out)",
+		    names->str, neg);
+		g_free(neg);
+		g_strfreev(v);
+	}
+	g_string_free(names, TRUE);
+	return -EINVAL;
+}
+
+/*
+ * mke2fs's size types (misc/mke2fs.c parse_fs_type) and what the stock
+ * mke2fs.conf of e2fsprogs 1.47 sets for them: floppy below 3 MiB, small
+ * below 512 MiB, default, big from 4 TiB, huge from 16 TiB.
+ */
+static void mk_size_type(struct sfs_mkfs_params *p, uint64_t size_bytes)
+{
+	const uint64_t mib = 1ull << 20;
+
+	p->block_size = 4096;
+	p->inode_ratio = 16384;
+	if (size_bytes == 0)
+		return;
+	if (size_bytes < 3 * mib) {
+		p->block_size = 1024;
+		p->inode_ratio = 8192;
+	} else if (size_bytes < 512 * mib) {
+		p->block_size = 1024;
+		p->inode_ratio = 4096;
+	} else if (size_bytes >= 16 * (1ull << 40)) {
+		p->inode_ratio = 65536;
+	} else if (size_bytes >= 4 * (1ull << 40)) {
+		p->inode_ratio = 32768;
+	}
+}
+
+int sfs_mkfs_set_type(struct sfs_mkfs_params *p, const char *type,
+		      uint64_t size_bytes, char **err)
+{
+	/* [defaults] base_features, then [fs_types] TYPE's features */
+	static const char *const base =
+	    "sparse_super,large_file,filetype,resize_inode,dir_index,ext_attr";
+	static const struct {
+		const char *type, *features;
+	} types[] = {
+	    {"ext2", ""},
+	    {"ext3", "has_journal"},
+	    {"ext4", "has_journal,extent,huge_file,flex_bg,metadata_csum,"
+		     "64bit,dir_nlink,extra_isize"},
+	};
+
+	for (size_t i = 0; i < G_N_ELEMENTS(types); i++) {
+		if (strcmp(type, types[i].type) != 0)
+			continue;
+		p->dir_index = p->resize_inode = p->has_journal = false;
+		p->extent = false;
+		p->ro_compat = 0;
+		p->pending = 0;
+		p->inode_size = 256;
+		mk_size_type(p, size_bytes);
+		if (sfs_mkfs_parse_features(p, base, err))
+			return -EINVAL;
+		return sfs_mkfs_parse_features(p, types[i].features, err);
+	}
+	if (err)
+		*err = g_strdup_printf(
+		    "mkfs: unknown type '%s' (-t ext2, ext3 or ext4)", type);
 	return -EINVAL;
 }
 
@@ -1057,6 +1160,9 @@ int sfs_mkfs(struct sfs_bdev *bd, const struct sfs_mkfs_params *p, char **err)
 	if (!bd || !p)
 		return mk_fail(&m, -EINVAL, "mkfs: no device or parameters");
 	rc = mk_check_params(&m);
+	if (rc)
+		return rc;
+	rc = sfs_mkfs_check_features(p, err);
 	if (rc)
 		return rc;
 	dev_bytes = sfs_bdev_size_bytes(bd);

@@ -9,6 +9,14 @@
 
 #include "blockdev.h"
 
+/* ext4 features sfs_mkfs does not lay out yet (sfs_mkfs_params.pending) */
+enum {
+	SFS_MKFS_PENDING_FLEX_BG = 1u << 0,
+	SFS_MKFS_PENDING_64BIT = 1u << 1,
+	SFS_MKFS_PENDING_METADATA_CSUM = 1u << 2,
+	SFS_MKFS_PENDING_GDT_CSUM = 1u << 3, /* uninit_bg, gdt_csum */
+};
+
 struct sfs_mkfs_params {
 	uint64_t size_bytes;   /* 0 = the whole device */
 	uint32_t block_size;   /* 1024, 2048 or 4096 (default 4096) */
@@ -30,6 +38,9 @@ struct sfs_mkfs_params {
 	bool extent;	       /* -O extent: the root directory and
 				  lost+found (and a journal added after)
 				  mapped by extents */
+	uint32_t pending;      /* SFS_MKFS_PENDING_*: features asked for
+				  (-O, -t ext4) that sfs_mkfs does not lay
+				  out yet; sfs_mkfs refuses them */
 	uint32_t ro_compat;    /* -O huge_file,dir_nlink,extra_isize: these
 				  ro_compat bits on top of the fixed ones */
 	bool has_journal;      /* -O has_journal, -t ext3, -j: the caller
@@ -44,8 +55,10 @@ struct sfs_mkfs_params {
  * extra_isize
  * switch;
  * sparse_super, filetype, large_file, ext_attr are always on (their "^" is
- * refused); the ext4 features mkfs does not lay out (64bit,
- * flex_bg, metadata_csum, uninit_bg, ...) are refused, their
+ * refused); flex_bg, 64bit, metadata_csum and uninit_bg (gdt_csum) are
+ * recorded in p->pending (sfs_mkfs_check_features refuses them); the
+ * other features mkfs does not lay out (inline_data, bigalloc, meta_bg,
+ * ...) are refused, their
  * "^" accepted.  0, or -EINVAL with one message in *err (g_free it; err
  * may be NULL) naming every name refused.
  */
@@ -53,11 +66,25 @@ int sfs_mkfs_parse_features(struct sfs_mkfs_params *p, const char *list,
 			    char **err);
 
 /*
- * -t TYPE as mke2fs: "ext2" (no journal) or "ext3" (has_journal); "ext4"
- * and anything else -EINVAL with a message in *err (g_free it).
+ * -t TYPE as mke2fs 1.47 with its stock mke2fs.conf: TYPE's features
+ * (base_features sparse_super, large_file, filetype, resize_inode,
+ * dir_index, ext_attr; ext3 adds has_journal; ext4 has_journal, extent,
+ * huge_file, flex_bg, metadata_csum, 64bit, dir_nlink, extra_isize: the
+ * last three of which stay pending, see sfs_mkfs_check_features), 256-byte
+ * inodes, and the block size and bytes-per-inode of the size type of a
+ * filesystem of size_bytes (0: the default type).  Replaces p's features;
+ * the caller applies -b, -i, -I and -O after it.  0, or -EINVAL with a
+ * message in *err (g_free it) for an unknown TYPE.
  */
 int sfs_mkfs_set_type(struct sfs_mkfs_params *p, const char *type,
-		      char **err);
+		      uint64_t size_bytes, char **err);
+
+/*
+ * 0 if sfs_mkfs can lay out every feature p asks for, else -EINVAL with a
+ * message in *err (g_free it; err may be NULL) naming the pending ones and
+ * the -O that leaves them out.
+ */
+int sfs_mkfs_check_features(const struct sfs_mkfs_params *p, char **err);
 
 /* Defaults as listed above. */
 void sfs_mkfs_defaults(struct sfs_mkfs_params *p);

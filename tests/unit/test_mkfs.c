@@ -54,7 +54,13 @@ static const char mke2fs_conf[] =
     "\tinode_size = 256\n"
     "\tinode_ratio = 16384\n"
     "\n[fs_types]\n"
-    "\text3 = {\n\t\tfeatures = has_journal\n\t}\n";
+    "\text3 = {\n\t\tfeatures = has_journal\n\t}\n"
+    "\text4 = {\n\t\tfeatures = has_journal,extent,huge_file,flex_bg,"
+    "metadata_csum,64bit,dir_nlink,extra_isize\n\t}\n"
+    "\tsmall = {\n\t\tblocksize = 1024\n\t\tinode_ratio = 4096\n\t}\n"
+    "\tfloppy = {\n\t\tblocksize = 1024\n\t\tinode_ratio = 8192\n\t}\n"
+    "\tbig = {\n\t\tinode_ratio = 32768\n\t}\n"
+    "\thuge = {\n\t\tinode_ratio = 65536\n\t}\n";
 
 struct fixture {
 	char *dir;
@@ -456,24 +462,23 @@ static char *fmt_uuid(const uint8_t *u)
 			       u[15]);
 }
 
-/* One case against mke2fs; features (NULL or a -O list) on both sides,
- * want: the features dumpe2fs must then list. */
-static void run_case_dx(struct fixture *f, const struct mkcase *mc,
-			const char *features, const char *want)
+/*
+ * Compare our image (made at ours) with what mke2fs makes on a file of
+ * the same size (at ref) given opts (NULL-terminated mke2fs options), our
+ * UUID, hash seed and time, and nblocks (NULL: the whole file); want: the
+ * features dumpe2fs must list.  Both files are removed.
+ */
+static void compare_with_mke2fs(struct fixture *f, const char *ctx,
+				const char *ours, const char *ref,
+				uint64_t size, const char *const *opts,
+				const char *nblocks, const char *want)
 {
-	char *ctx =
-	    g_strdup_printf("bs=%u size=%lluK ratio=%u isize=%u%s", mc->bs,
-			    (unsigned long long)(mc->size >> 10), mc->ratio,
-			    mc->isize, features ? features : "");
-	char *ours = g_build_filename(f->dir, "simfs.img", NULL);
-	char *ref = g_build_filename(f->dir, "mke2fs.img", NULL);
-	char *fsck_out = NULL, *uuid, *hseed, *opt_e, *nblocks, *isz, *ratio,
-	     *bs, *pct, *d1, *d2;
+	char *fsck_out = NULL, *uuid, *hseed, *opt_e, *d1, *d2;
 	struct sfs_dsuper sb;
 	struct sfs_bdev *bd;
 	struct dump da, db;
+	GPtrArray *args = g_ptr_array_new();
 
-	make_simfs_dx(ours, mc, 77, features);
 	if (!sfs_test_fsck_clean(ours, &fsck_out))
 		fail_msg("%s: e2fsck -fn not clean:\n%s", ctx, fsck_out);
 	g_free(fsck_out);
@@ -484,26 +489,27 @@ static void run_case_dx(struct fixture *f, const struct mkcase *mc,
 	    sfs_bdev_read(bd, SFS_IO_SUPER, SFS_SUPER_OFFSET, &sb, sizeof(sb)),
 	    0);
 	sfs_bdev_close(bd);
-	assert_int_equal(
-	    sfs_bdev_open_file(ref, SFS_BDEV_CREATE, mc->size, &bd), 0);
+	assert_int_equal(sfs_bdev_open_file(ref, SFS_BDEV_CREATE, size, &bd),
+			 0);
 	sfs_bdev_close(bd);
 	uuid = fmt_uuid(sb.s_uuid);
 	hseed = fmt_uuid((const uint8_t *)sb.s_hash_seed);
 	opt_e = g_strdup_printf("hash_seed=%s", hseed);
-	nblocks =
-	    g_strdup_printf("%llu", (unsigned long long)(mc->size / mc->bs));
-	isz = g_strdup_printf("%u", mc->isize);
-	ratio = g_strdup_printf("%u", mc->ratio);
-	bs = g_strdup_printf("%u", mc->bs);
-	pct = g_strdup_printf("%u", mc->pct);
-	char *feat = g_strdup_printf(
-	    "none,sparse_super,filetype,large_file,ext_attr%s%s",
-	    features ? "," : "", features ? features : "");
-	const char *args[] = {"mke2fs", "-F", "-q",    "-t", "ext2", "-b",
-			      bs,	"-I", isz,     "-i", ratio,  "-m",
-			      pct,	"-O", feat,    "-U", uuid,   "-E",
-			      opt_e,	ref,  nblocks, NULL};
-	g_free(run(args, f->conf));
+	g_ptr_array_add(args, "mke2fs");
+	g_ptr_array_add(args, "-F");
+	g_ptr_array_add(args, "-q");
+	for (size_t i = 0; opts[i]; i++)
+		g_ptr_array_add(args, (char *)opts[i]);
+	g_ptr_array_add(args, "-U");
+	g_ptr_array_add(args, uuid);
+	g_ptr_array_add(args, "-E");
+	g_ptr_array_add(args, opt_e);
+	g_ptr_array_add(args, (char *)ref);
+	if (nblocks)
+		g_ptr_array_add(args, (char *)nblocks);
+	g_ptr_array_add(args, NULL);
+	g_free(run((const char *const *)args->pdata, f->conf));
+	g_ptr_array_free(args, TRUE);
 	take_kbytes_written(ref, &sb);
 
 	d1 = dumpe2fs(ours);
@@ -512,10 +518,9 @@ static void run_case_dx(struct fixture *f, const struct mkcase *mc,
 	parse_dump(d2, &db);
 	assert_true(da.groups->len > 0);
 	compare_dumps(ctx, &da, &db);
-	g_free(feat);
-	assert_string_equal(hdr(&da, "Filesystem features"),
-			    want ? want
-				 : "ext_attr filetype sparse_super large_file");
+	if (strcmp(hdr(&da, "Filesystem features"), want) != 0)
+		fail_msg("%s: features '%s', expected '%s'", ctx,
+			 hdr(&da, "Filesystem features"), want);
 	assert_string_equal(hdr(&da, "Filesystem state"), "clean");
 	dump_free(&da);
 	dump_free(&db);
@@ -546,11 +551,86 @@ static void run_case_dx(struct fixture *f, const struct mkcase *mc,
 	g_free(uuid);
 	g_free(hseed);
 	g_free(opt_e);
+}
+
+/* One case against mke2fs; features (NULL or a -O list) on both sides,
+ * want: the features dumpe2fs must then list. */
+static void run_case_dx(struct fixture *f, const struct mkcase *mc,
+			const char *features, const char *want)
+{
+	char *ctx =
+	    g_strdup_printf("bs=%u size=%lluK ratio=%u isize=%u%s", mc->bs,
+			    (unsigned long long)(mc->size >> 10), mc->ratio,
+			    mc->isize, features ? features : "");
+	char *ours = g_build_filename(f->dir, "simfs.img", NULL);
+	char *ref = g_build_filename(f->dir, "mke2fs.img", NULL);
+	char *nblocks, *isz, *ratio, *bs, *pct, *feat;
+
+	make_simfs_dx(ours, mc, 77, features);
+	nblocks =
+	    g_strdup_printf("%llu", (unsigned long long)(mc->size / mc->bs));
+	isz = g_strdup_printf("%u", mc->isize);
+	ratio = g_strdup_printf("%u", mc->ratio);
+	bs = g_strdup_printf("%u", mc->bs);
+	pct = g_strdup_printf("%u", mc->pct);
+	feat = g_strdup_printf(
+	    "none,sparse_super,filetype,large_file,ext_attr%s%s",
+	    features ? "," : "", features ? features : "");
+	const char *opts[] = {"-t",  "ext2", "-b", bs,	 "-I", isz, "-i",
+			      ratio, "-m",   pct,  "-O", feat, NULL};
+	compare_with_mke2fs(f, ctx, ours, ref, mc->size, opts, nblocks,
+			    want ? want
+				 : "ext_attr filetype sparse_super large_file");
+	g_free(feat);
 	g_free(nblocks);
 	g_free(isz);
 	g_free(ratio);
 	g_free(bs);
 	g_free(pct);
+	g_free(ours);
+	g_free(ref);
+	g_free(ctx);
+}
+
+/*
+ * `simfs mkfs -t TYPE [-O extra]` (sfs_mkfs_set_type on the whole file)
+ * against plain `mke2fs -t TYPE [-O extra]` with the stock mke2fs.conf.
+ */
+static void run_case_type(struct fixture *f, const char *type, uint64_t size,
+			  const char *extra, const char *want)
+{
+	char *ctx = g_strdup_printf("-t %s %lluM%s%s", type,
+				    (unsigned long long)(size >> 20),
+				    extra ? " -O " : "", extra ? extra : "");
+	char *ours = g_build_filename(f->dir, "simfs.img", NULL);
+	char *ref = g_build_filename(f->dir, "mke2fs.img", NULL);
+	struct sfs_mkfs_params p;
+	struct sfs_bdev *bd;
+	char *err = NULL;
+	int rc;
+
+	assert_int_equal(sfs_bdev_open_file(ours, SFS_BDEV_CREATE, size, &bd),
+			 0);
+	sfs_mkfs_defaults(&p);
+	p.seed = 78;
+	p.time = MK_TIME;
+	assert_int_equal(sfs_mkfs_set_type(&p, type, size, NULL), 0);
+	if (extra)
+		assert_int_equal(sfs_mkfs_parse_features(&p, extra, NULL), 0);
+	rc = sfs_mkfs(bd, &p, &err);
+	if (rc)
+		fail_msg("%s: sfs_mkfs: %d %s", ctx, rc, err);
+	if (p.has_journal) {
+		rc = sfs_jbd2_add_internal(bd, 0, SFS_JBD2_PLACE_FIRST_FREE,
+					   &err);
+		if (rc == 0)
+			rc = sfs_mkfs_sync_backups(bd, &err);
+		if (rc)
+			fail_msg("%s: journal: %d %s", ctx, rc, err);
+	}
+	sfs_bdev_close(bd);
+	const char *opts[] = {"-t", type, extra ? "-O" : NULL, extra, NULL};
+	compare_with_mke2fs(f, ctx, ours, ref, size, opts, NULL, want);
 	g_free(ours);
 	g_free(ref);
 	g_free(ctx);
@@ -675,6 +755,34 @@ static void test_mkfs_extent_matches_mke2fs(void **state)
 		    "extent sparse_super large_file");
 }
 
+/*
+ * -t ext2, ext3 and ext4 with mke2fs.conf's defaults (features, and the
+ * block size and inode ratio of the size type: floppy 2 MiB, small 64 MiB,
+ * default 1 GiB) equal plain `mke2fs -t TYPE` byte for byte; the ext4 one
+ * without the features sfs_mkfs does not lay out yet, and but for
+ * s_kbytes_written (take_kbytes_written).
+ */
+static void test_mkfs_type_defaults_match_mke2fs(void **state)
+{
+	static const char *const e2 =
+	    "ext_attr resize_inode dir_index filetype sparse_super large_file";
+	static const char *const e3 =
+	    "has_journal ext_attr resize_inode dir_index filetype "
+	    "sparse_super large_file";
+	static const char *const e4 =
+	    "has_journal ext_attr resize_inode dir_index filetype extent "
+	    "sparse_super large_file huge_file dir_nlink extra_isize";
+	static const char *const not_yet = "^flex_bg,^64bit,^metadata_csum";
+
+	run_case_type(*state, "ext2", 2 * MiB, NULL, e2);
+	run_case_type(*state, "ext2", 64 * MiB, NULL, e2);
+	run_case_type(*state, "ext2", 1024 * MiB, NULL, e2);
+	run_case_type(*state, "ext3", 64 * MiB, NULL, e3);
+	run_case_type(*state, "ext3", 1024 * MiB, NULL, e3);
+	run_case_type(*state, "ext4", 64 * MiB, not_yet, e4);
+	run_case_type(*state, "ext4", 1024 * MiB, not_yet, e4);
+}
+
 /* -O huge_file,dir_nlink,extra_isize (mke2fs spellings): the image mke2fs
  * makes with them, byte for byte but for s_kbytes_written (mke2fs's mark
  * of an ext4 feature plus its own I/O); e2fsck is clean and the engine
@@ -771,15 +879,45 @@ static void test_mkfs_feature_names_refused(void **state)
 	assert_true(p.has_journal);
 	assert_int_equal(sfs_mkfs_parse_features(&p, "^has_journal", NULL), 0);
 	assert_false(p.has_journal);
-	assert_int_equal(sfs_mkfs_set_type(&p, "ext3", NULL), 0);
-	assert_true(p.has_journal);
-	assert_int_equal(sfs_mkfs_set_type(&p, "ext2", NULL), 0);
+	assert_int_equal(sfs_mkfs_set_type(&p, "ext3", 0, NULL), 0);
+	assert_true(p.has_journal && p.dir_index && p.resize_inode);
+	assert_int_equal(p.block_size, 4096);
+	assert_int_equal(p.inode_ratio, 16384);
+	/* mke2fs.conf's size types */
+	assert_int_equal(sfs_mkfs_set_type(&p, "ext2", 64 * MiB, NULL), 0);
 	assert_false(p.has_journal);
-	assert_int_equal(sfs_mkfs_set_type(&p, "ext4", &err), -EINVAL);
-	assert_non_null(strstr(err, "flex_bg"));
+	assert_true(p.dir_index && p.resize_inode);
+	assert_int_equal(p.block_size, 1024);
+	assert_int_equal(p.inode_ratio, 4096);
+	assert_int_equal(sfs_mkfs_set_type(&p, "ext2", 2 * MiB, NULL), 0);
+	assert_int_equal(p.inode_ratio, 8192);
+	assert_int_equal(sfs_mkfs_set_type(&p, "ext2", 512 * MiB, NULL), 0);
+	assert_int_equal(p.block_size, 4096);
+	assert_int_equal(sfs_mkfs_set_type(&p, "ext2", 5ull << 40, NULL), 0);
+	assert_int_equal(p.inode_ratio, 32768);
+	assert_int_equal(sfs_mkfs_set_type(&p, "ext2", 16ull << 40, NULL), 0);
+	assert_int_equal(p.inode_ratio, 65536);
+	/* ext4: what is not laid out yet is named, with the -O that drops it */
+	assert_int_equal(sfs_mkfs_set_type(&p, "ext4", 0, NULL), 0);
+	assert_true(p.extent && p.has_journal);
+	assert_int_equal(p.ro_compat, SFS_FEATURE_RO_COMPAT_HUGE_FILE |
+					  SFS_FEATURE_RO_COMPAT_DIR_NLINK |
+					  SFS_FEATURE_RO_COMPAT_EXTRA_ISIZE);
+	assert_int_equal(sfs_mkfs_check_features(&p, &err), -EINVAL);
+	assert_non_null(strstr(err, "flex_bg,64bit,metadata_csum"));
+	assert_non_null(strstr(err, "-O ^flex_bg,^64bit,^metadata_csum"));
 	g_free(err);
 	err = NULL;
-	assert_int_equal(sfs_mkfs_set_type(&p, "xfs", &err), -EINVAL);
+	assert_int_equal(
+	    sfs_mkfs_parse_features(&p, "^flex_bg,^64bit,^metadata_csum", NULL),
+	    0);
+	assert_int_equal(sfs_mkfs_check_features(&p, NULL), 0);
+	/* an edit undone by a later one is no request, as in mke2fs */
+	assert_int_equal(sfs_mkfs_parse_features(&p, "uninit_bg", NULL), 0);
+	assert_int_equal(sfs_mkfs_check_features(&p, NULL), -EINVAL);
+	assert_int_equal(sfs_mkfs_parse_features(&p, "^uninit_bg", NULL), 0);
+	assert_int_equal(sfs_mkfs_check_features(&p, NULL), 0);
+	assert_int_equal(sfs_mkfs_set_type(&p, "xfs", 0, &err), -EINVAL);
 	assert_non_null(strstr(err, "'xfs'"));
 	g_free(err);
 }
@@ -1226,6 +1364,7 @@ int main(void)
 	    cmocka_unit_test(test_mkfs_ext3_matches_mke2fs),
 	    cmocka_unit_test(test_mkfs_resize_inode_matches_mke2fs),
 	    cmocka_unit_test(test_mkfs_extent_matches_mke2fs),
+	    cmocka_unit_test(test_mkfs_type_defaults_match_mke2fs),
 	    cmocka_unit_test(test_mkfs_ro_compat_features),
 	    cmocka_unit_test(test_mkfs_feature_names_refused),
 	    cmocka_unit_test(test_mkfs_1k_matches_mke2fs),
