@@ -306,6 +306,7 @@ struct mkfs_cli {
 	uint32_t block_size;	  /* -b, -i, -I; 0: the type's default */
 	uint32_t inode_ratio;
 	uint32_t inode_size;
+	int log_flex;		/* -G as log2; -1: not given */
 	char *features;		/* every -O list, in order; NULL: none */
 	bool journal;		/* -j, -J, a journaled --preset */
 	uint64_t journal_bytes; /* -J size=: 0 = mke2fs's default size */
@@ -364,6 +365,23 @@ static int mkfs_opt_inode_size(struct mkfs_cli *c, const char *arg)
 		return SFS_EXIT_USAGE;
 	}
 	c->inode_size = (uint32_t)v;
+	return 0;
+}
+
+static int mkfs_opt_flex_size(struct mkfs_cli *c, const char *arg)
+{
+	uint64_t v;
+
+	if (sfs_parse_u64(arg, &v) < 0 || v < 1 || v > (1u << 20) ||
+	    (v & (v - 1))) {
+		sfs_err("mkfs",
+			"bad flex_bg size '%s' (a power of 2, 1 to 1048576)",
+			arg);
+		return SFS_EXIT_USAGE;
+	}
+	c->log_flex = 0;
+	while ((1ull << c->log_flex) < v)
+		c->log_flex++;
 	return 0;
 }
 
@@ -503,12 +521,16 @@ static const struct mkfs_opt mkfs_opts[] = {
      "-i 4096); without -t: ext2, 4K blocks, the features -O\n"
      "names; -b, -i, -I, -O apply on top, -O in order",
      mkfs_opt_type},
+    {'G', NULL, "GROUPS",
+     "groups per flex group with flex_bg: a power of 2\n"
+     "(default 16)",
+     mkfs_opt_flex_size},
     {'O', NULL, "[^]dir_index",
      "htree directories on (off by default); also\n"
      "[^]has_journal, [^]resize_inode, [^]extent,\n"
-     "[^]huge_file, [^]dir_nlink, [^]extra_isize (mke2fs\n"
-     "spellings, comma-separated); the other ext4\n"
-     "layouts (64bit, flex_bg, metadata_csum, ...)\n"
+     "[^]flex_bg, [^]huge_file, [^]dir_nlink,\n"
+     "[^]extra_isize (mke2fs spellings, comma-separated);\n"
+     "the other ext4 layouts (64bit, metadata_csum, ...)\n"
      "are refused",
      mkfs_opt_features},
     {0, "seed", "N", "derive UUID and hash seed from N (default: random)",
@@ -555,6 +577,14 @@ static int mkfs_resolve(const struct mkfs_cli *c, uint64_t size_bytes,
 		return -EINVAL;
 	if (c->journal)
 		p->has_journal = true;
+	if (c->log_flex >= 0) {
+		if (!p->flex_bg) {
+			*err = g_strdup("mkfs: -G needs the flex_bg feature "
+					"(-O flex_bg or -t ext4)");
+			return -EINVAL;
+		}
+		p->log_groups_per_flex = (uint32_t)c->log_flex;
+	}
 	return sfs_mkfs_check_features(p, err);
 }
 
@@ -648,7 +678,7 @@ static const struct mkfs_opt *sfs_mkfs_opt_find(int c)
 
 static int cmd_mkfs(int argc, char **argv)
 {
-	struct mkfs_cli cli = {0};
+	struct mkfs_cli cli = {.log_flex = -1};
 	g_autofree char *features = NULL;
 	struct sfs_mkfs_params p;
 	struct sfs_bdev *bd = NULL;

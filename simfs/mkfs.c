@@ -4,13 +4,13 @@
  *          -O none,sparse_super,filetype,large_file,ext_attr[,...]
  * where the optional features are dir_index, resize_inode, extent (the
  * root directory and lost+found mapped by one in-inode extent each),
- * huge_file, dir_nlink, extra_isize and has_journal
+ * flex_bg (-G), huge_file, dir_nlink, extra_isize and has_journal
  * (same geometry, same block placement, same superblock fields), so the
  * two can be compared field by field (doc: ext-format sections 1-5, 10).
  * sfs_mkfs_set_type gives -t TYPE the defaults of e2fsprogs' stock
  * mke2fs.conf (features per type, block size and inode ratio per size
- * type); flex_bg, 64bit and metadata_csum, part of its ext4, are not laid
- * out yet and are refused by name (p->pending, sfs_mkfs_check_features).
+ * type); 64bit and metadata_csum, part of its ext4, are not laid out yet
+ * and are refused by name (p->pending, sfs_mkfs_check_features).
  * The one field that differs from mke2fs's: s_kbytes_written, 1 here,
  * 1 + the KiB mke2fs itself wrote there (with an ext4 ro_compat feature).
  *
@@ -23,6 +23,12 @@
  * Layout of group g (sparse_super backups in groups 0, 1, 3^k, 5^k, 7^k):
  *   [superblock][GDT][reserved GDT]  (backup groups)
  *   [block bitmap][inode bitmap][inode table][data ...]
+ * With flex_bg the tables of each flex group (2^-G groups) are packed at
+ * its start instead: all its block bitmaps, all its inode bitmaps, all its
+ * inode tables.  Placement runs on an in-memory bitmap of every block
+ * (mk_layout), with e2fsprogs' own search rules (ext2fs_get_free_blocks2,
+ * flexbg_offset, ext2fs_allocate_group_table; root directory, lost+found
+ * and the resize inode's block from ext2fs_find_inode_goal's goal).
  * Group 0's data starts with the root directory block (inode 2), the
  * lost+found blocks (inode 11: 12/8/4 blocks at 1/2/4 KiB) and, with
  * resize_inode, the double-indirect block of the resize inode (inode 7),
@@ -56,7 +62,11 @@
 	 SFS_FEATURE_RO_COMPAT_EXTRA_ISIZE)
 #define MK_DEF_MOUNT_OPTS 0x000C /* user_xattr | acl */
 #define MK_ERRORS_CONTINUE 1
-#define MK_BG_ITABLE_ZEROED 0x4 /* bg_flags: inode table known zero */
+#define MK_MAX_LOG_FLEX 20 /* -G at most 2^20 groups */
+#define MK_BG_ITABLE_ZEROED 0x4
+#define MK_SB_LOG_GROUPS_PER_FLEX                                              \
+	0x174 /* s_log_groups_per_flex, a byte */ /* bg_flags: inode table     \
+						     known zero */
 #define MK_ROOT_MODE (SFS_S_IFDIR | 0755)
 #define MK_LPF_MODE (SFS_S_IFDIR | 0700)
 
@@ -90,6 +100,9 @@ struct mk {
 	uint32_t now;	      /* time stamp for everything */
 	struct sfs_dsuper sb; /* primary superblock, on-disk form */
 	uint8_t *gdt;	      /* desc_blocks * bs bytes */
+	uint8_t *bmap;	      /* every block's bit (bit b = block b) */
+	uint64_t *bb, *ib, *it; /* per group: block bitmap, inode bitmap,
+				   inode table (mk_alloc_tables) */
 	uint8_t *blk;	      /* scratch, several blocks */
 	char **err;
 };
@@ -129,7 +142,6 @@ static const struct {
 	const char *name;
 	uint32_t bit;
 } mk_pending[] = {
-    {"flex_bg", SFS_MKFS_PENDING_FLEX_BG},
     {"64bit", SFS_MKFS_PENDING_64BIT},
     {"metadata_csum", SFS_MKFS_PENDING_METADATA_CSUM},
     {"uninit_bg", SFS_MKFS_PENDING_GDT_CSUM},
@@ -182,6 +194,9 @@ int sfs_mkfs_parse_features(struct sfs_mkfs_params *p, const char *list,
 			known = true;
 		} else if (strcmp(f, "resize_inode") == 0) {
 			p->resize_inode = !off;
+			known = true;
+		} else if (strcmp(f, "flex_bg") == 0) {
+			p->flex_bg = !off;
 			known = true;
 		} else if (strcmp(f, "extent") == 0 ||
 			   strcmp(f, "extents") == 0) {
@@ -365,6 +380,7 @@ void sfs_mkfs_defaults(struct sfs_mkfs_params *p)
 	p->inode_ratio = 16384;
 	p->inode_size = 256;
 	p->reserved_pct = 5;
+	p->log_groups_per_flex = 4; /* mke2fs.conf's flex_bg_size 16 */
 }
 
 static uint64_t div_ceil(uint64_t a, uint64_t b)
@@ -393,21 +409,6 @@ static uint32_t mk_group_meta(const struct mk_geo *g, uint32_t grp)
 	if (sfs_group_has_super(grp, 1))
 		n += 1 + g->desc_blocks + g->rsv_gdt;
 	return n;
-}
-
-/*
- * Blocks in use at the start of group g: metadata, then (group 0) the root
- * directory, then (the group of inode 11, usually 0) lost+found, which is
- * where mke2fs's goal (the inode's own group) puts them, then (group 0,
- * resize_inode) the resize inode's double-indirect block, which mke2fs
- * allocates next (ext2fs_create_resize_inode: the first free block from
- * the end of group 0's inode table).
- */
-static uint32_t mk_group_used(const struct mk_geo *g, uint32_t grp)
-{
-	return mk_group_meta(g, grp) + (grp == 0 ? 1 : 0) +
-	       (grp == g->lpf_group ? g->lpf_blocks : 0) +
-	       (grp == 0 && g->rsv_gdt ? 1 : 0);
 }
 
 /* Inodes 1..SFS_FIRST_INO (reserved + lost+found) that live in group g. */
@@ -575,17 +576,238 @@ ipg_retry:
 		g->lpf_blocks < 2))
 		g->lpf_blocks++;
 	g->lpf_group = (SFS_FIRST_INO - 1) / g->ipg;
-	if (mk_group_used(g, 0) > mk_group_blocks(g, 0) ||
-	    mk_group_used(g, g->lpf_group) > mk_group_blocks(g, g->lpf_group))
-		return mk_fail(m, -EINVAL,
-			       "mkfs: device too small for the root directory "
-			       "and lost+found (%" G_GUINT64_FORMAT " blocks)",
-			       g->blocks);
-	g->root_blk = mk_group_first(g, 0) + mk_group_meta(g, 0);
-	g->lpf_blk = mk_group_first(g, g->lpf_group) +
-		     mk_group_meta(g, g->lpf_group) + (g->lpf_group == 0);
-	g->dind_blk = g->root_blk + 1 + (g->lpf_group == 0 ? g->lpf_blocks : 0);
 	return 0;
+}
+
+/* ---- block allocation on the in-memory bitmap (mk_layout) ---- */
+
+static bool mk_used(const struct mk *m, uint64_t b)
+{
+	return m->bmap[b >> 3] & (1u << (b & 7));
+}
+
+static void mk_mark(struct mk *m, uint64_t b, uint64_t n)
+{
+	for (; n; n--, b++)
+		m->bmap[b >> 3] |= (uint8_t)(1u << (b & 7));
+}
+
+/*
+ * num free blocks in a row from start on, tried at each block up to finish
+ * (exclusive; finish <= start wraps at the end of the filesystem), as
+ * ext2fs_get_free_blocks2 searches.  0 with *out, or -ENOSPC.
+ */
+static int mk_get_free(const struct mk *m, uint64_t start, uint64_t finish,
+		       uint32_t num, uint64_t *out)
+{
+	uint64_t b = start ? start : m->g.first;
+
+	if (!finish)
+		finish = start;
+	if (!num)
+		num = 1;
+	do {
+		uint32_t k = 0;
+
+		if (b + num - 1 >= m->g.blocks) {
+			if (finish > start)
+				return -ENOSPC;
+			b = m->g.first;
+		}
+		while (k < num && !mk_used(m, b + k))
+			k++;
+		if (k == num) {
+			*out = b;
+			return 0;
+		}
+		b++;
+	} while (b != finish);
+	return -ENOSPC;
+}
+
+/* The first free block from goal on, wrapping (ext2fs_new_block2). */
+static int mk_new_block(struct mk *m, uint64_t goal, uint64_t *out)
+{
+	if (goal < m->g.first || goal >= m->g.blocks)
+		goal = m->g.first;
+	for (uint64_t i = 0; i < m->g.blocks - m->g.first; i++) {
+		uint64_t b = goal + i;
+
+		if (b >= m->g.blocks)
+			b -= m->g.blocks - m->g.first;
+		if (!mk_used(m, b)) {
+			mk_mark(m, b, 1);
+			*out = b;
+			return 0;
+		}
+	}
+	return -ENOSPC;
+}
+
+static uint32_t mk_flex_size(const struct mk *m)
+{
+	return m->p->flex_bg && m->p->log_groups_per_flex
+		   ? 1u << m->p->log_groups_per_flex
+		   : 0;
+}
+
+/*
+ * Where a flex group's bitmaps or inode tables go (flexbg_offset in
+ * e2fsprogs lib/ext2fs/alloc_tables.c): right after the previous group's
+ * if rem_grp elements still fit there (jumping small obstacles such as
+ * backup descriptors), else the first room for all of them, else for one,
+ * in the flex group; else anywhere.
+ */
+static uint64_t mk_flexbg_offset(const struct mk *m, uint32_t grp,
+				 uint64_t start, uint32_t rem_grp,
+				 uint32_t elem)
+{
+	const struct mk_geo *g = &m->g;
+	uint32_t fsize = mk_flex_size(m);
+	uint32_t size = MIN(rem_grp * elem, g->bpg / 4);
+	uint32_t last_grp = MIN(grp | (fsize - 1), g->groups - 1);
+	uint64_t last, out = 0;
+
+	if (start && start < g->blocks &&
+	    mk_get_free(m, start, start + size, elem, &out) == 0)
+		return out;
+	start = mk_group_first(g, fsize * (grp / fsize));
+	last = mk_group_first(g, last_grp) + mk_group_blocks(g, last_grp) - 1;
+	if (mk_get_free(m, start, last, size, &out) == 0 ||
+	    mk_get_free(m, start, last, elem, &out) == 0 ||
+	    mk_get_free(m, 0, last, elem, &out) == 0)
+		return out;
+	return out;
+}
+
+/*
+ * Block bitmap, inode bitmap and inode table of group grp, placed as
+ * ext2fs_allocate_group_table does: without flex_bg the first free blocks
+ * of the group (after its superblock and descriptor copies); with flex_bg
+ * packed per flex group, all block bitmaps, then all inode bitmaps, then
+ * all inode tables.  0, or -ENOSPC.
+ */
+static int mk_alloc_group_tables(struct mk *m, uint32_t grp)
+{
+	const struct mk_geo *g = &m->g;
+	uint32_t fsize = mk_flex_size(m), last_grp = grp, rem = 0, off = 0;
+	uint64_t gfirst = mk_group_first(g, grp);
+	uint64_t last = gfirst + mk_group_blocks(g, grp) - 1, start = gfirst;
+	uint64_t tstart = gfirst, blk;
+
+	if (fsize) {
+		last_grp = MIN(grp | (fsize - 1), g->groups - 1);
+		rem = last_grp - grp + 1;
+		off = fsize;
+		if (grp % fsize == 0 && last_grp == g->groups - 1) {
+			/* the last flex group keeps its tables contiguous */
+			off = last_grp & (fsize - 1);
+			off = off ? off + 1 : fsize;
+		}
+		start = mk_flexbg_offset(
+		    m, grp, grp % fsize ? m->bb[grp - 1] + 1 : 0, rem, 1);
+		last = mk_group_first(g, last_grp) +
+		       mk_group_blocks(g, last_grp) - 1;
+	}
+	if (mk_get_free(m, start, last, 1, &blk) &&
+	    mk_get_free(m, gfirst, last, 1, &blk))
+		return -ENOSPC;
+	mk_mark(m, blk, 1);
+	m->bb[grp] = blk;
+	if (fsize)
+		start = mk_flexbg_offset(
+		    m, grp, grp % fsize ? m->ib[grp - 1] + 1 : m->bb[grp] + off,
+		    rem, 1);
+	if (mk_get_free(m, start, last, 1, &blk) &&
+	    mk_get_free(m, gfirst, last, 1, &blk))
+		return -ENOSPC;
+	mk_mark(m, blk, 1);
+	m->ib[grp] = blk;
+	if (fsize)
+		tstart = mk_flexbg_offset(m, grp,
+					  grp % fsize ? m->it[grp - 1] + g->itb
+						      : m->ib[grp] + off,
+					  rem, g->itb);
+	if (mk_get_free(m, tstart, last, g->itb, &blk))
+		return -ENOSPC;
+	mk_mark(m, blk, g->itb);
+	m->it[grp] = blk;
+	return 0;
+}
+
+/* The first block of the group of inode ino, or of its flex group
+ * (ext2fs_find_inode_goal for an inode without blocks). */
+static uint64_t mk_inode_goal(const struct mk *m, uint32_t ino)
+{
+	uint32_t grp = (ino - 1) / m->g.ipg, fsize = mk_flex_size(m);
+
+	if (fsize)
+		grp &= ~(fsize - 1);
+	return mk_group_first(&m->g, grp);
+}
+
+/*
+ * Place everything: each group's superblock, descriptor and reserved GDT
+ * copies, its tables (mk_alloc_group_tables), then the root directory,
+ * lost+found and the resize inode's block, each from mke2fs's goal.
+ * 0, -ENOMEM or -EINVAL (does not fit) with a message.
+ */
+static int mk_layout(struct mk *m)
+{
+	struct mk_geo *g = &m->g;
+	uint64_t b;
+	int rc = 0;
+
+	m->bmap = g_try_malloc0((size_t)div_ceil(g->blocks, 8));
+	m->bb = g_try_new0(uint64_t, g->groups);
+	m->ib = g_try_new0(uint64_t, g->groups);
+	m->it = g_try_new0(uint64_t, g->groups);
+	if (!m->bmap || !m->bb || !m->ib || !m->it)
+		return mk_fail(
+		    m, -ENOMEM,
+		    "mkfs: no memory for the block map of %" G_GUINT64_FORMAT
+		    " blocks",
+		    g->blocks);
+	mk_mark(m, 0, g->first);
+	for (uint32_t grp = 0; grp < g->groups; grp++)
+		if (sfs_group_has_super(grp, 1))
+			mk_mark(m, mk_group_first(g, grp),
+				1 + g->desc_blocks + g->rsv_gdt);
+	for (uint32_t grp = 0; grp < g->groups && !rc; grp++)
+		rc = mk_alloc_group_tables(m, grp);
+	if (!rc)
+		rc = mk_new_block(m, mk_inode_goal(m, SFS_ROOT_INO),
+				  &g->root_blk);
+	if (!rc)
+		rc = mk_new_block(m, mk_inode_goal(m, SFS_FIRST_INO),
+				  &g->lpf_blk);
+	for (uint32_t i = 1; i < g->lpf_blocks && !rc; i++) {
+		rc = mk_new_block(m, g->lpf_blk + i, &b);
+		if (!rc && b != g->lpf_blk + i)
+			rc = -ENOSPC; /* lost+found in one run */
+	}
+	if (!rc && g->rsv_gdt)
+		rc = mk_new_block(
+		    m, g->first + g->desc_blocks + g->rsv_gdt + 2 + g->itb,
+		    &g->dind_blk);
+	if (rc)
+		return mk_fail(m, -EINVAL,
+			       "mkfs: device too small for the group tables, "
+			       "the root directory and lost+found "
+			       "(%" G_GUINT64_FORMAT " blocks)",
+			       g->blocks);
+	return 0;
+}
+
+/* Blocks of group grp in use (set in the block map). */
+static uint32_t mk_group_used(const struct mk *m, uint32_t grp)
+{
+	uint64_t first = mk_group_first(&m->g, grp);
+	uint32_t n = 0, nb = mk_group_blocks(&m->g, grp);
+
+	for (uint32_t i = 0; i < nb; i++)
+		n += mk_used(m, first + i);
+	return n;
 }
 
 /* Check the parameters that do not depend on the size. */
@@ -611,6 +833,11 @@ static int mk_check_params(struct mk *m)
 		return mk_fail(m, -EINVAL,
 			       "mkfs: bad reserved percentage %u (0 to 50)",
 			       p->reserved_pct);
+	if (p->log_groups_per_flex > MK_MAX_LOG_FLEX)
+		return mk_fail(m, -EINVAL,
+			       "mkfs: bad flex_bg size 2^%u (1 to %u groups, "
+			       "a power of 2)",
+			       p->log_groups_per_flex, 1u << MK_MAX_LOG_FLEX);
 	if (memchr(p->label, 0, sizeof(p->label)) == NULL)
 		return mk_fail(m, -EINVAL, "mkfs: label not NUL-terminated");
 	return 0;
@@ -676,7 +903,11 @@ static void mk_super(struct mk *m, uint32_t free_blocks, uint32_t free_inodes)
 	sb->s_reserved_gdt_blocks = sfs_cpu_to_le16((uint16_t)g->rsv_gdt);
 	sb->s_feature_incompat =
 	    sfs_cpu_to_le32(SFS_FEATURE_INCOMPAT_FILETYPE |
-			    (p->extent ? SFS_FEATURE_INCOMPAT_EXTENTS : 0));
+			    (p->extent ? SFS_FEATURE_INCOMPAT_EXTENTS : 0) |
+			    (p->flex_bg ? SFS_FEATURE_INCOMPAT_FLEX_BG : 0));
+	if (p->flex_bg)
+		((uint8_t *)sb)[MK_SB_LOG_GROUPS_PER_FLEX] =
+		    (uint8_t)p->log_groups_per_flex;
 	sb->s_feature_ro_compat =
 	    sfs_cpu_to_le32(SFS_FEATURE_RO_COMPAT_SPARSE_SUPER |
 			    SFS_FEATURE_RO_COMPAT_LARGE_FILE | p->ro_compat);
@@ -706,7 +937,7 @@ static void mk_super(struct mk *m, uint32_t free_blocks, uint32_t free_inodes)
 	/* mke2fs marks a filesystem with any ext4 feature by a non-zero
 	 * s_kbytes_written, to which its closefs then adds the KiB it wrote
 	 * itself; simfs writes the mark alone (doc/user-guide.md 2). */
-	if (p->ro_compat & MK_EXT4_RO_COMPAT)
+	if ((p->ro_compat & MK_EXT4_RO_COMPAT) || p->flex_bg)
 		sb->s_kbytes_written = sfs_cpu_to_le64(1);
 	sb->s_overhead_clusters = sfs_cpu_to_le32((uint32_t)overhead);
 }
@@ -719,19 +950,13 @@ static void mk_gdt(struct mk *m, uint32_t *free_blocks, uint32_t *free_inodes)
 	uint64_t fb = 0, fi = 0;
 
 	for (uint32_t grp = 0; grp < g->groups; grp++) {
-		uint64_t start = mk_group_first(g, grp);
-		uint32_t meta = 0, nfree, ifree;
+		uint32_t nfree, ifree;
 
-		if (sfs_group_has_super(grp, 1))
-			meta = 1 + g->desc_blocks + g->rsv_gdt;
-		nfree = mk_group_blocks(g, grp) - mk_group_used(g, grp);
+		nfree = mk_group_blocks(g, grp) - mk_group_used(m, grp);
 		ifree = g->ipg - mk_group_rsv_inodes(g, grp);
-		gd[grp].bg_block_bitmap =
-		    sfs_cpu_to_le32((uint32_t)(start + meta));
-		gd[grp].bg_inode_bitmap =
-		    sfs_cpu_to_le32((uint32_t)(start + meta + 1));
-		gd[grp].bg_inode_table =
-		    sfs_cpu_to_le32((uint32_t)(start + meta + 2));
+		gd[grp].bg_block_bitmap = sfs_cpu_to_le32((uint32_t)m->bb[grp]);
+		gd[grp].bg_inode_bitmap = sfs_cpu_to_le32((uint32_t)m->ib[grp]);
+		gd[grp].bg_inode_table = sfs_cpu_to_le32((uint32_t)m->it[grp]);
 		gd[grp].bg_free_blocks_count = sfs_cpu_to_le16((uint16_t)nfree);
 		gd[grp].bg_free_inodes_count = sfs_cpu_to_le16((uint16_t)ifree);
 		gd[grp].bg_used_dirs_count =
@@ -797,19 +1022,30 @@ static void mk_bits(uint8_t *map, uint32_t from, uint32_t to, bool val)
 	}
 }
 
-/* Block and inode bitmaps of group grp, adjacent: one 2-block write. */
+/* Block and inode bitmaps of group grp: one 2-block write where they
+ * are adjacent (without flex_bg), else two. */
 static int mk_write_bitmaps(struct mk *m, uint32_t grp)
 {
 	const struct mk_geo *g = &m->g;
-	const struct sfs_dgroup *gd = (const struct sfs_dgroup *)m->gdt;
 	uint8_t *bb = m->blk, *ib = m->blk + g->bs;
+	uint64_t first = mk_group_first(g, grp);
+	uint32_t nb = mk_group_blocks(g, grp);
+	int rc;
 
 	/* Padding (bits past the group's blocks / inodes) stays 1. */
 	memset(bb, 0xFF, 2 * (size_t)g->bs);
-	mk_bits(bb, mk_group_used(g, grp), mk_group_blocks(g, grp), false);
+	mk_bits(bb, 0, nb, false);
+	for (uint32_t i = 0; i < nb; i++)
+		if (mk_used(m, first + i))
+			bb[i >> 3] |= (uint8_t)(1u << (i & 7));
 	mk_bits(ib, mk_group_rsv_inodes(g, grp), g->ipg, false);
-	return mk_write(m, SFS_IO_BITMAP, sfs_le32(gd[grp].bg_block_bitmap),
-			m->blk, 2, "bitmaps");
+	if (m->ib[grp] == m->bb[grp] + 1)
+		return mk_write(m, SFS_IO_BITMAP, m->bb[grp], m->blk, 2,
+				"bitmaps");
+	rc = mk_write(m, SFS_IO_BITMAP, m->bb[grp], bb, 1, "block bitmap");
+	if (rc)
+		return rc;
+	return mk_write(m, SFS_IO_BITMAP, m->ib[grp], ib, 1, "inode bitmap");
 }
 
 /* Superblock copy + GDT copy of backup group grp (> 0). */
@@ -1187,10 +1423,18 @@ int sfs_mkfs(struct sfs_bdev *bd, const struct sfs_mkfs_params *p, char **err)
 	    MAX(scratch, div_ceil((uint64_t)SFS_FIRST_INO * m.g.isize, m.g.bs));
 	m.blk = g_malloc0(scratch * m.g.bs);
 
+	rc = mk_layout(&m);
+	if (rc)
+		goto out_free;
 	mk_gdt(&m, &free_blocks, &free_inodes);
 	mk_super(&m, free_blocks, free_inodes);
 	rc = mk_write_all(&m);
 
+out_free:
+	g_free(m.bmap);
+	g_free(m.bb);
+	g_free(m.ib);
+	g_free(m.it);
 	g_free(m.blk);
 	g_free(m.gdt);
 	return rc;

@@ -11,7 +11,6 @@
 
 /* ext4 features sfs_mkfs does not lay out yet (sfs_mkfs_params.pending) */
 enum {
-	SFS_MKFS_PENDING_FLEX_BG = 1u << 0,
 	SFS_MKFS_PENDING_64BIT = 1u << 1,
 	SFS_MKFS_PENDING_METADATA_CSUM = 1u << 2,
 	SFS_MKFS_PENDING_GDT_CSUM = 1u << 3, /* uninit_bg, gdt_csum */
@@ -38,6 +37,10 @@ struct sfs_mkfs_params {
 	bool extent;	       /* -O extent: the root directory and
 				  lost+found (and a journal added after)
 				  mapped by extents */
+	bool flex_bg;	       /* -O flex_bg: each flex group's bitmaps
+				  and inode tables packed at its start */
+	uint32_t log_groups_per_flex; /* -G 2^N groups a flex group (default
+				  4: 16 groups, as mke2fs.conf) */
 	uint32_t pending;      /* SFS_MKFS_PENDING_*: features asked for
 				  (-O, -t ext4) that sfs_mkfs does not lay
 				  out yet; sfs_mkfs refuses them */
@@ -51,11 +54,11 @@ struct sfs_mkfs_params {
 
 /*
  * Apply a -O list (mke2fs spellings, comma-separated, "^" to remove) to p:
- * dir_index, has_journal, resize_inode, extent, huge_file, dir_nlink,
- * extra_isize
+ * dir_index, has_journal, resize_inode, extent, flex_bg, huge_file,
+ * dir_nlink, extra_isize
  * switch;
  * sparse_super, filetype, large_file, ext_attr are always on (their "^" is
- * refused); flex_bg, 64bit, metadata_csum and uninit_bg (gdt_csum) are
+ * refused); 64bit, metadata_csum and uninit_bg (gdt_csum) are
  * recorded in p->pending (sfs_mkfs_check_features refuses them); the
  * other features mkfs does not lay out (inline_data, bigalloc, meta_bg,
  * ...) are refused, their
@@ -69,8 +72,9 @@ int sfs_mkfs_parse_features(struct sfs_mkfs_params *p, const char *list,
  * -t TYPE as mke2fs 1.47 with its stock mke2fs.conf: TYPE's features
  * (base_features sparse_super, large_file, filetype, resize_inode,
  * dir_index, ext_attr; ext3 adds has_journal; ext4 has_journal, extent,
- * huge_file, flex_bg, metadata_csum, 64bit, dir_nlink, extra_isize: the
- * last three of which stay pending, see sfs_mkfs_check_features), 256-byte
+ * huge_file, flex_bg, metadata_csum, 64bit, dir_nlink, extra_isize, of
+ * which metadata_csum and 64bit stay pending: sfs_mkfs_check_features),
+ * 256-byte
  * inodes, and the block size and bytes-per-inode of the size type of a
  * filesystem of size_bytes (0: the default type).  Replaces p's features;
  * the caller applies -b, -i, -I and -O after it.  0, or -EINVAL with a

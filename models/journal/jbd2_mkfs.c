@@ -82,6 +82,7 @@ static uint64_t jm_meta_blocks(uint64_t n, uint64_t a)
 /* ---- allocation ---- */
 
 #define SFS_JM_INODE_EXTENTS 4 /* extents an inode's i_block holds */
+#define JM_SB_LOG_GROUPS_PER_FLEX 0x174 /* s_log_groups_per_flex, a byte */
 
 /* A run of allocated blocks. */
 struct jm_run {
@@ -103,18 +104,37 @@ struct jm {
 	char *msg;
 };
 
-/* mke2fs get_midpoint_journal_block (no flex_bg). */
+/*
+ * mke2fs get_midpoint_journal_block: the group in the middle and its two
+ * neighbours, the one with the most free blocks; with flex_bg past the
+ * first flex group, from the start of the middle's flex group (its first
+ * group with free blocks) instead.
+ */
 static sfs_blk_t jm_midpoint_goal(struct sfs_fs *fs)
 {
 	uint64_t mid = (fs->blocks_count - fs->first_data_block) / 2;
 	uint32_t g = mid > fs->first_data_block
 			 ? (uint32_t)((mid - fs->first_data_block) / fs->bpg)
 			 : 0;
+	uint32_t log_flex =
+	    ((const uint8_t *)&fs->sb)[JM_SB_LOG_GROUPS_PER_FLEX];
+	uint32_t flex = 1u << log_flex;
 	uint32_t start, end, best;
 
 	if (g >= fs->groups)
 		g = fs->groups - 1;
-	start = g > 0 ? g - 1 : g;
+	if ((sfs_le32(fs->sb.s_feature_incompat) &
+	     SFS_FEATURE_INCOMPAT_FLEX_BG) &&
+	    log_flex && log_flex < 32 && g > flex) {
+		g &= ~(flex - 1);
+		while (g < fs->groups &&
+		       sfs_le16(fs->gd[g].bg_free_blocks_count) == 0)
+			g++;
+		if (g == fs->groups)
+			g = 0;
+		start = g;
+	} else
+		start = g > 0 ? g - 1 : g;
 	end = g + 1 < fs->groups ? g + 1 : g;
 	best = start;
 	for (uint32_t i = start + 1; i <= end; i++)

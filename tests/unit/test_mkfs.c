@@ -596,12 +596,14 @@ static void run_case_dx(struct fixture *f, const struct mkcase *mc,
  * `simfs mkfs -t TYPE [-O extra]` (sfs_mkfs_set_type on the whole file)
  * against plain `mke2fs -t TYPE [-O extra]` with the stock mke2fs.conf.
  */
-static void run_case_type(struct fixture *f, const char *type, uint64_t size,
-			  const char *extra, const char *want)
+static void run_case_type_g(struct fixture *f, const char *type, uint64_t size,
+			    const char *extra, uint32_t log_flex,
+			    const char *want)
 {
-	char *ctx = g_strdup_printf("-t %s %lluM%s%s", type,
-				    (unsigned long long)(size >> 20),
-				    extra ? " -O " : "", extra ? extra : "");
+	char *ctx = g_strdup_printf(
+	    "-t %s %lluM%s%s -G %u", type, (unsigned long long)(size >> 20),
+	    extra ? " -O " : "", extra ? extra : "", 1u << log_flex);
+	char *gopt = g_strdup_printf("%u", 1u << log_flex);
 	char *ours = g_build_filename(f->dir, "simfs.img", NULL);
 	char *ref = g_build_filename(f->dir, "mke2fs.img", NULL);
 	struct sfs_mkfs_params p;
@@ -617,6 +619,7 @@ static void run_case_type(struct fixture *f, const char *type, uint64_t size,
 	assert_int_equal(sfs_mkfs_set_type(&p, type, size, NULL), 0);
 	if (extra)
 		assert_int_equal(sfs_mkfs_parse_features(&p, extra, NULL), 0);
+	p.log_groups_per_flex = log_flex;
 	rc = sfs_mkfs(bd, &p, &err);
 	if (rc)
 		fail_msg("%s: sfs_mkfs: %d %s", ctx, rc, err);
@@ -629,11 +632,22 @@ static void run_case_type(struct fixture *f, const char *type, uint64_t size,
 			fail_msg("%s: journal: %d %s", ctx, rc, err);
 	}
 	sfs_bdev_close(bd);
-	const char *opts[] = {"-t", type, extra ? "-O" : NULL, extra, NULL};
+	const char *opts[] = {"-t",  type, "-G", gopt, extra ? "-O" : NULL,
+			      extra, NULL};
+	if (!p.flex_bg)
+		opts[2] = NULL; /* mke2fs takes -G with flex_bg only */
 	compare_with_mke2fs(f, ctx, ours, ref, size, opts, NULL, want);
+	g_free(gopt);
 	g_free(ours);
 	g_free(ref);
 	g_free(ctx);
+}
+
+/* The same with mke2fs.conf's flex group size (16). */
+static void run_case_type(struct fixture *f, const char *type, uint64_t size,
+			  const char *extra, const char *want)
+{
+	run_case_type_g(f, type, size, extra, 4, want);
 }
 
 static void run_case(struct fixture *f, const struct mkcase *mc)
@@ -771,8 +785,8 @@ static void test_mkfs_type_defaults_match_mke2fs(void **state)
 	    "sparse_super large_file";
 	static const char *const e4 =
 	    "has_journal ext_attr resize_inode dir_index filetype extent "
-	    "sparse_super large_file huge_file dir_nlink extra_isize";
-	static const char *const not_yet = "^flex_bg,^64bit,^metadata_csum";
+	    "flex_bg sparse_super large_file huge_file dir_nlink extra_isize";
+	static const char *const not_yet = "^64bit,^metadata_csum";
 
 	run_case_type(*state, "ext2", 2 * MiB, NULL, e2);
 	run_case_type(*state, "ext2", 64 * MiB, NULL, e2);
@@ -781,6 +795,34 @@ static void test_mkfs_type_defaults_match_mke2fs(void **state)
 	run_case_type(*state, "ext3", 1024 * MiB, NULL, e3);
 	run_case_type(*state, "ext4", 64 * MiB, not_yet, e4);
 	run_case_type(*state, "ext4", 1024 * MiB, not_yet, e4);
+}
+
+/*
+ * flex_bg: each flex group's block bitmaps, inode bitmaps and inode tables
+ * packed as ext2fs_allocate_group_table packs them, the root directory,
+ * lost+found, the resize inode's block and the journal placed from
+ * mke2fs's goals; byte for byte at 1, 2 and 4 KiB, with 16 groups a flex
+ * group (mke2fs.conf) and -G 4, up to 256 groups (16 flex groups, inode
+ * tables running past the first group), and alone on ext2.
+ */
+static void test_mkfs_flex_bg_matches_mke2fs(void **state)
+{
+	static const char *const e4 =
+	    "has_journal ext_attr resize_inode dir_index filetype extent "
+	    "flex_bg sparse_super large_file huge_file dir_nlink extra_isize";
+	static const char *const not_yet = "^64bit,^metadata_csum";
+	const uint32_t sizes[] = {1024, 2048, 4096};
+
+	for (size_t i = 0; i < G_N_ELEMENTS(sizes); i++) {
+		struct mkcase mc = {64 * MiB, sizes[i], 4096, 256, 5};
+
+		run_case_dx(*state, &mc, "flex_bg",
+			    "ext_attr filetype flex_bg sparse_super "
+			    "large_file");
+	}
+	run_case_type_g(*state, "ext4", 300 * MiB, not_yet, 2, e4);
+	run_case_type(*state, "ext4", 300 * MiB, not_yet, e4);
+	run_case_type(*state, "ext4", 2048 * MiB, not_yet, e4);
 }
 
 /* -O huge_file,dir_nlink,extra_isize (mke2fs spellings): the image mke2fs
@@ -904,13 +946,12 @@ static void test_mkfs_feature_names_refused(void **state)
 					  SFS_FEATURE_RO_COMPAT_DIR_NLINK |
 					  SFS_FEATURE_RO_COMPAT_EXTRA_ISIZE);
 	assert_int_equal(sfs_mkfs_check_features(&p, &err), -EINVAL);
-	assert_non_null(strstr(err, "flex_bg,64bit,metadata_csum"));
-	assert_non_null(strstr(err, "-O ^flex_bg,^64bit,^metadata_csum"));
+	assert_non_null(strstr(err, "64bit,metadata_csum"));
+	assert_non_null(strstr(err, "-O ^64bit,^metadata_csum"));
 	g_free(err);
 	err = NULL;
 	assert_int_equal(
-	    sfs_mkfs_parse_features(&p, "^flex_bg,^64bit,^metadata_csum", NULL),
-	    0);
+	    sfs_mkfs_parse_features(&p, "^64bit,^metadata_csum", NULL), 0);
 	assert_int_equal(sfs_mkfs_check_features(&p, NULL), 0);
 	/* an edit undone by a later one is no request, as in mke2fs */
 	assert_int_equal(sfs_mkfs_parse_features(&p, "uninit_bg", NULL), 0);
@@ -1365,6 +1406,7 @@ int main(void)
 	    cmocka_unit_test(test_mkfs_resize_inode_matches_mke2fs),
 	    cmocka_unit_test(test_mkfs_extent_matches_mke2fs),
 	    cmocka_unit_test(test_mkfs_type_defaults_match_mke2fs),
+	    cmocka_unit_test(test_mkfs_flex_bg_matches_mke2fs),
 	    cmocka_unit_test(test_mkfs_ro_compat_features),
 	    cmocka_unit_test(test_mkfs_feature_names_refused),
 	    cmocka_unit_test(test_mkfs_1k_matches_mke2fs),
