@@ -4,13 +4,14 @@
  *          -O none,sparse_super,filetype,large_file,ext_attr[,...]
  * where the optional features are dir_index, resize_inode, extent (the
  * root directory and lost+found mapped by one in-inode extent each),
- * flex_bg (-G), huge_file, dir_nlink, extra_isize and has_journal
+ * flex_bg (-G), 64bit (64-byte descriptors), huge_file, dir_nlink,
+ * extra_isize and has_journal
  * (same geometry, same block placement, same superblock fields), so the
  * two can be compared field by field (doc: ext-format sections 1-5, 10).
  * sfs_mkfs_set_type gives -t TYPE the defaults of e2fsprogs' stock
  * mke2fs.conf (features per type, block size and inode ratio per size
- * type); 64bit and metadata_csum, part of its ext4, are not laid out yet
- * and are refused by name (p->pending, sfs_mkfs_check_features).
+ * type); metadata_csum, part of its ext4, is not laid out yet and is
+ * refused by name (p->pending, sfs_mkfs_check_features).
  * The one field that differs from mke2fs's: s_kbytes_written, 1 here,
  * 1 + the KiB mke2fs itself wrote there (with an ext4 ro_compat feature).
  *
@@ -80,6 +81,7 @@ struct mk_geo {
 	uint64_t r_blocks; /* s_r_blocks_count */
 	uint32_t bpg;	   /* blocks per group */
 	uint32_t groups;
+	uint32_t desc_size;   /* bytes a group descriptor (64 with 64bit) */
 	uint32_t desc_blocks; /* GDT blocks */
 	uint32_t rsv_gdt;     /* reserved GDT blocks (resize_inode) */
 	uint32_t ipg;	      /* inodes per group */
@@ -142,7 +144,6 @@ static const struct {
 	const char *name;
 	uint32_t bit;
 } mk_pending[] = {
-    {"64bit", SFS_MKFS_PENDING_64BIT},
     {"metadata_csum", SFS_MKFS_PENDING_METADATA_CSUM},
     {"uninit_bg", SFS_MKFS_PENDING_GDT_CSUM},
     {"gdt_csum", SFS_MKFS_PENDING_GDT_CSUM},
@@ -194,6 +195,9 @@ int sfs_mkfs_parse_features(struct sfs_mkfs_params *p, const char *list,
 			known = true;
 		} else if (strcmp(f, "resize_inode") == 0) {
 			p->resize_inode = !off;
+			known = true;
+		} else if (strcmp(f, "64bit") == 0) {
+			p->bit64 = !off;
 			known = true;
 		} else if (strcmp(f, "flex_bg") == 0) {
 			p->flex_bg = !off;
@@ -255,7 +259,8 @@ int sfs_mkfs_parse_features(struct sfs_mkfs_params *p, const char *list,
 			    m,
 			    " unknown feature%s: %s (-O takes [^]dir_index, "
 			    "[^]has_journal, [^]resize_inode, [^]extent, "
-			    "[^]huge_file, [^]dir_nlink, [^]extra_isize);",
+			    "[^]flex_bg, [^]64bit, [^]huge_file, "
+			    "[^]dir_nlink, [^]extra_isize);",
 			    strchr(unknown->str, ',') ? "s" : "", unknown->str);
 		g_string_truncate(m, m->len - 1); /* the last ';' */
 		if (err)
@@ -441,7 +446,7 @@ static uint32_t mk_rsv_gdt(const struct mk_geo *g)
 	if (g->blocks < max_blocks / 1024)
 		max_blocks = g->blocks * 1024;
 	rsv_groups = div_ceil(max_blocks - g->first, g->bpg);
-	rsv = div_ceil(rsv_groups, g->bs / SFS_DESC_SIZE) - g->desc_blocks;
+	rsv = div_ceil(rsv_groups, g->bs / g->desc_size) - g->desc_blocks;
 	return (uint32_t)MIN(rsv, (uint64_t)g->bs / 4);
 }
 
@@ -460,6 +465,7 @@ static int mk_geometry(struct mk *m, uint64_t size_bytes, bool whole_device)
 	g->log_bs = p->block_size == 1024 ? 0 : p->block_size == 2048 ? 1 : 2;
 	g->isize = p->inode_size;
 	g->first = g->bs == 1024 ? 1 : 0;
+	g->desc_size = p->bit64 ? SFS_DESC_SIZE_64BIT : SFS_DESC_SIZE;
 	if ((p->ro_compat & SFS_FEATURE_RO_COMPAT_EXTRA_ISIZE) &&
 	    g->isize <= SFS_GOOD_OLD_INODE_SIZE)
 		return mk_fail(m, -EINVAL,
@@ -507,7 +513,7 @@ retry:
 	g->groups = (uint32_t)div_ceil(g->blocks - g->first, g->bpg);
 	if (g->groups == 0)
 		return mk_fail(m, -EINVAL, "mkfs: device too small");
-	g->desc_blocks = (uint32_t)div_ceil(g->groups, g->bs / 32);
+	g->desc_blocks = (uint32_t)div_ceil(g->groups, g->bs / g->desc_size);
 	inodes =
 	    inodes_req < SFS_FIRST_INO + 1 ? SFS_FIRST_INO + 1 : inodes_req;
 	ipg = div_ceil(inodes, g->groups);
@@ -833,6 +839,10 @@ static int mk_check_params(struct mk *m)
 		return mk_fail(m, -EINVAL,
 			       "mkfs: bad reserved percentage %u (0 to 50)",
 			       p->reserved_pct);
+	if (p->bit64 && !p->extent)
+		return mk_fail(m, -EINVAL,
+			       "mkfs: 64bit needs extent (-O extent), as in "
+			       "mke2fs");
 	if (p->log_groups_per_flex > MK_MAX_LOG_FLEX)
 		return mk_fail(m, -EINVAL,
 			       "mkfs: bad flex_bg size 2^%u (1 to %u groups, "
@@ -904,7 +914,10 @@ static void mk_super(struct mk *m, uint32_t free_blocks, uint32_t free_inodes)
 	sb->s_feature_incompat =
 	    sfs_cpu_to_le32(SFS_FEATURE_INCOMPAT_FILETYPE |
 			    (p->extent ? SFS_FEATURE_INCOMPAT_EXTENTS : 0) |
-			    (p->flex_bg ? SFS_FEATURE_INCOMPAT_FLEX_BG : 0));
+			    (p->flex_bg ? SFS_FEATURE_INCOMPAT_FLEX_BG : 0) |
+			    (p->bit64 ? SFS_FEATURE_INCOMPAT_64BIT : 0));
+	if (p->bit64)
+		sb->s_desc_size = sfs_cpu_to_le16((uint16_t)g->desc_size);
 	if (p->flex_bg)
 		((uint8_t *)sb)[MK_SB_LOG_GROUPS_PER_FLEX] =
 		    (uint8_t)p->log_groups_per_flex;
@@ -942,28 +955,35 @@ static void mk_super(struct mk *m, uint32_t free_blocks, uint32_t free_inodes)
 	sb->s_overhead_clusters = sfs_cpu_to_le32((uint32_t)overhead);
 }
 
+/* Group grp's descriptor in m->gdt (32 or 64 bytes apart; the high half
+ * of a 64-byte one stays zero below 2^32 blocks). */
+static struct sfs_dgroup *mk_desc(struct mk *m, uint32_t grp)
+{
+	return (struct sfs_dgroup *)(m->gdt + (size_t)grp * m->g.desc_size);
+}
+
 /* Fill in every group descriptor; returns the free block/inode totals. */
 static void mk_gdt(struct mk *m, uint32_t *free_blocks, uint32_t *free_inodes)
 {
 	const struct mk_geo *g = &m->g;
-	struct sfs_dgroup *gd = (struct sfs_dgroup *)m->gdt;
 	uint64_t fb = 0, fi = 0;
 
 	for (uint32_t grp = 0; grp < g->groups; grp++) {
+		struct sfs_dgroup *gd = mk_desc(m, grp);
 		uint32_t nfree, ifree;
 
 		nfree = mk_group_blocks(g, grp) - mk_group_used(m, grp);
 		ifree = g->ipg - mk_group_rsv_inodes(g, grp);
-		gd[grp].bg_block_bitmap = sfs_cpu_to_le32((uint32_t)m->bb[grp]);
-		gd[grp].bg_inode_bitmap = sfs_cpu_to_le32((uint32_t)m->ib[grp]);
-		gd[grp].bg_inode_table = sfs_cpu_to_le32((uint32_t)m->it[grp]);
-		gd[grp].bg_free_blocks_count = sfs_cpu_to_le16((uint16_t)nfree);
-		gd[grp].bg_free_inodes_count = sfs_cpu_to_le16((uint16_t)ifree);
-		gd[grp].bg_used_dirs_count =
+		gd->bg_block_bitmap = sfs_cpu_to_le32((uint32_t)m->bb[grp]);
+		gd->bg_inode_bitmap = sfs_cpu_to_le32((uint32_t)m->ib[grp]);
+		gd->bg_inode_table = sfs_cpu_to_le32((uint32_t)m->it[grp]);
+		gd->bg_free_blocks_count = sfs_cpu_to_le16((uint16_t)nfree);
+		gd->bg_free_inodes_count = sfs_cpu_to_le16((uint16_t)ifree);
+		gd->bg_used_dirs_count =
 		    sfs_cpu_to_le16((uint16_t)mk_group_dirs(g, grp));
 		/* every inode table is zeroed (or known zero), and mke2fs
 		 * says so in every group, with or without checksums */
-		gd[grp].bg_flags = sfs_cpu_to_le16(MK_BG_ITABLE_ZEROED);
+		gd->bg_flags = sfs_cpu_to_le16(MK_BG_ITABLE_ZEROED);
 		fb += nfree;
 		fi += ifree;
 	}
@@ -1202,8 +1222,7 @@ static void mk_dir_inode(struct mk *m, struct sfs_dinode *d, uint16_t mode,
 static int mk_write_itable(struct mk *m, uint32_t grp)
 {
 	const struct mk_geo *g = &m->g;
-	const struct sfs_dgroup *gd = (const struct sfs_dgroup *)m->gdt;
-	uint64_t itable = sfs_le32(gd[grp].bg_inode_table);
+	uint64_t itable = m->it[grp];
 	uint32_t nrsv = mk_group_rsv_inodes(g, grp);
 	uint32_t n = (uint32_t)div_ceil((uint64_t)nrsv * g->isize, g->bs);
 	uint32_t base = grp * g->ipg + 1; /* first inode of the group */
@@ -1464,7 +1483,8 @@ int sfs_mkfs_sync_backups(struct sfs_bdev *bd, char **err)
 	bpg = sfs_le32(sb.s_blocks_per_group);
 	blocks = sfs_le32(sb.s_blocks_count);
 	groups = (uint32_t)div_ceil(blocks - first, bpg);
-	desc_blocks = (uint32_t)div_ceil((uint64_t)groups * SFS_DESC_SIZE, bs);
+	desc_blocks =
+	    (uint32_t)div_ceil((uint64_t)groups * sfs_sb_desc_size(&sb), bs);
 	sparse = sfs_le32(sb.s_feature_ro_compat) &
 		 SFS_FEATURE_RO_COMPAT_SPARSE_SUPER;
 	blk = g_malloc0(bs);

@@ -11,7 +11,6 @@
 
 /* ext4 features sfs_mkfs does not lay out yet (sfs_mkfs_params.pending) */
 enum {
-	SFS_MKFS_PENDING_64BIT = 1u << 1,
 	SFS_MKFS_PENDING_METADATA_CSUM = 1u << 2,
 	SFS_MKFS_PENDING_GDT_CSUM = 1u << 3, /* uninit_bg, gdt_csum */
 };
@@ -37,6 +36,8 @@ struct sfs_mkfs_params {
 	bool extent;	       /* -O extent: the root directory and
 				  lost+found (and a journal added after)
 				  mapped by extents */
+	bool bit64;	       /* -O 64bit: 64-byte group descriptors
+				  (still at most 2^32 blocks) */
 	bool flex_bg;	       /* -O flex_bg: each flex group's bitmaps
 				  and inode tables packed at its start */
 	uint32_t log_groups_per_flex; /* -G 2^N groups a flex group (default
@@ -54,11 +55,11 @@ struct sfs_mkfs_params {
 
 /*
  * Apply a -O list (mke2fs spellings, comma-separated, "^" to remove) to p:
- * dir_index, has_journal, resize_inode, extent, flex_bg, huge_file,
- * dir_nlink, extra_isize
+ * dir_index, has_journal, resize_inode, extent, flex_bg, 64bit,
+ * huge_file, dir_nlink, extra_isize
  * switch;
  * sparse_super, filetype, large_file, ext_attr are always on (their "^" is
- * refused); 64bit, metadata_csum and uninit_bg (gdt_csum) are
+ * refused); metadata_csum and uninit_bg (gdt_csum) are
  * recorded in p->pending (sfs_mkfs_check_features refuses them); the
  * other features mkfs does not lay out (inline_data, bigalloc, meta_bg,
  * ...) are refused, their
@@ -73,7 +74,7 @@ int sfs_mkfs_parse_features(struct sfs_mkfs_params *p, const char *list,
  * (base_features sparse_super, large_file, filetype, resize_inode,
  * dir_index, ext_attr; ext3 adds has_journal; ext4 has_journal, extent,
  * huge_file, flex_bg, metadata_csum, 64bit, dir_nlink, extra_isize, of
- * which metadata_csum and 64bit stay pending: sfs_mkfs_check_features),
+ * which metadata_csum stays pending: sfs_mkfs_check_features),
  * 256-byte
  * inodes, and the block size and bytes-per-inode of the size type of a
  * filesystem of size_bytes (0: the default type).  Replaces p's features;

@@ -7,8 +7,8 @@
  * journal), and mke2fs's full default with metadata_csum (64-byte
  * descriptors carrying checksums, uninitialised groups, inode tables left
  * for lazy zeroing) on an image of 32 or 8 groups, and the ext4 `simfs mkfs
- * -t ext4 -O ^64bit,^metadata_csum` makes (extent-mapped root,
- * lost+found and journal, flex_bg, huge_file, dir_nlink, extra_isize,
+ * -t ext4 -O ^metadata_csum` makes (extent-mapped root, lost+found and
+ * journal, flex_bg, 64bit, huge_file, dir_nlink, extra_isize,
  * resize_inode); simfs mounts it, writes a tree of
  * directories and files of random bytes, renames and removes part of it,
  * removes whole directories; the tree seen through simfs is scanned
@@ -107,7 +107,7 @@ static void one_size(const char *bs, const char *size, enum maker maker,
 	 * left for lazy zeroing: simfs zeroes them at its first mount */
 	if (maker == MAKER_SIMFS)
 		rc = h_runl(NULL, &err, h_simfs(), "mkfs", "-t", "ext4", "-O",
-			    "^64bit,^metadata_csum", "-b", bs, img, size, NULL);
+			    "^metadata_csum", "-b", bs, img, size, NULL);
 	else
 		rc = h_runl(NULL, &err, "mke2fs", "-F", "-q", "-t", "ext4",
 			    "-O", csum ? "metadata_csum" : "^metadata_csum",
