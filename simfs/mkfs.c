@@ -43,6 +43,7 @@
  * sfs_bdev_zero) unless the device is known to read as zero.
  */
 #include <errno.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <stdarg.h>
 #include <string.h>
@@ -149,6 +150,20 @@ static const struct {
     {"gdt_csum", SFS_MKFS_PENDING_GDT_CSUM},
 };
 
+/* Features -O switches on and off, each a bool of the parameters. */
+static const struct {
+	const char *name;
+	size_t field; /* offsetof(struct sfs_mkfs_params, ...) */
+} mk_switch[] = {
+    {"dir_index", offsetof(struct sfs_mkfs_params, dir_index)},
+    {"has_journal", offsetof(struct sfs_mkfs_params, has_journal)},
+    {"resize_inode", offsetof(struct sfs_mkfs_params, resize_inode)},
+    {"extent", offsetof(struct sfs_mkfs_params, extent)},
+    {"extents", offsetof(struct sfs_mkfs_params, extent)},
+    {"flex_bg", offsetof(struct sfs_mkfs_params, flex_bg)},
+    {"64bit", offsetof(struct sfs_mkfs_params, bit64)},
+};
+
 /* Always on in what simfs mkfs makes ("^NAME" is refused). */
 static const char *const mk_fixed_on[] = {"sparse_super", "filetype",
 					  "large_file", "ext_attr"};
@@ -187,24 +202,10 @@ int sfs_mkfs_parse_features(struct sfs_mkfs_params *p, const char *list,
 
 		if (!v[i][0])
 			continue; /* "a,,b" as mke2fs */
-		if (strcmp(f, "dir_index") == 0) {
-			p->dir_index = !off;
-			known = true;
-		} else if (strcmp(f, "has_journal") == 0) {
-			p->has_journal = !off;
-			known = true;
-		} else if (strcmp(f, "resize_inode") == 0) {
-			p->resize_inode = !off;
-			known = true;
-		} else if (strcmp(f, "64bit") == 0) {
-			p->bit64 = !off;
-			known = true;
-		} else if (strcmp(f, "flex_bg") == 0) {
-			p->flex_bg = !off;
-			known = true;
-		} else if (strcmp(f, "extent") == 0 ||
-			   strcmp(f, "extents") == 0) {
-			p->extent = !off;
+		for (size_t k = 0; k < G_N_ELEMENTS(mk_switch); k++) {
+			if (strcmp(f, mk_switch[k].name) != 0)
+				continue;
+			*(bool *)((char *)p + mk_switch[k].field) = !off;
 			known = true;
 		}
 		for (size_t k = 0; k < G_N_ELEMENTS(mk_pending); k++) {

@@ -650,6 +650,19 @@ static void run_case_type(struct fixture *f, const char *type, uint64_t size,
 	run_case_type_g(f, type, size, extra, 4, want);
 }
 
+/* run_case_dx at 1, 2 and 4 KiB blocks, one inode per 4 KiB. */
+static void run_each_bs(struct fixture *f, uint64_t size, const char *features,
+			const char *want)
+{
+	const uint32_t sizes[] = {1024, 2048, 4096};
+
+	for (size_t i = 0; i < G_N_ELEMENTS(sizes); i++) {
+		struct mkcase mc = {size, sizes[i], 4096, 256, 5};
+
+		run_case_dx(f, &mc, features, want);
+	}
+}
+
 static void run_case(struct fixture *f, const struct mkcase *mc)
 {
 	run_case_dx(f, mc, NULL, NULL);
@@ -689,15 +702,8 @@ static void test_mkfs_4k_matches_mke2fs(void **state)
  * byte, at each block size. */
 static void test_mkfs_dir_index_matches_mke2fs(void **state)
 {
-	const uint32_t sizes[] = {1024, 2048, 4096};
-
-	for (size_t i = 0; i < G_N_ELEMENTS(sizes); i++) {
-		struct mkcase mc = {64 * MiB, sizes[i], 4096, 256, 5};
-
-		run_case_dx(*state, &mc, "dir_index",
-			    "ext_attr dir_index filetype sparse_super "
-			    "large_file");
-	}
+	run_each_bs(*state, 64 * MiB, "dir_index",
+		    "ext_attr dir_index filetype sparse_super large_file");
 }
 
 /* -t ext3 (-O has_journal): the journal where mke2fs puts it, and the
@@ -705,15 +711,8 @@ static void test_mkfs_dir_index_matches_mke2fs(void **state)
  * alone and with dir_index. */
 static void test_mkfs_ext3_matches_mke2fs(void **state)
 {
-	const uint32_t sizes[] = {1024, 2048, 4096};
-
-	for (size_t i = 0; i < G_N_ELEMENTS(sizes); i++) {
-		struct mkcase mc = {300 * MiB, sizes[i], 4096, 256, 5};
-
-		run_case_dx(*state, &mc, "has_journal",
-			    "has_journal ext_attr filetype sparse_super "
-			    "large_file");
-	}
+	run_each_bs(*state, 300 * MiB, "has_journal",
+		    "has_journal ext_attr filetype sparse_super large_file");
 	struct mkcase big = {1024 * MiB, 4096, 16384, 256, 5};
 	run_case_dx(*state, &big, "has_journal,dir_index",
 		    "has_journal ext_attr dir_index filetype sparse_super "
@@ -726,15 +725,8 @@ static void test_mkfs_ext3_matches_mke2fs(void **state)
  * each listed in every reserved GDT block; with a journal after it. */
 static void test_mkfs_resize_inode_matches_mke2fs(void **state)
 {
-	const uint32_t sizes[] = {1024, 2048, 4096};
-
-	for (size_t i = 0; i < G_N_ELEMENTS(sizes); i++) {
-		struct mkcase mc = {64 * MiB, sizes[i], 4096, 256, 5};
-
-		run_case_dx(*state, &mc, "resize_inode",
-			    "ext_attr resize_inode filetype sparse_super "
-			    "large_file");
-	}
+	run_each_bs(*state, 64 * MiB, "resize_inode",
+		    "ext_attr resize_inode filetype sparse_super large_file");
 	struct mkcase many = {300 * MiB, 1024, 4096, 256, 5};
 	run_case_dx(*state, &many, "resize_inode,has_journal",
 		    "has_journal ext_attr resize_inode filetype sparse_super "
@@ -750,15 +742,8 @@ static void test_mkfs_resize_inode_matches_mke2fs(void **state)
  * byte as mke2fs makes them. */
 static void test_mkfs_extent_matches_mke2fs(void **state)
 {
-	const uint32_t sizes[] = {1024, 2048, 4096};
-
-	for (size_t i = 0; i < G_N_ELEMENTS(sizes); i++) {
-		struct mkcase mc = {64 * MiB, sizes[i], 4096, 256, 5};
-
-		run_case_dx(*state, &mc, "extent",
-			    "ext_attr filetype extent sparse_super "
-			    "large_file");
-	}
+	run_each_bs(*state, 64 * MiB, "extent",
+		    "ext_attr filetype extent sparse_super large_file");
 	struct mkcase mid = {300 * MiB, 1024, 4096, 256, 5};
 	run_case_dx(*state, &mid, "extent,has_journal",
 		    "has_journal ext_attr filetype extent sparse_super "
@@ -813,19 +798,13 @@ static void test_mkfs_flex_bg_matches_mke2fs(void **state)
 	    "64bit flex_bg sparse_super large_file huge_file dir_nlink "
 	    "extra_isize";
 	static const char *const not_yet = "^metadata_csum";
-	const uint32_t sizes[] = {1024, 2048, 4096};
 
-	for (size_t i = 0; i < G_N_ELEMENTS(sizes); i++) {
-		struct mkcase mc = {64 * MiB, sizes[i], 4096, 256, 5};
-
-		run_case_dx(*state, &mc, "flex_bg",
-			    "ext_attr filetype flex_bg sparse_super "
-			    "large_file");
-		/* and 64-byte descriptors (64bit needs extent) */
-		run_case_dx(*state, &mc, "extent,64bit,resize_inode",
-			    "ext_attr resize_inode filetype extent 64bit "
-			    "sparse_super large_file");
-	}
+	run_each_bs(*state, 64 * MiB, "flex_bg",
+		    "ext_attr filetype flex_bg sparse_super large_file");
+	/* and 64-byte descriptors (64bit needs extent) */
+	run_each_bs(*state, 64 * MiB, "extent,64bit,resize_inode",
+		    "ext_attr resize_inode filetype extent 64bit sparse_super "
+		    "large_file");
 	run_case_type_g(*state, "ext4", 300 * MiB, not_yet, 2, e4);
 	run_case_type(*state, "ext4", 300 * MiB, not_yet, e4);
 	run_case_type(*state, "ext4", 2048 * MiB, not_yet, e4);
