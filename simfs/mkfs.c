@@ -1,9 +1,19 @@
 /*
  * mkfs.c - write a fresh ext2 filesystem: the image mke2fs 1.47 makes with
  *   mke2fs -t ext2 -b BS -I ISIZE -i RATIO -m PCT \
- *          -O none,sparse_super,filetype,large_file,ext_attr
+ *          -O none,sparse_super,filetype,large_file,ext_attr[,...]
+ * where the optional features are dir_index, resize_inode, extent (the
+ * root directory and lost+found mapped by one in-inode extent each),
+ * flex_bg (-G), 64bit (64-byte descriptors), huge_file, dir_nlink,
+ * extra_isize and has_journal
  * (same geometry, same block placement, same superblock fields), so the
  * two can be compared field by field (doc: ext-format sections 1-5, 10).
+ * sfs_mkfs_set_type gives -t TYPE the defaults of e2fsprogs' stock
+ * mke2fs.conf (features per type, block size and inode ratio per size
+ * type); metadata_csum, part of its ext4, is not laid out yet and is
+ * refused by name (p->pending, sfs_mkfs_check_features).
+ * The one field that differs from mke2fs's: s_kbytes_written, 1 here,
+ * 1 + the KiB mke2fs itself wrote there (with an ext4 ro_compat feature).
  *
  * Geometry (mk_geometry) follows ext2fs_initialize: groups of 8 x bs
  * blocks; inodes = size / ratio spread over the groups, rounded up to fill
@@ -12,11 +22,20 @@
  * shrinks blocks_per_group by 8 and starts again.
  *
  * Layout of group g (sparse_super backups in groups 0, 1, 3^k, 5^k, 7^k):
- *   [superblock][GDT]  (backup groups)  [block bitmap][inode bitmap]
- *   [inode table][data ...]
- * Group 0's data starts with the root directory block (inode 2) and the
- * lost+found blocks (inode 11: 12/8/4 blocks at 1/2/4 KiB).  Reserved
- * inodes 1..10 are marked used; inode 1 carries only its a/c/mtime.
+ *   [superblock][GDT][reserved GDT]  (backup groups)
+ *   [block bitmap][inode bitmap][inode table][data ...]
+ * With flex_bg the tables of each flex group (2^-G groups) are packed at
+ * its start instead: all its block bitmaps, all its inode bitmaps, all its
+ * inode tables.  Placement runs on an in-memory bitmap of every block
+ * (mk_layout), with e2fsprogs' own search rules (ext2fs_get_free_blocks2,
+ * flexbg_offset, ext2fs_allocate_group_table; root directory, lost+found
+ * and the resize inode's block from ext2fs_find_inode_goal's goal).
+ * Group 0's data starts with the root directory block (inode 2), the
+ * lost+found blocks (inode 11: 12/8/4 blocks at 1/2/4 KiB) and, with
+ * resize_inode, the double-indirect block of the resize inode (inode 7),
+ * which maps group 0's reserved GDT blocks; each of those lists its copies
+ * in the backup groups (mk_rsv_gdt, mk_resize_inode).  Reserved inodes
+ * 1..10 are marked used; inode 1 carries only its a/c/mtime.
  *
  * Write order: the old primary superblock is wiped first, the new one is
  * written last, then the device is flushed, so a half-made image is never
@@ -24,6 +43,7 @@
  * sfs_bdev_zero) unless the device is known to read as zero.
  */
 #include <errno.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <stdarg.h>
 #include <string.h>
@@ -38,8 +58,17 @@
 #define MK_LPF_MIN_BYTES (16 * 1024) /* lost+found: >= 16 KiB, >= 2 blocks */
 #define MK_DEF_HASH_HALF_MD4 1
 #define MK_FLAGS_SIGNED_HASH 0x1
+/* ro_compat features for which mke2fs sets s_kbytes_written (mk_super) */
+#define MK_EXT4_RO_COMPAT                                                      \
+	(SFS_FEATURE_RO_COMPAT_HUGE_FILE | SFS_FEATURE_RO_COMPAT_DIR_NLINK |   \
+	 SFS_FEATURE_RO_COMPAT_EXTRA_ISIZE)
 #define MK_DEF_MOUNT_OPTS 0x000C /* user_xattr | acl */
 #define MK_ERRORS_CONTINUE 1
+#define MK_MAX_LOG_FLEX 20 /* -G at most 2^20 groups */
+#define MK_BG_ITABLE_ZEROED 0x4
+#define MK_SB_LOG_GROUPS_PER_FLEX                                              \
+	0x174 /* s_log_groups_per_flex, a byte */ /* bg_flags: inode table     \
+						     known zero */
 #define MK_ROOT_MODE (SFS_S_IFDIR | 0755)
 #define MK_LPF_MODE (SFS_S_IFDIR | 0700)
 
@@ -53,13 +82,16 @@ struct mk_geo {
 	uint64_t r_blocks; /* s_r_blocks_count */
 	uint32_t bpg;	   /* blocks per group */
 	uint32_t groups;
+	uint32_t desc_size;   /* bytes a group descriptor (64 with 64bit) */
 	uint32_t desc_blocks; /* GDT blocks */
+	uint32_t rsv_gdt;     /* reserved GDT blocks (resize_inode) */
 	uint32_t ipg;	      /* inodes per group */
 	uint32_t itb;	      /* inode table blocks per group */
 	uint32_t lpf_blocks;  /* lost+found size, blocks */
 	uint32_t lpf_group;   /* group of inode 11, which holds its blocks */
 	uint64_t root_blk;    /* the root directory's block */
 	uint64_t lpf_blk;     /* lost+found's first block */
+	uint64_t dind_blk;    /* the resize inode's double-indirect block */
 };
 
 /* State of one sfs_mkfs run. */
@@ -71,6 +103,9 @@ struct mk {
 	uint32_t now;	      /* time stamp for everything */
 	struct sfs_dsuper sb; /* primary superblock, on-disk form */
 	uint8_t *gdt;	      /* desc_blocks * bs bytes */
+	uint8_t *bmap;	      /* every block's bit (bit b = block b) */
+	uint64_t *bb, *ib, *it; /* per group: block bitmap, inode bitmap,
+				   inode table (mk_alloc_tables) */
 	uint8_t *blk;	      /* scratch, several blocks */
 	char **err;
 };
@@ -81,13 +116,52 @@ static int mk_fail(struct mk *m, int rc, const char *fmt, ...)
 /* mke2fs feature names simfs mkfs does not lay out (they stay off; "^NAME"
  * is accepted).  Images mke2fs makes with them are mounted, not made. */
 static const char *const mk_not_made[] = {
-    "extent",	    "extents",	     "64bit",	    "flex_bg",
-    "metadata_csum", "uninit_bg",     "gdt_csum",    "resize_inode",
-    "meta_bg",	    "sparse_super2", "inline_data", "bigalloc",
-    "mmp",	    "encrypt",	     "casefold",    "quota",
-    "project",	    "orphan_file",   "large_dir",   "ea_inode",
-    "metadata_csum_seed", "stable_inodes", "verity", "journal_dev",
-    "fname_encoding", "orphan_present", "compression", "snapshot_bitmap",
+    "meta_bg",
+    "sparse_super2",
+    "inline_data",
+    "bigalloc",
+    "mmp",
+    "encrypt",
+    "casefold",
+    "quota",
+    "project",
+    "orphan_file",
+    "large_dir",
+    "ea_inode",
+    "metadata_csum_seed",
+    "stable_inodes",
+    "verity",
+    "journal_dev",
+    "fname_encoding",
+    "orphan_present",
+    "compression",
+    "snapshot_bitmap",
+};
+
+/* Features -O (and -t ext4) may ask for that simfs mkfs does not lay out
+ * yet: recorded in p->pending, refused by sfs_mkfs_check_features unless
+ * a later "^NAME" takes them away again, as mke2fs's own edits do. */
+static const struct {
+	const char *name;
+	uint32_t bit;
+} mk_pending[] = {
+    {"metadata_csum", SFS_MKFS_PENDING_METADATA_CSUM},
+    {"uninit_bg", SFS_MKFS_PENDING_GDT_CSUM},
+    {"gdt_csum", SFS_MKFS_PENDING_GDT_CSUM},
+};
+
+/* Features -O switches on and off, each a bool of the parameters. */
+static const struct {
+	const char *name;
+	size_t field; /* offsetof(struct sfs_mkfs_params, ...) */
+} mk_switch[] = {
+    {"dir_index", offsetof(struct sfs_mkfs_params, dir_index)},
+    {"has_journal", offsetof(struct sfs_mkfs_params, has_journal)},
+    {"resize_inode", offsetof(struct sfs_mkfs_params, resize_inode)},
+    {"extent", offsetof(struct sfs_mkfs_params, extent)},
+    {"extents", offsetof(struct sfs_mkfs_params, extent)},
+    {"flex_bg", offsetof(struct sfs_mkfs_params, flex_bg)},
+    {"64bit", offsetof(struct sfs_mkfs_params, bit64)},
 };
 
 /* Always on in what simfs mkfs makes ("^NAME" is refused). */
@@ -128,11 +202,19 @@ int sfs_mkfs_parse_features(struct sfs_mkfs_params *p, const char *list,
 
 		if (!v[i][0])
 			continue; /* "a,,b" as mke2fs */
-		if (strcmp(f, "dir_index") == 0) {
-			p->dir_index = !off;
+		for (size_t k = 0; k < G_N_ELEMENTS(mk_switch); k++) {
+			if (strcmp(f, mk_switch[k].name) != 0)
+				continue;
+			*(bool *)((char *)p + mk_switch[k].field) = !off;
 			known = true;
-		} else if (strcmp(f, "has_journal") == 0) {
-			p->has_journal = !off;
+		}
+		for (size_t k = 0; k < G_N_ELEMENTS(mk_pending); k++) {
+			if (strcmp(f, mk_pending[k].name) != 0)
+				continue;
+			if (off)
+				p->pending &= ~mk_pending[k].bit;
+			else
+				p->pending |= mk_pending[k].bit;
 			known = true;
 		}
 		for (size_t k = 0; k < G_N_ELEMENTS(ro); k++) {
@@ -177,10 +259,10 @@ int sfs_mkfs_parse_features(struct sfs_mkfs_params *p, const char *list,
 			g_string_append_printf(
 			    m,
 			    " unknown feature%s: %s (-O takes [^]dir_index, "
-			    "[^]has_journal, [^]huge_file, [^]dir_nlink, "
-			    "[^]extra_isize);",
-			    strchr(unknown->str, ',') ? "s" : "",
-			    unknown->str);
+			    "[^]has_journal, [^]resize_inode, [^]extent, "
+			    "[^]flex_bg, [^]64bit, [^]huge_file, "
+			    "[^]dir_nlink, [^]extra_isize);",
+			    strchr(unknown->str, ',') ? "s" : "", unknown->str);
 		g_string_truncate(m, m->len - 1); /* the last ';' */
 		if (err)
 			*err = g_string_free(m, FALSE);
@@ -195,25 +277,92 @@ int sfs_mkfs_parse_features(struct sfs_mkfs_params *p, const char *list,
 	return rc;
 }
 
-int sfs_mkfs_set_type(struct sfs_mkfs_params *p, const char *type,
-		      char **err)
+int sfs_mkfs_check_features(const struct sfs_mkfs_params *p, char **err)
 {
-	if (strcmp(type, "ext2") == 0) {
-		p->has_journal = false;
+	GString *names;
+
+	if (!p->pending)
 		return 0;
-	}
-	if (strcmp(type, "ext3") == 0) {
-		p->has_journal = true;
-		return 0;
-	}
-	if (err && strcmp(type, "ext4") == 0)
-		*err = g_strdup("mkfs: -t ext4 is not made by simfs mkfs: "
-				"mke2fs's ext4 needs extent, 64bit, flex_bg, "
-				"metadata_csum and resize_inode (make it with "
-				"mke2fs -t ext4; simfs mounts it)");
-	else if (err)
+	names = g_string_new(NULL);
+	for (size_t k = 0; k < G_N_ELEMENTS(mk_pending); k++)
+		if ((p->pending & mk_pending[k].bit) &&
+		    !strstr(names->str, mk_pending[k].name) &&
+		    strcmp(mk_pending[k].name, "gdt_csum") != 0)
+			g_string_append_printf(names, "%s%s",
+					       names->len ? "," : "",
+					       mk_pending[k].name);
+	if (err) {
+		gchar **v = g_strsplit(names->str, ",", -1);
+		gchar *neg = g_strjoinv(",^", v);
+
 		*err = g_strdup_printf(
-		    "mkfs: unknown type '%s' (-t ext2 or ext3)", type);
+		    "mkfs: not made by simfs mkfs yet: %s (simfs mounts "
+		    "images mke2fs makes with them; -O ^%s leaves them out)",
+		    names->str, neg);
+		g_free(neg);
+		g_strfreev(v);
+	}
+	g_string_free(names, TRUE);
+	return -EINVAL;
+}
+
+/*
+ * mke2fs's size types (misc/mke2fs.c parse_fs_type) and what the stock
+ * mke2fs.conf of e2fsprogs 1.47 sets for them: floppy below 3 MiB, small
+ * below 512 MiB, default, big from 4 TiB, huge from 16 TiB.
+ */
+static void mk_size_type(struct sfs_mkfs_params *p, uint64_t size_bytes)
+{
+	const uint64_t mib = 1ull << 20;
+
+	p->block_size = 4096;
+	p->inode_ratio = 16384;
+	if (size_bytes == 0)
+		return;
+	if (size_bytes < 3 * mib) {
+		p->block_size = 1024;
+		p->inode_ratio = 8192;
+	} else if (size_bytes < 512 * mib) {
+		p->block_size = 1024;
+		p->inode_ratio = 4096;
+	} else if (size_bytes >= 16 * (1ull << 40)) {
+		p->inode_ratio = 65536;
+	} else if (size_bytes >= 4 * (1ull << 40)) {
+		p->inode_ratio = 32768;
+	}
+}
+
+int sfs_mkfs_set_type(struct sfs_mkfs_params *p, const char *type,
+		      uint64_t size_bytes, char **err)
+{
+	/* [defaults] base_features, then [fs_types] TYPE's features */
+	static const char *const base =
+	    "sparse_super,large_file,filetype,resize_inode,dir_index,ext_attr";
+	static const struct {
+		const char *type, *features;
+	} types[] = {
+	    {"ext2", ""},
+	    {"ext3", "has_journal"},
+	    {"ext4", "has_journal,extent,huge_file,flex_bg,metadata_csum,"
+		     "64bit,dir_nlink,extra_isize"},
+	};
+
+	for (size_t i = 0; i < G_N_ELEMENTS(types); i++) {
+		if (strcmp(type, types[i].type) != 0)
+			continue;
+		p->dir_index = p->resize_inode = p->has_journal = false;
+		p->extent = false;
+		p->ro_compat = 0;
+		p->pending = 0;
+		p->inode_size = 256;
+		mk_size_type(p, size_bytes);
+		if (sfs_mkfs_parse_features(p, base, err))
+			return -EINVAL;
+		return sfs_mkfs_parse_features(p, types[i].features, err);
+	}
+	if (err)
+		*err = g_strdup_printf(
+		    "mkfs: unknown type '%s' (-t ext2, ext3 or ext4)", type);
 	return -EINVAL;
 }
 
@@ -237,6 +386,7 @@ void sfs_mkfs_defaults(struct sfs_mkfs_params *p)
 	p->inode_ratio = 16384;
 	p->inode_size = 256;
 	p->reserved_pct = 5;
+	p->log_groups_per_flex = 4; /* mke2fs.conf's flex_bg_size 16 */
 }
 
 static uint64_t div_ceil(uint64_t a, uint64_t b)
@@ -263,19 +413,8 @@ static uint32_t mk_group_meta(const struct mk_geo *g, uint32_t grp)
 	uint32_t n = 2 + g->itb;
 
 	if (sfs_group_has_super(grp, 1))
-		n += 1 + g->desc_blocks;
+		n += 1 + g->desc_blocks + g->rsv_gdt;
 	return n;
-}
-
-/*
- * Blocks in use at the start of group g: metadata, then (group 0) the root
- * directory, then (the group of inode 11, usually 0) lost+found, which is
- * where mke2fs's goal (the inode's own group) puts them.
- */
-static uint32_t mk_group_used(const struct mk_geo *g, uint32_t grp)
-{
-	return mk_group_meta(g, grp) + (grp == 0 ? 1 : 0) +
-	       (grp == g->lpf_group ? g->lpf_blocks : 0);
 }
 
 /* Inodes 1..SFS_FIRST_INO (reserved + lost+found) that live in group g. */
@@ -296,6 +435,23 @@ static uint32_t mk_group_dirs(const struct mk_geo *g, uint32_t grp)
 }
 
 /*
+ * Reserved GDT blocks as calc_reserved_gdt_blocks (e2fsprogs
+ * lib/ext2fs/initialize.c) sizes them: enough descriptors for 1024 times
+ * the blocks (at most 2^32 blocks), less the GDT blocks already there, at
+ * most one indirect block's worth (bs / 4).
+ */
+static uint32_t mk_rsv_gdt(const struct mk_geo *g)
+{
+	uint64_t max_blocks = 0xFFFFFFFFull, rsv_groups, rsv;
+
+	if (g->blocks < max_blocks / 1024)
+		max_blocks = g->blocks * 1024;
+	rsv_groups = div_ceil(max_blocks - g->first, g->bpg);
+	rsv = div_ceil(rsv_groups, g->bs / g->desc_size) - g->desc_blocks;
+	return (uint32_t)MIN(rsv, (uint64_t)g->bs / 4);
+}
+
+/*
  * Compute the geometry as ext2fs_initialize does for the mke2fs command
  * line above.  0, or -EINVAL with a message.
  */
@@ -310,6 +466,7 @@ static int mk_geometry(struct mk *m, uint64_t size_bytes, bool whole_device)
 	g->log_bs = p->block_size == 1024 ? 0 : p->block_size == 2048 ? 1 : 2;
 	g->isize = p->inode_size;
 	g->first = g->bs == 1024 ? 1 : 0;
+	g->desc_size = p->bit64 ? SFS_DESC_SIZE_64BIT : SFS_DESC_SIZE;
 	if ((p->ro_compat & SFS_FEATURE_RO_COMPAT_EXTRA_ISIZE) &&
 	    g->isize <= SFS_GOOD_OLD_INODE_SIZE)
 		return mk_fail(m, -EINVAL,
@@ -357,7 +514,7 @@ retry:
 	g->groups = (uint32_t)div_ceil(g->blocks - g->first, g->bpg);
 	if (g->groups == 0)
 		return mk_fail(m, -EINVAL, "mkfs: device too small");
-	g->desc_blocks = (uint32_t)div_ceil(g->groups, g->bs / 32);
+	g->desc_blocks = (uint32_t)div_ceil(g->groups, g->bs / g->desc_size);
 	inodes =
 	    inodes_req < SFS_FIRST_INO + 1 ? SFS_FIRST_INO + 1 : inodes_req;
 	ipg = div_ceil(inodes, g->groups);
@@ -385,12 +542,13 @@ ipg_retry:
 		goto ipg_retry;
 	}
 
-	if (g->desc_blocks > g->bpg * 3 / 4) /* mke2fs would use meta_bg */
+	g->rsv_gdt = p->resize_inode ? mk_rsv_gdt(g) : 0;
+	if (g->desc_blocks + g->rsv_gdt > g->bpg * 3 / 4) /* meta_bg */
 		return mk_fail(m, -EINVAL,
 			       "mkfs: %u groups need meta_bg, which simfs does "
 			       "not support: use a larger block size",
 			       g->groups);
-	overhead = 3 + g->itb + g->desc_blocks;
+	overhead = 3 + g->itb + g->desc_blocks + g->rsv_gdt;
 	if (overhead > g->bpg)
 		return mk_fail(m, -EINVAL,
 			       "mkfs: inode tables do not fit in a group: "
@@ -399,7 +557,7 @@ ipg_retry:
 	/* Drop a last group too small for its metadata + 50 blocks. */
 	overhead = 2 + g->itb;
 	if (sfs_group_has_super(g->groups - 1, 1))
-		overhead += 1 + g->desc_blocks;
+		overhead += 1 + g->desc_blocks + g->rsv_gdt;
 	rem = (g->blocks - g->first) % g->bpg;
 	if (g->groups == 1 && rem && rem < overhead)
 		return mk_fail(m, -EINVAL,
@@ -425,16 +583,238 @@ ipg_retry:
 		g->lpf_blocks < 2))
 		g->lpf_blocks++;
 	g->lpf_group = (SFS_FIRST_INO - 1) / g->ipg;
-	if (mk_group_used(g, 0) > mk_group_blocks(g, 0) ||
-	    mk_group_used(g, g->lpf_group) > mk_group_blocks(g, g->lpf_group))
-		return mk_fail(m, -EINVAL,
-			       "mkfs: device too small for the root directory "
-			       "and lost+found (%" G_GUINT64_FORMAT " blocks)",
-			       g->blocks);
-	g->root_blk = mk_group_first(g, 0) + mk_group_meta(g, 0);
-	g->lpf_blk = mk_group_first(g, g->lpf_group) +
-		     mk_group_used(g, g->lpf_group) - g->lpf_blocks;
 	return 0;
+}
+
+/* ---- block allocation on the in-memory bitmap (mk_layout) ---- */
+
+static bool mk_used(const struct mk *m, uint64_t b)
+{
+	return m->bmap[b >> 3] & (1u << (b & 7));
+}
+
+static void mk_mark(struct mk *m, uint64_t b, uint64_t n)
+{
+	for (; n; n--, b++)
+		m->bmap[b >> 3] |= (uint8_t)(1u << (b & 7));
+}
+
+/*
+ * num free blocks in a row from start on, tried at each block up to finish
+ * (exclusive; finish <= start wraps at the end of the filesystem), as
+ * ext2fs_get_free_blocks2 searches.  0 with *out, or -ENOSPC.
+ */
+static int mk_get_free(const struct mk *m, uint64_t start, uint64_t finish,
+		       uint32_t num, uint64_t *out)
+{
+	uint64_t b = start ? start : m->g.first;
+
+	if (!finish)
+		finish = start;
+	if (!num)
+		num = 1;
+	do {
+		uint32_t k = 0;
+
+		if (b + num - 1 >= m->g.blocks) {
+			if (finish > start)
+				return -ENOSPC;
+			b = m->g.first;
+		}
+		while (k < num && !mk_used(m, b + k))
+			k++;
+		if (k == num) {
+			*out = b;
+			return 0;
+		}
+		b++;
+	} while (b != finish);
+	return -ENOSPC;
+}
+
+/* The first free block from goal on, wrapping (ext2fs_new_block2). */
+static int mk_new_block(struct mk *m, uint64_t goal, uint64_t *out)
+{
+	if (goal < m->g.first || goal >= m->g.blocks)
+		goal = m->g.first;
+	for (uint64_t i = 0; i < m->g.blocks - m->g.first; i++) {
+		uint64_t b = goal + i;
+
+		if (b >= m->g.blocks)
+			b -= m->g.blocks - m->g.first;
+		if (!mk_used(m, b)) {
+			mk_mark(m, b, 1);
+			*out = b;
+			return 0;
+		}
+	}
+	return -ENOSPC;
+}
+
+static uint32_t mk_flex_size(const struct mk *m)
+{
+	return m->p->flex_bg && m->p->log_groups_per_flex
+		   ? 1u << m->p->log_groups_per_flex
+		   : 0;
+}
+
+/*
+ * Where a flex group's bitmaps or inode tables go (flexbg_offset in
+ * e2fsprogs lib/ext2fs/alloc_tables.c): right after the previous group's
+ * if rem_grp elements still fit there (jumping small obstacles such as
+ * backup descriptors), else the first room for all of them, else for one,
+ * in the flex group; else anywhere.
+ */
+static uint64_t mk_flexbg_offset(const struct mk *m, uint32_t grp,
+				 uint64_t start, uint32_t rem_grp,
+				 uint32_t elem)
+{
+	const struct mk_geo *g = &m->g;
+	uint32_t fsize = mk_flex_size(m);
+	uint32_t size = MIN(rem_grp * elem, g->bpg / 4);
+	uint32_t last_grp = MIN(grp | (fsize - 1), g->groups - 1);
+	uint64_t last, out = 0;
+
+	if (start && start < g->blocks &&
+	    mk_get_free(m, start, start + size, elem, &out) == 0)
+		return out;
+	start = mk_group_first(g, fsize * (grp / fsize));
+	last = mk_group_first(g, last_grp) + mk_group_blocks(g, last_grp) - 1;
+	if (mk_get_free(m, start, last, size, &out) == 0 ||
+	    mk_get_free(m, start, last, elem, &out) == 0 ||
+	    mk_get_free(m, 0, last, elem, &out) == 0)
+		return out;
+	return out;
+}
+
+/*
+ * Block bitmap, inode bitmap and inode table of group grp, placed as
+ * ext2fs_allocate_group_table does: without flex_bg the first free blocks
+ * of the group (after its superblock and descriptor copies); with flex_bg
+ * packed per flex group, all block bitmaps, then all inode bitmaps, then
+ * all inode tables.  0, or -ENOSPC.
+ */
+static int mk_alloc_group_tables(struct mk *m, uint32_t grp)
+{
+	const struct mk_geo *g = &m->g;
+	uint32_t fsize = mk_flex_size(m), last_grp = grp, rem = 0, off = 0;
+	uint64_t gfirst = mk_group_first(g, grp);
+	uint64_t last = gfirst + mk_group_blocks(g, grp) - 1, start = gfirst;
+	uint64_t tstart = gfirst, blk;
+
+	if (fsize) {
+		last_grp = MIN(grp | (fsize - 1), g->groups - 1);
+		rem = last_grp - grp + 1;
+		off = fsize;
+		if (grp % fsize == 0 && last_grp == g->groups - 1) {
+			/* the last flex group keeps its tables contiguous */
+			off = last_grp & (fsize - 1);
+			off = off ? off + 1 : fsize;
+		}
+		start = mk_flexbg_offset(
+		    m, grp, grp % fsize ? m->bb[grp - 1] + 1 : 0, rem, 1);
+		last = mk_group_first(g, last_grp) +
+		       mk_group_blocks(g, last_grp) - 1;
+	}
+	if (mk_get_free(m, start, last, 1, &blk) &&
+	    mk_get_free(m, gfirst, last, 1, &blk))
+		return -ENOSPC;
+	mk_mark(m, blk, 1);
+	m->bb[grp] = blk;
+	if (fsize)
+		start = mk_flexbg_offset(
+		    m, grp, grp % fsize ? m->ib[grp - 1] + 1 : m->bb[grp] + off,
+		    rem, 1);
+	if (mk_get_free(m, start, last, 1, &blk) &&
+	    mk_get_free(m, gfirst, last, 1, &blk))
+		return -ENOSPC;
+	mk_mark(m, blk, 1);
+	m->ib[grp] = blk;
+	if (fsize)
+		tstart = mk_flexbg_offset(m, grp,
+					  grp % fsize ? m->it[grp - 1] + g->itb
+						      : m->ib[grp] + off,
+					  rem, g->itb);
+	if (mk_get_free(m, tstart, last, g->itb, &blk))
+		return -ENOSPC;
+	mk_mark(m, blk, g->itb);
+	m->it[grp] = blk;
+	return 0;
+}
+
+/* The first block of the group of inode ino, or of its flex group
+ * (ext2fs_find_inode_goal for an inode without blocks). */
+static uint64_t mk_inode_goal(const struct mk *m, uint32_t ino)
+{
+	uint32_t grp = (ino - 1) / m->g.ipg, fsize = mk_flex_size(m);
+
+	if (fsize)
+		grp &= ~(fsize - 1);
+	return mk_group_first(&m->g, grp);
+}
+
+/*
+ * Place everything: each group's superblock, descriptor and reserved GDT
+ * copies, its tables (mk_alloc_group_tables), then the root directory,
+ * lost+found and the resize inode's block, each from mke2fs's goal.
+ * 0, -ENOMEM or -EINVAL (does not fit) with a message.
+ */
+static int mk_layout(struct mk *m)
+{
+	struct mk_geo *g = &m->g;
+	uint64_t b;
+	int rc = 0;
+
+	m->bmap = g_try_malloc0((size_t)div_ceil(g->blocks, 8));
+	m->bb = g_try_new0(uint64_t, g->groups);
+	m->ib = g_try_new0(uint64_t, g->groups);
+	m->it = g_try_new0(uint64_t, g->groups);
+	if (!m->bmap || !m->bb || !m->ib || !m->it)
+		return mk_fail(
+		    m, -ENOMEM,
+		    "mkfs: no memory for the block map of %" G_GUINT64_FORMAT
+		    " blocks",
+		    g->blocks);
+	mk_mark(m, 0, g->first);
+	for (uint32_t grp = 0; grp < g->groups; grp++)
+		if (sfs_group_has_super(grp, 1))
+			mk_mark(m, mk_group_first(g, grp),
+				1 + g->desc_blocks + g->rsv_gdt);
+	for (uint32_t grp = 0; grp < g->groups && !rc; grp++)
+		rc = mk_alloc_group_tables(m, grp);
+	if (!rc)
+		rc = mk_new_block(m, mk_inode_goal(m, SFS_ROOT_INO),
+				  &g->root_blk);
+	if (!rc)
+		rc = mk_new_block(m, mk_inode_goal(m, SFS_FIRST_INO),
+				  &g->lpf_blk);
+	for (uint32_t i = 1; i < g->lpf_blocks && !rc; i++) {
+		rc = mk_new_block(m, g->lpf_blk + i, &b);
+		if (!rc && b != g->lpf_blk + i)
+			rc = -ENOSPC; /* lost+found in one run */
+	}
+	if (!rc && g->rsv_gdt)
+		rc = mk_new_block(
+		    m, g->first + g->desc_blocks + g->rsv_gdt + 2 + g->itb,
+		    &g->dind_blk);
+	if (rc)
+		return mk_fail(m, -EINVAL,
+			       "mkfs: device too small for the group tables, "
+			       "the root directory and lost+found "
+			       "(%" G_GUINT64_FORMAT " blocks)",
+			       g->blocks);
+	return 0;
+}
+
+/* Blocks of group grp in use (set in the block map). */
+static uint32_t mk_group_used(const struct mk *m, uint32_t grp)
+{
+	uint64_t first = mk_group_first(&m->g, grp);
+	uint32_t n = 0, nb = mk_group_blocks(&m->g, grp);
+
+	for (uint32_t i = 0; i < nb; i++)
+		n += mk_used(m, first + i);
+	return n;
 }
 
 /* Check the parameters that do not depend on the size. */
@@ -460,6 +840,15 @@ static int mk_check_params(struct mk *m)
 		return mk_fail(m, -EINVAL,
 			       "mkfs: bad reserved percentage %u (0 to 50)",
 			       p->reserved_pct);
+	if (p->bit64 && !p->extent)
+		return mk_fail(m, -EINVAL,
+			       "mkfs: 64bit needs extent (-O extent), as in "
+			       "mke2fs");
+	if (p->log_groups_per_flex > MK_MAX_LOG_FLEX)
+		return mk_fail(m, -EINVAL,
+			       "mkfs: bad flex_bg size 2^%u (1 to %u groups, "
+			       "a power of 2)",
+			       p->log_groups_per_flex, 1u << MK_MAX_LOG_FLEX);
 	if (memchr(p->label, 0, sizeof(p->label)) == NULL)
 		return mk_fail(m, -EINVAL, "mkfs: label not NUL-terminated");
 	return 0;
@@ -520,8 +909,19 @@ static void mk_super(struct mk *m, uint32_t free_blocks, uint32_t free_inodes)
 	sb->s_inode_size = sfs_cpu_to_le16((uint16_t)g->isize);
 	sb->s_feature_compat =
 	    sfs_cpu_to_le32(SFS_FEATURE_COMPAT_EXT_ATTR |
-			    (p->dir_index ? SFS_FEATURE_COMPAT_DIR_INDEX : 0));
-	sb->s_feature_incompat = sfs_cpu_to_le32(SFS_FEATURE_INCOMPAT_FILETYPE);
+			    (p->dir_index ? SFS_FEATURE_COMPAT_DIR_INDEX : 0) |
+			    (g->rsv_gdt ? SFS_FEATURE_COMPAT_RESIZE_INODE : 0));
+	sb->s_reserved_gdt_blocks = sfs_cpu_to_le16((uint16_t)g->rsv_gdt);
+	sb->s_feature_incompat =
+	    sfs_cpu_to_le32(SFS_FEATURE_INCOMPAT_FILETYPE |
+			    (p->extent ? SFS_FEATURE_INCOMPAT_EXTENTS : 0) |
+			    (p->flex_bg ? SFS_FEATURE_INCOMPAT_FLEX_BG : 0) |
+			    (p->bit64 ? SFS_FEATURE_INCOMPAT_64BIT : 0));
+	if (p->bit64)
+		sb->s_desc_size = sfs_cpu_to_le16((uint16_t)g->desc_size);
+	if (p->flex_bg)
+		((uint8_t *)sb)[MK_SB_LOG_GROUPS_PER_FLEX] =
+		    (uint8_t)p->log_groups_per_flex;
 	sb->s_feature_ro_compat =
 	    sfs_cpu_to_le32(SFS_FEATURE_RO_COMPAT_SPARSE_SUPER |
 			    SFS_FEATURE_RO_COMPAT_LARGE_FILE | p->ro_compat);
@@ -548,34 +948,43 @@ static void mk_super(struct mk *m, uint32_t free_blocks, uint32_t free_inodes)
 		sb->s_want_extra_isize = sfs_cpu_to_le16(SFS_EXTRA_ISIZE);
 	}
 	sb->s_flags = sfs_cpu_to_le32(MK_FLAGS_SIGNED_HASH);
+	/* mke2fs marks a filesystem with any ext4 feature by a non-zero
+	 * s_kbytes_written, to which its closefs then adds the KiB it wrote
+	 * itself; simfs writes the mark alone (doc/user-guide.md 2). */
+	if ((p->ro_compat & MK_EXT4_RO_COMPAT) || p->flex_bg)
+		sb->s_kbytes_written = sfs_cpu_to_le64(1);
 	sb->s_overhead_clusters = sfs_cpu_to_le32((uint32_t)overhead);
+}
+
+/* Group grp's descriptor in m->gdt (32 or 64 bytes apart; the high half
+ * of a 64-byte one stays zero below 2^32 blocks). */
+static struct sfs_dgroup *mk_desc(struct mk *m, uint32_t grp)
+{
+	return (struct sfs_dgroup *)(m->gdt + (size_t)grp * m->g.desc_size);
 }
 
 /* Fill in every group descriptor; returns the free block/inode totals. */
 static void mk_gdt(struct mk *m, uint32_t *free_blocks, uint32_t *free_inodes)
 {
 	const struct mk_geo *g = &m->g;
-	struct sfs_dgroup *gd = (struct sfs_dgroup *)m->gdt;
 	uint64_t fb = 0, fi = 0;
 
 	for (uint32_t grp = 0; grp < g->groups; grp++) {
-		uint64_t start = mk_group_first(g, grp);
-		uint32_t meta = 0, nfree, ifree;
+		struct sfs_dgroup *gd = mk_desc(m, grp);
+		uint32_t nfree, ifree;
 
-		if (sfs_group_has_super(grp, 1))
-			meta = 1 + g->desc_blocks;
-		nfree = mk_group_blocks(g, grp) - mk_group_used(g, grp);
+		nfree = mk_group_blocks(g, grp) - mk_group_used(m, grp);
 		ifree = g->ipg - mk_group_rsv_inodes(g, grp);
-		gd[grp].bg_block_bitmap =
-		    sfs_cpu_to_le32((uint32_t)(start + meta));
-		gd[grp].bg_inode_bitmap =
-		    sfs_cpu_to_le32((uint32_t)(start + meta + 1));
-		gd[grp].bg_inode_table =
-		    sfs_cpu_to_le32((uint32_t)(start + meta + 2));
-		gd[grp].bg_free_blocks_count = sfs_cpu_to_le16((uint16_t)nfree);
-		gd[grp].bg_free_inodes_count = sfs_cpu_to_le16((uint16_t)ifree);
-		gd[grp].bg_used_dirs_count =
+		gd->bg_block_bitmap = sfs_cpu_to_le32((uint32_t)m->bb[grp]);
+		gd->bg_inode_bitmap = sfs_cpu_to_le32((uint32_t)m->ib[grp]);
+		gd->bg_inode_table = sfs_cpu_to_le32((uint32_t)m->it[grp]);
+		gd->bg_free_blocks_count = sfs_cpu_to_le16((uint16_t)nfree);
+		gd->bg_free_inodes_count = sfs_cpu_to_le16((uint16_t)ifree);
+		gd->bg_used_dirs_count =
 		    sfs_cpu_to_le16((uint16_t)mk_group_dirs(g, grp));
+		/* every inode table is zeroed (or known zero), and mke2fs
+		 * says so in every group, with or without checksums */
+		gd->bg_flags = sfs_cpu_to_le16(MK_BG_ITABLE_ZEROED);
 		fb += nfree;
 		fi += ifree;
 	}
@@ -634,19 +1043,30 @@ static void mk_bits(uint8_t *map, uint32_t from, uint32_t to, bool val)
 	}
 }
 
-/* Block and inode bitmaps of group grp, adjacent: one 2-block write. */
+/* Block and inode bitmaps of group grp: one 2-block write where they
+ * are adjacent (without flex_bg), else two. */
 static int mk_write_bitmaps(struct mk *m, uint32_t grp)
 {
 	const struct mk_geo *g = &m->g;
-	const struct sfs_dgroup *gd = (const struct sfs_dgroup *)m->gdt;
 	uint8_t *bb = m->blk, *ib = m->blk + g->bs;
+	uint64_t first = mk_group_first(g, grp);
+	uint32_t nb = mk_group_blocks(g, grp);
+	int rc;
 
 	/* Padding (bits past the group's blocks / inodes) stays 1. */
 	memset(bb, 0xFF, 2 * (size_t)g->bs);
-	mk_bits(bb, mk_group_used(g, grp), mk_group_blocks(g, grp), false);
+	mk_bits(bb, 0, nb, false);
+	for (uint32_t i = 0; i < nb; i++)
+		if (mk_used(m, first + i))
+			bb[i >> 3] |= (uint8_t)(1u << (i & 7));
 	mk_bits(ib, mk_group_rsv_inodes(g, grp), g->ipg, false);
-	return mk_write(m, SFS_IO_BITMAP, sfs_le32(gd[grp].bg_block_bitmap),
-			m->blk, 2, "bitmaps");
+	if (m->ib[grp] == m->bb[grp] + 1)
+		return mk_write(m, SFS_IO_BITMAP, m->bb[grp], m->blk, 2,
+				"bitmaps");
+	rc = mk_write(m, SFS_IO_BITMAP, m->bb[grp], bb, 1, "block bitmap");
+	if (rc)
+		return rc;
+	return mk_write(m, SFS_IO_BITMAP, m->ib[grp], ib, 1, "inode bitmap");
 }
 
 /* Superblock copy + GDT copy of backup group grp (> 0). */
@@ -664,8 +1084,108 @@ static int mk_write_backup(struct mk *m, uint32_t grp)
 	rc = mk_write(m, SFS_IO_SUPER, start, m->blk, 1, "backup superblock");
 	if (rc)
 		return rc;
-	return mk_write(m, SFS_IO_GDT, start + 1, m->gdt, g->desc_blocks,
-			"backup group descriptors");
+	rc = mk_write(m, SFS_IO_GDT, start + 1, m->gdt, g->desc_blocks,
+		      "backup group descriptors");
+	if (rc)
+		return rc;
+	return mk_zero(m, (start + 1 + g->desc_blocks) * g->bs,
+		       (uint64_t)g->rsv_gdt * g->bs, "reserved GDT blocks");
+}
+
+/* Backup groups (> 0) of the filesystem, the resize inode's count. */
+static uint32_t mk_backup_groups(const struct mk_geo *g)
+{
+	uint32_t n = 0;
+
+	for (uint32_t grp = 1; grp < g->groups; grp++)
+		n += sfs_group_has_super(grp, 1) ? 1 : 0;
+	return n;
+}
+
+/*
+ * The resize inode (inode 7) as ext2fs_create_resize_inode (e2fsprogs
+ * lib/ext2fs/res_gdt.c) makes it: a regular file, mode 0600, whose
+ * double-indirect block lists group 0's reserved GDT blocks at the slots
+ * after the GDT's own blocks (modulo bs / 4), each of which lists its
+ * copies in the backup groups; i_size as if every double-indirect slot
+ * were mapped.
+ */
+static void mk_resize_inode(struct mk *m, struct sfs_dinode *d)
+{
+	const struct mk_geo *g = &m->g;
+	uint64_t apb = g->bs / 4;
+	uint64_t size = (apb * apb + apb + SFS_NDIR_BLOCKS) * g->bs;
+	uint64_t nblk = 1 + (uint64_t)g->rsv_gdt * (1 + mk_backup_groups(g));
+
+	d->i_mode = sfs_cpu_to_le16(SFS_S_IFREG | 0600);
+	d->i_links_count = sfs_cpu_to_le16(1);
+	d->i_size = sfs_cpu_to_le32((uint32_t)size);
+	d->i_size_high = sfs_cpu_to_le32((uint32_t)(size >> 32));
+	d->i_blocks = sfs_cpu_to_le32((uint32_t)(nblk * (g->bs / 512)));
+	d->i_block[SFS_DIND_BLOCK] = sfs_cpu_to_le32((uint32_t)g->dind_blk);
+	d->i_atime = d->i_ctime = d->i_mtime = sfs_cpu_to_le32(m->now);
+	if (g->isize > SFS_GOOD_OLD_INODE_SIZE) {
+		d->i_extra_isize = sfs_cpu_to_le16(SFS_EXTRA_ISIZE);
+		d->i_crtime = sfs_cpu_to_le32(m->now);
+	}
+}
+
+/* The resize inode's double-indirect block and group 0's reserved GDT
+ * blocks (see mk_resize_inode). */
+static int mk_write_resize(struct mk *m)
+{
+	const struct mk_geo *g = &m->g;
+	uint32_t apb = g->bs / 4, *map = (uint32_t *)m->blk;
+	uint64_t rsv0 = g->first + 1 + g->desc_blocks;
+	int rc;
+
+	if (!g->rsv_gdt)
+		return 0;
+	memset(m->blk, 0, g->bs);
+	for (uint32_t i = 0; i < g->rsv_gdt; i++)
+		map[(g->desc_blocks + i) % apb] =
+		    sfs_cpu_to_le32((uint32_t)(rsv0 + i));
+	rc = mk_write(m, SFS_IO_INDIRECT, g->dind_blk, m->blk, 1,
+		      "resize inode");
+	if (rc)
+		return rc;
+	for (uint32_t i = 0; i < g->rsv_gdt; i++) {
+		uint32_t n = 0;
+
+		memset(m->blk, 0, g->bs);
+		for (uint32_t grp = 1; grp < g->groups; grp++)
+			if (sfs_group_has_super(grp, 1))
+				map[n++] = sfs_cpu_to_le32(
+				    (uint32_t)(rsv0 + i +
+					       (uint64_t)grp * g->bpg));
+		rc = mk_write(m, SFS_IO_GDT, rsv0 + i, m->blk, 1,
+			      "reserved GDT block");
+		if (rc)
+			return rc;
+	}
+	return 0;
+}
+
+/*
+ * Map nblocks blocks from first_blk (at most one extent's worth) by the
+ * extent tree in the inode itself: a depth-0 header with room for 4
+ * entries and one extent, as ext2fs_extent_open2 starts every new map.
+ */
+static void mk_extent_map(struct sfs_dinode *d, uint64_t first_blk,
+			  uint32_t nblocks)
+{
+	struct sfs_dextent_header *eh = (struct sfs_dextent_header *)d->i_block;
+	struct sfs_dextent *ex = (struct sfs_dextent *)(eh + 1);
+
+	d->i_flags |= sfs_cpu_to_le32(SFS_EXTENTS_FL);
+	eh->eh_magic = sfs_cpu_to_le16(SFS_EXT_MAGIC);
+	eh->eh_entries = sfs_cpu_to_le16(1);
+	eh->eh_max =
+	    sfs_cpu_to_le16((sizeof(d->i_block) - sizeof(*eh)) / sizeof(*ex));
+	ex->ee_block = 0;
+	ex->ee_len = sfs_cpu_to_le16((uint16_t)nblocks);
+	ex->ee_start_hi = sfs_cpu_to_le16((uint16_t)(first_blk >> 32));
+	ex->ee_start_lo = sfs_cpu_to_le32((uint32_t)first_blk);
 }
 
 /* Put a directory inode's fields into d. */
@@ -684,8 +1204,12 @@ static void mk_dir_inode(struct mk *m, struct sfs_dinode *d, uint16_t mode,
 	d->i_atime = d->i_ctime = d->i_mtime = sfs_cpu_to_le32(m->now);
 	d->i_links_count = sfs_cpu_to_le16(links);
 	d->i_blocks = sfs_cpu_to_le32(nblocks * (g->bs / 512));
-	for (uint32_t i = 0; i < nblocks; i++)
-		d->i_block[i] = sfs_cpu_to_le32((uint32_t)(first_blk + i));
+	if (m->p->extent)
+		mk_extent_map(d, first_blk, nblocks);
+	else
+		for (uint32_t i = 0; i < nblocks; i++)
+			d->i_block[i] =
+			    sfs_cpu_to_le32((uint32_t)(first_blk + i));
 	if (g->isize > SFS_GOOD_OLD_INODE_SIZE) {
 		d->i_extra_isize = sfs_cpu_to_le16(SFS_EXTRA_ISIZE);
 		d->i_crtime = sfs_cpu_to_le32(m->now);
@@ -699,8 +1223,7 @@ static void mk_dir_inode(struct mk *m, struct sfs_dinode *d, uint16_t mode,
 static int mk_write_itable(struct mk *m, uint32_t grp)
 {
 	const struct mk_geo *g = &m->g;
-	const struct sfs_dgroup *gd = (const struct sfs_dgroup *)m->gdt;
-	uint64_t itable = sfs_le32(gd[grp].bg_inode_table);
+	uint64_t itable = m->it[grp];
 	uint32_t nrsv = mk_group_rsv_inodes(g, grp);
 	uint32_t n = (uint32_t)div_ceil((uint64_t)nrsv * g->isize, g->bs);
 	uint32_t base = grp * g->ipg + 1; /* first inode of the group */
@@ -717,6 +1240,8 @@ static int mk_write_itable(struct mk *m, uint32_t grp)
 				/* Bad-blocks inode: only times, as mke2fs. */
 				d->i_atime = d->i_ctime = d->i_mtime =
 				    sfs_cpu_to_le32(m->now);
+			} else if (ino == SFS_RESIZE_INO && g->rsv_gdt) {
+				mk_resize_inode(m, d);
 			} else if (ino == SFS_ROOT_INO) {
 				mk_dir_inode(m, d, MK_ROOT_MODE, 3,
 					     m->p->root_uid, m->p->root_gid,
@@ -825,6 +1350,9 @@ static int mk_write_all(struct mk *m)
 	rc = mk_write_dirs(m);
 	if (rc)
 		return rc;
+	rc = mk_write_resize(m);
+	if (rc)
+		return rc;
 	rc = mk_write(m, SFS_IO_GDT, g->first + 1, m->gdt, g->desc_blocks,
 		      "group descriptors");
 	if (rc)
@@ -890,6 +1418,9 @@ int sfs_mkfs(struct sfs_bdev *bd, const struct sfs_mkfs_params *p, char **err)
 	rc = mk_check_params(&m);
 	if (rc)
 		return rc;
+	rc = sfs_mkfs_check_features(p, err);
+	if (rc)
+		return rc;
 	dev_bytes = sfs_bdev_size_bytes(bd);
 	size = p->size_bytes ? p->size_bytes : dev_bytes;
 	if (size > dev_bytes)
@@ -912,10 +1443,18 @@ int sfs_mkfs(struct sfs_bdev *bd, const struct sfs_mkfs_params *p, char **err)
 	    MAX(scratch, div_ceil((uint64_t)SFS_FIRST_INO * m.g.isize, m.g.bs));
 	m.blk = g_malloc0(scratch * m.g.bs);
 
+	rc = mk_layout(&m);
+	if (rc)
+		goto out_free;
 	mk_gdt(&m, &free_blocks, &free_inodes);
 	mk_super(&m, free_blocks, free_inodes);
 	rc = mk_write_all(&m);
 
+out_free:
+	g_free(m.bmap);
+	g_free(m.bb);
+	g_free(m.ib);
+	g_free(m.it);
 	g_free(m.blk);
 	g_free(m.gdt);
 	return rc;
@@ -945,7 +1484,8 @@ int sfs_mkfs_sync_backups(struct sfs_bdev *bd, char **err)
 	bpg = sfs_le32(sb.s_blocks_per_group);
 	blocks = sfs_le32(sb.s_blocks_count);
 	groups = (uint32_t)div_ceil(blocks - first, bpg);
-	desc_blocks = (uint32_t)div_ceil((uint64_t)groups * SFS_DESC_SIZE, bs);
+	desc_blocks =
+	    (uint32_t)div_ceil((uint64_t)groups * sfs_sb_desc_size(&sb), bs);
 	sparse = sfs_le32(sb.s_feature_ro_compat) &
 		 SFS_FEATURE_RO_COMPAT_SPARSE_SUPER;
 	blk = g_malloc0(bs);

@@ -9,6 +9,12 @@
 
 #include "blockdev.h"
 
+/* ext4 features sfs_mkfs does not lay out yet (sfs_mkfs_params.pending) */
+enum {
+	SFS_MKFS_PENDING_METADATA_CSUM = 1u << 2,
+	SFS_MKFS_PENDING_GDT_CSUM = 1u << 3, /* uninit_bg, gdt_csum */
+};
+
 struct sfs_mkfs_params {
 	uint64_t size_bytes;   /* 0 = the whole device */
 	uint32_t block_size;   /* 1024, 2048 or 4096 (default 4096) */
@@ -24,6 +30,21 @@ struct sfs_mkfs_params {
 	bool dir_index;        /* -O dir_index: htree directories (default
 				  off: the image stays byte-identical to
 				  mke2fs -O none,...) */
+	bool resize_inode;     /* -O resize_inode: reserved GDT blocks and
+				  the resize inode (inode 7), as mke2fs
+				  (default off) */
+	bool extent;	       /* -O extent: the root directory and
+				  lost+found (and a journal added after)
+				  mapped by extents */
+	bool bit64;	       /* -O 64bit: 64-byte group descriptors
+				  (still at most 2^32 blocks) */
+	bool flex_bg;	       /* -O flex_bg: each flex group's bitmaps
+				  and inode tables packed at its start */
+	uint32_t log_groups_per_flex; /* -G 2^N groups a flex group (default
+				  4: 16 groups, as mke2fs.conf) */
+	uint32_t pending;      /* SFS_MKFS_PENDING_*: features asked for
+				  (-O, -t ext4) that sfs_mkfs does not lay
+				  out yet; sfs_mkfs refuses them */
 	uint32_t ro_compat;    /* -O huge_file,dir_nlink,extra_isize: these
 				  ro_compat bits on top of the fixed ones */
 	bool has_journal;      /* -O has_journal, -t ext3, -j: the caller
@@ -34,10 +55,14 @@ struct sfs_mkfs_params {
 
 /*
  * Apply a -O list (mke2fs spellings, comma-separated, "^" to remove) to p:
- * dir_index, has_journal, huge_file, dir_nlink, extra_isize switch;
+ * dir_index, has_journal, resize_inode, extent, flex_bg, 64bit,
+ * huge_file, dir_nlink, extra_isize
+ * switch;
  * sparse_super, filetype, large_file, ext_attr are always on (their "^" is
- * refused); the ext4 features mkfs does not lay out (extent, 64bit,
- * flex_bg, metadata_csum, uninit_bg, resize_inode, ...) are refused, their
+ * refused); metadata_csum and uninit_bg (gdt_csum) are
+ * recorded in p->pending (sfs_mkfs_check_features refuses them); the
+ * other features mkfs does not lay out (inline_data, bigalloc, meta_bg,
+ * ...) are refused, their
  * "^" accepted.  0, or -EINVAL with one message in *err (g_free it; err
  * may be NULL) naming every name refused.
  */
@@ -45,11 +70,26 @@ int sfs_mkfs_parse_features(struct sfs_mkfs_params *p, const char *list,
 			    char **err);
 
 /*
- * -t TYPE as mke2fs: "ext2" (no journal) or "ext3" (has_journal); "ext4"
- * and anything else -EINVAL with a message in *err (g_free it).
+ * -t TYPE as mke2fs 1.47 with its stock mke2fs.conf: TYPE's features
+ * (base_features sparse_super, large_file, filetype, resize_inode,
+ * dir_index, ext_attr; ext3 adds has_journal; ext4 has_journal, extent,
+ * huge_file, flex_bg, metadata_csum, 64bit, dir_nlink, extra_isize, of
+ * which metadata_csum stays pending: sfs_mkfs_check_features),
+ * 256-byte
+ * inodes, and the block size and bytes-per-inode of the size type of a
+ * filesystem of size_bytes (0: the default type).  Replaces p's features;
+ * the caller applies -b, -i, -I and -O after it.  0, or -EINVAL with a
+ * message in *err (g_free it) for an unknown TYPE.
  */
 int sfs_mkfs_set_type(struct sfs_mkfs_params *p, const char *type,
-		      char **err);
+		      uint64_t size_bytes, char **err);
+
+/*
+ * 0 if sfs_mkfs can lay out every feature p asks for, else -EINVAL with a
+ * message in *err (g_free it; err may be NULL) naming the pending ones and
+ * the -O that leaves them out.
+ */
+int sfs_mkfs_check_features(const struct sfs_mkfs_params *p, char **err);
 
 /* Defaults as listed above. */
 void sfs_mkfs_defaults(struct sfs_mkfs_params *p);

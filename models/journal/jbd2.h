@@ -327,7 +327,9 @@ enum sfs_jbd2_place {
 	SFS_JBD2_PLACE_MIDDLE = 0,
 	/* first free blocks of the filesystem: where mke2fs 1.47 really puts a
 	 * block-mapped journal (its block-mapped fallocate ignores the goal),
-	 * so the layout equals mke2fs's block for block */
+	 * so the layout equals mke2fs's block for block; on an image with
+	 * extents the journal is extent-mapped and aimed at the middle, as
+	 * mke2fs does, whichever placement is asked */
 	SFS_JBD2_PLACE_FIRST_FREE,
 };
 

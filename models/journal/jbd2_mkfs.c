@@ -14,6 +14,11 @@
  *        the primary and every backup superblock (raw), restoring the
  *        mount count and mount time the engine's open had bumped.
  *
+ * On an image with extents the journal is extent-mapped instead, aimed at
+ * the middle whatever the placement (mke2fs aims there; only its
+ * block-mapped fallocate ignores the goal): one extent per free run (split
+ * at 32768 blocks), at most the 4 the inode holds.
+ *
  * Block-mapped layout (what mke2fs makes, ext-format 8.10): blocks are
  * taken in logical order and each indirect block right before the first
  * block it maps, the higher level first:
@@ -76,6 +81,9 @@ static uint64_t jm_meta_blocks(uint64_t n, uint64_t a)
 
 /* ---- allocation ---- */
 
+#define SFS_JM_INODE_EXTENTS 4 /* extents an inode's i_block holds */
+#define JM_SB_LOG_GROUPS_PER_FLEX 0x174 /* s_log_groups_per_flex, a byte */
+
 /* A run of allocated blocks. */
 struct jm_run {
 	sfs_blk_t start;
@@ -91,22 +99,42 @@ struct jm {
 	guint run_i;	/* cursor for jm_next_block */
 	uint32_t run_off;
 	uint32_t a;	   /* addresses per block */
+	bool extent;	   /* extent-mapped (the image has extents) */
 	sfs_blk_t jsb_blk; /* physical block of journal block 0 */
 	char *msg;
 };
 
-/* mke2fs get_midpoint_journal_block (no flex_bg). */
+/*
+ * mke2fs get_midpoint_journal_block: the group in the middle and its two
+ * neighbours, the one with the most free blocks; with flex_bg past the
+ * first flex group, from the start of the middle's flex group (its first
+ * group with free blocks) instead.
+ */
 static sfs_blk_t jm_midpoint_goal(struct sfs_fs *fs)
 {
 	uint64_t mid = (fs->blocks_count - fs->first_data_block) / 2;
 	uint32_t g = mid > fs->first_data_block
 			 ? (uint32_t)((mid - fs->first_data_block) / fs->bpg)
 			 : 0;
+	uint32_t log_flex =
+	    ((const uint8_t *)&fs->sb)[JM_SB_LOG_GROUPS_PER_FLEX];
+	uint32_t flex = 1u << log_flex;
 	uint32_t start, end, best;
 
 	if (g >= fs->groups)
 		g = fs->groups - 1;
-	start = g > 0 ? g - 1 : g;
+	if ((sfs_le32(fs->sb.s_feature_incompat) &
+	     SFS_FEATURE_INCOMPAT_FLEX_BG) &&
+	    log_flex && log_flex < 32 && g > flex) {
+		g &= ~(flex - 1);
+		while (g < fs->groups &&
+		       sfs_le16(fs->gd[g].bg_free_blocks_count) == 0)
+			g++;
+		if (g == fs->groups)
+			g = 0;
+		start = g;
+	} else
+		start = g > 0 ? g - 1 : g;
 	end = g + 1 < fs->groups ? g + 1 : g;
 	best = start;
 	for (uint32_t i = start + 1; i <= end; i++)
@@ -219,6 +247,52 @@ static int jm_tree(struct jm *m, int level, uint64_t base, uint64_t span,
 	return rc;
 }
 
+/* Extents the runs make (each at most SFS_EXT_INIT_MAX_LEN blocks). */
+static uint32_t jm_extent_count(const struct jm *m)
+{
+	uint32_t n = 0;
+
+	for (guint i = 0; i < m->runs->len; i++)
+		n += (g_array_index(m->runs, struct jm_run, i).len +
+		      SFS_EXT_INIT_MAX_LEN - 1) /
+		     SFS_EXT_INIT_MAX_LEN;
+	return n;
+}
+
+/* The extent map in the inode itself (depth 0, at most 4 extents; the
+ * caller checked jm_extent_count): one extent per run, split at the
+ * longest initialised extent, as ext2fs_fallocate leaves a fresh file. */
+static void jm_map_extents(struct jm *m, struct sfs_dinode *d)
+{
+	struct sfs_dextent_header *eh = (struct sfs_dextent_header *)d->i_block;
+	struct sfs_dextent *ex = (struct sfs_dextent *)(eh + 1);
+	uint32_t lblk = 0, n = 0;
+
+	d->i_flags = sfs_cpu_to_le32(SFS_EXTENTS_FL);
+	eh->eh_magic = sfs_cpu_to_le16(SFS_EXT_MAGIC);
+	eh->eh_max =
+	    sfs_cpu_to_le16((sizeof(d->i_block) - sizeof(*eh)) / sizeof(*ex));
+	for (guint i = 0; i < m->runs->len; i++) {
+		struct jm_run *r = &g_array_index(m->runs, struct jm_run, i);
+
+		for (uint32_t off = 0; off < r->len;
+		     off += SFS_EXT_INIT_MAX_LEN) {
+			uint32_t len = MIN(r->len - off, SFS_EXT_INIT_MAX_LEN);
+			sfs_blk_t start = r->start + off;
+
+			ex[n].ee_block = sfs_cpu_to_le32(lblk);
+			ex[n].ee_len = sfs_cpu_to_le16((uint16_t)len);
+			ex[n].ee_start_hi =
+			    sfs_cpu_to_le16((uint16_t)((uint64_t)start >> 32));
+			ex[n].ee_start_lo = sfs_cpu_to_le32((uint32_t)start);
+			lblk += len;
+			n++;
+		}
+	}
+	eh->eh_entries = sfs_cpu_to_le16((uint16_t)n);
+	m->jsb_blk = g_array_index(m->runs, struct jm_run, 0).start;
+}
+
 /* Fill i_block[] (and the indirect blocks) in allocation order. */
 static int jm_map(struct jm *m, struct sfs_dinode *d)
 {
@@ -314,11 +388,21 @@ static int jm_build(struct jm *m, enum sfs_jbd2_place place,
 	rc = jm_check_inode_free(m);
 	if (rc)
 		return rc;
-	goal = place == SFS_JBD2_PLACE_MIDDLE ? jm_midpoint_goal(fs)
-					      : fs->first_data_block;
+	/* mke2fs aims every journal at the middle; only its block-mapped
+	 * fallocate ignores the goal */
+	goal = place == SFS_JBD2_PLACE_MIDDLE || m->extent
+		   ? jm_midpoint_goal(fs)
+		   : fs->first_data_block;
 	rc = jm_find_blocks(m, goal);
 	if (rc)
 		return rc;
+	if (m->extent && jm_extent_count(m) > SFS_JM_INODE_EXTENTS) {
+		m->msg = g_strdup_printf(
+		    "a journal of %u blocks takes %u extents here, more than "
+		    "the inode holds (%u): choose another size (-J size=)",
+		    m->n, jm_extent_count(m), SFS_JM_INODE_EXTENTS);
+		return -EINVAL;
+	}
 	for (guint i = 0; i < m->runs->len; i++) {
 		struct jm_run *r = &g_array_index(m->runs, struct jm_run, i);
 		rc = sfs_blocks_mark_used(fs, r->start, r->len);
@@ -335,7 +419,10 @@ static int jm_build(struct jm *m, enum sfs_jbd2_place place,
 		}
 	}
 	memset(d, 0, sizeof(*d));
-	rc = jm_map(m, d);
+	if (m->extent)
+		jm_map_extents(m, d);
+	else
+		rc = jm_map(m, d);
 	if (rc)
 		return rc;
 	rc = jm_write_jsb(fs->bd, fs->bs, m->jsb_blk, m->n, 1, fs->sb.s_uuid,
@@ -497,13 +584,15 @@ int sfs_jbd2_add_internal(struct sfs_bdev *bd, uint32_t journal_blocks,
 	}
 	m.n = journal_blocks;
 	m.a = bs / 4;
+	m.extent =
+	    sfs_le32(before.s_feature_incompat) & SFS_FEATURE_INCOMPAT_EXTENTS;
 	if ((uint64_t)m.n + jm_meta_blocks(m.n, m.a) >
 	    UINT32_MAX / (bs / 512)) {
 		msg = g_strdup_printf("journal of %u blocks is too large", m.n);
 		rc = -EINVAL;
 		goto out;
 	}
-	m.total = m.n + (uint32_t)jm_meta_blocks(m.n, m.a);
+	m.total = m.n + (m.extent ? 0 : (uint32_t)jm_meta_blocks(m.n, m.a));
 	m.runs = g_array_new(FALSE, FALSE, sizeof(struct jm_run));
 
 	sfs_config_defaults(&cfg);

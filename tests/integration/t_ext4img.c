@@ -6,7 +6,10 @@
  * (64bit, flex_bg, huge_file, dir_nlink, extra_isize, resize_inode, a
  * journal), and mke2fs's full default with metadata_csum (64-byte
  * descriptors carrying checksums, uninitialised groups, inode tables left
- * for lazy zeroing) on an image of 32 or 8 groups; simfs mounts it, writes a tree of
+ * for lazy zeroing) on an image of 32 or 8 groups, and the ext4 `simfs mkfs
+ * -t ext4 -O ^metadata_csum` makes (extent-mapped root, lost+found and
+ * journal, flex_bg, 64bit, huge_file, dir_nlink, extra_isize,
+ * resize_inode); simfs mounts it, writes a tree of
  * directories and files of random bytes, renames and removes part of it,
  * removes whole directories; the tree seen through simfs is scanned
  * (paths, types, modes, link counts, content hashes); umount, e2fsck -fn
@@ -80,27 +83,43 @@ static int fill_tree(const char *mnt, uint64_t seed)
 	return bad;
 }
 
-static void one_size(const char *bs, const char *size, bool csum,
+/* Who makes the image of one_size. */
+enum maker {
+	MAKER_MKE2FS,	   /* mke2fs -t ext4 -O ^metadata_csum */
+	MAKER_MKE2FS_CSUM, /* mke2fs -t ext4 (metadata_csum) */
+	MAKER_SIMFS,	   /* simfs mkfs -t ext4 without what it lacks */
+};
+
+static void one_size(const char *bs, const char *size, enum maker maker,
 		     bool kernel)
 {
-	char *img = h_path("ext4-%s%s.img", bs, csum ? "-csum" : "");
-	char *mnt = h_path("ext4-%s%s-mnt", bs, csum ? "-csum" : "");
-	char *kmnt = h_path("ext4-%s%s-kmnt", bs, csum ? "-csum" : "");
+	static const char *const sfx[] = {"", "-csum", "-simfs"};
+	bool csum = maker == MAKER_MKE2FS_CSUM;
+	char *img = h_path("ext4-%s%s.img", bs, sfx[maker]);
+	char *mnt = h_path("ext4-%s%s-mnt", bs, sfx[maker]);
+	char *kmnt = h_path("ext4-%s%s-kmnt", bs, sfx[maker]);
 	char *err = NULL, *out = NULL;
 	GPtrArray *tree = NULL, *again = NULL, *ktree = NULL;
+	int rc;
 
 	unlink(img);
 	/* the metadata_csum images are mke2fs's plain default, inode tables
 	 * left for lazy zeroing: simfs zeroes them at its first mount */
-	if (h_runl(NULL, &err, "mke2fs", "-F", "-q", "-t", "ext4", "-O",
-		   csum ? "metadata_csum" : "^metadata_csum", "-b", bs, img,
-		   size, NULL) != 0) {
-		H_OK(false, "%s: mke2fs: %s", bs, err ? err : "?");
+	if (maker == MAKER_SIMFS)
+		rc = h_runl(NULL, &err, h_simfs(), "mkfs", "-t", "ext4", "-O",
+			    "^metadata_csum", "-b", bs, img, size, NULL);
+	else
+		rc = h_runl(NULL, &err, "mke2fs", "-F", "-q", "-t", "ext4",
+			    "-O", csum ? "metadata_csum" : "^metadata_csum",
+			    "-b", bs, img, size, NULL);
+	if (rc != 0) {
+		H_OK(false, "%s%s: mkfs: %s", bs, sfx[maker], err ? err : "?");
 		goto out;
 	}
 	g_clear_pointer(&err, g_free);
 	if (!H_OK(h_mount(img, mnt, NULL) == 0,
-		  "%s: simfs mounts mke2fs's ext4 read-write", bs))
+		  "%s%s: simfs mounts the ext4 image read-write", bs,
+		  sfx[maker]))
 		goto out;
 	H_EQ(fill_tree(mnt, strtoull(bs, NULL, 10)), 0,
 	     "%s: %u directories of %u files written, renamed, removed", bs,
@@ -177,10 +196,12 @@ int main(int argc, char **argv)
 		h_diag("SKIP kernel part: loop mounting is impossible here "
 		       "(%s)",
 		       why ? why : "?");
-	one_size("1024", "256M", false, kernel);
-	one_size("4096", "1G", false, kernel);
-	one_size("1024", "256M", true, kernel);
-	one_size("4096", "1G", true, kernel);
+	one_size("1024", "256M", MAKER_MKE2FS, kernel);
+	one_size("4096", "1G", MAKER_MKE2FS, kernel);
+	one_size("1024", "256M", MAKER_MKE2FS_CSUM, kernel);
+	one_size("4096", "1G", MAKER_MKE2FS_CSUM, kernel);
+	one_size("1024", "256M", MAKER_SIMFS, kernel);
+	one_size("4096", "1G", MAKER_SIMFS, kernel);
 	g_free(why);
 	return h_done();
 }

@@ -1026,9 +1026,10 @@ static void test_htree_mkfs_features(void **state)
 	assert_true(p.dir_index);
 	assert_int_equal(sfs_mkfs_parse_features(&p, "^dir_index", &err), 0);
 	assert_false(p.dir_index);
-	assert_int_equal(sfs_mkfs_parse_features(&p, "dir_index,extent", &err),
-			 -EINVAL);
-	assert_non_null(strstr(err, "'extent'"));
+	assert_int_equal(
+	    sfs_mkfs_parse_features(&p, "dir_index,inline_data", &err),
+	    -EINVAL);
+	assert_non_null(strstr(err, "'inline_data'"));
 	g_free(err);
 }
 

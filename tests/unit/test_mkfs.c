@@ -7,9 +7,9 @@
  * -m PCT -O none,sparse_super,filetype,large_file,ext_attr` given the same
  * UUID, hash seed and time (E2FSPROGS_FAKE_TIME) makes the same filesystem:
  * every `dumpe2fs` header field and per-group field (layout, free counts,
- * free ranges) is equal, `debugfs stat` of inodes 1, 2 and 11 is equal, and
- * the two images are byte-identical except bg_flags, where mke2fs writes
- * INODE_ZEROED (0x4) and simfs writes 0 (doc: ext-format 2.2).
+ * free ranges) is equal, `debugfs stat` of inodes 1, 2, 7 and 11 is equal,
+ * and the two images are byte-identical (once s_kbytes_written, which
+ * mke2fs adds its own I/O to, is copied over: take_kbytes_written).
  * Also: a 1 TiB sparse image, rejected parameters (one-line message, device
  * untouched), determinism from the seed, zeroing only when the device is
  * not known to be zero, whole-device rounding, a used (garbage) device.
@@ -35,6 +35,7 @@
 
 #include <glib.h>
 
+#include "csum.h"
 #include "format.h"
 #include "mkfs.h"
 #include "models/journal/jbd2.h"
@@ -53,7 +54,13 @@ static const char mke2fs_conf[] =
     "\tinode_size = 256\n"
     "\tinode_ratio = 16384\n"
     "\n[fs_types]\n"
-    "\text3 = {\n\t\tfeatures = has_journal\n\t}\n";
+    "\text3 = {\n\t\tfeatures = has_journal\n\t}\n"
+    "\text4 = {\n\t\tfeatures = has_journal,extent,huge_file,flex_bg,"
+    "metadata_csum,64bit,dir_nlink,extra_isize\n\t}\n"
+    "\tsmall = {\n\t\tblocksize = 1024\n\t\tinode_ratio = 4096\n\t}\n"
+    "\tfloppy = {\n\t\tblocksize = 1024\n\t\tinode_ratio = 8192\n\t}\n"
+    "\tbig = {\n\t\tinode_ratio = 32768\n\t}\n"
+    "\thuge = {\n\t\tinode_ratio = 65536\n\t}\n";
 
 struct fixture {
 	char *dir;
@@ -307,35 +314,12 @@ static bool has_super(uint32_t g)
 	return sfs_group_has_super(g, 1);
 }
 
-/* Is off a bg_flags byte in any GDT copy? */
-static bool is_bg_flags(const struct sfs_dsuper *sb, uint64_t off)
-{
-	uint32_t bs = 1024u << sfs_le32(sb->s_log_block_size);
-	uint32_t first = sfs_le32(sb->s_first_data_block);
-	uint32_t bpg = sfs_le32(sb->s_blocks_per_group);
-	uint32_t groups =
-	    (sfs_le32(sb->s_blocks_count) - first + bpg - 1) / bpg;
-	uint64_t blk = off / bs, in = off % bs;
-
-	if (blk < first || (in % 32) != 0x12)
-		return false;
-	uint32_t g = (uint32_t)((blk - first) / bpg);
-	uint64_t gdt = (uint64_t)first + (uint64_t)g * bpg + 1;
-	uint64_t desc = ((uint64_t)groups * 32 + bs - 1) / bs;
-
-	return has_super(g) && blk >= gdt && blk < gdt + desc &&
-	       ((blk - gdt) * bs + in) / 32 < groups;
-}
-
-/* Compare [off, end) of both files; returns the number of bg_flags
- * bytes that differ as expected (0 vs 4); fails on anything else. */
-static uint64_t cmp_range(const char *ctx, int fa, int fb,
-			  const struct sfs_dsuper *sb, uint64_t off,
-			  uint64_t end)
+/* Compare [off, end) of both files; fails at the first differing byte. */
+static void cmp_range(const char *ctx, int fa, int fb, uint64_t off,
+		      uint64_t end)
 {
 	const size_t chunk = 1 << 16;
 	uint8_t *a = g_malloc(chunk), *b = g_malloc(chunk);
-	uint64_t flags = 0;
 
 	while (off < end) {
 		size_t n = (size_t)MIN(end - off, chunk);
@@ -344,38 +328,28 @@ static uint64_t cmp_range(const char *ctx, int fa, int fb,
 		assert_int_equal(pread(fb, b, n, (off_t)off), (ssize_t)n);
 		if (memcmp(a, b, n) != 0) {
 			for (size_t i = 0; i < n; i++) {
-				if (a[i] == b[i])
-					continue;
-				if (a[i] == 0 && b[i] == 0x4 &&
-				    is_bg_flags(sb, off + i)) {
-					flags++;
-					continue;
-				}
-				fail_msg("%s: images differ at byte %llu: "
-					 "simfs %#x, mke2fs %#x",
-					 ctx, (unsigned long long)(off + i),
-					 a[i], b[i]);
+				if (a[i] != b[i])
+					fail_msg("%s: images differ at byte "
+						 "%llu: simfs %#x, mke2fs %#x",
+						 ctx,
+						 (unsigned long long)(off + i),
+						 a[i], b[i]);
 			}
 		}
 		off += n;
 	}
 	g_free(a);
 	g_free(b);
-	return flags;
 }
 
 /* Byte-compare two same-size sparse images over the data of either. */
-static uint64_t compare_images(const char *ctx, const char *pa, const char *pb)
+static void compare_images(const char *ctx, const char *pa, const char *pb)
 {
 	int fa = open(pa, O_RDONLY), fb = open(pb, O_RDONLY);
 	off_t size = lseek(fa, 0, SEEK_END);
-	struct sfs_dsuper sb;
-	uint64_t flags = 0;
 
 	assert_true(fa >= 0 && fb >= 0);
 	assert_int_equal(lseek(fb, 0, SEEK_END), size);
-	assert_int_equal(pread(fb, &sb, sizeof(sb), SFS_SUPER_OFFSET),
-			 sizeof(sb));
 	for (int pass = 0; pass < 2; pass++) {
 		int fd = pass ? fb : fa;
 		off_t pos = 0;
@@ -387,17 +361,48 @@ static uint64_t compare_images(const char *ctx, const char *pa, const char *pb)
 			if (d < 0)
 				break;
 			h = lseek(fd, d, SEEK_HOLE);
-			/* Only the pass over a counts the bg_flags bytes. */
-			if (pass == 0)
-				flags += cmp_range(ctx, fa, fb, &sb, d, h);
-			else
-				cmp_range(ctx, fa, fb, &sb, d, h);
+			cmp_range(ctx, fa, fb, d, h);
 			pos = h;
 		}
 	}
 	close(fa);
 	close(fb);
-	return flags;
+}
+
+/*
+ * The one superblock field mke2fs fills from its own I/O: s_kbytes_written
+ * (dumpe2fs "Lifetime writes"), 1 plus the KiB it wrote, where simfs
+ * writes the 1 alone.  Copy ours into every superblock of the mke2fs image
+ * (and recompute the superblock checksum with metadata_csum), so that
+ * everything else can be compared byte for byte.
+ */
+static void take_kbytes_written(const char *ref, const struct sfs_dsuper *ours)
+{
+	int fd = open(ref, O_RDWR);
+	struct sfs_dsuper sb;
+	uint32_t bs, first, bpg, groups;
+
+	assert_true(fd >= 0);
+	assert_int_equal(pread(fd, &sb, sizeof(sb), SFS_SUPER_OFFSET),
+			 sizeof(sb));
+	bs = 1024u << sfs_le32(sb.s_log_block_size);
+	first = sfs_le32(sb.s_first_data_block);
+	bpg = sfs_le32(sb.s_blocks_per_group);
+	groups = (sfs_le32(sb.s_blocks_count) - first + bpg - 1) / bpg;
+	for (uint32_t g = 0; g < groups; g++) {
+		off_t off = g == 0 ? SFS_SUPER_OFFSET
+				   : (off_t)(first + (uint64_t)g * bpg) * bs;
+
+		if (!has_super(g))
+			continue;
+		assert_int_equal(pread(fd, &sb, sizeof(sb), off), sizeof(sb));
+		sb.s_kbytes_written = ours->s_kbytes_written;
+		if (sfs_le32(sb.s_feature_ro_compat) &
+		    SFS_FEATURE_RO_COMPAT_METADATA_CSUM)
+			sfs_csum_super_set(&sb);
+		assert_int_equal(pwrite(fd, &sb, sizeof(sb), off), sizeof(sb));
+	}
+	close(fd);
 }
 
 /* ---- one comparison case ---- */
@@ -457,24 +462,23 @@ static char *fmt_uuid(const uint8_t *u)
 			       u[15]);
 }
 
-/* One case against mke2fs; features (NULL or a -O list) on both sides,
- * want: the features dumpe2fs must then list. */
-static void run_case_dx(struct fixture *f, const struct mkcase *mc,
-			const char *features, const char *want)
+/*
+ * Compare our image (made at ours) with what mke2fs makes on a file of
+ * the same size (at ref) given opts (NULL-terminated mke2fs options), our
+ * UUID, hash seed and time, and nblocks (NULL: the whole file); want: the
+ * features dumpe2fs must list.  Both files are removed.
+ */
+static void compare_with_mke2fs(struct fixture *f, const char *ctx,
+				const char *ours, const char *ref,
+				uint64_t size, const char *const *opts,
+				const char *nblocks, const char *want)
 {
-	char *ctx =
-	    g_strdup_printf("bs=%u size=%lluK ratio=%u isize=%u%s", mc->bs,
-			    (unsigned long long)(mc->size >> 10), mc->ratio,
-			    mc->isize, features ? features : "");
-	char *ours = g_build_filename(f->dir, "simfs.img", NULL);
-	char *ref = g_build_filename(f->dir, "mke2fs.img", NULL);
-	char *fsck_out = NULL, *uuid, *hseed, *opt_e, *nblocks, *isz, *ratio,
-	     *bs, *pct, *d1, *d2;
+	char *fsck_out = NULL, *uuid, *hseed, *opt_e, *d1, *d2;
 	struct sfs_dsuper sb;
 	struct sfs_bdev *bd;
 	struct dump da, db;
+	GPtrArray *args = g_ptr_array_new();
 
-	make_simfs_dx(ours, mc, 77, features);
 	if (!sfs_test_fsck_clean(ours, &fsck_out))
 		fail_msg("%s: e2fsck -fn not clean:\n%s", ctx, fsck_out);
 	g_free(fsck_out);
@@ -485,26 +489,28 @@ static void run_case_dx(struct fixture *f, const struct mkcase *mc,
 	    sfs_bdev_read(bd, SFS_IO_SUPER, SFS_SUPER_OFFSET, &sb, sizeof(sb)),
 	    0);
 	sfs_bdev_close(bd);
-	assert_int_equal(
-	    sfs_bdev_open_file(ref, SFS_BDEV_CREATE, mc->size, &bd), 0);
+	assert_int_equal(sfs_bdev_open_file(ref, SFS_BDEV_CREATE, size, &bd),
+			 0);
 	sfs_bdev_close(bd);
 	uuid = fmt_uuid(sb.s_uuid);
 	hseed = fmt_uuid((const uint8_t *)sb.s_hash_seed);
 	opt_e = g_strdup_printf("hash_seed=%s", hseed);
-	nblocks =
-	    g_strdup_printf("%llu", (unsigned long long)(mc->size / mc->bs));
-	isz = g_strdup_printf("%u", mc->isize);
-	ratio = g_strdup_printf("%u", mc->ratio);
-	bs = g_strdup_printf("%u", mc->bs);
-	pct = g_strdup_printf("%u", mc->pct);
-	char *feat = g_strdup_printf(
-	    "none,sparse_super,filetype,large_file,ext_attr%s%s",
-	    features ? "," : "", features ? features : "");
-	const char *args[] = {"mke2fs", "-F", "-q",    "-t", "ext2", "-b",
-			      bs,	"-I", isz,     "-i", ratio,  "-m",
-			      pct,	"-O", feat,    "-U", uuid,   "-E",
-			      opt_e,	ref,  nblocks, NULL};
-	g_free(run(args, f->conf));
+	g_ptr_array_add(args, "mke2fs");
+	g_ptr_array_add(args, "-F");
+	g_ptr_array_add(args, "-q");
+	for (size_t i = 0; opts[i]; i++)
+		g_ptr_array_add(args, (char *)opts[i]);
+	g_ptr_array_add(args, "-U");
+	g_ptr_array_add(args, uuid);
+	g_ptr_array_add(args, "-E");
+	g_ptr_array_add(args, opt_e);
+	g_ptr_array_add(args, (char *)ref);
+	if (nblocks)
+		g_ptr_array_add(args, (char *)nblocks);
+	g_ptr_array_add(args, NULL);
+	g_free(run((const char *const *)args->pdata, f->conf));
+	g_ptr_array_free(args, TRUE);
+	take_kbytes_written(ref, &sb);
 
 	d1 = dumpe2fs(ours);
 	d2 = dumpe2fs(ref);
@@ -512,10 +518,9 @@ static void run_case_dx(struct fixture *f, const struct mkcase *mc,
 	parse_dump(d2, &db);
 	assert_true(da.groups->len > 0);
 	compare_dumps(ctx, &da, &db);
-	g_free(feat);
-	assert_string_equal(hdr(&da, "Filesystem features"),
-			    want ? want
-				 : "ext_attr filetype sparse_super large_file");
+	if (strcmp(hdr(&da, "Filesystem features"), want) != 0)
+		fail_msg("%s: features '%s', expected '%s'", ctx,
+			 hdr(&da, "Filesystem features"), want);
 	assert_string_equal(hdr(&da, "Filesystem state"), "clean");
 	dump_free(&da);
 	dump_free(&db);
@@ -523,8 +528,8 @@ static void run_case_dx(struct fixture *f, const struct mkcase *mc,
 	g_free(d2);
 
 	/* The root, lost+found and bad-blocks inodes. */
-	const char *stats[] = {"stat <1>", "stat <2>", "stat <11>", "ls -l /",
-			       "ls -l /lost+found"};
+	const char *stats[] = {"stat <1>",  "stat <2>", "stat <7>",
+			       "stat <11>", "ls -l /",	"ls -l /lost+found"};
 	for (size_t i = 0; i < G_N_ELEMENTS(stats); i++) {
 		const char *a1[] = {"debugfs", "-R", stats[i], ours, NULL};
 		const char *a2[] = {"debugfs", "-R", stats[i], ref, NULL};
@@ -538,23 +543,45 @@ static void run_case_dx(struct fixture *f, const struct mkcase *mc,
 		g_free(s2);
 	}
 
-	/* Byte for byte, but for mke2fs's INODE_ZEROED group flags. */
-	uint64_t flags = compare_images(ctx, ours, ref);
-	uint32_t groups =
-	    (sfs_le32(sb.s_blocks_count) - sfs_le32(sb.s_first_data_block) +
-	     sfs_le32(sb.s_blocks_per_group) - 1) /
-	    sfs_le32(sb.s_blocks_per_group);
-	uint32_t copies = 0;
-	for (uint32_t g = 0; g < groups; g++)
-		copies += has_super(g);
-	CHECK_EQ_U(ctx, "bg_flags differences", flags,
-		   (uint64_t)groups * copies);
+	/* Byte for byte. */
+	compare_images(ctx, ours, ref);
 
 	unlink(ours);
 	unlink(ref);
 	g_free(uuid);
 	g_free(hseed);
 	g_free(opt_e);
+}
+
+/* One case against mke2fs; features (NULL or a -O list) on both sides,
+ * want: the features dumpe2fs must then list. */
+static void run_case_dx(struct fixture *f, const struct mkcase *mc,
+			const char *features, const char *want)
+{
+	char *ctx =
+	    g_strdup_printf("bs=%u size=%lluK ratio=%u isize=%u%s", mc->bs,
+			    (unsigned long long)(mc->size >> 10), mc->ratio,
+			    mc->isize, features ? features : "");
+	char *ours = g_build_filename(f->dir, "simfs.img", NULL);
+	char *ref = g_build_filename(f->dir, "mke2fs.img", NULL);
+	char *nblocks, *isz, *ratio, *bs, *pct, *feat;
+
+	make_simfs_dx(ours, mc, 77, features);
+	nblocks =
+	    g_strdup_printf("%llu", (unsigned long long)(mc->size / mc->bs));
+	isz = g_strdup_printf("%u", mc->isize);
+	ratio = g_strdup_printf("%u", mc->ratio);
+	bs = g_strdup_printf("%u", mc->bs);
+	pct = g_strdup_printf("%u", mc->pct);
+	feat = g_strdup_printf(
+	    "none,sparse_super,filetype,large_file,ext_attr%s%s",
+	    features ? "," : "", features ? features : "");
+	const char *opts[] = {"-t",  "ext2", "-b", bs,	 "-I", isz, "-i",
+			      ratio, "-m",   pct,  "-O", feat, NULL};
+	compare_with_mke2fs(f, ctx, ours, ref, mc->size, opts, nblocks,
+			    want ? want
+				 : "ext_attr filetype sparse_super large_file");
+	g_free(feat);
 	g_free(nblocks);
 	g_free(isz);
 	g_free(ratio);
@@ -563,6 +590,77 @@ static void run_case_dx(struct fixture *f, const struct mkcase *mc,
 	g_free(ours);
 	g_free(ref);
 	g_free(ctx);
+}
+
+/*
+ * `simfs mkfs -t TYPE [-O extra]` (sfs_mkfs_set_type on the whole file)
+ * against plain `mke2fs -t TYPE [-O extra]` with the stock mke2fs.conf.
+ */
+static void run_case_type_g(struct fixture *f, const char *type, uint64_t size,
+			    const char *extra, uint32_t log_flex,
+			    const char *want)
+{
+	char *ctx = g_strdup_printf(
+	    "-t %s %lluM%s%s -G %u", type, (unsigned long long)(size >> 20),
+	    extra ? " -O " : "", extra ? extra : "", 1u << log_flex);
+	char *gopt = g_strdup_printf("%u", 1u << log_flex);
+	char *ours = g_build_filename(f->dir, "simfs.img", NULL);
+	char *ref = g_build_filename(f->dir, "mke2fs.img", NULL);
+	struct sfs_mkfs_params p;
+	struct sfs_bdev *bd;
+	char *err = NULL;
+	int rc;
+
+	assert_int_equal(sfs_bdev_open_file(ours, SFS_BDEV_CREATE, size, &bd),
+			 0);
+	sfs_mkfs_defaults(&p);
+	p.seed = 78;
+	p.time = MK_TIME;
+	assert_int_equal(sfs_mkfs_set_type(&p, type, size, NULL), 0);
+	if (extra)
+		assert_int_equal(sfs_mkfs_parse_features(&p, extra, NULL), 0);
+	p.log_groups_per_flex = log_flex;
+	rc = sfs_mkfs(bd, &p, &err);
+	if (rc)
+		fail_msg("%s: sfs_mkfs: %d %s", ctx, rc, err);
+	if (p.has_journal) {
+		rc = sfs_jbd2_add_internal(bd, 0, SFS_JBD2_PLACE_FIRST_FREE,
+					   &err);
+		if (rc == 0)
+			rc = sfs_mkfs_sync_backups(bd, &err);
+		if (rc)
+			fail_msg("%s: journal: %d %s", ctx, rc, err);
+	}
+	sfs_bdev_close(bd);
+	const char *opts[] = {"-t",  type, "-G", gopt, extra ? "-O" : NULL,
+			      extra, NULL};
+	if (!p.flex_bg)
+		opts[2] = NULL; /* mke2fs takes -G with flex_bg only */
+	compare_with_mke2fs(f, ctx, ours, ref, size, opts, NULL, want);
+	g_free(gopt);
+	g_free(ours);
+	g_free(ref);
+	g_free(ctx);
+}
+
+/* The same with mke2fs.conf's flex group size (16). */
+static void run_case_type(struct fixture *f, const char *type, uint64_t size,
+			  const char *extra, const char *want)
+{
+	run_case_type_g(f, type, size, extra, 4, want);
+}
+
+/* run_case_dx at 1, 2 and 4 KiB blocks, one inode per 4 KiB. */
+static void run_each_bs(struct fixture *f, uint64_t size, const char *features,
+			const char *want)
+{
+	const uint32_t sizes[] = {1024, 2048, 4096};
+
+	for (size_t i = 0; i < G_N_ELEMENTS(sizes); i++) {
+		struct mkcase mc = {size, sizes[i], 4096, 256, 5};
+
+		run_case_dx(f, &mc, features, want);
+	}
 }
 
 static void run_case(struct fixture *f, const struct mkcase *mc)
@@ -604,15 +702,8 @@ static void test_mkfs_4k_matches_mke2fs(void **state)
  * byte, at each block size. */
 static void test_mkfs_dir_index_matches_mke2fs(void **state)
 {
-	const uint32_t sizes[] = {1024, 2048, 4096};
-
-	for (size_t i = 0; i < G_N_ELEMENTS(sizes); i++) {
-		struct mkcase mc = {64 * MiB, sizes[i], 4096, 256, 5};
-
-		run_case_dx(*state, &mc, "dir_index",
-			    "ext_attr dir_index filetype sparse_super "
-			    "large_file");
-	}
+	run_each_bs(*state, 64 * MiB, "dir_index",
+		    "ext_attr dir_index filetype sparse_super large_file");
 }
 
 /* -t ext3 (-O has_journal): the journal where mke2fs puts it, and the
@@ -620,26 +711,109 @@ static void test_mkfs_dir_index_matches_mke2fs(void **state)
  * alone and with dir_index. */
 static void test_mkfs_ext3_matches_mke2fs(void **state)
 {
-	const uint32_t sizes[] = {1024, 2048, 4096};
-
-	for (size_t i = 0; i < G_N_ELEMENTS(sizes); i++) {
-		struct mkcase mc = {300 * MiB, sizes[i], 4096, 256, 5};
-
-		run_case_dx(*state, &mc, "has_journal",
-			    "has_journal ext_attr filetype sparse_super "
-			    "large_file");
-	}
+	run_each_bs(*state, 300 * MiB, "has_journal",
+		    "has_journal ext_attr filetype sparse_super large_file");
 	struct mkcase big = {1024 * MiB, 4096, 16384, 256, 5};
 	run_case_dx(*state, &big, "has_journal,dir_index",
 		    "has_journal ext_attr dir_index filetype sparse_super "
 		    "large_file");
 }
 
-/* -O huge_file,dir_nlink,extra_isize (mke2fs spellings): the bits are
- * set, e2fsck is clean and the engine mounts the image.  Not compared
- * byte for byte: mke2fs with these features also fills superblock bytes
- * simfs mkfs leaves zero (the first difference is at byte 0x178 of the
- * superblock). */
+/* -O resize_inode: the reserved GDT blocks (as many as mke2fs reserves
+ * for 1024 times the size) and the resize inode, byte for byte at 1, 2
+ * and 4 KiB; a 1 KiB filesystem of 300 MiB has backups in ten groups,
+ * each listed in every reserved GDT block; with a journal after it. */
+static void test_mkfs_resize_inode_matches_mke2fs(void **state)
+{
+	run_each_bs(*state, 64 * MiB, "resize_inode",
+		    "ext_attr resize_inode filetype sparse_super large_file");
+	struct mkcase many = {300 * MiB, 1024, 4096, 256, 5};
+	run_case_dx(*state, &many, "resize_inode,has_journal",
+		    "has_journal ext_attr resize_inode filetype sparse_super "
+		    "large_file");
+	struct mkcase big = {1024 * MiB, 4096, 16384, 128, 5};
+	run_case_dx(*state, &big, "resize_inode,dir_index",
+		    "ext_attr resize_inode dir_index filetype sparse_super "
+		    "large_file");
+}
+
+/* -O extent: the root directory and lost+found mapped by one extent each,
+ * and a journal added after extent-mapped in the middle groups, byte for
+ * byte as mke2fs makes them. */
+static void test_mkfs_extent_matches_mke2fs(void **state)
+{
+	run_each_bs(*state, 64 * MiB, "extent",
+		    "ext_attr filetype extent sparse_super large_file");
+	struct mkcase mid = {300 * MiB, 1024, 4096, 256, 5};
+	run_case_dx(*state, &mid, "extent,has_journal",
+		    "has_journal ext_attr filetype extent sparse_super "
+		    "large_file");
+	struct mkcase big = {1024 * MiB, 4096, 16384, 256, 5};
+	run_case_dx(*state, &big, "extent,has_journal,resize_inode,dir_index",
+		    "has_journal ext_attr resize_inode dir_index filetype "
+		    "extent sparse_super large_file");
+}
+
+/*
+ * -t ext2, ext3 and ext4 with mke2fs.conf's defaults (features, and the
+ * block size and inode ratio of the size type: floppy 2 MiB, small 64 MiB,
+ * default 1 GiB) equal plain `mke2fs -t TYPE` byte for byte; the ext4 one
+ * without the features sfs_mkfs does not lay out yet, and but for
+ * s_kbytes_written (take_kbytes_written).
+ */
+static void test_mkfs_type_defaults_match_mke2fs(void **state)
+{
+	static const char *const e2 =
+	    "ext_attr resize_inode dir_index filetype sparse_super large_file";
+	static const char *const e3 =
+	    "has_journal ext_attr resize_inode dir_index filetype "
+	    "sparse_super large_file";
+	static const char *const e4 =
+	    "has_journal ext_attr resize_inode dir_index filetype extent "
+	    "64bit flex_bg sparse_super large_file huge_file dir_nlink "
+	    "extra_isize";
+	static const char *const not_yet = "^metadata_csum";
+
+	run_case_type(*state, "ext2", 2 * MiB, NULL, e2);
+	run_case_type(*state, "ext2", 64 * MiB, NULL, e2);
+	run_case_type(*state, "ext2", 1024 * MiB, NULL, e2);
+	run_case_type(*state, "ext3", 64 * MiB, NULL, e3);
+	run_case_type(*state, "ext3", 1024 * MiB, NULL, e3);
+	run_case_type(*state, "ext4", 64 * MiB, not_yet, e4);
+	run_case_type(*state, "ext4", 1024 * MiB, not_yet, e4);
+}
+
+/*
+ * flex_bg: each flex group's block bitmaps, inode bitmaps and inode tables
+ * packed as ext2fs_allocate_group_table packs them, the root directory,
+ * lost+found, the resize inode's block and the journal placed from
+ * mke2fs's goals; byte for byte at 1, 2 and 4 KiB, with 16 groups a flex
+ * group (mke2fs.conf) and -G 4, up to 256 groups (16 flex groups, inode
+ * tables running past the first group), and alone on ext2.
+ */
+static void test_mkfs_flex_bg_matches_mke2fs(void **state)
+{
+	static const char *const e4 =
+	    "has_journal ext_attr resize_inode dir_index filetype extent "
+	    "64bit flex_bg sparse_super large_file huge_file dir_nlink "
+	    "extra_isize";
+	static const char *const not_yet = "^metadata_csum";
+
+	run_each_bs(*state, 64 * MiB, "flex_bg",
+		    "ext_attr filetype flex_bg sparse_super large_file");
+	/* and 64-byte descriptors (64bit needs extent) */
+	run_each_bs(*state, 64 * MiB, "extent,64bit,resize_inode",
+		    "ext_attr resize_inode filetype extent 64bit sparse_super "
+		    "large_file");
+	run_case_type_g(*state, "ext4", 300 * MiB, not_yet, 2, e4);
+	run_case_type(*state, "ext4", 300 * MiB, not_yet, e4);
+	run_case_type(*state, "ext4", 2048 * MiB, not_yet, e4);
+}
+
+/* -O huge_file,dir_nlink,extra_isize (mke2fs spellings): the image mke2fs
+ * makes with them, byte for byte but for s_kbytes_written (mke2fs's mark
+ * of an ext4 feature plus its own I/O); e2fsck is clean and the engine
+ * mounts the image. */
 static void test_mkfs_ro_compat_features(void **state)
 {
 	struct fixture *f = *state;
@@ -652,6 +826,9 @@ static void test_mkfs_ro_compat_features(void **state)
 		struct dump da;
 		struct sfs_fs *fs;
 
+		run_case_dx(f, &mc, "huge_file,dir_nlink,extra_isize",
+			    "ext_attr filetype sparse_super large_file "
+			    "huge_file dir_nlink extra_isize");
 		unlink(path);
 		make_simfs_dx(path, &mc, 77, "huge_file,dir_nlink,extra_isize");
 		if (!sfs_test_fsck_clean(path, &out))
@@ -676,9 +853,9 @@ static void test_mkfs_ro_compat_features(void **state)
  * message names every refused name. */
 static void test_mkfs_feature_names_refused(void **state)
 {
-	static const char *const bad[] = {"64bit",	   "flex_bg",
-					  "metadata_csum", "bogus",
-					  "^sparse_super", "uninit_bg"};
+	static const char *const bad[] = {"inline_data",   "bigalloc",
+					  "meta_bg",	   "bogus",
+					  "^sparse_super", "quota"};
 	struct sfs_mkfs_params p;
 	char *err = NULL;
 
@@ -695,12 +872,13 @@ static void test_mkfs_feature_names_refused(void **state)
 	sfs_mkfs_defaults(&p);
 	assert_int_equal(
 	    sfs_mkfs_parse_features(
-		&p, "extent,dir_index,bogus,64bit,^filetype,flex_bg", &err),
+		&p, "inline_data,dir_index,bogus,bigalloc,^filetype,meta_bg",
+		&err),
 	    -EINVAL);
 	for (size_t i = 0; i < 5; i++) {
-		static const char *const named[] = {
-		    "'extent'", "'bogus'", "'64bit'", "'^filetype'",
-		    "'flex_bg'"};
+		static const char *const named[] = {"'inline_data'", "'bogus'",
+						    "'bigalloc'", "'^filetype'",
+						    "'meta_bg'"};
 		assert_non_null(strstr(err, named[i]));
 	}
 	assert_null(strstr(err, "dir_index'"));
@@ -728,15 +906,44 @@ static void test_mkfs_feature_names_refused(void **state)
 	assert_true(p.has_journal);
 	assert_int_equal(sfs_mkfs_parse_features(&p, "^has_journal", NULL), 0);
 	assert_false(p.has_journal);
-	assert_int_equal(sfs_mkfs_set_type(&p, "ext3", NULL), 0);
-	assert_true(p.has_journal);
-	assert_int_equal(sfs_mkfs_set_type(&p, "ext2", NULL), 0);
+	assert_int_equal(sfs_mkfs_set_type(&p, "ext3", 0, NULL), 0);
+	assert_true(p.has_journal && p.dir_index && p.resize_inode);
+	assert_int_equal(p.block_size, 4096);
+	assert_int_equal(p.inode_ratio, 16384);
+	/* mke2fs.conf's size types */
+	assert_int_equal(sfs_mkfs_set_type(&p, "ext2", 64 * MiB, NULL), 0);
 	assert_false(p.has_journal);
-	assert_int_equal(sfs_mkfs_set_type(&p, "ext4", &err), -EINVAL);
-	assert_non_null(strstr(err, "flex_bg"));
+	assert_true(p.dir_index && p.resize_inode);
+	assert_int_equal(p.block_size, 1024);
+	assert_int_equal(p.inode_ratio, 4096);
+	assert_int_equal(sfs_mkfs_set_type(&p, "ext2", 2 * MiB, NULL), 0);
+	assert_int_equal(p.inode_ratio, 8192);
+	assert_int_equal(sfs_mkfs_set_type(&p, "ext2", 512 * MiB, NULL), 0);
+	assert_int_equal(p.block_size, 4096);
+	assert_int_equal(sfs_mkfs_set_type(&p, "ext2", 5ull << 40, NULL), 0);
+	assert_int_equal(p.inode_ratio, 32768);
+	assert_int_equal(sfs_mkfs_set_type(&p, "ext2", 16ull << 40, NULL), 0);
+	assert_int_equal(p.inode_ratio, 65536);
+	/* ext4: what is not laid out yet is named, with the -O that drops it */
+	assert_int_equal(sfs_mkfs_set_type(&p, "ext4", 0, NULL), 0);
+	assert_true(p.extent && p.has_journal);
+	assert_int_equal(p.ro_compat, SFS_FEATURE_RO_COMPAT_HUGE_FILE |
+					  SFS_FEATURE_RO_COMPAT_DIR_NLINK |
+					  SFS_FEATURE_RO_COMPAT_EXTRA_ISIZE);
+	assert_int_equal(sfs_mkfs_check_features(&p, &err), -EINVAL);
+	assert_non_null(strstr(err, "yet: metadata_csum"));
+	assert_non_null(strstr(err, "-O ^metadata_csum"));
 	g_free(err);
 	err = NULL;
-	assert_int_equal(sfs_mkfs_set_type(&p, "xfs", &err), -EINVAL);
+	assert_int_equal(sfs_mkfs_parse_features(&p, "^metadata_csum", NULL),
+			 0);
+	assert_int_equal(sfs_mkfs_check_features(&p, NULL), 0);
+	/* an edit undone by a later one is no request, as in mke2fs */
+	assert_int_equal(sfs_mkfs_parse_features(&p, "uninit_bg", NULL), 0);
+	assert_int_equal(sfs_mkfs_check_features(&p, NULL), -EINVAL);
+	assert_int_equal(sfs_mkfs_parse_features(&p, "^uninit_bg", NULL), 0);
+	assert_int_equal(sfs_mkfs_check_features(&p, NULL), 0);
+	assert_int_equal(sfs_mkfs_set_type(&p, "xfs", 0, &err), -EINVAL);
 	assert_non_null(strstr(err, "'xfs'"));
 	g_free(err);
 }
@@ -1181,6 +1388,10 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_mkfs_dir_index_matches_mke2fs),
 	    cmocka_unit_test(test_mkfs_ext3_matches_mke2fs),
+	    cmocka_unit_test(test_mkfs_resize_inode_matches_mke2fs),
+	    cmocka_unit_test(test_mkfs_extent_matches_mke2fs),
+	    cmocka_unit_test(test_mkfs_type_defaults_match_mke2fs),
+	    cmocka_unit_test(test_mkfs_flex_bg_matches_mke2fs),
 	    cmocka_unit_test(test_mkfs_ro_compat_features),
 	    cmocka_unit_test(test_mkfs_feature_names_refused),
 	    cmocka_unit_test(test_mkfs_1k_matches_mke2fs),
