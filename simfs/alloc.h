@@ -179,8 +179,5 @@ struct sfs_rsv_counters {
  * copy the counters to out (may be NULL).  0, -EINVAL if a is not the
  * reservation model, -EIO on a broken invariant. */
 int sfs_reservation_check(struct sfs_alloc *a, struct sfs_rsv_counters *out);
-/* The window ip holds now, if any (for tests and inspect). */
-bool sfs_reservation_window(struct sfs_alloc *a, struct sfs_inode *ip,
-			    sfs_blk_t *start_out, sfs_blk_t *end_out);
 
 #endif /* SFS_ALLOC_H */

@@ -1,11 +1,12 @@
 /*
  * config.c - the knob table and the mount-option parser.
  *
- * Every knob is one row of cfg_knobs[]: name, type, default (as text, parsed
- * by the same code as user input), range, help, and the offset of its field
- * in struct sfs_config.  sfs_config_defaults, sfs_config_parse/set,
- * sfs_config_print and sfs_config_print_help all walk that table, so a new
- * knob is one field in config.h plus one row here.
+ * Every knob is one row of cfg_knobs[], or of a model's knob table that a
+ * row stands for (below): name, type, default (as text, parsed by the same
+ * code as user input), range, help, and the offset of its field in struct
+ * sfs_config.  sfs_config_defaults, sfs_config_parse/set, sfs_config_print
+ * and sfs_config_print_help all walk that table, so a new knob is one field
+ * in config.h plus one row here or in its model's table.
  *
  * Option strings use the mount(8) style: comma-separated "key" or
  * "key=value" tokens.  Booleans accept "key", "nokey" and key=1/0, yes/no,
@@ -41,10 +42,12 @@
  * the table may change while mounted.
  *
  * The journal's knobs (commit=, journal_max_txn=) are declared in the same
- * way, in models/journal/knobs.c, and the row flagged CFG_JNL_ROWS stands
- * for them.  Their values are fields of struct sfs_config (the engine reads
- * them there), so cfg_row hands each out as an ordinary row of this table
- * (live = CFG_RUNTIME) and every walker treats it as one.
+ * way, in models/journal/knobs.c, and so are the page cache's (vm=, the
+ * dirty_* knobs, mem=), in simfs/cache_knobs.c; a row flagged
+ * CFG_MODEL_ROWS stands for each table.  Their values are fields of struct
+ * sfs_config (the engine reads them there), so cfg_row hands each out as an
+ * ordinary row of this table (live = CFG_RUNTIME; an enum is a CFG_CHOICE
+ * kept as its name) and every walker treats it as one.
  */
 #include <errno.h>
 #include <stddef.h>
@@ -57,7 +60,6 @@
 #include "config.h"
 #include "cpumodel.h"
 #include "devmodel.h"
-#include "cache.h"
 #include "journal.h"
 #include "sched.h"
 
@@ -75,7 +77,7 @@ enum cfg_type {
 #define CFG_ALIAS 0x2	/* another name of a row: not printed */
 #define CFG_RUNTIME 0x4 /* may change while mounted */
 #define CFG_ALLOC_ROWS 0x8 /* stands for the allocators' knob tables */
-#define CFG_JNL_ROWS 0x10  /* stands for the journal's knob table */
+#define CFG_MODEL_ROWS 0x10 /* stands for a model's knob table (.table) */
 
 struct cfg_knob {
 	const char *name;
@@ -85,9 +87,10 @@ struct cfg_knob {
 	uint64_t min;	 /* SIZE/UINT: smallest accepted value */
 	uint64_t max;	 /* SIZE/UINT: largest accepted value */
 	/* CHOICE: is name valid?  CHOICE, SPEC: names() appends the valid
-	 * ones. */
+	 * ones.  A CHOICE without them takes one of choices ("a|b"). */
 	bool (*valid)(const char *name);
 	void (*names)(GString *out);
+	const char *choices;
 	/* SPEC: check a whole spec (0, or -EINVAL and *err); the knob table
 	 * of the model called name (NULL if none), for attaching options. */
 	int (*check)(const char *spec, char **err);
@@ -99,6 +102,9 @@ struct cfg_knob {
 	unsigned flags;	     /* CFG_* */
 	const char *metavar; /* for --help: "NAME", "SIZE", ... */
 	const char *help;
+	/* CFG_MODEL_ROWS: the model's knob table, whose offsets are into
+	 * struct sfs_config */
+	const struct sfs_knob *const *table;
 };
 
 /* Journal policies: "auto" (ordered if the image has a journal, else
@@ -115,19 +121,6 @@ static void cfg_journal_list(GString *out)
 	g_string_append(out, "auto");
 	for (unsigned i = 0; (o = sfs_jnl_nth(i)); i++)
 		g_string_append_printf(out, ", %s", o->name);
-}
-
-/* Write-back presets (simfs/cache.h). */
-static bool cfg_vm_valid(const char *name)
-{
-	struct sfs_cache_policy p;
-
-	return sfs_cache_policy_preset(name, &p) == 0;
-}
-
-static void cfg_vm_list(GString *out)
-{
-	g_string_append(out, sfs_cache_policy_names());
 }
 
 static bool cfg_alloc_valid(const char *name)
@@ -376,13 +369,40 @@ static void cfg_cpu_list(GString *out)
 		g_string_append_printf(out, "%s%s", i ? ", " : "", p->name);
 }
 
+/* A knob table's enum choices "a|b|c" as "a, b, c" (g_free it). */
+static char *cfg_choices_list(const char *choices)
+{
+	gchar **v = g_strsplit(choices, "|", -1);
+	char *list = g_strjoinv(", ", v);
+
+	g_strfreev(v);
+	return list;
+}
+
 /* The valid values of a CHOICE knob, "a, b, c" (g_free it). */
 static char *cfg_knob_choices(const struct cfg_knob *k)
 {
-	GString *s = g_string_new(NULL);
+	GString *s;
 
+	if (!k->names)
+		return cfg_choices_list(k->choices);
+	s = g_string_new(NULL);
 	k->names(s);
 	return g_string_free(s, FALSE);
+}
+
+/* Is name one of CHOICE knob k's values? */
+static bool cfg_choice_valid(const struct cfg_knob *k, const char *name)
+{
+	gchar **v;
+	bool ok;
+
+	if (k->valid)
+		return k->valid(name);
+	v = g_strsplit(k->choices, "|", -1);
+	ok = g_strv_contains((const char *const *)v, name);
+	g_strfreev(v);
+	return ok;
 }
 
 #define KNOB_OFF(field) offsetof(struct sfs_config, field)
@@ -412,7 +432,8 @@ static const struct cfg_knob cfg_knobs[] = {
     {
 	/* commit=, journal_max_txn=: models/journal/knobs.c */
 	.name = "journal knobs",
-	.flags = CFG_JNL_ROWS,
+	.flags = CFG_MODEL_ROWS,
+	.table = &sfs_jnl_knobs,
     },
     {
 	.name = "journal_dev",
@@ -423,82 +444,10 @@ static const struct cfg_knob cfg_knobs[] = {
 	.help = "external journal device or image",
     },
     {
-	.name = "vm",
-	.type = CFG_CHOICE,
-	.offset = KNOB_OFF(vm),
-	.def = "modern",
-	.valid = cfg_vm_valid,
-	.names = cfg_vm_list,
-	.flags = CFG_RUNTIME,
-	.metavar = "PRESET",
-	.help = "write-back defaults of an era: 2.6 (40/10 %), 2.6.22 "
-		"(10/5 %), modern (20/10 %)",
-    },
-    {
-	.name = "dirty_ratio",
-	.type = CFG_UINT,
-	.offset = KNOB_OFF(dirty_ratio),
-	.def = "0",
-	.min = 0,
-	.max = 100,
-	.flags = CFG_RUNTIME,
-	.metavar = "PERCENT",
-	.help = "dirty share of mem= that throttles writers (0: vm=)",
-    },
-    {
-	.name = "dirty_background_ratio",
-	.type = CFG_UINT,
-	.offset = KNOB_OFF(dirty_background_ratio),
-	.def = "0",
-	.min = 0,
-	.max = 100,
-	.flags = CFG_RUNTIME,
-	.metavar = "PERCENT",
-	.help = "dirty share of mem= that starts the flusher (0: vm=)",
-    },
-    {
-	.name = "dirty_bytes",
-	.type = CFG_SIZE,
-	.offset = KNOB_OFF(dirty_bytes),
-	.def = "0",
-	.min = 0,
-	.max = UINT64_MAX,
-	.flags = CFG_RUNTIME,
-	.metavar = "SIZE",
-	.help = "dirty_ratio as bytes (0: use the ratio)",
-    },
-    {
-	.name = "dirty_background_bytes",
-	.type = CFG_SIZE,
-	.offset = KNOB_OFF(dirty_background_bytes),
-	.def = "0",
-	.min = 0,
-	.max = UINT64_MAX,
-	.flags = CFG_RUNTIME,
-	.metavar = "SIZE",
-	.help = "dirty_background_ratio as bytes (0: use the ratio)",
-    },
-    {
-	.name = "dirty_expire_centisecs",
-	.type = CFG_UINT,
-	.offset = KNOB_OFF(dirty_expire_cs),
-	.def = "0",
-	.min = 0,
-	.max = 8640000,
-	.flags = CFG_RUNTIME,
-	.metavar = "CS",
-	.help = "age at which dirty data is written back (0: vm=, 3000)",
-    },
-    {
-	.name = "dirty_writeback_centisecs",
-	.type = CFG_UINT,
-	.offset = KNOB_OFF(dirty_writeback_cs),
-	.def = "0",
-	.min = 0,
-	.max = 8640000,
-	.flags = CFG_RUNTIME,
-	.metavar = "CS",
-	.help = "flusher wake-up interval (0: vm=, 500)",
+	/* vm=, dirty_*, mem=: simfs/cache_knobs.c */
+	.name = "cache knobs",
+	.flags = CFG_MODEL_ROWS,
+	.table = &sfs_cache_knobs,
     },
     {
 	.name = "journal",
@@ -509,16 +458,6 @@ static const struct cfg_knob cfg_knobs[] = {
 	.flags = CFG_ALIAS,
 	.metavar = "MODE",
 	.help = "alias of data=",
-    },
-    {
-	.name = "mem",
-	.type = CFG_SIZE,
-	.offset = KNOB_OFF(mem_bytes),
-	.def = "256M",
-	.min = 1ull << 20,
-	.max = UINT64_MAX,
-	.metavar = "SIZE",
-	.help = "buffer cache budget (K/M/G/T suffix)",
     },
     {
 	.name = "direct",
@@ -787,46 +726,53 @@ static const struct cfg_knob cfg_knobs[] = {
 
 #define CFG_NKNOBS (sizeof(cfg_knobs) / sizeof(cfg_knobs[0]))
 
-/* A knob of the journal's table as a row of this one, in *buf. */
-static const struct cfg_knob *cfg_jknob_row(const struct sfs_knob *jk,
+/* A knob of a model's table (the journal's, the cache's) as a row of this
+ * one, in *buf. */
+static const struct cfg_knob *cfg_model_row(const struct sfs_knob *mk,
 					    struct cfg_knob *buf)
 {
 	memset(buf, 0, sizeof(*buf));
-	buf->name = jk->key;
-	/* the types both tables have (test_config checks the journal's) */
-	buf->type = jk->type == SFS_KNOB_BOOL	? CFG_BOOL
-		    : jk->type == SFS_KNOB_SIZE ? CFG_SIZE
+	buf->name = mk->key;
+	/* the types both tables have (test_config checks the models'): an
+	 * enum is kept as its name, in a char[SFS_NAME_LEN] */
+	buf->type = mk->type == SFS_KNOB_BOOL	? CFG_BOOL
+		    : mk->type == SFS_KNOB_SIZE ? CFG_SIZE
+		    : mk->type == SFS_KNOB_ENUM ? CFG_CHOICE
 						: CFG_UINT;
-	buf->offset = jk->offset;
-	buf->def = jk->def;
-	buf->min = (uint64_t)jk->min;
-	buf->max = (uint64_t)jk->max;
-	buf->flags = jk->live ? CFG_RUNTIME : 0;
-	buf->metavar = jk->metavar;
-	buf->help = jk->help;
+	buf->offset = mk->offset;
+	buf->def = mk->def;
+	buf->choices = mk->choices;
+	buf->min = (uint64_t)mk->min;
+	/* (double)UINT64_MAX is 2^64, one past what a uint64_t holds */
+	buf->max = mk->max >= 0x1p64 ? UINT64_MAX : (uint64_t)mk->max;
+	buf->flags = mk->live ? CFG_RUNTIME : 0;
+	buf->metavar = mk->metavar;
+	buf->help = mk->help;
 	return buf;
 }
 
 /*
- * Row i of the table as its walkers see it: the journal's knobs
- * (models/journal/knobs.c) in place of their row, each made a row in *buf
- * (valid until buf is reused); the allocators' row as it is.  NULL past
- * the end.
+ * Row i of the table as its walkers see it: the knobs of a model's table
+ * (models/journal/knobs.c, simfs/cache_knobs.c) in place of its row, each
+ * made a row in *buf (valid until buf is reused); the allocators' row as
+ * it is.  NULL past the end.
  */
 static const struct cfg_knob *cfg_row(size_t i, struct cfg_knob *buf)
 {
 	for (size_t r = 0; r < CFG_NKNOBS; r++) {
+		const struct sfs_knob *table;
 		size_t n = 0;
 
-		if (!(cfg_knobs[r].flags & CFG_JNL_ROWS)) {
+		if (!(cfg_knobs[r].flags & CFG_MODEL_ROWS)) {
 			if (i-- == 0)
 				return &cfg_knobs[r];
 			continue;
 		}
-		while (sfs_jnl_knobs[n].key)
+		table = *cfg_knobs[r].table;
+		while (table[n].key)
 			n++;
 		if (i < n)
-			return cfg_jknob_row(&sfs_jnl_knobs[i], buf);
+			return cfg_model_row(&table[i], buf);
 		i -= n;
 	}
 	return NULL;
@@ -1229,7 +1175,8 @@ static int cfg_knob_apply(struct sfs_config *cfg, const struct cfg_knob *k,
 		goto check_range;
 
 	case CFG_CHOICE:
-		if (strlen(value) >= SFS_NAME_LEN || !k->valid(value)) {
+		if (strlen(value) >= SFS_NAME_LEN ||
+		    !cfg_choice_valid(k, value)) {
 			char *names = cfg_knob_choices(k);
 
 			*err = g_strdup_printf("bad value '%s' for %s "
@@ -1899,12 +1846,8 @@ static void cfg_aknob_doc(const struct sfs_knob *ak, struct sfs_config_doc *out)
 	out->is_size = ak->type == SFS_KNOB_SIZE;
 	out->min = (uint64_t)ak->min;
 	out->max = (uint64_t)ak->max;
-	if (ak->type == SFS_KNOB_ENUM) {
-		gchar **v = g_strsplit(ak->choices, "|", -1);
-
-		out->choices = g_strjoinv(", ", v);
-		g_strfreev(v);
-	}
+	if (ak->type == SFS_KNOB_ENUM)
+		out->choices = cfg_choices_list(ak->choices);
 }
 
 bool sfs_config_doc_nth(unsigned i, struct sfs_config_doc *out)
@@ -1940,13 +1883,15 @@ bool sfs_config_doc_nth(unsigned i, struct sfs_config_doc *out)
 	if (k->flags & CFG_ALIAS)
 		for (size_t j = 0; j < CFG_NKNOBS && !out->alias_of; j++)
 			if (cfg_knobs[j].offset == k->offset &&
-			    !(cfg_knobs[j].flags & (CFG_ALIAS | CFG_JNL_ROWS)))
+			    !(cfg_knobs[j].flags &
+			      (CFG_ALIAS | CFG_MODEL_ROWS)))
 				out->alias_of = cfg_knobs[j].name;
 	out->has_range = k->type == CFG_SIZE || k->type == CFG_UINT;
 	out->is_size = k->type == CFG_SIZE;
 	out->min = k->min;
 	out->max = k->max;
-	if ((k->type == CFG_CHOICE || k->type == CFG_SPEC) && k->names)
+	if ((k->type == CFG_CHOICE || k->type == CFG_SPEC) &&
+	    (k->names || k->choices))
 		out->choices = cfg_knob_choices(k);
 	return true;
 }

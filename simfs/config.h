@@ -133,12 +133,13 @@ int sfs_config_alloc_params(const struct sfs_config *cfg,
 			    char **err);
 
 /*
- * The journal's knobs (models/journal/knobs.c), key == NULL ends it.  Their
- * offsets are into struct sfs_config: config.c lists them as rows of its
- * own table.
+ * The journal's knobs (models/journal/knobs.c) and the page cache's
+ * (simfs/cache_knobs.c), key == NULL ends each.  Their offsets are into
+ * struct sfs_config: config.c lists them as rows of its own table.
  */
 struct sfs_knob;
 extern const struct sfs_knob *const sfs_jnl_knobs;
+extern const struct sfs_knob *const sfs_cache_knobs;
 
 /* The value of knob key (of the table or of an allocator) as option text
  * (g_free it); NULL if there is no such knob. */

@@ -53,9 +53,10 @@ struct sfs_knob {
 	double min, max;     /* inclusive range (DOUBLE, U64, SIZE) */
 	const char *choices; /* ENUM: "fifo|clook" */
 	const char *help;    /* unit and meaning, one line */
-	bool live;	     /* allocator knobs: may change while mounted
-				(.simfs/config); a device's or scheduler's
-				knobs change with its whole spec instead */
+	bool live;	     /* allocator, journal and page cache knobs:
+				may change while mounted (.simfs/config); a
+				device's or scheduler's knobs change with its
+				whole spec instead */
 	const char *metavar; /* for --help and man pages: "BLOCKS"; NULL:
 				from the type ("N", "SIZE", ...) */
 };

@@ -3056,8 +3056,3 @@ struct sfs_bdev *sfs_fs_bdev(struct sfs_fs *fs)
 {
 	return fs->bd;
 }
-
-const struct sfs_config *sfs_fs_config(const struct sfs_fs *fs)
-{
-	return &fs->cfg;
-}

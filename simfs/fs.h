@@ -130,7 +130,6 @@ void sfs_fs_set_report(struct sfs_fs *fs, FILE *out);
 typedef void (*sfs_fs_close_fn)(void *arg, struct sfs_stats *stats);
 void sfs_fs_set_close_fn(struct sfs_fs *fs, sfs_fs_close_fn fn, void *arg);
 struct sfs_bdev *sfs_fs_bdev(struct sfs_fs *fs);
-const struct sfs_config *sfs_fs_config(const struct sfs_fs *fs);
 /* A copy of the knobs in effect, taken under the engine's lock. */
 void sfs_fs_get_config(struct sfs_fs *fs, struct sfs_config *out);
 /*

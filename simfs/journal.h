@@ -199,8 +199,6 @@ int sfs_jnl_tick(struct sfs_jnl *j);
 int sfs_jnl_op_end(struct sfs_jnl *j);
 /* Commit the running transaction now (nothing to commit: 0). */
 int sfs_jnl_commit(struct sfs_jnl *j, enum sfs_commit_reason why);
-/* Write home every committed block and move the log tail to the head. */
-int sfs_jnl_checkpoint_all(struct sfs_jnl *j);
 /* The running transaction's id (the next commit's tid). */
 uint32_t sfs_jnl_running_tid(const struct sfs_jnl *j);
 /* When the next timed commit is due (UINT64_MAX: none). */

@@ -98,13 +98,6 @@ void sfs_plot_opts_defaults(struct sfs_plot_opts *o)
 	o->width_cells = PLOT_DEF_CELLS;
 }
 
-const char *sfs_layout_kind_name(unsigned kind)
-{
-	if (kind > SFS_LAYOUT_OUTSIDE)
-		return "?";
-	return layout_names[kind];
-}
-
 int sfs_plot_parse_kinds(const char *text, unsigned *out, char **err)
 {
 	char **parts;
@@ -1342,31 +1335,6 @@ out_free:
 	plot_out_free(&po);
 	g_free(l.kind);
 	plot_restore_locale(c_loc, old);
-	return rc;
-}
-
-int sfs_plot_layout_fs(struct sfs_fs *fs, const char *out_path,
-		       const struct sfs_plot_opts *o, char **err)
-{
-	struct sfs_plot_opts defaults;
-	char *msg = NULL;
-	int rc;
-
-	if (!err)
-		err = &msg;
-	*err = NULL;
-	if (!fs) {
-		*err = g_strdup("no filesystem to map");
-		g_free(msg);
-		return -EINVAL;
-	}
-	if (!o) {
-		sfs_plot_opts_defaults(&defaults);
-		o = &defaults;
-	}
-	rc = plot_layout_titled(fs, out_path, o, o->title ? o->title : "layout",
-				err);
-	g_free(msg);
 	return rc;
 }
 

@@ -85,8 +85,6 @@ void sfs_plot_opts_defaults(struct sfs_plot_opts *o);
  * 0 or -EINVAL (message in *err). */
 int sfs_plot_parse_kinds(const char *text, unsigned *out, char **err);
 
-const char *sfs_layout_kind_name(unsigned kind);
-
 /* Picture of the I/O log at log_path, written to out_path. */
 int sfs_plot_iolog(const char *log_path, const char *out_path,
 		   const struct sfs_plot_opts *o, char **err);
@@ -98,9 +96,6 @@ int sfs_plot_iolog(const char *log_path, const char *out_path,
  */
 int sfs_plot_layout(const char *image_path, const char *out_path,
 		    const struct sfs_plot_opts *o, char **err);
-/* The same on an open filesystem (takes fs->lock while it scans). */
-int sfs_plot_layout_fs(struct sfs_fs *fs, const char *out_path,
-		       const struct sfs_plot_opts *o, char **err);
 
 /*
  * `simfs plot ...`: argv[0] is "plot", then options and arguments

@@ -433,21 +433,6 @@ int sfs_reservation_check(struct sfs_alloc *a, struct sfs_rsv_counters *out)
 	return 0;
 }
 
-bool sfs_reservation_window(struct sfs_alloc *a, struct sfs_inode *ip,
-			    sfs_blk_t *start_out, sfs_blk_t *end_out)
-{
-	struct rsv_inode *st;
-
-	if (!a || a->ops != &sfs_reservation_alloc_ops || !ip)
-		return false;
-	st = ip->alloc_state;
-	if (!st || !st->has_win)
-		return false;
-	*start_out = st->win.start;
-	*end_out = st->win.end;
-	return true;
-}
-
 const struct sfs_alloc_ops sfs_reservation_alloc_ops = {
     .name = "reservation",
     .init = rsv_init,

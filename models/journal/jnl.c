@@ -761,13 +761,6 @@ sfs_ns_t sfs_jnl_next_deadline(const struct sfs_jnl *j)
 	return j->run->start_ns + j->p.commit_interval_ns;
 }
 
-int sfs_jnl_checkpoint_all(struct sfs_jnl *j)
-{
-	if (!j->log)
-		return 0;
-	return checkpoint(j, UINT32_MAX);
-}
-
 /* ---- open and close ---- */
 
 int sfs_jnl_open_log(struct sfs_jnl *j, struct sfs_bdev *jdev, char **err)

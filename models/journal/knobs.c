@@ -5,7 +5,7 @@
  * The values live in struct sfs_config (the engine reads cfg->commit_s and
  * cfg->journal_max_txn when it opens the journal and when they change while
  * mounted), so the offsets are into that struct.  config.c finds the table
- * through the row flagged CFG_JNL_ROWS of its own table and treats each knob
+ * through a row flagged CFG_MODEL_ROWS of its own table and treats each knob
  * as one of its rows: the option parser, --help, simfs-options(7), bash
  * completion and /.simfs/config list them there, between data= and
  * journal_dev=.  journal_dev= (a file name, a mount's device rather than a

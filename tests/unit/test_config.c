@@ -10,6 +10,7 @@
  * mount (sfs_config_parse_runtime).
  */
 #include <errno.h>
+#include <inttypes.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -21,6 +22,7 @@
 #include <cmocka.h>
 #include <glib.h>
 
+#include "cache.h"
 #include "config.h"
 #include "devmodel.h" /* struct sfs_knob */
 
@@ -555,7 +557,8 @@ static void test_config_print_roundtrip(void **state)
 	free(text);
 }
 
-static void test_config_print_help(void **state)
+/* The text of sfs_config_print_help (free it). */
+static char *help_text(void)
 {
 	char *text = NULL;
 	size_t len = 0;
@@ -564,6 +567,13 @@ static void test_config_print_help(void **state)
 	assert_non_null(f);
 	sfs_config_print_help(f);
 	fclose(f);
+	return text;
+}
+
+static void test_config_print_help(void **state)
+{
+	char *text = help_text();
+
 	assert_non_null(strstr(text, "alloc=NAME"));
 	assert_non_null(strstr(text, "data=MODE"));
 	assert_non_null(strstr(text, "journal="));
@@ -798,6 +808,26 @@ static void test_config_messages_help(void **state)
 	g_free(err);
 }
 
+/* Model knob k is one of the docs' rows (simfs-options(7)), once, with its
+ * own default, runtime flag, metavar and help. */
+static void expect_doc_row(const struct sfs_knob *k)
+{
+	struct sfs_config_doc doc;
+	unsigned found = 0;
+
+	for (unsigned i = 0; sfs_config_doc_nth(i, &doc); i++) {
+		if (strcmp(doc.name, k->key) == 0) {
+			found++;
+			assert_string_equal(doc.def, k->def);
+			assert_int_equal(doc.runtime, k->live);
+			assert_string_equal(doc.metavar, k->metavar);
+			assert_string_equal(doc.help, k->help);
+		}
+		g_free(doc.choices);
+	}
+	assert_int_equal(found, 1);
+}
+
 /*
  * The journal's knobs (models/journal/knobs.c) are rows of the option
  * table: each has a type the table can hold, shows up once in the docs'
@@ -810,22 +840,12 @@ static void test_config_journal_knobs(void **state)
 
 	for (const struct sfs_knob *k = sfs_jnl_knobs; k->key; k++, n++) {
 		struct sfs_config cfg;
-		struct sfs_config_doc doc;
-		unsigned found = 0;
 		char *err = NULL, *val, *opt;
 
 		assert_true(k->type == SFS_KNOB_U32 ||
 			    k->type == SFS_KNOB_SIZE ||
 			    k->type == SFS_KNOB_BOOL);
-		for (unsigned i = 0; sfs_config_doc_nth(i, &doc); i++) {
-			if (strcmp(doc.name, k->key) == 0) {
-				found++;
-				assert_string_equal(doc.def, k->def);
-				assert_int_equal(doc.runtime, k->live);
-			}
-			g_free(doc.choices);
-		}
-		assert_int_equal(found, 1);
+		expect_doc_row(k);
 
 		sfs_config_defaults(&cfg);
 		val = sfs_config_get(&cfg, k->key);
@@ -852,6 +872,123 @@ static void test_config_journal_knobs(void **state)
 		}
 	}
 	assert_true(n >= 2); /* commit=, journal_max_txn= */
+}
+
+/*
+ * The page cache's knobs (simfs/cache_knobs.c) are rows of the option
+ * table: each shows up once in the docs' rows (simfs-options(7)) and in
+ * --help with its own default and runtime flag, parses at the ends of its
+ * range, refuses a value past them or one that does not parse with the
+ * messages the option table gives, and changes while mounted only if it
+ * is live.  vm= offers cache.c's presets, in their order.
+ */
+static void test_config_cache_knobs(void **state)
+{
+	static const struct {
+		const char *opt, *err;
+	} refused[] = {
+	    {"dirty_ratio=101", "dirty_ratio=101 is out of range (0 to 100)"},
+	    {"dirty_ratio=x",
+	     "bad number 'x' for dirty_ratio (a decimal integer, 0 to 100)"},
+	    {"dirty_ratio", "option 'dirty_ratio' needs a value "
+			    "(dirty_ratio=PERCENT)"},
+	    {"vm=2.4", "bad value '2.4' for vm (valid: 2.6, 2.6.22, modern)"},
+	    {"vm=", "option 'vm=' has an empty value"},
+	    {"mem=1023K", "mem=1023K is below the minimum 1M"},
+	    {"mem=x", "bad size 'x' for mem (a number with an optional K, M, "
+		      "G or T suffix, at least 1M)"},
+	    {"dirty_bytes=1Q", "bad size '1Q' for dirty_bytes (a number with "
+			       "an optional K, M, G or T suffix, at least 0)"},
+	    {"dirty_expire_centisecs=8640001",
+	     "dirty_expire_centisecs=8640001 is out of range (0 to 8640000)"},
+	};
+	char *help = help_text();
+	unsigned n = 0;
+
+	for (const struct sfs_knob *k = sfs_cache_knobs; k->key; k++, n++) {
+		struct sfs_config cfg;
+		char *err = NULL, *val, *opt, *form;
+
+		assert_true(k->type == SFS_KNOB_U32 ||
+			    k->type == SFS_KNOB_SIZE ||
+			    k->type == SFS_KNOB_ENUM);
+		expect_doc_row(k);
+		form = g_strdup_printf("\n  %s=%s ", k->key, k->metavar);
+		assert_non_null(strstr(help, form));
+		g_free(form);
+		form = g_strdup_printf("%s (default %s", k->help, k->def);
+		assert_non_null(strstr(help, form));
+		g_free(form);
+
+		sfs_config_defaults(&cfg);
+		val = sfs_config_get(&cfg, k->key);
+		assert_string_equal(val, k->def);
+		g_free(val);
+
+		/* the ends of the range, or every choice */
+		if (k->type == SFS_KNOB_ENUM) {
+			gchar **v = g_strsplit(k->choices, "|", -1);
+			const char *name;
+			unsigned i;
+
+			for (i = 0; v[i]; i++) {
+				assert_true(
+				    sfs_cache_policy_nth(i, &name, NULL));
+				assert_string_equal(v[i], name);
+			}
+			assert_false(sfs_cache_policy_nth(i, NULL, NULL));
+			opt = g_strdup_printf("%s=%s", k->key, v[i - 1]);
+			g_strfreev(v);
+		} else if (k->type == SFS_KNOB_U32) {
+			opt = g_strdup_printf("%s=%.0f", k->key, k->max);
+		} else {
+			opt =
+			    g_strdup_printf("%s=%" PRIu64, k->key, UINT64_MAX);
+		}
+		assert_int_equal(sfs_config_parse(&cfg, opt, NULL, &err), 0);
+		assert_null(err);
+		/* a value set on a live mount: live knobs only */
+		sfs_config_defaults(&cfg);
+		assert_int_equal(sfs_config_parse_runtime(&cfg, opt, &err),
+				 k->live ? 0 : -EPERM);
+		if (!k->live)
+			assert_non_null(
+			    strstr(err, "cannot change while mounted"));
+		g_free(err);
+		err = NULL;
+		g_free(opt);
+		if (k->type != SFS_KNOB_ENUM) {
+			opt = g_strdup_printf("%s=%.0f", k->key, k->min);
+			assert_int_equal(parse(&cfg, opt), 0);
+			g_free(opt);
+		}
+		if (k->type != SFS_KNOB_ENUM && k->min > 0) {
+			opt = g_strdup_printf("%s=%.0f", k->key, k->min - 1);
+			assert_int_equal(parse(&cfg, opt), -ERANGE);
+			g_free(opt);
+		}
+		if (k->type == SFS_KNOB_U32) {
+			opt = g_strdup_printf("%s=%.0f", k->key, k->max + 1);
+			assert_int_equal(parse(&cfg, opt), -ERANGE);
+			g_free(opt);
+		}
+		opt = g_strdup_printf("%s=bad", k->key);
+		assert_int_equal(parse(&cfg, opt), -EINVAL);
+		g_free(opt);
+	}
+	assert_int_equal(n, 8); /* vm=, the six dirty_* knobs, mem= */
+	free(help);
+
+	for (size_t i = 0; i < sizeof(refused) / sizeof(refused[0]); i++) {
+		struct sfs_config cfg;
+		char *err = NULL;
+
+		sfs_config_defaults(&cfg);
+		assert_true(refusal_errno(
+		    sfs_config_parse(&cfg, refused[i].opt, NULL, &err)));
+		assert_string_equal(err, refused[i].err);
+		g_free(err);
+	}
 }
 
 int main(void)
@@ -881,6 +1018,7 @@ int main(void)
 	    cmocka_unit_test(test_config_clock_and_paths),
 	    cmocka_unit_test(test_config_runtime),
 	    cmocka_unit_test(test_config_journal_knobs),
+	    cmocka_unit_test(test_config_cache_knobs),
 	};
 
 	return cmocka_run_group_tests_name("config", tests, NULL, NULL);
