@@ -120,29 +120,9 @@ static void make_images(void)
 	assert_true(sfs_test_fsck_clean(S.ext2, NULL));
 	assert_true(sfs_test_fsck_clean(S.ext3, NULL));
 	S.ext4csum = g_build_filename(S.dir, "ext4csum.img", NULL);
-	{
-		char bs[16], size[16];
-		gchar *argv[] = {
-		    "mke2fs",
-		    "-F",
-		    "-q",
-		    "-t",
-		    "ext4",
-		    "-b",
-		    bs,
-		    "-U",
-		    "5eed5eed-0000-4000-8000-00000000c5c5",
-		    "-E",
-		    "hash_seed=5eed5eed-0000-4000-8000-0000000000d1,"
-		    "lazy_itable_init=0",
-		    S.ext4csum,
-		    size,
-		    NULL};
-
-		g_snprintf(bs, sizeof(bs), "%u", IMG_BS);
-		g_snprintf(size, sizeof(size), "%uk", IMG_BYTES / 1024);
-		g_free(sfs_test_run(argv));
-	}
+	assert_int_equal(sfs_test_mke2fs(S.ext4csum, IMG_BYTES, IMG_BS, "ext4",
+					 "lazy_itable_init=0"),
+			 0);
 	assert_true(sfs_test_fsck_clean(S.ext4csum, NULL));
 }
 

@@ -172,25 +172,19 @@ struct CMUnitTest *sfs_test_select(const struct CMUnitTest *tests, size_t *n,
 	return run;
 }
 
-/* `mke2fs -F -q -t type -b bs` on the sparse file path of size_bytes. */
-static int mke2fs_image(const char *path, uint64_t size_bytes, uint32_t bs,
-			const char *type)
+int sfs_test_mke2fs(const char *path, uint64_t size_bytes, uint32_t bs,
+		    const char *type, const char *ext_opts)
 {
 	char bsarg[16], size[32];
-	gchar *argv[] = {"mke2fs",
-			 "-F",
-			 "-q",
-			 "-t",
-			 (char *)type,
-			 "-b",
-			 bsarg,
-			 "-U",
-			 "5eed5eed-0000-4000-8000-00000000f00d",
-			 "-E",
-			 "hash_seed=5eed5eed-0000-4000-8000-0000000000d1",
-			 (char *)path,
-			 size,
-			 NULL};
+	char *eopts = g_strdup_printf(
+	    "hash_seed=5eed5eed-0000-4000-8000-0000000000d1%s%s",
+	    ext_opts ? "," : "", ext_opts ? ext_opts : "");
+	gchar *argv[] = {
+	    "mke2fs", "-F",	    "-q",
+	    "-t",     (char *)type, "-b",
+	    bsarg,    "-U",	    "5eed5eed-0000-4000-8000-00000000f00d",
+	    "-E",     eopts,	    (char *)path,
+	    size,     NULL};
 	char **envp = g_environ_setenv(g_get_environ(), "LC_ALL", "C", TRUE);
 	char *errs = NULL;
 	gint status = -1;
@@ -209,6 +203,7 @@ static int mke2fs_image(const char *path, uint64_t size_bytes, uint32_t bs,
 		rc = -EIO;
 	}
 	g_free(errs);
+	g_free(eopts);
 	g_strfreev(envp);
 	return rc;
 }
@@ -229,7 +224,7 @@ int sfs_test_mkimage(const char *path, uint64_t size_bytes, uint32_t bs)
 		return rc;
 	if (type) {
 		sfs_bdev_close(bd);
-		return mke2fs_image(path, size_bytes, bs, type);
+		return sfs_test_mke2fs(path, size_bytes, bs, type, NULL);
 	}
 	sfs_mkfs_defaults(&p);
 	p.block_size = bs;

@@ -55,6 +55,12 @@ void sfs_test_rmtree(const char *dir);
  * ext4` / `-t ext3` when SIMFS_TEST_MKFS is mke2fs-ext4 / mke2fs-ext3.
  * 0 or -errno. */
 int sfs_test_mkimage(const char *path, uint64_t size_bytes, uint32_t bs);
+/* `mke2fs -F -q -t type -b bs` (the installed e2fsprogs's defaults for
+ * that type) making path of size_bytes, with a fixed UUID and hash seed;
+ * ext_opts (or NULL) adds to -E.  0, or -EIO with mke2fs's message
+ * printed. */
+int sfs_test_mke2fs(const char *path, uint64_t size_bytes, uint32_t bs,
+		    const char *type, const char *ext_opts);
 /* Does sfs_test_mkimage use simfs mkfs (SIMFS_TEST_MKFS unset)?  Checks of
  * simfs mkfs's own layout (free counts, block numbers) hold only then. */
 bool sfs_test_simfs_mkfs(void);
