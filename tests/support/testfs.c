@@ -186,7 +186,7 @@ int sfs_test_mke2fs(const char *path, uint64_t size_bytes, uint32_t bs,
 	    "-E",     eopts,	    (char *)path,
 	    size,     NULL};
 	char **envp = g_environ_setenv(g_get_environ(), "LC_ALL", "C", TRUE);
-	char *errs = NULL;
+	char *out = NULL, *errs = NULL;
 	gint status = -1;
 	int rc = 0;
 
@@ -195,13 +195,15 @@ int sfs_test_mke2fs(const char *path, uint64_t size_bytes, uint32_t bs,
 		   size_bytes / 1024);
 	envp =
 	    g_environ_setenv(envp, "E2FSPROGS_FAKE_TIME", "1700000000", TRUE);
+	/* its stdout ("Creating regular file") kept off the TAP stream */
 	if (!g_spawn_sync(NULL, argv, envp, G_SPAWN_SEARCH_PATH, NULL, NULL,
-			  NULL, &errs, &status, NULL) ||
+			  &out, &errs, &status, NULL) ||
 	    !WIFEXITED(status) || WEXITSTATUS(status) != 0) {
-		print_error("sfs_test_mkimage %s: mke2fs -t %s: %s\n", path,
+		print_error("sfs_test_mke2fs %s: mke2fs -t %s: %s\n", path,
 			    type, errs ? errs : "(cannot run)");
 		rc = -EIO;
 	}
+	g_free(out);
 	g_free(errs);
 	g_free(eopts);
 	g_strfreev(envp);

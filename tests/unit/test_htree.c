@@ -226,36 +226,49 @@ static unsigned htree_dump_ok(const char *img, const char *path)
 
 /* ---- cases ---- */
 
+/* Names 0..n-1 created in d (alive[] set), which must end with an index of
+ * two levels; then each looked up: the most directory blocks one lookup
+ * fetched (dir.c's count, cpu_ctr.dir_blocks). */
+static uint64_t fill_two_levels(struct sfs_fs *fs, sfs_ino_t d, unsigned n,
+				bool *alive)
+{
+	uint64_t max_blocks = 0;
+	unsigned levels = 0;
+	struct sfs_attr a;
+	char name[64];
+
+	for (unsigned i = 0; i < n; i++) {
+		name_of(name, sizeof(name), i);
+		mkfile(fs, d, name);
+		alive[i] = true;
+	}
+	assert_true(dir_indexed(fs, d, &levels));
+	assert_int_equal(levels, 2);
+	for (unsigned i = 0; i < n; i++) {
+		uint64_t before = fs->cpu_ctr.dir_blocks;
+
+		name_of(name, sizeof(name), i);
+		assert_int_equal(sfs_lookup(fs, d, name, &a), 0);
+		max_blocks = MAX(max_blocks, fs->cpu_ctr.dir_blocks - before);
+	}
+	return max_blocks;
+}
+
 static void test_htree_twenty_thousand(void **state)
 {
 	enum { N = 20000 };
 	struct sfs_tfs *t = tfs_dx(1024, 96 * MiB, 2048, "");
 	bool *alive = g_new0(bool, N);
-	uint64_t max_blocks = 0;
-	unsigned levels = 0;
+	uint64_t max_blocks;
+	unsigned levels = 2;
 	struct sfs_attr a;
 	char name[64], nn[64];
 	sfs_ino_t d;
 
 	(void)state;
 	d = mkdir_(t->fs, SFS_ROOT_INO, "big");
-	for (unsigned i = 0; i < N; i++) {
-		name_of(name, sizeof(name), i);
-		mkfile(t->fs, d, name);
-		alive[i] = true;
-	}
-	assert_true(dir_indexed(t->fs, d, &levels));
-	assert_int_equal(levels, 2);
 	/* every name found, each lookup reading only its path */
-	for (unsigned i = 0; i < N; i++) {
-		uint64_t before = t->fs->cpu_ctr.dir_blocks, used;
-
-		name_of(name, sizeof(name), i);
-		assert_int_equal(sfs_lookup(t->fs, d, name, &a), 0);
-		used = t->fs->cpu_ctr.dir_blocks - before;
-		if (used > max_blocks)
-			max_blocks = used;
-	}
+	max_blocks = fill_two_levels(t->fs, d, N, alive);
 	print_message(
 	    "# 20000 names, 1 KiB blocks, %u levels: at most %llu "
 	    "directory blocks per lookup, directory %llu blocks\n",
@@ -415,8 +428,8 @@ static void test_htree_hundred_thousand_mke2fs(void **state)
 	enum { N = 100000 };
 	struct sfs_tfs *t = sfs_tfs_alloc();
 	struct sfs_bdev_counters c0, c1;
-	uint64_t max_blocks = 0, dir_size;
-	unsigned levels = 0, bad = 0, good = 0, first_bad = N;
+	uint64_t max_blocks, dir_size;
+	unsigned levels = 2, bad = 0, good = 0, first_bad = N;
 	char name[64], *kmnt = g_build_filename(t->dir, "kmnt", NULL);
 	bool *alive = g_new0(bool, N);
 	struct sfs_attr a;
@@ -431,21 +444,7 @@ static void test_htree_hundred_thousand_mke2fs(void **state)
 	t->fs = sfs_test_open(t->img, "");
 	assert_true(t->fs->csum);
 	d = mkdir_(t->fs, SFS_ROOT_INO, "big");
-	for (unsigned i = 0; i < N; i++) {
-		name_of(name, sizeof(name), i);
-		mkfile(t->fs, d, name);
-		alive[i] = true;
-	}
-	assert_true(dir_indexed(t->fs, d, &levels));
-	assert_int_equal(levels, 2);
-	for (unsigned i = 0; i < N; i++) {
-		uint64_t before = t->fs->cpu_ctr.dir_blocks, used;
-
-		name_of(name, sizeof(name), i);
-		assert_int_equal(sfs_lookup(t->fs, d, name, &a), 0);
-		used = t->fs->cpu_ctr.dir_blocks - before;
-		max_blocks = MAX(max_blocks, used);
-	}
+	max_blocks = fill_two_levels(t->fs, d, N, alive);
 	assert_int_equal(sfs_getattr(t->fs, d, &a), 0);
 	dir_size = a.size / 4096;
 	print_message("# %u names on mke2fs -t ext4, 4 KiB blocks: %u levels, "
