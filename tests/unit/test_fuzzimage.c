@@ -13,7 +13,8 @@
  *   extent    extent trees of depth 2, a journal, mounted as ext4;
  *   mke2fs-ext4  the image plain `mke2fs -t ext4` makes (metadata_csum,
  *             64bit, flex_bg, its journal), populated as ext4 mounts it:
- *             the directory of several blocks is an htree, and every
+ *             the directory of several blocks is an htree, one more of
+ *             4000 names has two levels (dx_root, dx_nodes), and every
  *             bitmap, inode, directory block, htree node, extent block
  *             and xattr block carries a crc32c (half the iterations of
  *             the others: most corruptions end at a checksum).
@@ -452,15 +453,37 @@ static void build_image(struct fz_state *st, struct fz_image *im,
 	t->fs = sfs_test_open(t->img, build_opts);
 	populate(t->fs, extents);
 	if (strcmp(im->name, "mke2fs-ext4") == 0) {
-		/* what this image is for: checksums, and an htree */
+		/* what this image is for: checksums, and htrees, "big" of one
+		 * level and "links" of two (4000 names of one file: the
+		 * root over dx_nodes) */
 		struct sfs_attr a;
 		struct sfs_inode *ip;
+		struct sfs_buf *b;
+		sfs_blk_t pblk;
+		sfs_ino_t dl, f;
+		char name[64];
 
 		assert_true(t->fs->csum);
+		dl = mkdir_in(t->fs, SFS_ROOT_INO, "links");
+		f = mkfile_len(t->fs, dl, "target", 10, 6);
+		for (unsigned i = 0; i < 4000; i++) {
+			snprintf(name, sizeof(name),
+				 "link-with-a-long-name-to-fill-leaves-%04u",
+				 i);
+			assert_int_equal(sfs_link(t->fs, f, dl, name, &a), 0);
+		}
 		assert_int_equal(sfs_lookup(t->fs, SFS_ROOT_INO, "big", &a), 0);
 		sfs_lock(t->fs);
 		assert_int_equal(sfs_iget(t->fs, a.ino, &ip), 0);
 		assert_true(sfs_le32(ip->d.i_flags) & SFS_INDEX_FL);
+		sfs_iput(t->fs, ip);
+		assert_int_equal(sfs_iget(t->fs, dl, &ip), 0);
+		assert_true(sfs_le32(ip->d.i_flags) & SFS_INDEX_FL);
+		assert_int_equal(sfs_bmap(t->fs, ip, 0, false, &pblk), 0);
+		assert_int_equal(
+		    sfs_cache_get(t->fs->cache, pblk, SFS_IO_DIRIDX, &b), 0);
+		assert_int_equal(b->data[0x1E], 1); /* indirect levels */
+		sfs_cache_put(t->fs->cache, b);
 		sfs_iput(t->fs, ip);
 		sfs_unlock(t->fs);
 	}
