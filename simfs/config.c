@@ -194,8 +194,14 @@ static void cfg_atime_list(GString *out)
  * 2.6.18 and later (ext2rs, ext3rs, ext3rs-ordered, ext3i, ext4,
  * ext4-nojournal); the
  * elevator (C-LOOK with deadlines, as 2.4's and the early 2.6 schedulers
- * without CFQ's per-process slices) for the classic ones.  sched= after
- * the preset overrides it.  The other kernel-wide knobs (vm=, atime=) are
+ * without CFQ's per-process slices) for the classic ones.  Under CFQ an
+ * O_DIRECT write is its process's synchronous request, as from Linux
+ * 2.6.29 (sync_writes=on); 2.6.18 to 2.6.28 queued such writes
+ * asynchronously, one queue for all processes (sync_writes=off), which no
+ * preset sets: over the modelled drive it takes the window presets to
+ * within 1.2x of ext4 with eight writers, further from the 2009
+ * comparison (doc/benchmarks.md, "Check 1 against table A").  sched=
+ * after the preset overrides it.  The other kernel-wide knobs (vm=, atime=) are
  * left to the user, since the published comparisons ran every filesystem
  * on one kernel.
  */
@@ -400,7 +406,7 @@ static const struct cfg_knob cfg_knobs[] = {
 	.valid = cfg_journal_valid,
 	.names = cfg_journal_list,
 	.metavar = "MODE",
-	.help = "journal policy: none (ext2), writeback, ordered, journal; "
+	.help = "journal policy (none: ext2, no journal; doc/journal.md); "
 		"auto = ordered if the image has a journal (also journal=)",
     },
     {

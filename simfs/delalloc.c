@@ -188,9 +188,9 @@ void sfs_da_setup(struct sfs_fs *fs)
 {
 	g_queue_init(&fs->da_inodes);
 	/* ext4 turns delalloc off for data=journal: data goes through the
-	 * log at write time. */
+	 * log at write time (ext4_set_aops: ext4_journalled_aops). */
 	fs->da_on = fs->cfg.delalloc && !fs->ro &&
-		    !(fs->jnl && sfs_jnl_logs_data(fs->jnl));
+		    sfs_jnl_data_path(fs->jnl) == SFS_JNL_DATA_CACHED;
 	if (fs->da_on)
 		sfs_cache_set_delayed(fs->cache, &da_cache_ops, fs);
 }

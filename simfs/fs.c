@@ -2371,17 +2371,24 @@ static int setup_journal(struct sfs_fs *fs, char **err)
 	int rc;
 
 	if (!mode[0] || strcmp(mode, "auto") == 0)
-		mode = has ? "ordered" : "none";
-	ops = sfs_jnl_find(mode);
+		ops = sfs_jnl_auto(has);
+	else
+		ops = sfs_jnl_find(mode);
 	if (!ops) {
-		*err = g_strdup_printf("unknown journal mode '%s' (valid: "
-				       "none, writeback, ordered, journal)",
-				       mode);
+		GString *valid = g_string_new(NULL);
+		const struct sfs_jnl_ops *o;
+
+		for (unsigned i = 0; (o = sfs_jnl_nth(i)); i++)
+			g_string_append_printf(valid, "%s%s", i ? ", " : "",
+					       o->name);
+		*err = g_strdup_printf("unknown journal mode '%s' (valid: %s)",
+				       mode, valid->str);
+		g_string_free(valid, TRUE);
 		return -EINVAL;
 	}
 	if (fs->ro)
-		ops = &sfs_jnl_none_ops; /* nothing is written */
-	if (ops->journaled && cfg->journal_dev[0]) {
+		ops = sfs_jnl_auto(false); /* nothing is written */
+	if (sfs_jnl_keeps_log(ops) && cfg->journal_dev[0]) {
 		rc = sfs_bdev_open_file(cfg->journal_dev,
 					cfg->direct ? SFS_BDEV_DIRECT : 0, 0,
 					&fs->jdev);

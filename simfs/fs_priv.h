@@ -292,6 +292,10 @@ void sfs_fs_commit_started(struct sfs_fs *fs);
 /* defer_waits: wait, without the lock, until no commit is in flight and
  * the last one is done (group commit, inode.c sfs_fsync). */
 void sfs_fs_commit_wait(struct sfs_fs *fs);
+/* chattr +D (namei.c): the directory dir's change met a commit in flight
+ * on a mount; wait for that commit (unlocked), then commit the change if
+ * no commit has taken it meanwhile, as fsync does.  0 or -errno. */
+int sfs_dirsync_wait(struct sfs_fs *fs, sfs_ino_t dir);
 
 /* ---- the two doors for changed buffers ---- */
 /* A metadata buffer (bitmap, inode table, directory, indirect, xattr,

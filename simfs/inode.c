@@ -873,7 +873,7 @@ int sfs_write_ctx(struct sfs_fs *fs, sfs_ino_t ino, uint64_t off,
 			}
 		}
 		if (boff == 0 && end - off >= fs->bs &&
-		    !(fs->jnl && sfs_jnl_logs_data(fs->jnl))) {
+		    sfs_jnl_data_path(fs->jnl) == SFS_JNL_DATA_CACHED) {
 			/* Map whole blocks, then copy them as one run. */
 			uint64_t max = MIN((end - off) >> fs->bs_log, 256);
 			sfs_blk_t first = 0;
@@ -982,12 +982,13 @@ out_unlock:
 }
 
 /*
- * fsync of one file, by policy (Linux fs/ext2/fsync.c, fs/ext3/fsync.c,
- * fs/ext4/fsync.c): none       the file's dirty data and indirect blocks and
- * its inode block, then a flush (ext2's generic_file_fsync); writeback  the
- * file's data, then a commit of the running transaction; ordered, journal  a
- * commit: it takes every ordered (or logged) block of the transaction along,
- * other files' too (the classic ext3 fsync cost).
+ * fsync of one file (Linux fs/ext2/fsync.c, fs/ext3/fsync.c,
+ * fs/ext4/fsync.c): what the journal policy has fsync write of the file
+ * itself (its fsync_data verb: ext2 the file's dirty data and indirect
+ * blocks and its inode block, data=writeback the file's data, data=ordered
+ * and journal nothing), then, journaled, a commit of the running
+ * transaction (it takes every ordered or logged block of the transaction
+ * along, other files' too: the classic ext3 fsync cost), then a flush.
  */
 static int fsync_file(struct sfs_fs *fs, struct sfs_inode *ip)
 {
@@ -1001,29 +1002,8 @@ static int fsync_file(struct sfs_fs *fs, struct sfs_inode *ip)
 		return rc;
 	runs = ip->dirty_runs;
 	ip->dirty_runs = NULL;
-	if (runs &&
-	    (!journaled || !(sfs_jnl_logs_data(fs->jnl) ||
-			     strcmp(sfs_jnl_name(fs->jnl), "ordered") == 0))) {
-		uint64_t n = 0;
-		for (guint i = 0; i < runs->len; i++)
-			n += g_array_index(runs, struct sfs_run, i).n;
-		sfs_blk_t *list = g_try_new(sfs_blk_t, n + 1);
-		if (!list) {
-			rc = -ENOMEM;
-			goto out;
-		}
-		n = 0;
-		for (guint i = 0; i < runs->len; i++) {
-			struct sfs_run *r =
-			    &g_array_index(runs, struct sfs_run, i);
-			for (uint32_t k = 0; k < r->n; k++)
-				list[n++] = r->start + k;
-		}
-		if (!journaled)
-			list[n++] = sfs_inode_block(fs, ip->ino);
-		rc = sfs_cache_write_blocks(fs->cache, list, n);
-		g_free(list);
-	}
+	if (runs && fs->jnl)
+		rc = sfs_jnl_fsync_data(fs->jnl, ip, runs);
 	if (rc == 0 && journaled && (fs->driver || fs->defer_waits)) {
 		/* group commit under a driver (fs.h, struct sfs_fs_driver),
 		 * as ext4_sync_file with jbd2: the inode's last change is in
@@ -1042,22 +1022,20 @@ static int fsync_file(struct sfs_fs *fs, struct sfs_inode *ip)
 	}
 	if (rc == 0)
 		rc = sfs_bdev_flush(fs->bd);
-out:
 	if (runs)
 		g_array_free(runs, TRUE);
 	return rc;
 }
 
-int sfs_fsync(struct sfs_fs *fs, sfs_ino_t ino, bool datasync)
+/* fsync of ino (counted as an fsync operation when count), waiting
+ * unlocked for the commit in flight under group commit on a mount */
+static int fsync_ino(struct sfs_fs *fs, sfs_ino_t ino, bool count)
 {
 	struct sfs_inode *ip;
 	int rc;
 
-	(void)datasync;
-	if (!fs)
-		return -EINVAL;
 	for (bool again = false;; again = true) {
-		if (again)
+		if (again || !count)
 			sfs_op_resume(fs);
 		else
 			sfs_op_begin(fs, SFS_OP_FSYNC);
@@ -1078,6 +1056,19 @@ int sfs_fsync(struct sfs_fs *fs, sfs_ino_t ino, bool datasync)
 			return rc;
 		sfs_fs_commit_wait(fs);
 	}
+}
+
+int sfs_fsync(struct sfs_fs *fs, sfs_ino_t ino, bool datasync)
+{
+	(void)datasync;
+	if (!fs)
+		return -EINVAL;
+	return fsync_ino(fs, ino, true);
+}
+
+int sfs_dirsync_wait(struct sfs_fs *fs, sfs_ino_t dir)
+{
+	return fsync_ino(fs, dir, false);
 }
 
 /* Zero bytes [off, off + n) of one block of ip, in place if the block is

@@ -1,7 +1,9 @@
 /*
  * journal.h - the transaction engine between the engine's metadata updates
  * and the buffer cache, and the journal policies (data=none, writeback,
- * ordered, journal) that decide what a commit waits for.
+ * ordered, journal, journal_async): tables of verbs (struct sfs_jnl_ops)
+ * that decide what joins a transaction, what a commit waits for and what
+ * fsync writes.
  *
  * Every metadata buffer the engine changes joins the running transaction
  * through one door, sfs_meta_dirty (fs_priv.h); file data through
@@ -24,6 +26,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include <glib.h>
+
 #include "cache.h"
 #include "format.h"
 
@@ -44,33 +48,10 @@ enum sfs_commit_reason {
 };
 
 /*
- * A journal policy.  `journaled` says whether metadata goes through the
- * log at all (false: ext2, data=none).  The members may be NULL.
- */
-struct sfs_jnl_ops {
-	const char *name;
-	const char *help;
-	bool journaled;
-	bool log_data;	 /* file data is logged too (data=journal) */
-	bool order_data; /* data dirtied in a transaction precedes its commit */
-};
-
-extern const struct sfs_jnl_ops sfs_jnl_none_ops;
-extern const struct sfs_jnl_ops sfs_jnl_writeback_ops;
-extern const struct sfs_jnl_ops sfs_jnl_ordered_ops;
-extern const struct sfs_jnl_ops sfs_jnl_journal_ops;
-
-/* The policy called name ("none", "writeback", "ordered", "journal"). */
-const struct sfs_jnl_ops *sfs_jnl_find(const char *name);
-const struct sfs_jnl_ops *sfs_jnl_nth(unsigned i);
-/* The policy data=auto picks: ordered on an image with a journal, else
- * none. */
-const struct sfs_jnl_ops *sfs_jnl_auto(bool has_journal);
-
-/*
  * What a policy promises after a crash, once the image is recovered
- * (models/journal/promise.c; doc/crash.md).  The crash checker holds a
- * run to the promise of its policy (or of another, to test the checker).
+ * (doc/crash.md).  The crash checker (simfs/crash_check.c) holds a run to
+ * the promise of its policy (or of another, to test the checker), so it
+ * tests promises, never a policy's name.
  */
 struct sfs_jnl_promise {
 	bool journaled;	      /* metadata recovered: e2fsck -fn clean, same
@@ -85,7 +66,79 @@ struct sfs_jnl_promise {
 	bool size_exact;      /* a file's size is its state's even under
 				 delalloc= (else it may trail: i_disksize) */
 };
-/* The crash promise of policy ops; NULL for NULL or a policy without one. */
+
+/*
+ * The path file data takes from write() to the disk, as ext4_set_aops
+ * (Linux fs/ext4/inode.c) chooses a file's address-space operations.
+ */
+enum sfs_jnl_data_path {
+	/* the page cache (ext4_aops, ext4_da_aops): delayed allocation
+	 * allowed, whole blocks copied as one run */
+	SFS_JNL_DATA_CACHED = 0,
+	/* block by block through the log (ext4_journalled_aops): every data
+	 * buffer joins the running transaction, no delayed allocation */
+	SFS_JNL_DATA_JOURNALLED,
+};
+
+struct sfs_inode;
+
+/*
+ * A journal policy: a table of verbs over the transaction engine (jnl.c),
+ * one file per policy in models/journal/ ending in its table, listed in
+ * models/journal/registry.c.  The engine calls the verbs and never asks
+ * which policy it runs.  Every verb may be NULL (the default in brackets);
+ * the engine's helpers a verb may use are in models/journal/jnl_priv.h.
+ * doc/journal.md section 3.1 maps the verbs to jbd2 and ext4.
+ */
+struct sfs_jnl_ops {
+	const char *name; /* data=NAME */
+	const char *help; /* one line for --help and simfs-options(7) */
+	/* what a crash leaves, the record the crash checker holds the policy
+	 * to; promise.journaled exactly when open_log is set */
+	struct sfs_jnl_promise promise;
+	/* the path of file data (SFS_JNL_DATA_CACHED) */
+	enum sfs_jnl_data_path data_path;
+	/*
+	 * Open the log (sfs_jnl_open_log, or a wrapper that asks the log for
+	 * the features the policy writes).  [NULL: the policy keeps no log
+	 * (ext2): metadata and data reach the disk by write-back alone, there
+	 * are no transactions and no commits.]
+	 */
+	int (*open_log)(struct sfs_jnl *j, struct sfs_bdev *jdev, char **err);
+	/* A file data buffer changed (sfs_jnl_data_dirty).  [dirty in the
+	 * cache only: write-back writes it when it chooses] */
+	void (*data_dirty)(struct sfs_jnl *j, struct sfs_buf *b);
+	/* n file data blocks from blk were copied as one run
+	 * (sfs_jnl_data_run; only on SFS_JNL_DATA_CACHED).  [nothing] */
+	void (*data_run)(struct sfs_jnl *j, sfs_blk_t blk, uint32_t n);
+	/* What must be home before the commit block: called first in a
+	 * commit (-ENOSPC leaves the transaction running) and again once the
+	 * deferred frees are applied.  [nothing] */
+	int (*before_commit)(struct sfs_jnl *j);
+	/* sfs_jlog_write_txn flags added to SFS_JLOG_TXN_FLUSH for the log
+	 * write of a commit (models/journal/jbd2.h).  [0: jbd2's synchronous
+	 * commit, a flush before and after the commit block] */
+	unsigned commit_flags;
+	/*
+	 * fsync of a file whose data blocks written since its last fsync are
+	 * runs (struct sfs_run): what fsync writes itself, before the commit
+	 * (of a journaled policy) and the flush that every fsync ends with.
+	 * [nothing: the commit carries the file's data]
+	 */
+	int (*fsync_data)(struct sfs_jnl *j, struct sfs_inode *ip,
+			  const GArray *runs);
+};
+
+/* The policy called name (models/journal/registry.c), NULL if none is. */
+const struct sfs_jnl_ops *sfs_jnl_find(const char *name);
+/* The i-th policy of the registry, NULL past the last. */
+const struct sfs_jnl_ops *sfs_jnl_nth(unsigned i);
+/* The policy data=auto picks: ordered on an image with a journal, else
+ * none. */
+const struct sfs_jnl_ops *sfs_jnl_auto(bool has_journal);
+/* Does policy ops keep a log (has an open_log verb)? */
+bool sfs_jnl_keeps_log(const struct sfs_jnl_ops *ops);
+/* The crash promise of policy ops (&ops->promise); NULL for NULL. */
 const struct sfs_jnl_promise *sfs_jnl_promise(const struct sfs_jnl_ops *ops);
 
 /* Knobs (config.h carries them; defaults as jbd2). */
@@ -112,9 +165,10 @@ void sfs_jnl_set_params(struct sfs_jnl *j, const struct sfs_jnl_params *p);
 /* Free without writing (error paths). */
 void sfs_jnl_free(struct sfs_jnl *j);
 
+/* Does j keep a log (false for NULL)? */
 bool sfs_jnl_journaled(const struct sfs_jnl *j);
-/* Does the policy log file data (data=journal)? */
-bool sfs_jnl_logs_data(const struct sfs_jnl *j);
+/* The path file data takes under j's policy (NULL: the page cache). */
+enum sfs_jnl_data_path sfs_jnl_data_path(const struct sfs_jnl *j);
 const char *sfs_jnl_name(const struct sfs_jnl *j);
 
 /* ---- the doors (fs_priv.h wraps them) ---- */
@@ -131,6 +185,10 @@ void sfs_jnl_data_run(struct sfs_jnl *j, sfs_blk_t blk, uint32_t n);
  * 1 to tell the caller to clear the bitmap now (not journaled).
  */
 int sfs_jnl_free_blocks(struct sfs_jnl *j, sfs_blk_t start, uint32_t n);
+/* fsync of ip: what the policy has fsync write of the file itself (its
+ * fsync_data verb) before the commit; runs as for that verb. */
+int sfs_jnl_fsync_data(struct sfs_jnl *j, struct sfs_inode *ip,
+		       const GArray *runs);
 /* Blocks waiting for the running transaction's commit to become free. */
 uint64_t sfs_jnl_pending_free(const struct sfs_jnl *j);
 

@@ -271,7 +271,9 @@ static int nm_new_inode(struct sfs_fs *fs, struct sfs_inode *dp,
  * with its "." for a directory, which also adds one to the parent).
  * -EEXIST, -ENOENT (parent removed), -EMLINK, -ENOSPC, -EROFS, -EIO.
  */
-static int nm_dirsync(struct sfs_fs *fs, const struct sfs_inode *dp, int rc);
+static int nm_dirsync(struct sfs_fs *fs, const struct sfs_inode *dp, int rc,
+		      sfs_ino_t *wait);
+static int nm_dirsync_wait(struct sfs_fs *fs, sfs_ino_t wait, int rc);
 
 static int nm_create(struct sfs_fs *fs, sfs_ino_t parent, const char *name,
 		     const struct nm_new *nn, uint32_t uid, uint32_t gid,
@@ -282,6 +284,7 @@ static int nm_create(struct sfs_fs *fs, sfs_ino_t parent, const char *name,
 	struct sfs_inode *dp, *ip;
 	size_t len;
 	int rc, rc2;
+	sfs_ino_t wait = 0; /* chattr +D: a commit to wait for */
 
 	if (!fs || !name)
 		return -EINVAL;
@@ -324,7 +327,7 @@ static int nm_create(struct sfs_fs *fs, sfs_ino_t parent, const char *name,
 	rc2 = nm_touch_dir(fs, dp);
 	if (!rc)
 		rc = rc2;
-	rc = nm_dirsync(fs, dp, rc);
+	rc = nm_dirsync(fs, dp, rc, &wait);
 	if (!rc && out) {
 		sfs_i_to_attr(fs, ip, out);
 		sfs_kernel_ref(fs, ip);
@@ -335,25 +338,42 @@ out_put_dir:
 	sfs_iput(fs, dp);
 out_unlock:
 	sfs_op_end(fs);
-	return rc;
+	return nm_dirsync_wait(fs, wait, rc);
 }
 
 /*
  * chattr +D (or +S) on a directory: a change to it is synchronous, as
  * ext4_handle_sync makes it: with a journal the running transaction is
- * committed (not while a commit is in flight under group commit: the next
- * one takes it), without one everything is written back.  rc passes
- * through when it is an error or the directory has neither flag.
+ * committed, without one everything is written back.  Under group commit
+ * with a commit in flight the change waits for it, as fsync does: on a
+ * mount *wait is set to the directory and the verb, its lock let go,
+ * calls nm_dirsync_wait; under a driver (simfs run) the next commit takes
+ * the change.  rc passes through when it is an error or the directory has
+ * neither flag.
  */
-static int nm_dirsync(struct sfs_fs *fs, const struct sfs_inode *dp, int rc)
+static int nm_dirsync(struct sfs_fs *fs, const struct sfs_inode *dp, int rc,
+		      sfs_ino_t *wait)
 {
 	if (rc || !(sfs_le32(dp->d.i_flags) & (SFS_DIRSYNC_FL | SFS_SYNC_FL)))
 		return rc;
-	if (sfs_jnl_journaled(fs->jnl) && !fs->jnl_off)
-		return sfs_fs_commit_busy(fs)
-			   ? 0
-			   : sfs_jnl_commit(fs->jnl, SFS_COMMIT_FSYNC);
+	if (sfs_jnl_journaled(fs->jnl) && !fs->jnl_off) {
+		if (!sfs_fs_commit_busy(fs))
+			return sfs_jnl_commit(fs->jnl, SFS_COMMIT_FSYNC);
+		if (!fs->driver && !*wait)
+			*wait = dp->ino;
+		return 0;
+	}
 	return sfs_fs_fsync_locked(fs);
+}
+
+/* After the verb's sfs_op_end: the wait nm_dirsync asked for, if any (a
+ * directory removed meanwhile went with a commit of its own). */
+static int nm_dirsync_wait(struct sfs_fs *fs, sfs_ino_t wait, int rc)
+{
+	if (rc || !wait)
+		return rc;
+	rc = sfs_dirsync_wait(fs, wait);
+	return rc == -ENOENT || rc == -ESTALE ? 0 : rc;
 }
 
 /* ---- the verbs ---- */
@@ -497,6 +517,7 @@ int sfs_link(struct sfs_fs *fs, sfs_ino_t ino, sfs_ino_t newparent,
 	struct sfs_inode *ip, *dp;
 	size_t len;
 	int rc, rc2;
+	sfs_ino_t wait = 0; /* chattr +D: a commit to wait for */
 
 	if (!fs || !newname)
 		return -EINVAL;
@@ -545,7 +566,7 @@ int sfs_link(struct sfs_fs *fs, sfs_ino_t ino, sfs_ino_t newparent,
 	rc2 = nm_touch_dir(fs, dp);
 	if (!rc)
 		rc = rc2;
-	rc = nm_dirsync(fs, dp, rc);
+	rc = nm_dirsync(fs, dp, rc, &wait);
 	if (!rc && out) {
 		sfs_i_to_attr(fs, ip, out);
 		sfs_kernel_ref(fs, ip);
@@ -556,7 +577,7 @@ out_put:
 	sfs_iput(fs, ip);
 out_unlock:
 	sfs_op_end(fs);
-	return rc;
+	return nm_dirsync_wait(fs, wait, rc);
 }
 
 /* Remove a non-directory's name; the inode goes with its last link and
@@ -566,6 +587,7 @@ int sfs_unlink(struct sfs_fs *fs, sfs_ino_t parent, const char *name)
 	struct sfs_inode *dp, *ip;
 	size_t len;
 	int rc, rc2;
+	sfs_ino_t wait = 0; /* chattr +D: a commit to wait for */
 
 	if (!fs || !name)
 		return -EINVAL;
@@ -599,14 +621,14 @@ int sfs_unlink(struct sfs_fs *fs, sfs_ino_t parent, const char *name)
 	rc2 = nm_touch_dir(fs, dp);
 	if (!rc)
 		rc = rc2;
-	rc = nm_dirsync(fs, dp, rc);
+	rc = nm_dirsync(fs, dp, rc, &wait);
 out_put:
 	sfs_iput(fs, ip); /* frees it if that was the last link and use */
 out_put_dir:
 	sfs_iput(fs, dp);
 out_unlock:
 	sfs_op_end(fs);
-	return rc;
+	return nm_dirsync_wait(fs, wait, rc);
 }
 
 /* -ENOTDIR, -ENOTEMPTY, -EINVAL ("."). */
@@ -616,6 +638,7 @@ int sfs_rmdir(struct sfs_fs *fs, sfs_ino_t parent, const char *name)
 	bool empty;
 	size_t len;
 	int rc, rc2;
+	sfs_ino_t wait = 0; /* chattr +D: a commit to wait for */
 
 	if (!fs || !name)
 		return -EINVAL;
@@ -655,14 +678,14 @@ int sfs_rmdir(struct sfs_fs *fs, sfs_ino_t parent, const char *name)
 	rc2 = nm_touch_dir(fs, dp);
 	if (!rc)
 		rc = rc2;
-	rc = nm_dirsync(fs, dp, rc);
+	rc = nm_dirsync(fs, dp, rc, &wait);
 out_put:
 	sfs_iput(fs, ip);
 out_put_dir:
 	sfs_iput(fs, dp);
 out_unlock:
 	sfs_op_end(fs);
-	return rc;
+	return nm_dirsync_wait(fs, wait, rc);
 }
 
 /*
@@ -897,6 +920,7 @@ static int nm_rename(struct sfs_fs *fs, sfs_ino_t parent, const char *name,
 {
 	struct nm_rename r = {.name = name, .newname = newname};
 	int rc;
+	sfs_ino_t wait = 0; /* chattr +D: a commit to wait for */
 
 	if (!fs || !name || !newname ||
 	    (flags & ~(SFS_RENAME_NOREPLACE | SFS_RENAME_EXCHANGE |
@@ -968,9 +992,9 @@ static int nm_rename(struct sfs_fs *fs, sfs_ino_t parent, const char *name,
 	if (rc == 0 && r.tgt && !(flags & SFS_RENAME_EXCHANGE) &&
 	    r.src->da && !fs->cfg.no_auto_da_alloc)
 		rc = sfs_da_flush_inode(fs, r.src, SFS_DA_RENAME);
-	rc = nm_dirsync(fs, r.sdp, rc);
+	rc = nm_dirsync(fs, r.sdp, rc, &wait);
 	if (r.tdp != r.sdp)
-		rc = nm_dirsync(fs, r.tdp, rc);
+		rc = nm_dirsync(fs, r.tdp, rc, &wait);
 out_put:
 	if (r.wh)
 		sfs_iput(fs, r.wh);
@@ -983,7 +1007,7 @@ out_put:
 	sfs_iput(fs, r.sdp);
 out_unlock:
 	sfs_op_end(fs);
-	return rc;
+	return nm_dirsync_wait(fs, wait, rc);
 }
 
 int sfs_rename(struct sfs_fs *fs, sfs_ino_t parent, const char *name,

@@ -22,6 +22,10 @@
  * scan that has gone all around the log stops, so a log of blocks all
  * carrying the expected tid cannot loop forever.
  *
+ * Checksums: v2/v3 (per-block crc32c, doc/journal-format.md 2.1) and v1
+ * (one crc32_be of a transaction's descriptors and logged blocks in its
+ * commit block, 2.2, what makes jbd2's asynchronous commit safe).
+ *
  * Invariants:
  *  1. runs cover journal blocks [0, total) in order, without holes.
  *  2. sb_block holds the journal superblock's whole block as last read or
@@ -73,6 +77,9 @@ struct sfs_jlog {
 	char *msg;	   /* last problem (sfs_jlog_error) */
 	/* the block format the superblock's features ask for (jl_format) */
 	bool csum;	    /* csum v2 or v3: tails, tag and commit sums */
+	bool csum1;	    /* v1 (COMPAT_CHECKSUM, no v2/v3): a crc32_be of
+			     * the descriptors and logged blocks in the
+			     * commit block */
 	bool csum3;	    /* v3: 32-bit tag sums in 16-byte tags */
 	bool is64;	    /* 64bit: t_blocknr_high, 8-byte revoke records */
 	uint32_t tag_bytes; /* journal_tag_bytes() */
@@ -758,13 +765,11 @@ static char *jl_bad_features(uint32_t compat, uint32_t incompat,
 		uint32_t bit;
 		const char *name;
 	} names[] = {
-	    {0, SFS_JBD2_COMPAT_CHECKSUM, "journal_checksum (v1)"},
-	    {1, SFS_JBD2_INCOMPAT_ASYNC_COMMIT, "journal_async_commit"},
 	    {1, SFS_JBD2_INCOMPAT_FAST_COMMIT, "fast_commit"},
 	};
 	static const char *const words[] = {"compat", "incompat", "ro_compat"};
-	uint32_t w[3] = {compat, incompat & ~SFS_JBD2_INCOMPAT_KNOWN,
-			 ro_compat};
+	uint32_t w[3] = {compat & ~SFS_JBD2_COMPAT_KNOWN,
+			 incompat & ~SFS_JBD2_INCOMPAT_KNOWN, ro_compat};
 
 	if ((incompat & SFS_JBD2_INCOMPAT_CSUM_V2) &&
 	    (incompat & SFS_JBD2_INCOMPAT_CSUM_V3))
@@ -810,6 +815,8 @@ static void jl_format(struct sfs_jlog *log)
 
 	log->csum3 = inc & SFS_JBD2_INCOMPAT_CSUM_V3;
 	log->csum = log->csum3 || (inc & SFS_JBD2_INCOMPAT_CSUM_V2);
+	log->csum1 = !log->csum &&
+		     (sfs_be32(j->s_feature_compat) & SFS_JBD2_COMPAT_CHECKSUM);
 	log->is64 = inc & SFS_JBD2_INCOMPAT_64BIT;
 	if (log->csum3)
 		log->tag_bytes = JL_TAG3;
@@ -1098,6 +1105,10 @@ static void jl_mount_features(struct sfs_jlog *log, const struct sfs_dsuper *sb)
 
 	if (j->s_start)
 		return;
+	/* neither journal_checksum nor journal_async_commit: a policy that
+	 * wants them asks again (sfs_jlog_want_features) */
+	compat &= ~SFS_JBD2_COMPAT_CHECKSUM;
+	inc &= ~SFS_JBD2_INCOMPAT_ASYNC_COMMIT;
 	if (sfs_le32(sb->s_feature_incompat) & SFS_FEATURE_INCOMPAT_64BIT)
 		inc |= SFS_JBD2_INCOMPAT_64BIT;
 	if (sfs_le32(sb->s_feature_ro_compat) &
@@ -1108,6 +1119,23 @@ static void jl_mount_features(struct sfs_jlog *log, const struct sfs_dsuper *sb)
 	}
 	j->s_feature_incompat = sfs_cpu_to_be32(inc);
 	j->s_feature_compat = sfs_cpu_to_be32(compat);
+	jl_format(log);
+	jl_super_csum_set(log);
+}
+
+void sfs_jlog_want_features(struct sfs_jlog *log, uint32_t compat,
+			    uint32_t incompat)
+{
+	struct sfs_jbd2_super *j = jl_jsb(log);
+
+	if (j->s_start)
+		return;
+	if (log->csum)
+		compat &= ~SFS_JBD2_COMPAT_CHECKSUM; /* v2/v3 sum instead */
+	j->s_feature_compat =
+	    sfs_cpu_to_be32(sfs_be32(j->s_feature_compat) | compat);
+	j->s_feature_incompat =
+	    sfs_cpu_to_be32(sfs_be32(j->s_feature_incompat) | incompat);
 	jl_format(log);
 	jl_super_csum_set(log);
 }
@@ -1342,6 +1370,48 @@ static bool jl_tail_ok(const struct sfs_jlog *log, const uint8_t *b)
 	       get_be32(b + log->bs - JL_TAIL) == jl_tail_csum(log, b);
 }
 
+/* crc32_be (Linux lib/crc32.c): the CRC-32 polynomial 0x04c11db7, most
+ * significant bit first, no inversion; jbd2's v1 checksum
+ * (jbd2_checksum_data) runs it over whole log blocks from ~0. */
+static uint32_t jl_crc32_table[256];
+
+static gpointer jl_crc32_init(gpointer unused)
+{
+	for (uint32_t i = 0; i < 256; i++) {
+		uint32_t c = i << 24;
+		for (int k = 0; k < 8; k++)
+			c = (c & 0x80000000u) ? (c << 1) ^ 0x04c11db7u : c << 1;
+		jl_crc32_table[i] = c;
+	}
+	return NULL;
+}
+
+static uint32_t jl_crc32_be(uint32_t crc, const uint8_t *p, size_t len)
+{
+	static GOnce once = G_ONCE_INIT;
+
+	g_once(&once, jl_crc32_init, NULL);
+	while (len--)
+		crc = (crc << 8) ^ jl_crc32_table[(crc >> 24) ^ *p++];
+	return crc;
+}
+
+#define JL_CRC32_CHKSUM 1      /* JBD2_CRC32_CHKSUM */
+#define JL_CRC32_CHKSUM_SIZE 4 /* JBD2_CRC32_CHKSUM_SIZE */
+
+/* recovery.c's v1 test of a commit block against the sum of its
+ * transaction: the sum with its type and size, or no sum at all. */
+static bool jl_commit_v1_ok(const uint8_t *b, uint32_t sum)
+{
+	const struct sfs_jbd2_commit *h = (const void *)b;
+	uint32_t found = sfs_be32(h->h_chksum[0]);
+
+	if (h->h_chksum_type == 0 && h->h_chksum_size == 0 && found == 0)
+		return true;
+	return h->h_chksum_type == JL_CRC32_CHKSUM &&
+	       h->h_chksum_size == JL_CRC32_CHKSUM_SIZE && found == sum;
+}
+
 /* jbd2_commit_block_csum: h_chksum[0] = crc32c(seed) of the block with
  * h_chksum_type, h_chksum_size and h_chksum[0] zero. */
 static uint32_t jl_commit_csum(const struct sfs_jlog *log, const uint8_t *b)
@@ -1447,7 +1517,7 @@ int sfs_jlog_write_txn(struct sfs_jlog *log, uint32_t tid, uint32_t start_block,
 		       uint32_t *next_out, uint32_t *used_out)
 {
 	uint32_t n = blocks ? blocks->n : 0;
-	uint32_t need, t, r, pos;
+	uint32_t need, t, r, pos, sum1;
 	uint8_t *chunk;
 	size_t bs;
 	int rc = 0;
@@ -1492,6 +1562,7 @@ int sfs_jlog_write_txn(struct sfs_jlog *log, uint32_t tid, uint32_t start_block,
 	if (!chunk)
 		return -ENOMEM;
 	pos = start_block;
+	sum1 = ~0u;
 
 	/* revoke blocks: header, r_count (bytes used), be32 block numbers
 	 * (be64 under 64bit), the tail */
@@ -1537,13 +1608,15 @@ int sfs_jlog_write_txn(struct sfs_jlog *log, uint32_t tid, uint32_t start_block,
 				tag += JL_UUID; /* zero UUID, as the kernel */
 		}
 		jl_tail_set(log, chunk);
+		if (log->csum1) /* commit.c: every block of wbuf[] */
+			sum1 = jl_crc32_be(sum1, chunk, (size_t)(k + 1) * bs);
 		rc = sfs_jlog_write_blocks(log, pos, k + 1, chunk);
 		if (rc)
 			goto out_free;
 		pos = jl_advance(log, pos, k + 1);
 	}
 
-	if (flags & SFS_JLOG_TXN_FLUSH) {
+	if ((flags & SFS_JLOG_TXN_FLUSH) && !(flags & SFS_JLOG_TXN_ASYNC)) {
 		rc = sfs_bdev_flush(log->jdev);
 		if (rc)
 			goto out_free;
@@ -1557,6 +1630,12 @@ int sfs_jlog_write_txn(struct sfs_jlog *log, uint32_t tid, uint32_t start_block,
 		    sfs_cpu_to_be64((uint64_t)commit_time->tv_sec);
 		c->h_commit_nsec =
 		    sfs_cpu_to_be32((uint32_t)commit_time->tv_nsec);
+	}
+	if (log->csum1) {
+		struct sfs_jbd2_commit *c = (void *)chunk;
+		c->h_chksum_type = JL_CRC32_CHKSUM;
+		c->h_chksum_size = JL_CRC32_CHKSUM_SIZE;
+		c->h_chksum[0] = sfs_cpu_to_be32(sum1);
 	}
 	if (log->csum)
 		((struct sfs_jbd2_commit *)(void *)chunk)->h_chksum[0] =
@@ -1764,6 +1843,25 @@ static void jl_csum_end(struct sfs_jlog *log, struct jl_rec *r,
 	g_strlcpy(r->info->csum_note, log->msg, sizeof(r->info->csum_note));
 }
 
+/* The scan pass over the descriptor in r->blk under checksum v1
+ * (recovery.c calc_chksums): *sum takes the descriptor and each block it
+ * tags, *blk moves past them. */
+static int jl_sum_desc(struct sfs_jlog *log, struct jl_rec *r, uint32_t ntags,
+		       uint32_t *blk, uint32_t *sum)
+{
+	int rc;
+
+	*sum = jl_crc32_be(*sum, r->blk, log->bs);
+	for (uint32_t i = 0; i < ntags; i++) {
+		rc = sfs_jlog_read_block(log, *blk, r->data);
+		if (rc)
+			return rc;
+		*sum = jl_crc32_be(*sum, r->data, log->bs);
+		*blk = sfs_jlog_next(log, *blk);
+	}
+	return 0;
+}
+
 /* One pass over the log (recovery.c do_one_pass). */
 static int jl_do_pass(struct sfs_jlog *log, struct jl_rec *r)
 {
@@ -1771,6 +1869,7 @@ static int jl_do_pass(struct sfs_jlog *log, struct jl_rec *r)
 	uint32_t next_tid = sfs_be32(j->s_sequence);
 	uint32_t blk = sfs_be32(j->s_start);
 	uint64_t walked = 0, cap = sfs_jlog_capacity(log);
+	uint32_t sum1 = ~0u; /* checksum v1 of the transaction so far */
 	int rc;
 
 	for (;;) {
@@ -1807,10 +1906,27 @@ static int jl_do_pass(struct sfs_jlog *log, struct jl_rec *r)
 				    jl_commit_csum(log, r->blk));
 			break;
 		}
+		/* v1: a commit block whose sum does not match its transaction
+		 * is no commit (with async commit, the blocks before it may
+		 * not have reached the disk) */
+		if (r->pass == JL_PASS_SCAN && type == SFS_JBD2_COMMIT &&
+		    log->csum1) {
+			const struct sfs_jbd2_commit *c = (const void *)r->blk;
+			if (!jl_commit_v1_ok(r->blk, sum1)) {
+				jl_csum_end(log, r, "commit block", at, seq,
+					    sfs_be32(c->h_chksum[0]), sum1);
+				break;
+			}
+			sum1 = ~0u;
+		}
 		if (type == SFS_JBD2_DESCRIPTOR) {
 			ntags = jl_count_tags(log, r->blk);
 			walked += ntags;
-			if (r->pass != JL_PASS_REPLAY)
+			if (r->pass == JL_PASS_SCAN && log->csum1) {
+				rc = jl_sum_desc(log, r, ntags, &blk, &sum1);
+				if (rc)
+					return rc;
+			} else if (r->pass != JL_PASS_REPLAY)
 				blk = jl_advance(log, blk, ntags);
 			else
 				jl_replay_desc(log, r, next_tid, &blk);

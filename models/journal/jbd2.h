@@ -52,7 +52,9 @@ struct sfs_jlog;
 /* the incompat features simfs reads and writes */
 #define SFS_JBD2_INCOMPAT_KNOWN                                                \
 	(SFS_JBD2_INCOMPAT_REVOKE | SFS_JBD2_INCOMPAT_64BIT |                  \
-	 SFS_JBD2_INCOMPAT_CSUM_V2 | SFS_JBD2_INCOMPAT_CSUM_V3)
+	 SFS_JBD2_INCOMPAT_ASYNC_COMMIT | SFS_JBD2_INCOMPAT_CSUM_V2 |          \
+	 SFS_JBD2_INCOMPAT_CSUM_V3)
+#define SFS_JBD2_COMPAT_KNOWN SFS_JBD2_COMPAT_CHECKSUM
 #define SFS_JBD2_USERS_MAX 48
 
 /* The journal superblock in host byte order (fields of ext-format 8.2). */
@@ -117,6 +119,18 @@ int sfs_jlog_reserve(struct sfs_jlog *log);
 
 /* ---- the journal superblock ---- */
 
+/*
+ * Ask for jbd2 features in the copy of a clean log's superblock kept in
+ * memory (no I/O): the next superblock write records them, and no
+ * transaction counts before that write.  COMPAT_CHECKSUM is dropped on a
+ * log with checksum v2/v3 (its own sums cover the commit), as ext4's
+ * set_journal_csum_feature_set does.  A log that is not clean is left
+ * alone.  The engine's open (sfs_jlog_open_fs) clears CHECKSUM (v1) and
+ * ASYNC_COMMIT first, as ext4 mounted without journal_checksum and
+ * journal_async_commit does.
+ */
+void sfs_jlog_want_features(struct sfs_jlog *log, uint32_t compat,
+			    uint32_t incompat);
 /* The superblock as last read or written (no I/O). */
 void sfs_jlog_get_super(const struct sfs_jlog *log, struct sfs_jlog_super *out);
 /*
@@ -174,12 +188,19 @@ struct sfs_jtxn_blocks {
 
 /* sfs_jlog_write_txn flags */
 #define SFS_JLOG_TXN_FLUSH 0x1 /* flush before and after the commit block */
+/* with FLUSH: jbd2's asynchronous commit (journal_async_commit): the
+ * commit block goes out with the other log blocks, no flush before it, one
+ * after it.  Safe only with a commit checksum (v1, v2 or v3). */
+#define SFS_JLOG_TXN_ASYNC 0x2
 
 /*
  * Lay transaction `tid` out in the log from journal block start_block on:
  * revoke block(s) first (as jbd2 does), then descriptor blocks each
  * followed by its data blocks (escaped where they begin with the jbd2
- * magic), then one commit block stamped commit_time (NULL = 0).  The first
+ * magic), then one commit block stamped commit_time (NULL = 0) and, under
+ * checksum v1 (COMPAT_CHECKSUM without v2/v3), carrying the crc32_be of
+ * the descriptor and logged blocks (not the revoke blocks), as
+ * jbd2_journal_commit_transaction does.  The first
  * revoke ever written sets the REVOKE feature in the journal superblock.
  * Does not touch s_start / s_sequence or the RECOVER bit: the caller's
  * protocol (ext-format 8.9).  On success *next_out = the block after the
@@ -221,6 +242,9 @@ struct sfs_jrecover_info {
  * the filesystem superblock (see sfs_jlog_mount_recover).  -EIO when a
  * block could not be read or written (the log is then left as it was, so a
  * retry sees the same transactions), -EINVAL for a corrupt revoke block.
+ * With checksum v1 a commit block whose crc32_be does not match the
+ * descriptor and logged blocks before it ends the log there (the
+ * transaction did not commit: what makes async commit safe).
  * With checksum v2/v3 (doc/journal-format.md 2.1) as jbd2's recovery: a
  * bad descriptor or commit block sum ends the log there (n_csum_bad,
  * csum_end_block, csum_note; not an error), a bad logged copy is not

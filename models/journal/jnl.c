@@ -21,14 +21,22 @@
  *     the log (logged[blk] newer than the tail) is revoked in the running
  *     transaction.
  *
- * Commit (sfs_jnl_commit), in order: ordered data written home
- * (data=ordered; a full host disk under the image, -ENOSPC, stops the
- * commit here with nothing changed, the transaction still running, so it
- * commits once there is room); deferred frees into the bitmaps; the group
- * descriptors and superblock into their buffers; room made in the log; the
- * journal superblock rewritten if the tail moved; descriptor + logged
- * blocks + revokes + commit block written with a flush before and after
- * the commit block.  The log itself is reserved on the host at open
+ * The engine never asks which policy it runs: it calls the verbs of the
+ * policy's table (struct sfs_jnl_ops, journal.h; one file per policy in
+ * this directory) and offers them the helpers of jnl_priv.h.  A policy
+ * without a log (open_log NULL) leaves j->log NULL, and every door then
+ * does what write-back alone does.
+ *
+ * Commit (sfs_jnl_commit), in order: what the policy has home before the
+ * commit block (its before_commit verb: data=ordered's data; a full host
+ * disk under the image, -ENOSPC, stops the commit here with nothing
+ * changed, the transaction still running, so it commits once there is
+ * room); deferred frees into the bitmaps; the group descriptors and
+ * superblock into their buffers; room made in the log; the journal
+ * superblock rewritten if the tail moved; revokes + descriptors + logged
+ * blocks + commit block written, with a flush before and after the commit
+ * block, or only after it when the policy's commit_flags ask for jbd2's
+ * asynchronous commit.  The log itself is reserved on the host at open
  * (sfs_jlog_reserve), so its writes do not meet a full host disk.
  */
 #include <errno.h>
@@ -37,6 +45,7 @@
 #include "fs_priv.h"
 #include "journal.h"
 #include "models/journal/jbd2.h"
+#include "models/journal/jnl_priv.h"
 #include "stats.h"
 #include "clock.h"
 
@@ -157,78 +166,26 @@ static void ctxn_free(struct ctxn *c)
 	g_free(c);
 }
 
-/* ---- policies ---- */
-
-const struct sfs_jnl_ops sfs_jnl_none_ops = {
-	.name = "none",
-	.help = "no journal: metadata reaches the disk by write-back alone "
-		"(ext2)",
-	.journaled = false,
-};
-
-const struct sfs_jnl_ops sfs_jnl_writeback_ops = {
-	.name = "writeback",
-	.help = "metadata journaled; data written whenever write-back "
-		"chooses (ext3 data=writeback)",
-	.journaled = true,
-};
-
-const struct sfs_jnl_ops sfs_jnl_ordered_ops = {
-	.name = "ordered",
-	.help = "metadata journaled; a transaction's data is written before "
-		"its commit block (ext3 data=ordered)",
-	.journaled = true,
-	.order_data = true,
-};
-
-const struct sfs_jnl_ops sfs_jnl_journal_ops = {
-	.name = "journal",
-	.help = "metadata and data journaled; data written again at "
-		"checkpoint (ext3 data=journal)",
-	.journaled = true,
-	.log_data = true,
-};
-
-static const struct sfs_jnl_ops *const jnl_policies[] = {
-	&sfs_jnl_none_ops,
-	&sfs_jnl_writeback_ops,
-	&sfs_jnl_ordered_ops,
-	&sfs_jnl_journal_ops,
-};
-
-const struct sfs_jnl_ops *sfs_jnl_nth(unsigned i)
-{
-	return i < G_N_ELEMENTS(jnl_policies) ? jnl_policies[i] : NULL;
-}
-
-const struct sfs_jnl_ops *sfs_jnl_find(const char *name)
-{
-	const struct sfs_jnl_ops *o;
-
-	for (unsigned i = 0; name && (o = sfs_jnl_nth(i)); i++)
-		if (strcmp(o->name, name) == 0)
-			return o;
-	return NULL;
-}
-
-const struct sfs_jnl_ops *sfs_jnl_auto(bool has_journal)
-{
-	return has_journal ? &sfs_jnl_ordered_ops : &sfs_jnl_none_ops;
-}
+/* ---- what the engine tells of itself ---- */
 
 bool sfs_jnl_journaled(const struct sfs_jnl *j)
 {
-	return j && j->ops->journaled;
+	return j && j->log;
 }
 
-bool sfs_jnl_logs_data(const struct sfs_jnl *j)
+enum sfs_jnl_data_path sfs_jnl_data_path(const struct sfs_jnl *j)
 {
-	return j && j->ops->log_data;
+	return j ? j->ops->data_path : SFS_JNL_DATA_CACHED;
 }
 
 const char *sfs_jnl_name(const struct sfs_jnl *j)
 {
 	return j->ops->name;
+}
+
+struct sfs_jlog *sfs_jnl_log(struct sfs_jnl *j)
+{
+	return j->log;
 }
 
 /* ---- the doors ---- */
@@ -238,7 +195,7 @@ void sfs_jnl_meta_dirty(struct sfs_jnl *j, struct sfs_buf *b)
 	struct sfs_cache *c = j->fs->cache;
 
 	sfs_cache_dirty(c, b);
-	if (!j->ops->journaled)
+	if (!j->log)
 		return;
 	txn_touch(j);
 	if (g_hash_table_contains(j->run->meta, GUINT_TO_POINTER(b->blk)))
@@ -254,33 +211,77 @@ void sfs_jnl_meta_dirty(struct sfs_jnl *j, struct sfs_buf *b)
 
 void sfs_jnl_data_dirty(struct sfs_jnl *j, struct sfs_buf *b)
 {
-	if (j->ops->log_data) {
-		sfs_jnl_meta_dirty(j, b);
-		g_hash_table_add(j->run->data, GUINT_TO_POINTER(b->blk));
-		return;
-	}
-	sfs_cache_dirty(j->fs->cache, b);
-	if (j->ops->order_data) {
-		txn_touch(j);
-		g_hash_table_add(j->run->data, GUINT_TO_POINTER(b->blk));
-	}
+	if (j->ops->data_dirty)
+		j->ops->data_dirty(j, b);
+	else
+		sfs_cache_dirty(j->fs->cache, b);
 }
 
 void sfs_jnl_data_run(struct sfs_jnl *j, sfs_blk_t blk, uint32_t n)
 {
-	assert(!j->ops->log_data); /* the engine logs data block by block */
-	if (!j->ops->order_data || n == 0)
-		return;
+	if (j->ops->data_run && n)
+		j->ops->data_run(j, blk, n);
+}
+
+/* ---- the engine's part of the policies' verbs (jnl_priv.h) ---- */
+
+void sfs_jnl_data_log(struct sfs_jnl *j, struct sfs_buf *b)
+{
+	sfs_jnl_meta_dirty(j, b);
+	g_hash_table_add(j->run->data, GUINT_TO_POINTER(b->blk));
+}
+
+void sfs_jnl_data_order(struct sfs_jnl *j, struct sfs_buf *b)
+{
+	sfs_cache_dirty(j->fs->cache, b);
+	txn_touch(j);
+	g_hash_table_add(j->run->data, GUINT_TO_POINTER(b->blk));
+}
+
+void sfs_jnl_data_order_run(struct sfs_jnl *j, sfs_blk_t blk, uint32_t n)
+{
 	txn_touch(j);
 	for (uint32_t i = 0; i < n; i++)
 		g_hash_table_add(j->run->data, GUINT_TO_POINTER(blk + i));
+}
+
+int sfs_jnl_write_runs(struct sfs_jnl *j, struct sfs_inode *ip,
+		       const GArray *runs, bool inode_block)
+{
+	struct sfs_fs *fs = j->fs;
+	uint64_t n = 0;
+	int rc;
+
+	for (guint i = 0; i < runs->len; i++)
+		n += g_array_index(runs, struct sfs_run, i).n;
+	sfs_blk_t *list = g_try_new(sfs_blk_t, n + 1);
+	if (!list)
+		return -ENOMEM;
+	n = 0;
+	for (guint i = 0; i < runs->len; i++) {
+		const struct sfs_run *r =
+		    &g_array_index(runs, struct sfs_run, i);
+		for (uint32_t k = 0; k < r->n; k++)
+			list[n++] = r->start + k;
+	}
+	if (inode_block)
+		list[n++] = sfs_inode_block(fs, ip->ino);
+	rc = sfs_cache_write_blocks(fs->cache, list, n);
+	g_free(list);
+	return rc;
+}
+
+int sfs_jnl_fsync_data(struct sfs_jnl *j, struct sfs_inode *ip,
+		       const GArray *runs)
+{
+	return j->ops->fsync_data ? j->ops->fsync_data(j, ip, runs) : 0;
 }
 
 int sfs_jnl_free_blocks(struct sfs_jnl *j, sfs_blk_t start, uint32_t n)
 {
 	struct sfs_txn *t = j->run;
 
-	if (!j->ops->journaled)
+	if (!j->log)
 		return 1;
 	txn_touch(j);
 	for (uint32_t i = 0; i < n; i++) {
@@ -333,7 +334,7 @@ static void frees_done(struct sfs_jnl *j, GArray *frees)
 
 uint64_t sfs_jnl_pending_free(const struct sfs_jnl *j)
 {
-	return j->ops->journaled ? j->run->nfree : 0;
+	return j->log ? j->run->nfree : 0;
 }
 
 static int cmp_blk(const void *a, const void *b)
@@ -464,8 +465,9 @@ static int checkpoint(struct sfs_jnl *j, uint32_t need)
 
 /* ---- commit ---- */
 
-static int write_ordered_data(struct sfs_jnl *j, struct sfs_txn *t)
+int sfs_jnl_write_ordered(struct sfs_jnl *j)
 {
+	struct sfs_txn *t = j->run;
 	guint n = g_hash_table_size(t->data);
 	sfs_blk_t *list;
 	GHashTableIter it;
@@ -505,15 +507,16 @@ int sfs_jnl_commit(struct sfs_jnl *j, enum sfs_commit_reason why)
 	GArray *frees = NULL;
 	int rc;
 
-	if (!j->ops->journaled || txn_empty(t))
+	if (!j->log || txn_empty(t))
 		return 0;
 	sfs_fs_commit_started(fs);
 
-	/* 0. ordered data home before anything of the commit happens: a
-	 * full host disk under the image (-ENOSPC) then leaves the
-	 * transaction as it was, running, to commit once there is room */
-	if (j->ops->order_data) {
-		rc = write_ordered_data(j, t);
+	/* 0. what the policy has home before the commit block (ordered
+	 * data), before anything of the commit happens: a full host disk
+	 * under the image (-ENOSPC) then leaves the transaction as it was,
+	 * running, to commit once there is room */
+	if (j->ops->before_commit) {
+		rc = j->ops->before_commit(j);
 		if (rc == -ENOSPC)
 			return rc;
 		if (rc) {
@@ -548,10 +551,10 @@ int sfs_jnl_commit(struct sfs_jnl *j, enum sfs_commit_reason why)
 	if (rc)
 		goto out_error;
 
-	/* 3. ordered data dirtied by the frees' own work (none as a rule:
-	 * step 0 wrote the transaction's) */
-	if (j->ops->order_data) {
-		rc = write_ordered_data(j, t);
+	/* 3. the same for what the frees' own work dirtied (none as a
+	 * rule: step 0 wrote the transaction's) */
+	if (j->ops->before_commit) {
+		rc = j->ops->before_commit(j);
 		if (rc)
 			goto out_error;
 	}
@@ -636,10 +639,10 @@ int sfs_jnl_commit(struct sfs_jnl *j, enum sfs_commit_reason why)
 	jb.n = nmeta;
 	struct timespec now;
 	sfs_now(fs, &now);
-	rc = sfs_jlog_write_txn(j->log, t->tid, j->head, &jb,
-				(const uint32_t *)t->revokes->data,
-				t->revokes->len, &now, SFS_JLOG_TXN_FLUSH,
-				&next, &used);
+	rc = sfs_jlog_write_txn(
+	    j->log, t->tid, j->head, &jb, (const uint32_t *)t->revokes->data,
+	    t->revokes->len, &now, SFS_JLOG_TXN_FLUSH | j->ops->commit_flags,
+	    &next, &used);
 	g_free(vec);
 	if (rc) {
 		g_free(list);
@@ -669,17 +672,16 @@ int sfs_jnl_commit(struct sfs_jnl *j, enum sfs_commit_reason why)
 	uint32_t per = sfs_jlog_tags_per_desc(j->log);
 	uint32_t ndesc = nmeta ? (nmeta + per - 1) / per : 0;
 	j->desc_blocks += ndesc;
-	if (j->ops->log_data) {
-		/* data=journal: t->data names the logged data blocks */
-		uint64_t nd = 0;
+	/* logged data blocks are those of t->data that are also in t->meta
+	 * (sfs_jnl_data_log); ordered data is never logged */
+	uint64_t nd = 0;
+	if (g_hash_table_size(t->data)) {
 		g_hash_table_iter_init(&it, t->meta);
 		while (g_hash_table_iter_next(&it, &k, &v))
 			nd += g_hash_table_contains(t->data, k);
-		j->data_blocks += nd;
-		j->meta_blocks += nmeta - nd;
-	} else {
-		j->meta_blocks += nmeta;
 	}
+	j->data_blocks += nd;
+	j->meta_blocks += nmeta - nd;
 	j->revoke_records += t->revokes->len;
 	j->commit_blocks++;
 	j->log_bytes += (uint64_t)used * bs;
@@ -726,7 +728,7 @@ int sfs_jnl_tick(struct sfs_jnl *j)
 {
 	int rc = 0;
 
-	if (!j->ops->journaled || j->fs->error)
+	if (!j->log || j->fs->error)
 		return 0;
 	if (j->run->started &&
 	    sfs_clock_now_ns(j->fs->clock) >=
@@ -745,7 +747,7 @@ int sfs_jnl_tick(struct sfs_jnl *j)
 
 int sfs_jnl_op_end(struct sfs_jnl *j)
 {
-	if (!j->ops->journaled || j->fs->error)
+	if (!j->log || j->fs->error)
 		return 0;
 	if (g_hash_table_size(j->run->meta) >= j->p.max_txn_blocks)
 		return sfs_jnl_commit(j, SFS_COMMIT_FULL);
@@ -754,64 +756,49 @@ int sfs_jnl_op_end(struct sfs_jnl *j)
 
 sfs_ns_t sfs_jnl_next_deadline(const struct sfs_jnl *j)
 {
-	if (!j->ops->journaled || !j->run->started)
+	if (!j->log || !j->run->started)
 		return UINT64_MAX;
 	return j->run->start_ns + j->p.commit_interval_ns;
 }
 
 int sfs_jnl_checkpoint_all(struct sfs_jnl *j)
 {
-	if (!j->ops->journaled)
+	if (!j->log)
 		return 0;
 	return checkpoint(j, UINT32_MAX);
 }
 
 /* ---- open and close ---- */
 
-int sfs_jnl_open(struct sfs_fs *fs, const struct sfs_jnl_ops *ops,
-		 const struct sfs_jnl_params *p, struct sfs_bdev *jdev,
-		 struct sfs_jnl **out, char **err)
+int sfs_jnl_open_log(struct sfs_jnl *j, struct sfs_bdev *jdev, char **err)
 {
-	struct sfs_jnl *j = g_new0(struct sfs_jnl, 1);
+	struct sfs_fs *fs = j->fs;
 	struct sfs_jlog_super s;
 	int rc;
 
-	j->ops = ops;
-	j->fs = fs;
-	j->p = *p;
-	g_queue_init(&j->live);
-	j->owner = g_hash_table_new(g_direct_hash, g_direct_equal);
-	j->logged = g_hash_table_new(g_direct_hash, g_direct_equal);
-	if (!ops->journaled) {
-		j->run = txn_new(1);
-		*out = j;
-		return 0;
-	}
 	if (!(sfs_le32(fs->sb.s_feature_compat) &
 	      SFS_FEATURE_COMPAT_HAS_JOURNAL)) {
 		*err = g_strdup_printf("data=%s needs a journal, and this image"
 				       " has none (make one with simfs mkfs "
 				       "-j)",
-				       ops->name);
-		rc = -EINVAL;
-		goto out_free;
+				       j->ops->name);
+		return -EINVAL;
 	}
 	rc = sfs_jlog_open_fs(fs, jdev, &j->log, err);
 	if (rc)
-		goto out_free;
+		return rc;
 	rc = sfs_jlog_reserve(j->log);
 	if (rc) {
 		*err = g_strdup_printf(
 		    "cannot reserve room on the host disk for the journal "
 		    "(%u blocks): %s",
 		    sfs_jlog_maxlen(j->log), g_strerror(-rc));
-		goto out_free;
+		return rc;
 	}
 	sfs_jlog_get_super(j->log, &s);
 	if (s.start != 0) {
 		*err = g_strdup("the journal is not empty after recovery");
-		rc = -EINVAL;
-		goto out_free;
+		return -EINVAL;
 	}
 	j->capacity = sfs_jlog_capacity(j->log);
 	j->head = sfs_jlog_first(j->log);
@@ -823,16 +810,41 @@ int sfs_jnl_open(struct sfs_fs *fs, const struct sfs_jnl_ops *ops,
 	if (j->p.commit_interval_ns == 0)
 		j->p.commit_interval_ns = 5 * SFS_NS_PER_S;
 	sfs_cache_set_written_cb(fs->cache, jnl_written, j);
+	return 0;
+}
+
+int sfs_jnl_open(struct sfs_fs *fs, const struct sfs_jnl_ops *ops,
+		 const struct sfs_jnl_params *p, struct sfs_bdev *jdev,
+		 struct sfs_jnl **out, char **err)
+{
+	struct sfs_jnl *j = g_new0(struct sfs_jnl, 1);
+	int rc;
+
+	j->ops = ops;
+	j->fs = fs;
+	j->p = *p;
+	g_queue_init(&j->live);
+	j->owner = g_hash_table_new(g_direct_hash, g_direct_equal);
+	j->logged = g_hash_table_new(g_direct_hash, g_direct_equal);
+	if (!ops->open_log) {
+		j->run = txn_new(1);
+		*out = j;
+		return 0;
+	}
+	rc = ops->open_log(j, jdev, err);
+	if (rc) {
+		if (j->log) {
+			sfs_cache_set_written_cb(fs->cache, NULL, NULL);
+			sfs_jlog_close(j->log);
+		}
+		txn_free(j, j->run);
+		g_hash_table_destroy(j->owner);
+		g_hash_table_destroy(j->logged);
+		g_free(j);
+		return rc;
+	}
 	*out = j;
 	return 0;
-
-out_free:
-	if (j->log)
-		sfs_jlog_close(j->log);
-	g_hash_table_destroy(j->owner);
-	g_hash_table_destroy(j->logged);
-	g_free(j);
-	return rc;
 }
 
 void sfs_jnl_set_params(struct sfs_jnl *j, const struct sfs_jnl_params *p)
@@ -841,7 +853,7 @@ void sfs_jnl_set_params(struct sfs_jnl *j, const struct sfs_jnl_params *p)
 		p->commit_interval_ns ? p->commit_interval_ns : 5 * SFS_NS_PER_S;
 	j->p.max_txn_blocks = p->max_txn_blocks ? p->max_txn_blocks
 						: j->capacity / 4;
-	if (!j->ops->journaled)
+	if (!j->log)
 		j->p.max_txn_blocks = p->max_txn_blocks;
 }
 
@@ -867,7 +879,7 @@ int sfs_jnl_close(struct sfs_jnl *j)
 {
 	int rc = 0;
 
-	if (j->ops->journaled && !j->fs->error && !j->fs->ro) {
+	if (j->log && !j->fs->error && !j->fs->ro) {
 		rc = sfs_jnl_commit(j, SFS_COMMIT_UNMOUNT);
 		if (!rc)
 			rc = sfs_cache_sync(j->fs->cache);
@@ -888,7 +900,7 @@ void sfs_jnl_stats(void *ctx, struct sfs_stats_writer *w)
 	uint64_t total = 0;
 
 	sfs_stats_put_str(w, "mode", j->ops->name);
-	if (!j->ops->journaled)
+	if (!j->log)
 		return;
 	sfs_stats_begin(w, "commits");
 	for (int i = 0; i < SFS_COMMIT_NREASONS; i++) {

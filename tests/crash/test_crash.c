@@ -33,9 +33,10 @@
  *    blocks where the promise says so.
  *
  * It runs in parts (basics, then POLICY-cut, POLICY-volatile,
- * POLICY-long for none, writeback, ordered, journal and delalloc, then
- * mke2fs-ext4-cut and mke2fs-ext4-volatile, then concurrent; see main), one meson test each, side by side: `test_crash
- * PART...`, or no argument for all of them in one process.
+ * POLICY-long for every policy of the registry and delalloc, then
+ * mke2fs-ext4-cut and mke2fs-ext4-volatile, then concurrent; see main),
+ * one meson test each, side by side: `test_crash PART...`, or no
+ * argument for all of them in one process.
  *
  * Each cell runs its points in forked processes (one per point, as many
  * at a time as there are CPUs).  A failure prints the mode, workload,

@@ -653,6 +653,24 @@ static void test_config_sched(void **state)
 	expect_refused("sched=elevator,max_req=1", "max_req");
 	/* noop has no deadlines: not its knob, so an unknown option */
 	expect_unknown("sched=noop,read_expire_ms=5", "read_expire_ms");
+	/* each preset brings its era's scheduler; sched= after it wins */
+	static const char *const era[][2] = {
+	    {"ext2", "elevator"},	{"ext3", "elevator"},
+	    {"ext3-writeback", "elevator"}, {"ext3-journal", "elevator"},
+	    {"ext2rs", "cfq"},		{"ext3rs", "cfq"},
+	    {"ext3rs-ordered", "cfq"},	{"ext3i", "cfq"},
+	    {"ext4", "cfq"},		{"ext4-nojournal", "cfq"},
+	};
+	for (unsigned i = 0; i < G_N_ELEMENTS(era); i++) {
+		char *o = g_strdup_printf("preset=%s", era[i][0]);
+		assert_int_equal(parse(&cfg, o), 0);
+		assert_string_equal(cfg.sched, era[i][1]);
+		g_free(o);
+	}
+	assert_int_equal(parse(&cfg, "preset=ext2rs,sched=elevator"), 0);
+	assert_string_equal(cfg.sched, "elevator");
+	assert_int_equal(parse(&cfg, "preset=ext2,sched=cfq"), 0);
+	assert_string_equal(cfg.sched, "cfq");
 }
 
 static void test_config_clock_and_paths(void **state)

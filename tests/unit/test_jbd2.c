@@ -12,6 +12,10 @@
  *    e2fsck's own check stamps (s_wtime, s_lastcheck);
  *  - uncommitted transactions, revoke rules, wrap-around, several
  *    descriptor and revoke blocks, external journals;
+ *  - checksum v1 with async commit (data=journal_async): the same
+ *    recovery as e2fsck's, also of a transaction whose commit block reached
+ *    the log and one of its blocks did not; a changed logged block makes
+ *    its transaction uncommitted;
  *  - corrupt journal superblocks and inodes are refused with a message,
  *    and garbage logs never crash recovery.
  * Needs mke2fs, e2fsck, dumpe2fs and debugfs; skips when they are missing.
@@ -344,6 +348,11 @@ static uint32_t fs_blocks_of(const char *img)
  * T8: log H5, no commit block (ignored)
  * then s_sequence 5, s_start = first log block (or `start`), RECOVER.
  */
+/* write_scenario_fmt's feat: a bit no incompat feature uses stands for
+ * COMPAT_CHECKSUM (checksum v1) */
+#define F_V1 0x80000000u
+#define F_ASYNC SFS_JBD2_INCOMPAT_ASYNC_COMMIT
+
 struct scen {
 	uint32_t bs;
 	uint32_t h[6];	     /* h[1..5] home blocks */
@@ -381,7 +390,9 @@ static void write_scenario_fmt(const char *img, const char *jimg,
 	assert_int_equal(rc, 0);
 	if (feat) {
 		sfs_jlog_get_super(log, &js);
-		js.feature_incompat |= feat;
+		js.feature_incompat |= feat & ~F_V1;
+		if (feat & F_V1)
+			js.feature_compat |= SFS_JBD2_COMPAT_CHECKSUM;
 		assert_int_equal(sfs_jlog_write_super(log, &js), 0);
 	}
 	s->bs = sfs_jlog_block_size(log);
@@ -1287,6 +1298,168 @@ static void test_jbd2_csum_v2_flips(void **state)
 	check_flips(state, 4096, F_V2);
 }
 
+/* ------------------------------------------------------------------ */
+/* checksum v1 and async commit                                       */
+/* ------------------------------------------------------------------ */
+
+/* Journal block where the scenario's T8 starts: after T5 (descriptor, 3
+ * copies, commit), T6 (revoke, descriptor, 2 copies, commit) and T7
+ * (descriptor, copy, commit). */
+static uint32_t scen_t8(struct sfs_jlog *log, const struct scen *s)
+{
+	uint32_t b = s->start;
+
+	for (int i = 0; i < 13; i++)
+		b = sfs_jlog_next(log, b);
+	return b;
+}
+
+/*
+ * Under checksum v1 with async commit, T8 as an async commit leaves it
+ * after a crash: its commit block (with the sum) in the log, the copy of
+ * H5 not.  e2fsck's recovery and simfs's both stop before T8.
+ */
+static void check_async_torn(void **state, uint32_t bs)
+{
+	char *img = jt_path(state, "asynctorn.img");
+	struct sfs_jrecover_info info;
+	struct sfs_jlog *log = NULL;
+	struct sfs_bdev *bd;
+	struct scen s = {0};
+	struct timespec ts = {T_TIME, 123};
+	uint32_t t8, next, used;
+	uint8_t *d5, *z, *commit;
+	char *out;
+
+	mke2fs_img(img, bs, 32 * MB, true);
+	write_scenario_fmt(img, NULL, 0, F_V1 | F_ASYNC, &s);
+	bd = open_dev(img);
+	assert_int_equal(sfs_jlog_open_dev(bd, NULL, &log, NULL), 0);
+	t8 = scen_t8(log, &s);
+	d5 = g_malloc(s.bs);
+	z = g_malloc0(s.bs);
+	commit = g_malloc(s.bs);
+	scen_data(&s, 5, d5);
+	assert_int_equal(
+	    sfs_jlog_write_txn(log, 8, t8,
+			       &(struct sfs_jtxn_blocks){
+				   &(struct sfs_jtxn_block){s.h[5], d5}, 1},
+			       NULL, 0, &ts,
+			       SFS_JLOG_TXN_FLUSH | SFS_JLOG_TXN_ASYNC, &next,
+			       &used),
+	    0);
+	assert_int_equal(used, 3);
+	/* the commit block carries crc32_be, type 1, size 4 */
+	{
+		const struct sfs_jbd2_commit *c = (const void *)commit;
+		uint32_t cb = sfs_jlog_next(log, sfs_jlog_next(log, t8));
+
+		assert_int_equal(sfs_jlog_next(log, cb), next);
+		assert_int_equal(sfs_jlog_read_block(log, cb, commit), 0);
+		assert_int_equal(sfs_be32(c->c_header.h_blocktype),
+				 SFS_JBD2_COMMIT);
+		assert_int_equal(c->h_chksum_type, 1);
+		assert_int_equal(c->h_chksum_size, 4);
+		assert_int_not_equal(sfs_be32(c->h_chksum[0]), 0);
+	}
+	/* the copy of H5 never reached the disk */
+	assert_int_equal(sfs_jlog_write_block(log, sfs_jlog_next(log, t8), z),
+			 0);
+	sfs_jlog_close(log);
+	sfs_bdev_close(bd);
+	assert_int_equal(run_tool(&out, "debugfs", "-R", "logdump", img, NULL),
+			 0);
+	assert_non_null(strstr(out, "Found expected sequence 8, type 2 "
+				    "(commit block)"));
+	g_free(out);
+	recover_both_and_compare(state, img, NULL, &s, &info);
+	assert_int_equal(info.n_txns, 3); /* T5, T6, T7 */
+	assert_int_equal(info.end_tid, 8);
+	assert_int_equal(info.n_csum_bad, 1);
+	assert_non_null(strstr(info.csum_note, "commit block"));
+	assert_int_equal(info.n_replayed, 4);
+	bd = open_dev(img);
+	assert_int_equal(sfs_jlog_mount_recover(bd, NULL, NULL, NULL), 0);
+	sfs_bdev_close(bd);
+	check_scenario_result(img, &s); /* H5 zero: T8 not committed */
+	g_free(d5);
+	g_free(z);
+	g_free(commit);
+	g_unlink(img);
+	g_free(img);
+}
+
+static void test_jbd2_csum_v1_async_1k(void **state)
+{
+	check_recover_fmt(state, 1024, F_V1 | F_ASYNC);
+	check_async_torn(state, 1024);
+}
+
+static void test_jbd2_csum_v1_async_4k(void **state)
+{
+	check_recover_fmt(state, 4096, F_V1 | F_ASYNC | F_64);
+	check_async_torn(state, 4096);
+}
+
+/* A changed byte in a descriptor or a logged copy of T5 under checksum
+ * v1: T5's commit block no longer matches, the log ends there.  A change
+ * the sum does not cover (the commit block's unused tail) is replayed as
+ * written. */
+static void test_jbd2_csum_v1_flips(void **state)
+{
+	char *base = jt_path(state, "v1base.img");
+	char *img = jt_path(state, "v1flip.img");
+	struct scen s = {0};
+	uint8_t *blk = g_malloc(4096);
+
+	mke2fs_img(base, 1024, 32 * MB, true);
+	write_scenario_fmt(base, NULL, 0, F_V1, &s);
+	for (int w = 0; w < 3; w++) {
+		struct sfs_jrecover_info info;
+		struct sfs_jlog *log = NULL;
+		struct sfs_bdev *bd;
+		uint32_t jblk, byte, commit5;
+		uint64_t dev;
+		char *err = NULL;
+		int rc;
+
+		copy_file(base, img);
+		bd = open_dev(img);
+		assert_int_equal(sfs_jlog_open_dev(bd, NULL, &log, NULL), 0);
+		commit5 = sfs_jlog_next(log, s.log_blk[3]);
+		jblk = w == 0 ? s.start : w == 1 ? s.log_blk[2] : commit5;
+		byte = w == 1 ? 100 : s.bs - 40;
+		assert_int_equal(sfs_jlog_bmap(log, jblk, &dev), 0);
+		sfs_jlog_close(log);
+		sfs_bdev_close(bd);
+		read_at(img, dev * s.bs, blk, s.bs);
+		blk[byte] ^= 0x10;
+		write_at(img, dev * s.bs, blk, s.bs);
+		bd = open_dev(img);
+		rc = sfs_jlog_mount_recover(bd, NULL, &info, &err);
+		sfs_bdev_close(bd);
+		assert_int_equal(rc, 0);
+		assert_null(err);
+		if (w == 2) {
+			assert_int_equal(info.n_txns, 3);
+			assert_int_equal(info.n_csum_bad, 0);
+			check_scenario_result(img, &s);
+			continue;
+		}
+		assert_int_equal(info.n_txns, 0);
+		assert_int_equal(info.end_tid, 5);
+		assert_int_equal(info.n_replayed, 0);
+		assert_int_equal(info.n_csum_bad, 1);
+		assert_int_equal(info.csum_end_block, commit5);
+		assert_non_null(strstr(info.csum_note, "commit block"));
+	}
+	g_free(blk);
+	g_unlink(base);
+	g_unlink(img);
+	g_free(base);
+	g_free(img);
+}
+
 /* The scenario written so that it crosses s_maxlen - 1 -> s_first. */
 static void test_jbd2_wraparound(void **state)
 {
@@ -1939,6 +2112,9 @@ int main(void)
 	    cmocka_unit_test(test_jbd2_csum_capacities),
 	    cmocka_unit_test(test_jbd2_csum_v3_flips),
 	    cmocka_unit_test(test_jbd2_csum_v2_flips),
+	    cmocka_unit_test(test_jbd2_csum_v1_async_1k),
+	    cmocka_unit_test(test_jbd2_csum_v1_async_4k),
+	    cmocka_unit_test(test_jbd2_csum_v1_flips),
 	    cmocka_unit_test(test_jbd2_wraparound),
 	    cmocka_unit_test(test_jbd2_multi_desc_revoke),
 	    cmocka_unit_test(test_jbd2_skip_when_recover_clear),

@@ -1,8 +1,11 @@
 /*
- * test_journal.c - the transaction engine and the four journal policies
- * (simfs/journal.h, models/journal/jnl.c): what reaches the device, in
- * which order, and what a crash leaves for recovery; each policy's crash
- * promise record (models/journal/promise.c) and data=auto's choice.
+ * test_journal.c - the transaction engine and the journal policies
+ * (simfs/journal.h, models/journal/jnl.c and one file per policy): what
+ * reaches the device, in which order, and what a crash leaves for
+ * recovery; each policy's crash promise and data=auto's choice; the
+ * contract every policy of the registry is held to; the asynchronous
+ * commit of data=journal_async; a chattr +D directory waiting for the
+ * commit in flight on a mount.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -602,7 +605,7 @@ static void test_journal_promises(void **state)
 		const struct sfs_jnl_promise *pr = sfs_jnl_promise(o);
 
 		assert_non_null(pr);
-		assert_int_equal(pr->journaled, o->journaled);
+		assert_int_equal(pr->journaled, sfs_jnl_keeps_log(o));
 		if (pr->fsync_durable || pr->no_foreign ||
 		    pr->data_not_behind || pr->data_exact)
 			assert_true(pr->journaled);
@@ -615,8 +618,201 @@ static void test_journal_promises(void **state)
 		o = sfs_jnl_auto(has);
 		assert_non_null(o);
 		assert_ptr_equal(sfs_jnl_find(o->name), o);
-		assert_int_equal(o->journaled, has);
+		assert_int_equal(sfs_jnl_keeps_log(o), has);
 	}
+}
+
+/*
+ * The contract of a journal policy, for every policy of the registry: the
+ * data path its table names is the one the engine takes (no delayed
+ * allocation for journalled data, even with delalloc asked for); work with
+ * deletes, then unmount, leaves the image e2fsck-clean without RECOVER;
+ * a power cut after an fsync keeps the fsync'd file whole when the policy
+ * promises fsync_durable, and the recovered image is e2fsck-clean when it
+ * promises journaled metadata.
+ */
+static void test_journal_contract(void **state)
+{
+	struct ctx *c = *state;
+	uint8_t *bytes = g_malloc(IMG_BYTES);
+	const struct sfs_jnl_ops *o;
+	unsigned n = 0;
+
+	for (unsigned i = 0; (o = sfs_jnl_nth(i)); i++, n++) {
+		const struct sfs_jnl_promise *pr = sfs_jnl_promise(o);
+		struct sfs_fs *fs;
+		struct sfs_attr a;
+		sfs_ino_t ino;
+
+		print_message("# data=%s\n", o->name);
+		fs = open_ram(c, o->name, "alloc=mballoc,delalloc", bytes, NULL,
+			      true);
+		assert_string_equal(sfs_jnl_name(fs->jnl), o->name);
+		assert_int_equal(sfs_jnl_journaled(fs->jnl),
+				 sfs_jnl_keeps_log(o));
+		assert_int_equal(fs->da_on,
+				 o->data_path == SFS_JNL_DATA_CACHED);
+		assert_int_equal(
+		    sfs_mkdir(fs, SFS_ROOT_INO, "d", 0755, 0, 0, &a), 0);
+		for (int k = 0; k < 40; k++) {
+			char name[16];
+			snprintf(name, sizeof(name), "f%d", k);
+			ino = mkfile(fs, a.ino, name);
+			wr(fs, ino, 0, 2000 + k * 300, 'a' + k % 26);
+			if (k % 4 == 0)
+				assert_int_equal(sfs_unlink(fs, a.ino, name),
+						 0);
+		}
+		assert_int_equal(sfs_fs_close(fs), 0);
+		check_clean(c, bytes, o->name);
+		assert_false(sfs_le32(super_of(bytes)->s_feature_incompat) &
+			     SFS_FEATURE_INCOMPAT_RECOVER);
+
+		/* a power cut after an fsync */
+		fs = open_ram(c, o->name, NULL, bytes, NULL, true);
+		ino = mkfile(fs, SFS_ROOT_INO, "synced");
+		wr(fs, ino, 0, 20000, 's');
+		assert_int_equal(sfs_fsync(fs, ino, false), 0);
+		wr(fs, mkfile(fs, SFS_ROOT_INO, "later"), 0, 3000, 'l');
+		sfs_fs_abort(fs);
+		if (!pr->journaled)
+			continue; /* e2fsck's repair is all there is */
+		fs = open_ram(c, o->name, NULL, bytes, NULL, false);
+		if (pr->fsync_durable) {
+			assert_int_equal(
+			    sfs_lookup(fs, SFS_ROOT_INO, "synced", &a), 0);
+			check_bytes(fs, a.ino, 20000, 's');
+		}
+		assert_int_equal(sfs_fs_close(fs), 0);
+		check_clean(c, bytes, o->name);
+	}
+	assert_true(n >= 5);
+	g_free(bytes);
+}
+
+/* The journal superblock of the image in bytes. */
+static void jsb_of(uint8_t *bytes, struct sfs_jlog_super *js)
+{
+	struct sfs_bdev *ram = sfs_ramdev_wrap(bytes, IMG_BYTES);
+	struct sfs_jlog *log = NULL;
+
+	assert_int_equal(sfs_jlog_open_dev(ram, NULL, &log, NULL), 0);
+	sfs_jlog_get_super(log, js);
+	sfs_jlog_close(log);
+	sfs_bdev_close(ram);
+}
+
+/*
+ * data=journal_async against data=journal: the same log blocks, but the
+ * commit block goes out with them, no flush before it, one after it (an
+ * fsync: journal flush, commit, flush, fsync's flush; journal_async
+ * commit, flush, fsync's flush).  The log says so in its superblock
+ * (checksum v1 and async commit, which e2fsck reads), and a later mount
+ * with another policy takes both features off again.
+ */
+static void test_journal_async_commit(void **state)
+{
+	struct ctx *c = *state;
+	uint8_t *bytes = g_malloc(IMG_BYTES);
+	const char *modes[] = {"journal", "journal_async"};
+	size_t flushes[2], before[2];
+	uint64_t log_bytes[2];
+	struct sfs_jlog_super js;
+
+	for (int m = 0; m < 2; m++) {
+		struct sfs_bdev *ram;
+		struct sfs_fs *fs =
+		    open_ram(c, modes[m], NULL, bytes, &ram, true);
+		sfs_ino_t ino = mkfile(fs, SFS_ROOT_INO, "f");
+		const struct sfs_io_req *log;
+		long commit, first = -1;
+		size_t n;
+
+		wr(fs, ino, 0, 40000, 'x');
+		sfs_ramdev_clear_log(ram);
+		assert_int_equal(sfs_fsync(fs, ino, false), 0);
+		log = sfs_ramdev_log(ram, &n);
+		commit = last_journal_write(log, n);
+		assert_true(commit > 0);
+		flushes[m] = before[m] = 0;
+		for (size_t i = 0; i < n; i++) {
+			if (first < 0 && log[i].op == SFS_IO_WRITE &&
+			    log[i].cat == SFS_IO_JOURNAL)
+				first = (long)i;
+			if (log[i].op != SFS_IO_FLUSH)
+				continue;
+			flushes[m]++;
+			before[m] += first >= 0 && (long)i < commit;
+		}
+		/* one flush after the commit block, then fsync's own */
+		assert_int_equal(log[commit + 1].op, SFS_IO_FLUSH);
+		log_bytes[m] = stat_u64(fs, "journal", "log_bytes");
+		assert_int_equal(stat_u64(fs, "journal", "commits.fsync"), 1);
+		jsb_of(bytes, &js);
+		if (m == 1) {
+			assert_true(js.feature_compat &
+				    SFS_JBD2_COMPAT_CHECKSUM);
+			assert_true(js.feature_incompat &
+				    SFS_JBD2_INCOMPAT_ASYNC_COMMIT);
+		} else {
+			assert_false(js.feature_compat &
+				     SFS_JBD2_COMPAT_CHECKSUM);
+			assert_false(js.feature_incompat &
+				     SFS_JBD2_INCOMPAT_ASYNC_COMMIT);
+		}
+		assert_int_equal(sfs_fs_close(fs), 0);
+		check_clean(c, bytes, modes[m]);
+	}
+	assert_int_equal(before[0], 1); /* journal: the flush before commit */
+	assert_int_equal(before[1], 0);
+	assert_int_equal(flushes[0], flushes[1] + 1);
+	assert_int_equal(log_bytes[0], log_bytes[1]);
+
+	/* data=ordered on the log journal_async left: features off */
+	jsb_of(bytes, &js);
+	assert_true(js.feature_incompat & SFS_JBD2_INCOMPAT_ASYNC_COMMIT);
+	struct sfs_fs *fs = open_ram(c, "ordered", NULL, bytes, NULL, false);
+	wr(fs, mkfile(fs, SFS_ROOT_INO, "g"), 0, 5000, 'g');
+	assert_int_equal(sfs_fs_close(fs), 0);
+	jsb_of(bytes, &js);
+	assert_false(js.feature_compat & SFS_JBD2_COMPAT_CHECKSUM);
+	assert_false(js.feature_incompat & SFS_JBD2_INCOMPAT_ASYNC_COMMIT);
+	check_clean(c, bytes, "ordered after journal_async");
+	g_free(bytes);
+}
+
+/* data=journal_async refuses a log with checksum v3 (metadata_csum), where
+ * a torn asynchronous commit would fail recovery; data=journal opens it. */
+static void test_journal_async_refuses_csum_v3(void **state)
+{
+	struct ctx *c = *state;
+	char *img = g_build_filename(c->dir, "csum.img", NULL);
+	char *argv[] = {
+	    "mke2fs",	     "-q", "-F",     "-t", "ext4", "-b", "1024", "-O",
+	    "metadata_csum", "-J", "size=1", img,  "16M",  NULL};
+	struct sfs_config cfg;
+	struct sfs_bdev *bd;
+	struct sfs_fs *fs;
+	char *err = NULL;
+
+	g_free(sfs_test_run(argv));
+	assert_true(sfs_test_fsck_clean(img, NULL));
+	assert_int_equal(sfs_bdev_open_file(img, 0, 0, &bd), 0);
+	sfs_config_defaults(&cfg);
+	g_strlcpy(cfg.journal, "journal_async", sizeof(cfg.journal));
+	assert_int_equal(sfs_fs_open(bd, &cfg, &fs, &err), -EINVAL);
+	assert_non_null(err);
+	assert_non_null(strstr(err, "checksum v1"));
+	g_free(err);
+	err = NULL;
+	/* a failed open closed the device */
+	assert_int_equal(sfs_bdev_open_file(img, 0, 0, &bd), 0);
+	g_strlcpy(cfg.journal, "journal", sizeof(cfg.journal));
+	if (sfs_fs_open(bd, &cfg, &fs, &err))
+		fail_msg("data=journal on the metadata_csum image: %s", err);
+	assert_int_equal(sfs_fs_close(fs), 0);
+	assert_true(sfs_test_fsck_clean(img, NULL));
+	g_free(img);
 }
 
 /* The i_dtime of inode ino as the engine holds it (the orphan link). */
@@ -715,11 +911,83 @@ static void test_journal_orphan_list_broken(void **state)
 	g_free(bytes);
 }
 
+/*
+ * chattr +D on a mount (a real clock: deferred waits, group commit): a
+ * change to the directory that meets a commit in flight waits for that
+ * commit, then commits itself, as an fsync does.  The commit in flight is
+ * stood in for by the count its thread holds until it has slept out its
+ * I/O (fs.c, commits_in_flight); a helper thread ends it after 50 ms.
+ */
+struct dirsync_inflight {
+	struct sfs_fs *fs;
+	bool ended;
+};
+
+static gpointer dirsync_end_commit(gpointer p)
+{
+	struct dirsync_inflight *f = p;
+
+	g_usleep(50 * 1000);
+	sfs_lock(f->fs);
+	f->ended = true;
+	f->fs->commits_in_flight--;
+	sfs_cond_broadcast(&f->fs->commit_cond);
+	sfs_unlock(f->fs);
+	return NULL;
+}
+
+static void test_journal_dirsync_waits(void **state)
+{
+	struct ctx *c = *state;
+	uint8_t *bytes = g_malloc(IMG_BYTES);
+	struct sfs_fs *fs = open_ram(c, "ordered", "clock=emulate,device=ideal",
+				     bytes, NULL, true);
+	struct dirsync_inflight f = {.fs = fs};
+	struct sfs_attr a;
+	uint32_t flags;
+	uint64_t c0;
+	bool ended;
+
+	assert_true(fs->defer_waits);
+	assert_int_equal(sfs_mkdir(fs, SFS_ROOT_INO, "d", 0755, 0, 0, &a), 0);
+	assert_int_equal(sfs_get_flags(fs, a.ino, &flags), 0);
+	assert_int_equal(
+	    sfs_set_flags(fs, a.ino, flags | SFS_DIRSYNC_FL, false), 0);
+	/* no commit in flight: the create commits at once */
+	c0 = stat_u64(fs, "journal", "commits.fsync");
+	mkfile(fs, a.ino, "x");
+	assert_int_equal(stat_u64(fs, "journal", "commits.fsync"), c0 + 1);
+	/* one in flight: the create returns after it, with its own commit */
+	sfs_lock(fs);
+	fs->commits_in_flight++;
+	sfs_unlock(fs);
+	GThread *t = g_thread_new("commit", dirsync_end_commit, &f);
+	mkfile(fs, a.ino, "y");
+	sfs_lock(fs);
+	ended = f.ended;
+	sfs_unlock(fs);
+	g_thread_join(t);
+	assert_true(ended);
+	assert_int_equal(stat_u64(fs, "journal", "commits.fsync"), c0 + 2);
+	/* a plain directory's create commits nothing */
+	mkfile(fs, SFS_ROOT_INO, "z");
+	assert_int_equal(stat_u64(fs, "journal", "commits.fsync"), c0 + 2);
+	assert_int_equal(sfs_fs_close(fs), 0);
+	check_clean(c, bytes, "dirsync");
+	g_free(bytes);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_journal_modes_clean_unmount,
 						setup, teardown),
+		cmocka_unit_test_setup_teardown(test_journal_contract, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_journal_async_commit,
+						setup, teardown),
+		cmocka_unit_test_setup_teardown(
+			test_journal_async_refuses_csum_v3, setup, teardown),
 		cmocka_unit_test_setup_teardown(
 			test_journal_ordered_data_before_commit, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_journal_crash_recovery,
@@ -741,6 +1009,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_journal_orphan_list_broken,
 						setup, teardown),
 		cmocka_unit_test(test_journal_promises),
+		cmocka_unit_test_setup_teardown(test_journal_dirsync_waits,
+						setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
