@@ -9,9 +9,9 @@
  * hard links, fast and slow symlinks, random modes, owners and mtimes, and
  * user.* xattrs; a quarter of the files are preallocated first with
  * fallocate(2) (unwritten extents on the extent-mapped presets, which
- * must succeed; EOPNOTSUPP on block maps).  What was written is recorded as the expectation
- * (names, types, modes, owners, link counts, sizes, content hashes, link
- * targets).  Then:
+ * must succeed; EOPNOTSUPP on block maps).  What was written is recorded as the
+ * expectation (names, types, modes, owners, link counts, sizes, content hashes,
+ * link targets).  Then:
  *   1. while mounted: the tree read back equals the expectation;
  *   2. umount, e2fsck -fn clean, remount: equal again (+ xattrs, mtimes);
  *   3. umount, e2fsck clean, `mount -o loop,ro -t ext2` (the kernel):
@@ -19,7 +19,13 @@
  * Step 3 is skipped, saying so, only when loop mounting is impossible here
  * (checked with an image made by mke2fs): then the rest still counts.
  *
- * usage: t_persist SIMFS_BINARY [SEED [BLOCKSIZE]]
+ * usage: t_persist SIMFS_BINARY [SEED [BLOCKSIZE [PRESET]]]
+ *
+ * PRESET is a `simfs mkfs --preset` name, the image then mounted with
+ * preset=PRESET; or "mke2fs-ext4" / "mke2fs-ext3": the image as plain
+ * `mke2fs -t ext4` / `-t ext3 -b BLOCKSIZE` makes it (this e2fsprogs's
+ * defaults: metadata_csum, 64bit, flex_bg for ext4), mounted with
+ * preset=ext4 / preset=ext3.
  */
 #include "harness.h"
 
@@ -442,6 +448,7 @@ int main(int argc, char **argv)
 	char bsarg[16];
 	const char *mkfs_args[] = {"-b", bsarg, NULL, NULL, NULL};
 	const char *preset = NULL; /* a historical system (argv[4]) */
+	const char *mke2fs_type = NULL; /* or mke2fs's image of this type */
 	char *mopts = NULL;
 	int ndirs, nfiles, nlinks, nsyms;
 	double t0 = h_now();
@@ -458,7 +465,17 @@ int main(int argc, char **argv)
 	       (unsigned long long)seed, bs, preset ? preset : "(none)",
 	       argv[0], argv[1], (unsigned long long)seed, bs,
 	       preset ? " " : "", preset ? preset : "");
-	if (preset) {
+	if (preset && g_str_has_prefix(preset, "mke2fs-")) {
+		/* mke2fs's own image of that type, mounted as that preset */
+		mke2fs_type = preset + strlen("mke2fs-");
+		if (strcmp(mke2fs_type, "ext4") != 0 &&
+		    strcmp(mke2fs_type, "ext3") != 0)
+			h_bail("PRESET must be mke2fs-ext4 or mke2fs-ext3, not "
+			       "%s",
+			       preset);
+		mopts = g_strdup_printf("preset=%s", mke2fs_type);
+		extents = strcmp(mke2fs_type, "ext4") == 0;
+	} else if (preset) {
 		/* the image the preset needs (journal), mounted with it */
 		mkfs_args[2] = "--preset";
 		mkfs_args[3] = preset;
@@ -482,8 +499,15 @@ int main(int argc, char **argv)
 	xattrs = g_array_new(FALSE, FALSE, sizeof(struct xa));
 	mtimes = g_array_new(FALSE, FALSE, sizeof(struct mt));
 
-	if (h_mkfs(img, "256M", mkfs_args) != 0)
+	if (mke2fs_type) {
+		if (h_runl(NULL, &err, "mke2fs", "-F", "-q", "-t", mke2fs_type,
+			   "-b", bsarg, img, "256M", NULL) != 0)
+			h_bail("mke2fs failed: %s", err ? err : "?");
+		g_free(err);
+		err = NULL;
+	} else if (h_mkfs(img, "256M", mkfs_args) != 0) {
 		h_bail("simfs mkfs failed");
+	}
 	if (h_mount(img, mnt, mopts) != 0)
 		h_bail("simfs mount failed");
 	if (mkdir(base, 0755) < 0)

@@ -43,7 +43,8 @@
  * instead of simfs mkfs, "mke2fs-uninit_bg" the same with uninit_bg (crc16
  * descriptor sums, uninitialised groups), "mke2fs-ext4-csum" mke2fs's
  * default ext4 (metadata_csum; the journal then carries jbd2 checksum
- * v3).  $T_RANDOPS_OPS_MAX
+ * v3), "mke2fs-ext3" mke2fs's default ext3 (`mke2fs -t ext3`: a journal,
+ * dir_index, resize_inode).  $T_RANDOPS_OPS_MAX
  * caps NOPS (per worker) where each operation costs more (the sanitizer
  * builds, tests/run-all.sh): the same kinds of operation and the same
  * checks, a shorter sequence.
@@ -792,9 +793,10 @@ int main(int argc, char **argv)
 		h_bail("FALLOC must be \"all\" or empty, not %s", argv[7]);
 	if (argc > 8 && strcmp(argv[8], "mke2fs-ext4") != 0 &&
 	    strcmp(argv[8], "mke2fs-uninit_bg") != 0 &&
-	    strcmp(argv[8], "mke2fs-ext4-csum") != 0)
-		h_bail("IMAGE must be \"mke2fs-ext4\", \"mke2fs-uninit_bg\" "
-		       "or \"mke2fs-ext4-csum\", not %s",
+	    strcmp(argv[8], "mke2fs-ext4-csum") != 0 &&
+	    strcmp(argv[8], "mke2fs-ext3") != 0)
+		h_bail("IMAGE must be \"mke2fs-ext4\", \"mke2fs-uninit_bg\", "
+		       "\"mke2fs-ext4-csum\" or \"mke2fs-ext3\", not %s",
 		       argv[8]);
 	falloc_all = argc > 7 && *argv[7];
 	if (getenv("T_RANDOPS_OPS_MAX")) {
@@ -874,14 +876,20 @@ int main(int argc, char **argv)
 		char *err = NULL;
 
 		/* the image as mke2fs makes ext4, less metadata_csum (or
-		 * with uninit_bg instead, or as it is) */
+		 * with uninit_bg instead, or as it is; or its ext3) */
 		const char *feat = !strcmp(argv[8], "mke2fs-uninit_bg")
 				       ? "^metadata_csum,uninit_bg"
 				   : !strcmp(argv[8], "mke2fs-ext4-csum")
 				       ? "metadata_csum"
 				       : "^metadata_csum";
-		if (h_runl(NULL, &err, "mke2fs", "-F", "-q", "-t", "ext4", "-O",
-			   feat, "-b", bs, img, "1G", NULL) != 0)
+		int rc =
+		    !strcmp(argv[8], "mke2fs-ext3")
+			? h_runl(NULL, &err, "mke2fs", "-F", "-q", "-t", "ext3",
+				 "-b", bs, img, "1G", NULL)
+			: h_runl(NULL, &err, "mke2fs", "-F", "-q", "-t", "ext4",
+				 "-O", feat, "-b", bs, img, "1G", NULL);
+
+		if (rc != 0)
 			h_bail("mke2fs failed: %s", err ? err : "?");
 		g_free(err);
 	} else if (h_mkfs(img, "1G", mkfs_args) != 0) {

@@ -9,6 +9,16 @@
  *   assert_true(sfs_test_fsck_clean(path, NULL));
  *   sfs_test_rmtree(dir);
  *
+ * With SIMFS_TEST_MKFS=mke2fs-ext4 (or mke2fs-ext3) in the environment,
+ * sfs_test_mkimage makes the image with plain `mke2fs -t ext4` (or ext3)
+ * at the same size and block size instead: the defaults of the installed
+ * e2fsprogs (1.47: metadata_csum, 64bit, flex_bg, a journal, dir_index,
+ * resize_inode), with a fixed UUID and hash seed so that a run is
+ * reproducible.  The unit suites that take their images from here run a
+ * second time that way (tests/unit/meson.build); a test that checks what
+ * simfs mkfs itself lays out asks sfs_test_simfs_mkfs() and checks that
+ * only on simfs mkfs's images.
+ *
  * Directories come from one per-process parent that is removed at exit
  * and on SIGTERM/SIGINT/SIGHUP, so a failed or killed test leaves nothing
  * in $TMPDIR.
@@ -118,11 +128,95 @@ void sfs_test_rmtree(const char *dir)
 	nftw(dir, rm_entry, 16, FTW_DEPTH | FTW_PHYS | FTW_MOUNT);
 }
 
-/* Sparse image of size_bytes formatted by simfs mkfs.  0 or -errno. */
+/* The mke2fs type SIMFS_TEST_MKFS asks for ("ext4", "ext3"), or NULL for
+ * simfs mkfs; any other value fails the test. */
+static const char *mke2fs_type(void)
+{
+	const char *v = getenv("SIMFS_TEST_MKFS");
+
+	if (!v || !v[0] || strcmp(v, "simfs") == 0)
+		return NULL;
+	if (strcmp(v, "mke2fs-ext4") == 0 || strcmp(v, "mke2fs-ext3") == 0)
+		return v + strlen("mke2fs-");
+	fail_msg("SIMFS_TEST_MKFS must be simfs, mke2fs-ext4 or mke2fs-ext3, "
+		 "not '%s'",
+		 v);
+	return NULL;
+}
+
+bool sfs_test_simfs_mkfs(void)
+{
+	return mke2fs_type() == NULL;
+}
+
+struct CMUnitTest *sfs_test_select(const struct CMUnitTest *tests, size_t *n,
+				   const char *const *only_simfs)
+{
+	struct CMUnitTest *run = g_new0(struct CMUnitTest, *n + 1);
+	size_t kept = 0;
+
+	for (size_t i = 0; i < *n; i++) {
+		const char *why = NULL;
+
+		for (const char *const *o = only_simfs;
+		     !sfs_test_simfs_mkfs() && o[0]; o += 2)
+			if (strcmp(o[0], tests[i].name) == 0)
+				why = o[1];
+		if (why)
+			printf("# %s: not on %s images: %s\n", tests[i].name,
+			       getenv("SIMFS_TEST_MKFS"), why);
+		else
+			run[kept++] = tests[i];
+	}
+	*n = kept;
+	return run;
+}
+
+int sfs_test_mke2fs(const char *path, uint64_t size_bytes, uint32_t bs,
+		    const char *type, const char *ext_opts)
+{
+	char bsarg[16], size[32];
+	char *eopts = g_strdup_printf(
+	    "hash_seed=5eed5eed-0000-4000-8000-0000000000d1%s%s",
+	    ext_opts ? "," : "", ext_opts ? ext_opts : "");
+	gchar *argv[] = {
+	    "mke2fs", "-F",	    "-q",
+	    "-t",     (char *)type, "-b",
+	    bsarg,    "-U",	    "5eed5eed-0000-4000-8000-00000000f00d",
+	    "-E",     eopts,	    (char *)path,
+	    size,     NULL};
+	char **envp = g_environ_setenv(g_get_environ(), "LC_ALL", "C", TRUE);
+	char *out = NULL, *errs = NULL;
+	gint status = -1;
+	int rc = 0;
+
+	g_snprintf(bsarg, sizeof(bsarg), "%u", bs);
+	g_snprintf(size, sizeof(size), "%" G_GUINT64_FORMAT "k",
+		   size_bytes / 1024);
+	envp =
+	    g_environ_setenv(envp, "E2FSPROGS_FAKE_TIME", "1700000000", TRUE);
+	/* its stdout ("Creating regular file") kept off the TAP stream */
+	if (!g_spawn_sync(NULL, argv, envp, G_SPAWN_SEARCH_PATH, NULL, NULL,
+			  &out, &errs, &status, NULL) ||
+	    !WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+		print_error("sfs_test_mke2fs %s: mke2fs -t %s: %s\n", path,
+			    type, errs ? errs : "(cannot run)");
+		rc = -EIO;
+	}
+	g_free(out);
+	g_free(errs);
+	g_free(eopts);
+	g_strfreev(envp);
+	return rc;
+}
+
+/* Sparse image of size_bytes formatted by simfs mkfs (or mke2fs, with
+ * SIMFS_TEST_MKFS).  0 or -errno. */
 int sfs_test_mkimage(const char *path, uint64_t size_bytes, uint32_t bs)
 {
 	struct sfs_mkfs_params p;
 	struct sfs_bdev *bd;
+	const char *type = mke2fs_type();
 	char *err = NULL;
 	int rc;
 
@@ -130,6 +224,10 @@ int sfs_test_mkimage(const char *path, uint64_t size_bytes, uint32_t bs)
 				size_bytes, &bd);
 	if (rc)
 		return rc;
+	if (type) {
+		sfs_bdev_close(bd);
+		return sfs_test_mke2fs(path, size_bytes, bs, type, NULL);
+	}
 	sfs_mkfs_defaults(&p);
 	p.block_size = bs;
 	p.seed = SFS_TEST_SEED;
@@ -214,13 +312,26 @@ static bool fsck_output_clean(const char *text)
 	return clean;
 }
 
-/* Add an internal journal (as simfs mkfs -j). */
+/* Add an internal journal (as simfs mkfs -j); mke2fs's images
+ * (SIMFS_TEST_MKFS) keep the one mke2fs made. */
 void sfs_test_add_journal(const char *path, uint32_t blocks)
 {
 	struct sfs_bdev *bd;
+	struct sfs_dsuper sb;
 	char *err = NULL;
 	int rc;
 
+	if (!sfs_test_simfs_mkfs()) {
+		FILE *f = fopen(path, "rb");
+
+		assert_non_null(f);
+		assert_int_equal(fseek(f, SFS_SUPER_OFFSET, SEEK_SET), 0);
+		assert_int_equal(fread(&sb, sizeof(sb), 1, f), 1);
+		fclose(f);
+		if (sfs_le32(sb.s_feature_compat) &
+		    SFS_FEATURE_COMPAT_HAS_JOURNAL)
+			return;
+	}
 	assert_int_equal(sfs_bdev_open_file(path, 0, 0, &bd), 0);
 	rc = sfs_jbd2_add_internal(bd, blocks, SFS_JBD2_PLACE_FIRST_FREE, &err);
 	if (rc)

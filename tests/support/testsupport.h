@@ -8,6 +8,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdlib.h>
 
 #include "blockdev.h"
 #include "fs.h"
@@ -50,10 +51,34 @@ uint64_t sfs_faultdev_fired(struct sfs_bdev *fd);
 char *sfs_test_tmpdir(void);
 void sfs_test_rmtree(const char *dir);
 /* Create a sparse image file of size_bytes and format it with simfs mkfs
- * (block size bs, default other parameters).  0 or -errno. */
+ * (block size bs, default other parameters), or with plain `mke2fs -t
+ * ext4` / `-t ext3` when SIMFS_TEST_MKFS is mke2fs-ext4 / mke2fs-ext3.
+ * 0 or -errno. */
 int sfs_test_mkimage(const char *path, uint64_t size_bytes, uint32_t bs);
+/* `mke2fs -F -q -t type -b bs` (the installed e2fsprogs's defaults for
+ * that type) making path of size_bytes, with a fixed UUID and hash seed;
+ * ext_opts (or NULL) adds to -E.  0, or -EIO with mke2fs's message
+ * printed. */
+int sfs_test_mke2fs(const char *path, uint64_t size_bytes, uint32_t bs,
+		    const char *type, const char *ext_opts);
+/* Does sfs_test_mkimage use simfs mkfs (SIMFS_TEST_MKFS unset)?  Checks of
+ * simfs mkfs's own layout (free counts, block numbers) hold only then. */
+bool sfs_test_simfs_mkfs(void);
+/*
+ * The tests of tests[0..*n) to run: all on simfs mkfs's images; on
+ * mke2fs's (SIMFS_TEST_MKFS) all but those named in only_simfs, pairs of
+ * test name and why it checks simfs mkfs's own layout (free counts of a
+ * journal-less image, where group 0's data starts, linear directories),
+ * NULL-terminated.  Each one left out is named on stdout.  Returns a new
+ * array (kept to the end of the process) and its length in *n, for
+ * _cmocka_run_group_tests.
+ */
+struct CMUnitTest;
+struct CMUnitTest *sfs_test_select(const struct CMUnitTest *tests, size_t *n,
+				   const char *const *only_simfs);
 /* Add an internal journal of `blocks` blocks to a fresh image (as
- * `simfs mkfs -j`); fails the test on error. */
+ * `simfs mkfs -j`); fails the test on error.  An image mke2fs made
+ * (SIMFS_TEST_MKFS) keeps its own journal. */
 void sfs_test_add_journal(const char *path, uint32_t blocks);
 /* Open an image file as a filesystem with option string opts ("" ok);
  * fails the test on error. */

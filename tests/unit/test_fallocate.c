@@ -59,6 +59,14 @@ static void expect(struct sfs_fs *fs, sfs_ino_t ino, uint64_t off, size_t len,
 	g_free(buf);
 }
 
+/* The free-block count after a sync: under a journal, freed blocks return
+ * at its commit. */
+static uint64_t free_synced(struct sfs_fs *fs)
+{
+	assert_int_equal(sfs_fs_sync(fs), 0);
+	return sfs_test_free_blocks(fs);
+}
+
 /* Unwritten blocks among the first nblk of ino (the map without create). */
 static uint32_t unwritten_blocks(struct sfs_fs *fs, sfs_ino_t ino,
 				 uint32_t nblk)
@@ -90,10 +98,10 @@ static void test_fallocate_basic(void **state)
 	struct sfs_attr a;
 
 	fill(fs, f, 0, 8192, 0x11); /* two blocks of data first */
-	free0 = sfs_test_free_blocks(fs);
+	free0 = free_synced(fs);
 	assert_int_equal(sfs_fallocate(fs, f, 0, 0, MiB), 0);
 	/* 256 blocks covered, 254 new, all of them unwritten */
-	assert_int_equal(sfs_test_free_blocks(fs), free0 - 254);
+	assert_int_equal(free_synced(fs), free0 - 254);
 	assert_int_equal(unwritten_blocks(fs, f, 256), 254);
 	assert_int_equal(sfs_getattr(fs, f, &a), 0);
 	assert_int_equal(a.size, MiB);
@@ -102,14 +110,14 @@ static void test_fallocate_basic(void **state)
 	expect(fs, f, 8192, MiB - 8192, 0);
 	/* writes convert in place: no new block */
 	fill(fs, f, 100 * 4096 + 10, 3 * 4096, 0x22);
-	assert_int_equal(sfs_test_free_blocks(fs), free0 - 254);
+	assert_int_equal(free_synced(fs), free0 - 254);
 	assert_int_equal(unwritten_blocks(fs, f, 256), 250);
 	expect(fs, f, 100 * 4096 + 10, 3 * 4096, 0x22);
 	expect(fs, f, 100 * 4096, 10, 0);
 	expect(fs, f, 103 * 4096 + 10, 4096 - 10, 0);
 	/* again over the same range: nothing more to allocate */
 	assert_int_equal(sfs_fallocate(fs, f, 0, 0, MiB), 0);
-	assert_int_equal(sfs_test_free_blocks(fs), free0 - 254);
+	assert_int_equal(free_synced(fs), free0 - 254);
 	assert_int_equal(sfs_release(fs, f), 0);
 	sfs_tfs_cycle(t);
 	expect(t->fs, f, 0, 8192, 0x11);
@@ -125,7 +133,7 @@ static void test_fallocate_keep_size(void **state)
 	struct sfs_tfs *t = sfs_tfs_new(1024, 32 * MiB, "alloc=mballoc");
 	struct sfs_fs *fs = t->fs;
 	sfs_ino_t f = sfs_test_mkfile(fs, SFS_ROOT_INO, "k");
-	uint64_t free0 = sfs_test_free_blocks(fs);
+	uint64_t free0 = free_synced(fs);
 	struct sfs_attr a;
 
 	assert_int_equal(
@@ -133,7 +141,7 @@ static void test_fallocate_keep_size(void **state)
 	assert_int_equal(sfs_getattr(fs, f, &a), 0);
 	assert_int_equal(a.size, 0);
 	/* bytes 5000..104999: blocks 4..102 */
-	assert_true(free0 - sfs_test_free_blocks(fs) >= 99);
+	assert_true(free0 - free_synced(fs) >= 99);
 	/* appending writes land in the preallocated blocks */
 	fill(fs, f, 0, 20000, 0x33);
 	assert_int_equal(sfs_getattr(fs, f, &a), 0);
@@ -204,10 +212,11 @@ static void test_fallocate_enospc(void **state)
 	struct sfs_tfs *t = sfs_tfs_new(1024, 8 * MiB, "alloc=extent");
 	struct sfs_fs *fs = t->fs;
 	sfs_ino_t f = sfs_test_mkfile(fs, SFS_ROOT_INO, "big");
+	uint64_t free0 = free_synced(fs);
 	struct sfs_attr a;
 
 	assert_int_equal(sfs_fallocate(fs, f, 0, 0, 16 * MiB), -ENOSPC);
-	assert_true(sfs_test_free_blocks(fs) < 8);
+	assert_true(free_synced(fs) < 8);
 	assert_int_equal(sfs_getattr(fs, f, &a), 0);
 	assert_int_equal(a.size, 0); /* i_size only moves on success */
 	assert_true(a.blocks > 0);
@@ -216,7 +225,7 @@ static void test_fallocate_enospc(void **state)
 	sfs_tfs_cycle(t);
 	/* and the space comes back with the file */
 	assert_int_equal(sfs_unlink(t->fs, SFS_ROOT_INO, "big"), 0);
-	assert_true(sfs_test_free_blocks(t->fs) > 7000);
+	assert_int_equal(free_synced(t->fs), free0);
 	sfs_tfs_assert_clean(t);
 	sfs_tfs_free(t);
 }
@@ -327,14 +336,14 @@ static void test_fallocate_punch_extent(void **state)
 	struct sfs_attr a;
 
 	put(fs, f, 0, 100 * 1024, 1);
-	free0 = sfs_test_free_blocks(fs);
+	free0 = free_synced(fs);
 	b0 = blocks_of(fs, f);
 	/* bytes 1500..20499: blocks 2..19 whole (18), 1 and 20 partial */
 	assert_int_equal(
 	    sfs_fallocate(fs, f, SFS_FALLOC_PUNCH_HOLE | SFS_FALLOC_KEEP_SIZE,
 			  1500, 19000),
 	    0);
-	assert_int_equal(sfs_test_free_blocks(fs), free0 + 18);
+	assert_int_equal(free_synced(fs), free0 + 18);
 	assert_int_equal(blocks_of(fs, f), b0 - 18 * 2);
 	assert_int_equal(sfs_getattr(fs, f, &a), 0);
 	assert_int_equal(a.size, 100 * 1024);
@@ -354,7 +363,7 @@ static void test_fallocate_punch_extent(void **state)
 	    sfs_fallocate(fs, f, SFS_FALLOC_PUNCH_HOLE | SFS_FALLOC_KEEP_SIZE,
 			  50 * 1024 + 10, 100),
 	    0);
-	assert_int_equal(sfs_test_free_blocks(fs), free0 + 18);
+	assert_int_equal(free_synced(fs), free0 + 18);
 	expect(fs, f, 50 * 1024 + 10, 100, 0);
 	/* preallocate 40 blocks past EOF, then punch from 90 KiB on: the
 	 * file's last 10 blocks go (EOF is page aligned), the preallocated
@@ -362,17 +371,17 @@ static void test_fallocate_punch_extent(void **state)
 	assert_int_equal(
 	    sfs_fallocate(fs, f, SFS_FALLOC_KEEP_SIZE, 100 * 1024, 40 * 1024),
 	    0);
-	free0 = sfs_test_free_blocks(fs);
+	free0 = free_synced(fs);
 	assert_int_equal(
 	    sfs_fallocate(fs, f, SFS_FALLOC_PUNCH_HOLE | SFS_FALLOC_KEEP_SIZE,
 			  100 * 1024, 40 * 1024),
 	    0);
-	assert_int_equal(sfs_test_free_blocks(fs), free0);
+	assert_int_equal(free_synced(fs), free0);
 	assert_int_equal(
 	    sfs_fallocate(fs, f, SFS_FALLOC_PUNCH_HOLE | SFS_FALLOC_KEEP_SIZE,
 			  90 * 1024, 1024 * 1024),
 	    0);
-	assert_int_equal(sfs_test_free_blocks(fs), free0 + 10);
+	assert_int_equal(free_synced(fs), free0 + 10);
 	expect(fs, f, 90 * 1024, 10 * 1024, 0);
 	assert_int_equal(sfs_release(fs, f), 0);
 	sfs_tfs_cycle(t);
@@ -394,7 +403,7 @@ static void test_fallocate_punch_blockmap(void **state)
 	uint64_t free0, b0;
 
 	put(fs, f, 0, size, 2);
-	free0 = sfs_test_free_blocks(fs);
+	free0 = free_synced(fs);
 	b0 = blocks_of(fs, f);
 	/* logical 10..(12 + 256 + 256 + 5): 2 direct, all of IND (256 +
 	 * the IND block), the first DIND child (256 + its block), 5 more */
@@ -404,7 +413,7 @@ static void test_fallocate_punch_blockmap(void **state)
 			  from, to - from),
 	    0);
 	uint64_t freed = 2 + 256 + 1 + 256 + 1 + 5;
-	assert_int_equal(sfs_test_free_blocks(fs), free0 + freed);
+	assert_int_equal(free_synced(fs), free0 + freed);
 	assert_int_equal(blocks_of(fs, f), b0 - freed * 2);
 	expect(fs, f, from, to - from, 0);
 	{
@@ -438,13 +447,13 @@ static void test_fallocate_zero_range(void **state)
 
 	put(fs, f, 0, 10 * 4096, 4);	/* blocks 0..9 */
 	put(fs, f, 20 * 4096, 4096, 4); /* block 20; 10..19 a hole */
-	free0 = sfs_test_free_blocks(fs);
+	free0 = free_synced(fs);
 	/* bytes 2*4096+100 .. 15*4096+7: whole 3..14, partial 2 and 15 */
 	assert_int_equal(sfs_fallocate(fs, f, SFS_FALLOC_ZERO_RANGE,
 				       2 * 4096 + 100, 13 * 4096 - 93),
 			 0);
 	/* the hole's blocks 10..15 were allocated, nothing freed */
-	assert_int_equal(sfs_test_free_blocks(fs), free0 - 6);
+	assert_int_equal(free_synced(fs), free0 - 6);
 	/* 3..14 unwritten; 15 is new, unwritten too */
 	assert_int_equal(unwritten_blocks(fs, f, 21), 13);
 	expect(fs, f, 2 * 4096 + 100, 13 * 4096 - 93, 0);
@@ -511,12 +520,12 @@ static void test_fallocate_collapse_insert(void **state)
 	assert_int_equal(sfs_fallocate(fs, f, SFS_FALLOC_INSERT_RANGE, 0,
 				       ((1ull << 32) - 2) * 1024),
 			 -EFBIG);
-	free0 = sfs_test_free_blocks(fs);
+	free0 = free_synced(fs);
 	assert_int_equal(sfs_fallocate(fs, f, SFS_FALLOC_COLLAPSE_RANGE,
 				       10 * 1024, 30 * 1024),
 			 0);
 	g_byte_array_remove_range(m, 10 * 1024, 30 * 1024);
-	assert_int_equal(sfs_test_free_blocks(fs), free0 + 30);
+	assert_int_equal(free_synced(fs), free0 + 30);
 	expect_model(fs, f, m, "collapse");
 	assert_int_equal(
 	    sfs_fallocate(fs, f, SFS_FALLOC_INSERT_RANGE, 5 * 1024, 7 * 1024),
@@ -531,7 +540,7 @@ static void test_fallocate_collapse_insert(void **state)
 		g_byte_array_free(m, TRUE);
 		m = n;
 	}
-	assert_int_equal(sfs_test_free_blocks(fs), free0 + 30);
+	assert_int_equal(free_synced(fs), free0 + 30);
 	expect_model(fs, f, m, "insert");
 	/* the inserted hole takes writes */
 	put(fs, f, 6 * 1024, 100, 7);
@@ -945,7 +954,7 @@ static void test_fallocate_punch_deep_tree(void **state)
 		sfs_unlock(fs);
 	}
 	assert_int_equal(sfs_fs_sync(fs), 0);
-	free0 = sfs_test_free_blocks(fs);
+	free0 = free_synced(fs);
 	b0 = blocks_of(fs, f);
 	before = logged_meta(fs);
 	assert_int_equal(
@@ -956,9 +965,9 @@ static void test_fallocate_punch_deep_tree(void **state)
 	assert_int_equal(sfs_fs_sync(fs), 0);
 	cost_punch = logged_meta(fs) - before;
 	/* 200 data blocks, and at least one leaf emptied */
-	assert_true(sfs_test_free_blocks(fs) >= free0 + 201);
+	assert_true(free_synced(fs) >= free0 + 201);
 	assert_int_equal(blocks_of(fs, f) * 512 / 1024,
-			 b0 * 512 / 1024 - (sfs_test_free_blocks(fs) - free0));
+			 b0 * 512 / 1024 - (free_synced(fs) - free0));
 	expect_model(fs, f, m, "after the punch");
 	before = logged_meta(fs);
 	assert_int_equal(sfs_fallocate(fs, f, SFS_FALLOC_COLLAPSE_RANGE,

@@ -10,7 +10,14 @@
  *   ext3      a journal, mounted data=ordered;
  *   ext3-log  the same after a crash with committed transactions still in
  *             the log, so that every mount replays it;
- *   extent    extent trees of depth 2, a journal, mounted as ext4.
+ *   extent    extent trees of depth 2, a journal, mounted as ext4;
+ *   mke2fs-ext4  the image plain `mke2fs -t ext4` makes (metadata_csum,
+ *             64bit, flex_bg, its journal), populated as ext4 mounts it:
+ *             the directory of several blocks is an htree, one more of
+ *             4000 names has two levels (dx_root, dx_nodes), and every
+ *             bitmap, inode, directory block, htree node, extent block
+ *             and xattr block carries a crc32c (half the iterations of
+ *             the others: most corruptions end at a checksum).
  * Their metadata blocks are recorded by category (superblock and group
  * descriptors, bitmaps, inode slots in use, directory blocks, indirect and
  * extent tree blocks, xattr blocks, slow symlink blocks, journal blocks).
@@ -94,6 +101,7 @@ struct fz_region {
 struct fz_image {
 	const char *name;
 	const char *opts[2];	  /* mount options, one picked per iteration */
+	bool half;		  /* half the iterations */
 	uint8_t *bytes;		  /* the pristine image */
 	GArray *regions[FZ_NCAT]; /* struct fz_region */
 	uint32_t blocks;
@@ -115,7 +123,7 @@ struct fz_tally {
 };
 
 struct fz_state {
-	struct fz_image img[4];
+	struct fz_image img[5];
 	unsigned n_img;
 	uint8_t *work; /* the corrupted copy */
 	guint32 seed;
@@ -377,7 +385,7 @@ static void record_metadata(struct fz_image *im, const char *path,
 	im->ibitmap_off = (uint64_t)sfs_le32(fs->gd[0].bg_inode_bitmap) * FZ_BS;
 	add_region(im, FZ_SUPER, SFS_SUPER_OFFSET, 1024);
 	add_region(im, FZ_SUPER, (uint64_t)(fs->first_data_block + 1) * FZ_BS,
-		   fs->groups * (uint32_t)sizeof(struct sfs_dgroup));
+		   fs->groups * fs->desc_size);
 	for (uint32_t g = 0; g < fs->groups; g++) {
 		add_region(im, FZ_BITMAP,
 			   (uint64_t)sfs_le32(fs->gd[g].bg_block_bitmap) *
@@ -433,11 +441,52 @@ static void build_image(struct fz_state *st, struct fz_image *im,
 	struct sfs_tfs *t = sfs_tfs_alloc();
 	gsize len = 0;
 
-	assert_int_equal(sfs_test_mkimage(t->img, FZ_IMG_BYTES, FZ_BS), 0);
+	if (strcmp(im->name, "mke2fs-ext4") == 0)
+		assert_int_equal(
+		    sfs_test_mke2fs(t->img, FZ_IMG_BYTES, FZ_BS, "ext4", NULL),
+		    0);
+	else
+		assert_int_equal(sfs_test_mkimage(t->img, FZ_IMG_BYTES, FZ_BS),
+				 0);
 	if (journal)
 		sfs_test_add_journal(t->img, 1024);
 	t->fs = sfs_test_open(t->img, build_opts);
 	populate(t->fs, extents);
+	if (strcmp(im->name, "mke2fs-ext4") == 0) {
+		/* what this image is for: checksums, and htrees, "big" of one
+		 * level and "links" of two (4000 names of one file: the
+		 * root over dx_nodes) */
+		struct sfs_attr a;
+		struct sfs_inode *ip;
+		struct sfs_buf *b;
+		sfs_blk_t pblk;
+		sfs_ino_t dl, f;
+		char name[64];
+
+		assert_true(t->fs->csum);
+		dl = mkdir_in(t->fs, SFS_ROOT_INO, "links");
+		f = mkfile_len(t->fs, dl, "target", 10, 6);
+		for (unsigned i = 0; i < 4000; i++) {
+			snprintf(name, sizeof(name),
+				 "link-with-a-long-name-to-fill-leaves-%04u",
+				 i);
+			assert_int_equal(sfs_link(t->fs, f, dl, name, &a), 0);
+		}
+		assert_int_equal(sfs_lookup(t->fs, SFS_ROOT_INO, "big", &a), 0);
+		sfs_lock(t->fs);
+		assert_int_equal(sfs_iget(t->fs, a.ino, &ip), 0);
+		assert_true(sfs_le32(ip->d.i_flags) & SFS_INDEX_FL);
+		sfs_iput(t->fs, ip);
+		assert_int_equal(sfs_iget(t->fs, dl, &ip), 0);
+		assert_true(sfs_le32(ip->d.i_flags) & SFS_INDEX_FL);
+		assert_int_equal(sfs_bmap(t->fs, ip, 0, false, &pblk), 0);
+		assert_int_equal(
+		    sfs_cache_get(t->fs->cache, pblk, SFS_IO_DIRIDX, &b), 0);
+		assert_int_equal(b->data[0x1E], 1); /* indirect levels */
+		sfs_cache_put(t->fs->cache, b);
+		sfs_iput(t->fs, ip);
+		sfs_unlock(t->fs);
+	}
 	if (crash)
 		crash_with_log(t);
 	else
@@ -499,6 +548,11 @@ static int group_setup(void **state)
 	    .opts = {"preset=ext4", "alloc=extent,data=ordered"}};
 	build_image(st, &st->img[3], "alloc=extent,data=ordered", true, true,
 		    false);
+	st->img[4] = (struct fz_image){
+	    .name = "mke2fs-ext4",
+	    .opts = {"preset=ext4", "data=journal,alloc=extent"},
+	    .half = true};
+	build_image(st, &st->img[4], "preset=ext4", false, true, false);
 	*state = st;
 	return 0;
 }
@@ -1079,7 +1133,8 @@ static void fz_run_image(void **state, unsigned i)
 	signal(SIGABRT, fz_on_signal);
 	signal(SIGSEGV, fz_on_signal);
 	signal(SIGBUS, fz_on_signal);
-	for (unsigned it = 0; it < st->iters; it++)
+	for (unsigned it = 0; it < (im->half ? (st->iters + 1) / 2 : st->iters);
+	     it++)
 		if (st->only < 0 || (unsigned)st->only == it)
 			run_one(st, im, it);
 	signal(SIGALRM, SIG_DFL);
@@ -1123,6 +1178,11 @@ static void test_fuzzimage_ext3_log(void **state)
 static void test_fuzzimage_extent(void **state)
 {
 	fz_run_image(state, 3);
+}
+
+static void test_fuzzimage_mke2fs_ext4(void **state)
+{
+	fz_run_image(state, 4);
 }
 
 /* ---- one corruption at a time: the cases the random ones found ---- */
@@ -1291,6 +1351,7 @@ int main(void)
 	    cmocka_unit_test(test_fuzzimage_ext3),
 	    cmocka_unit_test(test_fuzzimage_ext3_log),
 	    cmocka_unit_test(test_fuzzimage_extent),
+	    cmocka_unit_test(test_fuzzimage_mke2fs_ext4),
 	    cmocka_unit_test(test_fuzzimage_bad_extra_isize),
 	    cmocka_unit_test(test_fuzzimage_iblocks_too_small),
 	    cmocka_unit_test(test_fuzzimage_live_inode_free_in_bitmap),

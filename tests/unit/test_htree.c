@@ -8,7 +8,10 @@
  * the nodir_index knob, read faults during inserts, the dir_index I/O
  * category, and corrupt index blocks answered with -EIO.  Every sound
  * image is checked with e2fsck -fn (which validates the htree) and the
- * larger ones are parsed by debugfs htree_dump.
+ * larger ones are parsed by debugfs htree_dump.  And 100,000 names in one
+ * directory of a plain `mke2fs -t ext4` image (metadata_csum), read back
+ * by the kernel's ext4 as root (loop mount), with a flipped bit in one of
+ * its dx_nodes.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -18,6 +21,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
+#include <dirent.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -222,36 +226,49 @@ static unsigned htree_dump_ok(const char *img, const char *path)
 
 /* ---- cases ---- */
 
+/* Names 0..n-1 created in d (alive[] set), which must end with an index of
+ * two levels; then each looked up: the most directory blocks one lookup
+ * fetched (dir.c's count, cpu_ctr.dir_blocks). */
+static uint64_t fill_two_levels(struct sfs_fs *fs, sfs_ino_t d, unsigned n,
+				bool *alive)
+{
+	uint64_t max_blocks = 0;
+	unsigned levels = 0;
+	struct sfs_attr a;
+	char name[64];
+
+	for (unsigned i = 0; i < n; i++) {
+		name_of(name, sizeof(name), i);
+		mkfile(fs, d, name);
+		alive[i] = true;
+	}
+	assert_true(dir_indexed(fs, d, &levels));
+	assert_int_equal(levels, 2);
+	for (unsigned i = 0; i < n; i++) {
+		uint64_t before = fs->cpu_ctr.dir_blocks;
+
+		name_of(name, sizeof(name), i);
+		assert_int_equal(sfs_lookup(fs, d, name, &a), 0);
+		max_blocks = MAX(max_blocks, fs->cpu_ctr.dir_blocks - before);
+	}
+	return max_blocks;
+}
+
 static void test_htree_twenty_thousand(void **state)
 {
 	enum { N = 20000 };
 	struct sfs_tfs *t = tfs_dx(1024, 96 * MiB, 2048, "");
 	bool *alive = g_new0(bool, N);
-	uint64_t max_blocks = 0;
-	unsigned levels = 0;
+	uint64_t max_blocks;
+	unsigned levels = 2;
 	struct sfs_attr a;
 	char name[64], nn[64];
 	sfs_ino_t d;
 
 	(void)state;
 	d = mkdir_(t->fs, SFS_ROOT_INO, "big");
-	for (unsigned i = 0; i < N; i++) {
-		name_of(name, sizeof(name), i);
-		mkfile(t->fs, d, name);
-		alive[i] = true;
-	}
-	assert_true(dir_indexed(t->fs, d, &levels));
-	assert_int_equal(levels, 2);
 	/* every name found, each lookup reading only its path */
-	for (unsigned i = 0; i < N; i++) {
-		uint64_t before = t->fs->cpu_ctr.dir_blocks, used;
-
-		name_of(name, sizeof(name), i);
-		assert_int_equal(sfs_lookup(t->fs, d, name, &a), 0);
-		used = t->fs->cpu_ctr.dir_blocks - before;
-		if (used > max_blocks)
-			max_blocks = used;
-	}
+	max_blocks = fill_two_levels(t->fs, d, N, alive);
 	print_message(
 	    "# 20000 names, 1 KiB blocks, %u levels: at most %llu "
 	    "directory blocks per lookup, directory %llu blocks\n",
@@ -314,6 +331,225 @@ static void test_htree_twenty_thousand(void **state)
 	assert_int_equal(sfs_rmdir(t->fs, SFS_ROOT_INO, "big"), 0);
 	sfs_tfs_assert_clean(t);
 	sfs_tfs_free(t);
+	g_free(alive);
+}
+
+/* ---- 100,000 names on mke2fs's ext4, and the kernel ---- */
+
+static char *kmnt_active; /* a kernel mount to undo, also after a failure */
+
+/* `mount -o opts -t ext4 img mnt`: 0, or the mount's exit status. */
+static int kmount(const char *img, const char *mnt, const char *opts)
+{
+	gchar *argv[] = {"mount", "-o",		(gchar *)opts, "-t",
+			 "ext4",  (gchar *)img, (gchar *)mnt,  NULL};
+	int rc = run_capture(argv, NULL);
+
+	if (rc == 0)
+		kmnt_active = g_strdup(mnt);
+	return rc;
+}
+
+static void kumount(void)
+{
+	gchar *argv[] = {"umount", kmnt_active, NULL};
+
+	if (!kmnt_active)
+		return;
+	assert_int_equal(run_capture(argv, NULL), 0);
+	g_clear_pointer(&kmnt_active, g_free);
+}
+
+static int kumount_teardown(void **state)
+{
+	(void)state;
+	if (kmnt_active) {
+		gchar *argv[] = {"umount", kmnt_active, NULL};
+
+		run_capture(argv, NULL);
+		g_clear_pointer(&kmnt_active, g_free);
+	}
+	return 0;
+}
+
+/* Through the kernel: readdir of dir lists exactly names 0..n-1 (and the
+ * dots), and stat finds each. */
+static void kernel_finds_all(const char *dir, unsigned n)
+{
+	DIR *d = opendir(dir);
+	struct dirent *de;
+	bool *seen = g_new0(bool, n);
+	unsigned found = 0, other = 0;
+	char path[512], name[64];
+	struct stat st;
+
+	assert_non_null(d);
+	while ((de = readdir(d))) {
+		unsigned i;
+
+		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
+			continue;
+		if (sscanf(de->d_name, "f%6u-htree", &i) == 1 && i < n &&
+		    !seen[i]) {
+			name_of(name, sizeof(name), i);
+			if (!strcmp(name, de->d_name)) {
+				seen[i] = true;
+				found++;
+				continue;
+			}
+		}
+		other++;
+	}
+	closedir(d);
+	assert_int_equal(other, 0);
+	assert_int_equal(found, n);
+	for (unsigned i = 0; i < n; i++) {
+		name_of(name, sizeof(name), i);
+		g_snprintf(path, sizeof(path), "%s/%s", dir, name);
+		assert_int_equal(stat(path, &st), 0);
+	}
+	g_free(seen);
+}
+
+/*
+ * 100,000 names in one directory of the image plain `mke2fs -t ext4`
+ * makes (4 KiB blocks, metadata_csum; 2 GiB, sparse, for the inodes):
+ * two index levels; every lookup reads the root, one dx_node and one
+ * leaf (counted, of some 700 blocks); a cold lookup reads two index
+ * blocks and one leaf from the device; readdir lists every name; e2fsck
+ * -fn clean and debugfs htree_dump reaches every name; the kernel's ext4
+ * lists and finds every name.  Then one bit of a dx_node flipped: the
+ * lookups under it are -EIO with the error state, again on retry (the
+ * block is never trusted), the names under other nodes are still found,
+ * and the kernel refuses the same names.
+ */
+static void test_htree_hundred_thousand_mke2fs(void **state)
+{
+	enum { N = 100000 };
+	struct sfs_tfs *t = sfs_tfs_alloc();
+	struct sfs_bdev_counters c0, c1;
+	uint64_t max_blocks, dir_size;
+	unsigned levels = 2, bad = 0, good = 0, first_bad = N;
+	char name[64], *kmnt = g_build_filename(t->dir, "kmnt", NULL);
+	bool *alive = g_new0(bool, N);
+	struct sfs_attr a;
+	sfs_blk_t root, node;
+	uint8_t blk[4096];
+	sfs_ino_t d;
+	int fd;
+
+	(void)state;
+	assert_int_equal(
+	    sfs_test_mke2fs(t->img, 2048 * MiB, 4096, "ext4", NULL), 0);
+	t->fs = sfs_test_open(t->img, "");
+	assert_true(t->fs->csum);
+	d = mkdir_(t->fs, SFS_ROOT_INO, "big");
+	max_blocks = fill_two_levels(t->fs, d, N, alive);
+	assert_int_equal(sfs_getattr(t->fs, d, &a), 0);
+	dir_size = a.size / 4096;
+	print_message("# %u names on mke2fs -t ext4, 4 KiB blocks: %u levels, "
+		      "at most %llu directory blocks per lookup, directory "
+		      "%llu blocks\n",
+		      N, levels, (unsigned long long)max_blocks,
+		      (unsigned long long)dir_size);
+	assert_true(max_blocks >= 3 && max_blocks <= 4);
+	assert_true(dir_size > 500);
+	names_match(t->fs, d, alive, N);
+	sfs_tfs_assert_clean(t);
+	assert_int_equal(htree_dump_ok(t->img, "/big"), N);
+
+	/* cold: the root and one dx_node as dir_index, one leaf as dir */
+	t->fs = sfs_test_open(t->img, "");
+	sfs_bdev_counters(t->fs->bd, &c0);
+	name_of(name, sizeof(name), N / 2);
+	assert_int_equal(sfs_lookup(t->fs, d, name, &a), 0);
+	sfs_bdev_counters(t->fs->bd, &c1);
+	print_message(
+	    "# cold lookup: %llu index and %llu leaf reads\n",
+	    (unsigned long long)(c1.cat_reqs[SFS_IO_READ][SFS_IO_DIRIDX] -
+				 c0.cat_reqs[SFS_IO_READ][SFS_IO_DIRIDX]),
+	    (unsigned long long)(c1.cat_reqs[SFS_IO_READ][SFS_IO_DIR] -
+				 c0.cat_reqs[SFS_IO_READ][SFS_IO_DIR]));
+	assert_int_equal(c1.cat_reqs[SFS_IO_READ][SFS_IO_DIRIDX] -
+			     c0.cat_reqs[SFS_IO_READ][SFS_IO_DIRIDX],
+			 2);
+	assert_int_equal(c1.cat_reqs[SFS_IO_READ][SFS_IO_DIR] -
+			     c0.cat_reqs[SFS_IO_READ][SFS_IO_DIR],
+			 1);
+	root = dir_pblk(t->fs, d, 0);
+	{
+		struct sfs_buf *b;
+
+		assert_int_equal(
+		    sfs_cache_get(t->fs->cache, root, SFS_IO_DIRIDX, &b), 0);
+		node = dir_pblk(t->fs, d,
+				sfs_get_le32(b->data + 0x24) & 0x0FFFFFFFu);
+		sfs_cache_put(t->fs->cache, b);
+	}
+	sfs_tfs_close(t);
+
+	/* the kernel's ext4 */
+	if (geteuid() != 0) {
+		print_message("# kernel part not run: needs root for a loop "
+			      "mount\n");
+	} else {
+		char *kbig = g_build_filename(kmnt, "big", NULL);
+
+		assert_int_equal(mkdir(kmnt, 0755), 0);
+		assert_int_equal(kmount(t->img, kmnt, "loop,ro"), 0);
+		kernel_finds_all(kbig, N);
+		kumount();
+		g_free(kbig);
+		assert_true(sfs_test_fsck_clean(t->img, NULL));
+	}
+
+	/* one bit of the first dx_node's entries: its sum no longer holds */
+	fd = open(t->img, O_RDWR);
+	assert_true(fd >= 0);
+	assert_int_equal(pread(fd, blk, 4096, (off_t)node * 4096), 4096);
+	blk[16 + 8 * 5 + 3] ^= 0x10; /* entry 5's hash, top byte */
+	assert_int_equal(pwrite(fd, blk, 4096, (off_t)node * 4096), 4096);
+	close(fd);
+	t->fs = sfs_test_open(t->img, "");
+	for (unsigned i = 0; i < N; i++) {
+		int rc;
+
+		name_of(name, sizeof(name), i);
+		rc = sfs_lookup(t->fs, d, name, &a);
+		if (rc == 0) {
+			good++;
+			continue;
+		}
+		assert_int_equal(rc, -EIO);
+		if (!bad++)
+			first_bad = i;
+	}
+	print_message("# a flipped bit in dx_node block %llu: %u lookups -EIO, "
+		      "%u found\n",
+		      (unsigned long long)node, bad, good);
+	assert_true(bad > 0 && good > 0);
+	assert_true(t->fs->error);
+	name_of(name, sizeof(name), first_bad);
+	assert_int_equal(sfs_lookup(t->fs, d, name, &a), -EIO); /* again */
+	sfs_fs_abort(t->fs);
+	t->fs = NULL;
+	if (geteuid() == 0) {
+		char *path = g_build_filename(kmnt, "big", name, NULL);
+		struct stat st;
+		int err;
+
+		/* read-only, past the log simfs's mount left */
+		assert_int_equal(kmount(t->img, kmnt, "loop,ro,noload"), 0);
+		err = stat(path, &st) == 0 ? 0 : errno;
+		kumount();
+		print_message("# the kernel's stat of %s: %s\n", name,
+			      err ? g_strerror(err) : "found");
+		/* ext4 answers EFSBADCRC (EBADMSG) from dx_probe */
+		assert_true(err == EBADMSG || err == EIO);
+		g_free(path);
+	}
+	sfs_tfs_free(t);
+	g_free(kmnt);
 	g_free(alive);
 }
 
@@ -1045,6 +1281,8 @@ int main(void)
 	    cmocka_unit_test(test_htree_real_collisions),
 	    cmocka_unit_test(test_htree_read_faults),
 	    cmocka_unit_test(test_htree_twenty_thousand),
+	    cmocka_unit_test_teardown(test_htree_hundred_thousand_mke2fs,
+				      kumount_teardown),
 	};
 
 	return cmocka_run_group_tests_name("htree", tests, NULL, NULL);

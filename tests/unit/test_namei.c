@@ -304,6 +304,8 @@ static void test_namei_mkdir_rmdir_links(void **state)
 	assert_int_equal(sfs_rmdir(t->fs, ROOT, "a"), 0);
 	assert_int_equal(nlink_of(t->fs, ROOT), root_links);
 	assert_absent(t->fs, ROOT, "a");
+	/* under a journal, freed blocks return at its commit */
+	assert_int_equal(sfs_fs_sync(t->fs), 0);
 	assert_int_equal(sfs_statfs(t->fs, &st1), 0);
 	assert_int_equal(st1.inodes_free, st0.inodes_free);
 	assert_int_equal(st1.blocks_free, st0.blocks_free);
@@ -400,6 +402,8 @@ static void test_namei_symlinks(void **state)
 			 -EINVAL);
 	for (unsigned i = 0; i < G_N_ELEMENTS(c); i++)
 		assert_int_equal(sfs_unlink(t->fs, ROOT, c[i].name), 0);
+	/* under a journal, freed blocks return at its commit */
+	assert_int_equal(sfs_fs_sync(t->fs), 0);
 	assert_int_equal(sfs_statfs(t->fs, &st1), 0);
 	assert_int_equal(st1.blocks_free, st0.blocks_free);
 	assert_int_equal(st1.inodes_free, st0.inodes_free);
@@ -484,6 +488,8 @@ static void test_namei_unlink_open_file(void **state)
 	assert_int_equal(sfs_link(t->fs, f, ROOT, "again", &a), -ENOENT);
 	assert_int_equal(sfs_release(t->fs, f), 0);
 	assert_int_equal(sfs_getattr(t->fs, f, &a), -ESTALE);
+	/* under a journal, freed blocks return at its commit */
+	assert_int_equal(sfs_fs_sync(t->fs), 0);
 	assert_int_equal(sfs_statfs(t->fs, &st1), 0);
 	assert_int_equal(st1.blocks_free, st0.blocks_free);
 	assert_int_equal(st1.inodes_free, st0.inodes_free);
@@ -536,6 +542,8 @@ static void test_namei_kernel_lookups_hold_unlinked(void **state)
 	write_str(t->fs, x, "some bytes");
 	assert_int_equal(sfs_unlink(t->fs, ROOT, "x"), 0);
 	assert_int_equal(nlink_of(t->fs, x), 0);
+	/* under a journal, freed blocks return at its commit */
+	assert_int_equal(sfs_fs_sync(t->fs), 0);
 	assert_int_equal(sfs_statfs(t->fs, &st1), 0);
 	assert_int_equal(st1.inodes_free, st0.inodes_free);
 	assert_int_equal(st1.blocks_free, st0.blocks_free);
@@ -881,6 +889,8 @@ static void test_namei_enospc(void **state)
 			 -ENOSPC);
 	assert_absent(t->fs, ROOT, "d");
 	assert_absent(t->fs, ROOT, "slow");
+	/* under a journal, freed blocks return at its commit */
+	assert_int_equal(sfs_fs_sync(t->fs), 0);
 	assert_int_equal(sfs_statfs(t->fs, &st1), 0);
 	assert_int_equal(st1.inodes_free, st0.inodes_free);
 	assert_int_equal(st1.blocks_free, st0.blocks_free);
