@@ -191,7 +191,8 @@ static bool has_fs(const char *path)
 /* Errors after which a benchmark's process stops (its run failed). */
 static bool fatal_errno(int rc)
 {
-	return rc == -ENOSPC || rc == -EIO || rc == -EROFS || rc == -EDQUOT;
+	return rc == -ENOSPC || rc == -EIO || rc == -EBADMSG || rc == -EROFS ||
+	       rc == -EDQUOT;
 }
 
 static int run_on_path(struct sfs_workload *w, const char *dir, uint64_t seed,

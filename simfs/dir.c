@@ -307,7 +307,8 @@ static int dir_check_block(struct sfs_fs *fs, struct sfs_inode *dp,
 	uint32_t max_ino = sfs_le32(fs->sb.s_inodes_count);
 	bool ftype = dir_has_ftype(fs);
 	uint32_t off = 0, room = 0, n = 0, rl = 0, end = fs->bs;
-	const char *why = NULL;
+	/* bad_sum: the reason, when it is the leaf's checksum */
+	const char *why = NULL, *bad_sum = NULL;
 	struct sfs_ddirent *de = NULL;
 
 	if (fs->csum) {
@@ -324,7 +325,7 @@ static int dir_check_block(struct sfs_fs *fs, struct sfs_inode *dp,
 		} else {
 			end = sfs_csum_dir_end(fs);
 			if (!sfs_csum_dir_ok(fs, dir_seed(fs, dp), data))
-				why = "leaf checksum mismatch";
+				why = bad_sum = "leaf checksum mismatch";
 		}
 		de = NULL;
 	}
@@ -390,7 +391,7 @@ static int dir_check_block(struct sfs_fs *fs, struct sfs_inode *dp,
 			     "offset %u: %s (rec_len %u, name_len %u)",
 			     dp->ino, pblk, lblk, off, why, rl,
 			     de ? de->name_len : 0);
-		return -EIO;
+		return why == bad_sum ? -SFS_EFSBADCRC : -EIO;
 	}
 	if (room_out)
 		*room_out = room;
@@ -835,8 +836,10 @@ static int dx_check_frame(struct sfs_fs *fs, struct sfs_inode *dp,
 {
 	uint32_t prev = 0;
 
-	if (!sfs_csum_dx_ok(fs, dir_seed(fs, dp), f->b->data, f->ents))
-		return dx_bad(fs, dp, f->lblk, "index checksum mismatch", 0, 0);
+	if (!sfs_csum_dx_ok(fs, dir_seed(fs, dp), f->b->data, f->ents)) {
+		dx_bad(fs, dp, f->lblk, "index checksum mismatch", 0, 0);
+		return -SFS_EFSBADCRC;
+	}
 	f->limit = sfs_get_le16(f->b->data + f->ents);
 	f->count = sfs_get_le16(f->b->data + f->ents + 2);
 	if (f->limit != want_limit)

@@ -1439,7 +1439,7 @@ static int slot_read(struct sfs_fs *fs, sfs_ino_t ino, struct sfs_dinode *out)
 			sfs_cache_put(fs->cache, b);
 			sfs_fs_error(fs, -EIO, "inode %u: checksum mismatch",
 				     ino);
-			return -EIO;
+			return -SFS_EFSBADCRC;
 		}
 	}
 	sfs_cache_put(fs->cache, b);

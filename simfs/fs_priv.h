@@ -577,6 +577,11 @@ int sfs_acl_chmod_inode(struct sfs_fs *fs, struct sfs_inode *ip);
 int sfs_check_name(const char *name, size_t *len_out);
 /* -EROFS if the filesystem is read-only or in the sticky error state. */
 int sfs_check_writable(struct sfs_fs *fs);
+/* What a metadata checksum mismatch returns: ext4's EFSBADCRC, which is
+ * EBADMSG ("Bad message"), for an inode, a directory leaf, an htree block
+ * or an xattr block.  (A bad bitmap or extent block is -EIO, as ext4's
+ * callers see it.) */
+#define SFS_EFSBADCRC EBADMSG
 /* Enter the sticky error state (read-only from here), with a message. */
 void sfs_fs_error(struct sfs_fs *fs, int err, const char *fmt, ...)
 	G_GNUC_PRINTF(3, 4);

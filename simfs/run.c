@@ -896,7 +896,8 @@ static const char *op_what(const struct actor *a)
 
 static bool fatal_rc(int rc)
 {
-	return rc == -ENOSPC || rc == -EIO || rc == -EROFS || rc == -ENOMEM;
+	return rc == -ENOSPC || rc == -EIO || rc == -EBADMSG || rc == -EROFS ||
+	       rc == -ENOMEM;
 }
 
 /* A client's script ended: its operation is complete (or waits on). */

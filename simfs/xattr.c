@@ -263,6 +263,10 @@ static const char *xa_check_header(const struct sfs_dxattr_header *h)
 }
 
 /* i_file_acl of ip, checked to lie in the filesystem.  -EIO if not. */
+/* The reason a block's bad checksum gives, told apart from the others:
+ * it is -SFS_EFSBADCRC to the caller, as in ext4, where damage is -EIO. */
+static const char xa_bad_sum[] = "checksum mismatch";
+
 static int xa_block_no(struct sfs_fs *fs, struct sfs_inode *ip, sfs_blk_t *out)
 {
 	sfs_blk_t blk = sfs_le32(ip->d.i_file_acl);
@@ -296,14 +300,14 @@ static int xa_load_block(struct sfs_fs *fs, struct sfs_inode *ip,
 	sfs_cache_put(fs->cache, b);
 	why = xa_check_header((const struct sfs_dxattr_header *)st->bdata);
 	if (!why && !sfs_csum_xattr_ok(fs, st->blk, st->bdata))
-		why = "checksum mismatch";
+		why = xa_bad_sum;
 	if (!why)
 		rc = xa_parse(st->bdata, XA_HDR_LEN, fs->bs, 0, true, &st->be,
 			      &st->bn, &why);
 	if (why) {
 		sfs_fs_error(fs, -EIO, "inode %u: xattr block %u: %s", ip->ino,
 			     st->blk, why);
-		return -EIO;
+		return why == xa_bad_sum ? -SFS_EFSBADCRC : -EIO;
 	}
 	st->refcount =
 	    sfs_le32(((struct sfs_dxattr_header *)st->bdata)->h_refcount);
@@ -426,12 +430,12 @@ static int xa_block_unref(struct sfs_fs *fs, struct sfs_inode *ip,
 	h = (struct sfs_dxattr_header *)b->data;
 	why = xa_check_header(h);
 	if (!why && !sfs_csum_xattr_ok(fs, blk, b->data))
-		why = "checksum mismatch";
+		why = xa_bad_sum;
 	if (why) {
 		sfs_cache_put(fs->cache, b);
 		sfs_fs_error(fs, -EIO, "inode %u: xattr block %u: %s", ip->ino,
 			     blk, why);
-		return -EIO;
+		return why == xa_bad_sum ? -SFS_EFSBADCRC : -EIO;
 	}
 	refs = sfs_le32(h->h_refcount);
 	if (refs > 1) {

@@ -718,7 +718,7 @@ static void check_rc(struct fz_tally *ty, int rc, const char *call)
 		return;
 	if (rc > 0 || rc < -4095)
 		fail_msg("%s returned %d: not 0 or -errno", call, rc);
-	if (rc == -EIO)
+	if (rc == -EIO || rc == -EBADMSG) /* damage, or a checksum */
 		ty->errors[0]++;
 	else if (rc == -EUCLEAN)
 		ty->errors[1]++;
