@@ -1179,6 +1179,79 @@ static uint32_t ex_next_leaf_key(struct ex_path *p)
 	return UINT32_MAX;
 }
 
+/* An extent found in a range: entry i of the leaf (the last node of the
+ * path), its key, length, first block and state, and the part [lo, hi)
+ * of it that lies in the range. */
+struct ex_hit {
+	struct sfs_dextent *e;
+	uint32_t i, k, len, lo, hi;
+	uint64_t end;
+	sfs_blk_t pb;
+	bool uw;
+};
+
+/*
+ * The first extent in [*a, to), in *h.  A leaf with nothing left at or
+ * after *a sends the search on to the next leaf's first key (*a moves
+ * there).  1 if found (path p held), 0 if none (p released), or an error
+ * (an extent outside the filesystem is -EIO).
+ */
+static int ex_range_next(struct sfs_fs *fs, struct sfs_inode *ip, uint32_t *a,
+			 uint32_t to, struct ex_path *p, struct ex_hit *h)
+{
+	for (;;) {
+		struct ex_node *leaf;
+		uint32_t next;
+		int rc = ex_find_from(fs, ip, *a, p, &h->i);
+
+		if (rc)
+			return rc;
+		leaf = &p->n[p->depth];
+		if (h->i < ex_entries(leaf->h)) {
+			h->e = ex_ext(leaf->h, h->i);
+			h->k = sfs_le32(h->e->ee_block);
+			h->len = ex_len(h->e);
+			h->end = (uint64_t)h->k + h->len;
+			h->pb = ex_pblk(h->e);
+			h->uw = ex_unwritten(h->e);
+			h->lo = MAX(h->k, *a);
+			h->hi = (uint32_t)MIN(h->end, to);
+			if (h->k >= to) {
+				ex_path_put(fs, p);
+				return 0;
+			}
+			if (!ex_valid_blk(fs, h->pb) ||
+			    h->pb + h->len > fs->blocks_count) {
+				ex_path_put(fs, p);
+				return ex_corrupt(fs, ip, h->pb,
+						  "extent outside the "
+						  "filesystem");
+			}
+			return 1;
+		}
+		next = ex_next_leaf_key(p);
+		ex_path_put(fs, p);
+		if (next <= *a || next >= to)
+			return 0;
+		*a = next;
+	}
+}
+
+/* After a range edit: small trees tidied if an entry went, the inode
+ * written, mballoc's view of the file's growth reset. */
+static int ex_edit_done(struct sfs_fs *fs, struct sfs_inode *ip, int rc,
+			bool removed)
+{
+	int drc;
+
+	if (rc == 0 && removed)
+		rc = ex_tidy(fs, ip);
+	ip->next_lblk = 0;
+	ip->next_pblk = 0;
+	drc = sfs_inode_dirty(fs, ip);
+	return rc ? rc : drc;
+}
+
 /*
  * PUNCH_HOLE, path-local (ext4_ext_remove_space on a range): extent by
  * extent, one lookup each, an extent inside the range is removed, one
@@ -1198,85 +1271,48 @@ static int ex_punch(struct sfs_fs *fs, struct sfs_inode *ip, uint32_t from,
 	while (a < to) {
 		struct ex_path p;
 		struct ex_node *leaf;
-		struct sfs_dextent *e;
-		uint32_t i, k, len, lo, hi;
-		uint64_t end;
-		sfs_blk_t pb;
-		bool uw;
+		struct ex_hit h;
 
-		rc = ex_find_from(fs, ip, a, &p, &i);
-		if (rc)
+		rc = ex_range_next(fs, ip, &a, to, &p, &h);
+		if (rc <= 0)
 			break;
+		rc = 0;
 		leaf = &p.n[p.depth];
-		if (i >= ex_entries(leaf->h)) {
-			/* nothing more in this leaf: on to the next one */
-			uint32_t next = ex_next_leaf_key(&p);
-			ex_path_put(fs, &p);
-			if (next <= a || next >= to)
-				break;
-			a = next;
-			continue;
-		}
-		e = ex_ext(leaf->h, i);
-		k = sfs_le32(e->ee_block);
-		len = ex_len(e);
-		end = (uint64_t)k + len;
-		pb = ex_pblk(e);
-		uw = ex_unwritten(e);
-		if (k >= to) {
-			ex_path_put(fs, &p);
-			break;
-		}
-		if (!ex_valid_blk(fs, pb) || pb + len > fs->blocks_count) {
-			ex_path_put(fs, &p);
-			rc = ex_corrupt(fs, ip, pb,
-					"extent outside the filesystem");
-			break;
-		}
-		lo = MAX(k, a);
-		hi = (uint32_t)MIN(end, to);
-		if (lo == k && hi == end) {
-			rc = ex_node_remove(fs, ip, &p, p.depth, i);
+		if (h.lo == h.k && h.hi == h.end) {
+			rc = ex_node_remove(fs, ip, &p, p.depth, h.i);
 			removed = true;
-		} else if (lo > k && hi == end) {
-			ex_set(e, k, lo - k, pb, uw);
+		} else if (h.lo > h.k && h.hi == h.end) {
+			ex_set(h.e, h.k, h.lo - h.k, h.pb, h.uw);
 			ex_dirty(fs, ip, leaf);
-		} else if (lo == k) {
-			ex_set(e, hi, (uint32_t)(end - hi), pb + (hi - k), uw);
+		} else if (h.lo == h.k) {
+			ex_set(h.e, h.hi, (uint32_t)(h.end - h.hi),
+			       h.pb + (h.hi - h.k), h.uw);
 			ex_dirty(fs, ip, leaf);
-			if (i == 0)
+			if (h.i == 0)
 				ex_fix_keys(fs, ip, &p, p.depth);
 		} else {
 			struct sfs_dextent tail;
 			ex_path_put(fs, &p);
-			ex_set(&tail, hi, (uint32_t)(end - hi), pb + (hi - k),
-			       uw);
+			ex_set(&tail, h.hi, (uint32_t)(h.end - h.hi),
+			       h.pb + (h.hi - h.k), h.uw);
 			rc = ex_insert_ext(fs, ip, &tail);
 			if (rc == 0)
-				rc = ex_reset(fs, ip, k, lo - k, pb, uw);
+				rc = ex_reset(fs, ip, h.k, h.lo - h.k, h.pb,
+					      h.uw);
 			removed = true; /* the insert may have split */
 		}
 		ex_path_put(fs, &p);
 		if (rc)
 			break;
-		rc = sfs_blocks_free(fs, pb + (lo - k), hi - lo);
-		freed += hi - lo;
+		rc = sfs_blocks_free(fs, h.pb + (h.lo - h.k), h.hi - h.lo);
+		freed += h.hi - h.lo;
 		if (rc)
 			break;
-		a = hi;
+		a = h.hi;
 	}
 	if (freed)
 		sfs_i_add_blocks(fs, ip, -(int64_t)freed);
-	if (rc == 0 && removed)
-		rc = ex_tidy(fs, ip);
-	ip->next_lblk = 0;
-	ip->next_pblk = 0;
-	{
-		int drc = sfs_inode_dirty(fs, ip);
-		if (rc == 0)
-			rc = drc;
-	}
-	return rc;
+	return ex_edit_done(fs, ip, rc, removed);
 }
 
 /* Can b follow a as one extent (ext4_can_extents_be_merged)? */
@@ -1347,21 +1383,6 @@ static int ex_split3(struct sfs_fs *fs, struct sfs_inode *ip, uint32_t k,
 		return rrc ? rrc : rc;
 	}
 	return ex_reset(fs, ip, k, lo - k, pb, uw);
-}
-
-/* After a range edit: small trees tidied if an entry went, the inode
- * written, mballoc's view of the file's growth reset. */
-static int ex_edit_done(struct sfs_fs *fs, struct sfs_inode *ip, int rc,
-			bool removed)
-{
-	int drc;
-
-	if (rc == 0 && removed)
-		rc = ex_tidy(fs, ip);
-	ip->next_lblk = 0;
-	ip->next_pblk = 0;
-	drc = sfs_inode_dirty(fs, ip);
-	return rc ? rc : drc;
 }
 
 /*
@@ -1546,53 +1567,34 @@ static int ex_unwrite(struct sfs_fs *fs, struct sfs_inode *ip, uint32_t from,
 	int rc = 0;
 
 	while (a < to) {
-		struct ex_node *leaf;
-		struct sfs_dextent *e;
 		struct ex_path p;
-		uint32_t i, k, len, lo, hi;
-		uint64_t end;
-		sfs_blk_t pb;
+		struct ex_hit h;
 
-		rc = ex_find_from(fs, ip, a, &p, &i);
-		if (rc)
+		rc = ex_range_next(fs, ip, &a, to, &p, &h);
+		if (rc <= 0)
 			break;
-		leaf = &p.n[p.depth];
-		if (i >= ex_entries(leaf->h)) {
-			uint32_t next = ex_next_leaf_key(&p);
+		rc = 0;
+		if (h.uw) {
 			ex_path_put(fs, &p);
-			if (next <= a || next >= to)
-				break;
-			a = next;
+			a = h.hi;
 			continue;
 		}
-		e = ex_ext(leaf->h, i);
-		k = sfs_le32(e->ee_block);
-		len = ex_len(e);
-		end = (uint64_t)k + len;
-		pb = ex_pblk(e);
-		lo = MAX(k, a);
-		hi = (uint32_t)MIN(end, to);
-		if (k >= to || ex_unwritten(e)) {
-			ex_path_put(fs, &p);
-			if (k >= to)
-				break;
-			a = hi;
-			continue;
-		}
-		hi = MIN(hi, lo + EX_UNINIT_MAX);
-		if (lo == k && hi == end) {
-			ex_set(e, k, len, pb, true);
+		h.hi = MIN(h.hi, h.lo + EX_UNINIT_MAX);
+		if (h.lo == h.k && h.hi == h.end) {
+			struct ex_node *leaf = &p.n[p.depth];
+			ex_set(h.e, h.k, h.len, h.pb, true);
 			ex_dirty(fs, ip, leaf);
-			merged |= ex_leaf_merge(fs, ip, leaf, i);
+			merged |= ex_leaf_merge(fs, ip, leaf, h.i);
 			ex_path_put(fs, &p);
 		} else {
 			ex_path_put(fs, &p);
-			rc = ex_split3(fs, ip, k, len, pb, false, lo, hi, true);
+			rc = ex_split3(fs, ip, h.k, h.len, h.pb, false, h.lo,
+				       h.hi, true);
 			if (rc)
 				break;
 		}
-		sfs_cache_discard(fs->cache, pb + (lo - k), hi - lo);
-		a = hi;
+		sfs_cache_discard(fs->cache, h.pb + (h.lo - h.k), h.hi - h.lo);
+		a = h.hi;
 	}
 	return ex_edit_done(fs, ip, rc, merged);
 }
