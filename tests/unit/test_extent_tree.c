@@ -18,16 +18,17 @@
  * then only say it "could be narrower" (the truncates too, which cut from
  * the right and leave the leaves to the left as they were).
  *
- * test_extent_tree_ops: 4500 extents (depth 2), then 600 seeded random
- * steps mixing writes, preallocation, punch, zero range, collapse, insert
- * range and truncates; after each, besides the above, the tree is no
- * deeper than it needs to be (a root over one child only if the child
- * would not fit in the root; at depth <= 1 e2fsck's per-level rules), and
- * the free-block count and i_blocks equal the model's blocks plus the tree
- * blocks.  The engine's counters of tree blocks read and dirtied bound
- * the cost of cutting the last extent and of zeroing a block inside a
- * leaf by the depth.  Cut to three extents the tree is back in the inode
- * and the image e2fsck -fn clean; cut to nothing every block is free.
+ * test_extent_tree_ops: 4500 extents (depth 2), then 3 rounds of 600
+ * seeded random steps (the file refilled between rounds) mixing writes,
+ * preallocation, punch, zero range, collapse, insert range and truncates;
+ * after each, besides the above, the tree is no deeper than it needs to
+ * be (a root over one child only if the child would not fit in the root;
+ * at depth <= 1 e2fsck's per-level rules), and the free-block count and
+ * i_blocks equal the model's blocks plus the tree blocks.  The engine's
+ * counters of tree blocks read and dirtied bound the cost of cutting the
+ * last extent and of zeroing a block inside a leaf by the depth.  Cut to
+ * three extents the tree is back in the inode and the image e2fsck -fn
+ * clean; cut to nothing every block is free.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -452,12 +453,13 @@ static void tree_cost(struct sfs_fs *fs, uint64_t *reads, uint64_t *dirtied)
  * Thousands of extents on 1 KiB blocks (depth 2), then a seeded random mix
  * of one-block writes (inserts, unwritten -> written conversions),
  * preallocation, punches, zero ranges, collapses, inserted ranges and
- * truncates.  After every step: the mapping equals the model, the tree is
- * well formed and no deeper than it needs to be, and the free-block count
- * and i_blocks are exact.  Truncating the last extent, and zeroing a
- * block inside one leaf, read and dirty O(depth) tree blocks.  At the end
- * the file is cut to a few extents (the tree back in the inode, e2fsck
- * -fn clean) and to nothing (every block back).
+ * truncates, in rounds with random refills between.  After every step:
+ * the mapping equals the model, the tree is well formed and no deeper
+ * than it needs to be, and the free-block count and i_blocks are exact.
+ * Truncating the last extent, and zeroing a block inside one leaf, read
+ * and dirty O(depth) tree blocks.  At the end the file is cut to a few
+ * extents (the tree back in the inode, e2fsck -fn clean) and to nothing
+ * (every block back).
  */
 static void test_extent_tree_ops(void **state)
 {
@@ -507,7 +509,7 @@ static void test_extent_tree_ops(void **state)
 	check_tree_nodes(t->fs, ino, m, NULL, &nodes);
 	check_accounting(t->fs, ino, m, free0, nodes);
 
-	for (int step = 0; step < 600; step++) {
+	for (int step = 0; step < 1800; step++) {
 		uint32_t size = m->size_blk, end = model_end(m);
 		uint32_t n = (uint32_t)g_rand_int_range(r, 1, 40);
 		uint32_t o =
@@ -572,6 +574,18 @@ static void test_extent_tree_ops(void **state)
 		check_accounting(t->fs, ino, m, free0, nodes);
 		if (step % 200 == 199)
 			check_data(t->fs, ino, m);
+		if (step % 600 == 599) {
+			/* the edits thin the file out: refill it with random
+			 * writes, deep again, for the next round */
+			for (int w = 0; w < 3000; w++)
+				write_block(
+				    t->fs, ino, m,
+				    (uint32_t)g_rand_int_range(r, 0, 9000),
+				    (uint8_t)(w | 1));
+			assert_int_equal(
+			    check_tree_nodes(t->fs, ino, m, NULL, &nodes), 2);
+			check_accounting(t->fs, ino, m, free0, nodes);
+		}
 	}
 	print_message("# %u writes, %u preallocations, %u punches, %u zero "
 		      "ranges, %u collapses, %u inserts, %u truncates; "
