@@ -1474,23 +1474,24 @@ static int ex_truncate(struct sfs_fs *fs, struct sfs_inode *ip, uint32_t from)
  * fallocate's preallocation (ext4_alloc_file_blocks): every hole of
  * [lblk, lblk + n) gets blocks from the placement model, up to 32767 an
  * unwritten extent, each run aimed to continue the extent before it
- * (ex_goal).  A run that follows an unwritten extent logically and
- * physically lengthens it in place; any other is inserted on its own path
- * (ex_insert_ext).  Extents already there are stepped over, untouched:
- * one lookup per extent or hole in the range.  -ENOSPC keeps what was
- * allocated, as ext4 does.
+ * (ex_goal).  A run contiguous, logically and physically, with an
+ * unwritten extent beside it in the same leaf joins that extent in place
+ * (both, when it closes the gap between two: ext4_ext_try_to_merge); any
+ * other is inserted on its own path (ex_insert_ext).  Extents already there are
+ * stepped over, untouched: one lookup per extent or hole in the range.
+ * -ENOSPC keeps what was allocated, as ext4 does.
  */
 int sfs_extent_prealloc(struct sfs_fs *fs, struct sfs_inode *ip, uint32_t lblk,
 			uint32_t n)
 {
 	uint32_t end = lblk + n, a = lblk;
-	bool changed = false;
+	bool changed = false, removed = false;
 	int rc = 0;
 
 	if (n == 0 || end < lblk || end == UINT32_MAX)
 		return -EFBIG;
 	while (a < end) {
-		struct sfs_dextent *le = NULL, ne;
+		struct sfs_dextent *le = NULL, *re, ne;
 		struct ex_node *leaf;
 		struct ex_path p;
 		uint32_t i, hole_end, got;
@@ -1524,10 +1525,24 @@ int sfs_extent_prealloc(struct sfs_fs *fs, struct sfs_inode *ip, uint32_t lblk,
 			break;
 		}
 		ex_set(&ne, a, got, start, true);
+		re = i < ex_entries(leaf->h) ? ex_ext(leaf->h, i) : NULL;
 		if (le && ex_mergeable(le, &ne)) {
 			ex_set(le, sfs_le32(le->ee_block), ex_len(le) + got,
 			       ex_pblk(le), true);
 			ex_dirty(fs, ip, leaf);
+			if (re && ex_mergeable(le, re)) { /* the hole closed */
+				ex_set(le, sfs_le32(le->ee_block),
+				       ex_len(le) + ex_len(re), ex_pblk(le),
+				       true);
+				ex_leaf_remove(fs, ip, leaf, i);
+				removed = true;
+			}
+			ex_path_put(fs, &p);
+		} else if (re && ex_mergeable(&ne, re)) {
+			ex_set(re, a, got + ex_len(re), start, true);
+			ex_dirty(fs, ip, leaf);
+			if (i == 0)
+				ex_fix_keys(fs, ip, &p, p.depth);
 			ex_path_put(fs, &p);
 		} else {
 			ex_path_put(fs, &p);
@@ -1547,7 +1562,7 @@ int sfs_extent_prealloc(struct sfs_fs *fs, struct sfs_inode *ip, uint32_t lblk,
 		ip->next_pblk = 0;
 		return rc;
 	}
-	return ex_edit_done(fs, ip, rc, false);
+	return ex_edit_done(fs, ip, rc, removed);
 }
 
 /*
