@@ -89,6 +89,9 @@ struct sfs_cpu_ctr {
 	uint64_t dir_blocks;	/* directory blocks fetched by dir.c (leaves
 				   and index blocks) */
 	uint64_t csum_bytes;	/* bytes crc32c'd for metadata_csum (csum.c) */
+	/* not charged: what a change costs the extent tree, for its tests */
+	uint64_t extent_reads; /* extent tree blocks fetched (extent.c) */
+	uint64_t extent_dirty; /* extent tree blocks dirtied (extent.c) */
 };
 
 /* One in-memory inode.  Protected by fs->lock. */

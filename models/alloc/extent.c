@@ -10,18 +10,32 @@
  *   1. keys strictly increase within a node; extents never overlap;
  *   2. an index's ei_block equals its child's first key (ex_fix_keys);
  *   3. a node at level l of a depth-d tree has eh_depth d - l;
- *   4. a tree of depth <= 1 is never shorter or narrower than e2fsck
- *      would like: after a split or a merge that removed an entry its
- *      shape is checked (ex_shape_ok) and repacked if needed (ex_tidy,
- *      at most five nodes); deeper trees keep ext4's part-full leaves.
+ *   4. no node but the root is empty; a tree emptied is a depth-0 root;
+ *   5. a tree is no deeper than it needs to be: a root over one child
+ *      that would fit in the root takes its entries (ex_shrink), and a
+ *      tree of depth <= 1 is never shorter or narrower than e2fsck would
+ *      like: after a split or a removal its shape is checked
+ *      (ex_shape_ok) and repacked if needed (ex_tidy, at most five
+ *      nodes); deeper trees keep ext4's part-full leaves.
  *
- * Every change is path-local: ex_find keeps the root-to-leaf path, and an
- * insertion, merge or conversion reads and dirties only that path, the new
- * sibling of each node that splits and, when the tree grows, the block the
- * root moves into; O(depth) blocks a change, and so is a punched hole
- * (ex_punch: entries trimmed, split or removed, emptied nodes freed).
- * Truncation, fallocate's preallocation, zero range, collapse and insert
- * (ex_edit) and ex_tidy rewrite the tree whole (ex_collect + ex_build).
+ * Every change is path-local: ex_find keeps the root-to-leaf path, and a
+ * change reads and dirties only that path, the new sibling of each node
+ * that splits and, when the tree grows, the block the root moves into:
+ *   - insertion, merge, conversion (ex_map, ex_convert): O(depth);
+ *   - punch (ex_punch) and zero range (ex_unwrite): one path per extent
+ *     in the range, entries trimmed, split (ex_split3), flagged or
+ *     removed, emptied nodes freed (ex_node_remove);
+ *   - preallocation (sfs_extent_prealloc): one path per hole or extent
+ *     in the range, each new run inserted or lengthening its left
+ *     neighbour;
+ *   - truncation (ex_truncate, ext4_ext_remove_space): from the last
+ *     leaf back, one path per leaf emptied; cutting the last extent is
+ *     O(depth);
+ *   - collapse and insert range (ex_shift, ext4_ext_shift_extents): keys
+ *     moved in place leaf by leaf, one path per leaf right of the point,
+ *     nothing allocated.
+ * Only ex_tidy's repack of a depth <= 1 tree rebuilds (ex_collect +
+ * ex_build), and that is five blocks at most.
  *
  * Growth is ext4_ext_insert_extent's: a new block merges into the extent on
  * its left or right when logically and physically contiguous (up to 32768
@@ -184,6 +198,7 @@ static void ex_blk_dirty(struct sfs_fs *fs, struct sfs_inode *ip,
 {
 	sfs_csum_extent_set(fs, ex_seed(fs, ip), b->data);
 	sfs_meta_dirty(fs, b);
+	fs->cpu_ctr.extent_dirty++;
 	sfs_inode_note_dirty(ip, blk, 1);
 }
 
@@ -195,6 +210,7 @@ static int ex_read_node(struct sfs_fs *fs, struct sfs_inode *ip, sfs_blk_t blk,
 
 	if (!ex_valid_blk(fs, blk))
 		return ex_corrupt(fs, ip, blk, "outside the filesystem");
+	fs->cpu_ctr.extent_reads++;
 	rc = sfs_cache_get(fs->cache, blk, SFS_IO_INDIRECT, out);
 	if (rc)
 		return rc;
@@ -655,6 +671,44 @@ static int ex_reshape(struct sfs_fs *fs, struct sfs_inode *ip)
 }
 
 /*
+ * A root with one index whose child would fit in the root takes the
+ * child's entries and loses a level; the child block is freed.  Repeated
+ * while it applies: one block read a level.  ext4 resets the depth only of
+ * a tree emptied (ext4_ext_remove_space); this keeps a tree that shrank
+ * from being "shorter than it could be" to e2fsck, at O(depth).
+ */
+static int ex_shrink(struct sfs_fs *fs, struct sfs_inode *ip)
+{
+	struct sfs_dextent_header *root = ex_root(ip);
+
+	while (sfs_le16(root->eh_depth) > 0 && ex_entries(root) == 1) {
+		int depth = sfs_le16(root->eh_depth);
+		sfs_blk_t child = sfs_le32(ex_idx(root, 0)->ei_leaf_lo);
+		struct sfs_dextent_header *ch;
+		struct sfs_buf *b;
+		int rc = ex_read_node(fs, ip, child, depth - 1, &b);
+
+		if (rc)
+			return rc;
+		ch = (struct sfs_dextent_header *)b->data;
+		if (ex_entries(ch) > EX_ROOT_MAX) {
+			sfs_cache_put(fs->cache, b);
+			return 0;
+		}
+		memset(root + 1, 0, 12 * EX_ROOT_MAX);
+		memcpy(root + 1, ch + 1, 12 * ex_entries(ch));
+		root->eh_entries = ch->eh_entries;
+		root->eh_depth = sfs_cpu_to_le16((uint16_t)(depth - 1));
+		sfs_cache_put(fs->cache, b);
+		rc = sfs_blocks_free(fs, child, 1);
+		sfs_i_add_blocks(fs, ip, -1);
+		if (rc)
+			return rc;
+	}
+	return 0;
+}
+
+/*
  * Keep a small tree as tight as e2fsck wants it: a depth-0 or depth-1 tree
  * (at most four leaves) is checked and repacked when a split or merge left
  * it "narrower or shorter" than it could be.  That costs at most five
@@ -662,8 +716,10 @@ static int ex_reshape(struct sfs_fs *fs, struct sfs_inode *ip)
  */
 static int ex_tidy(struct sfs_fs *fs, struct sfs_inode *ip)
 {
-	if (sfs_le16(ex_root(ip)->eh_depth) > 1)
-		return 0;
+	int rc = ex_shrink(fs, ip);
+
+	if (rc || sfs_le16(ex_root(ip)->eh_depth) > 1)
+		return rc;
 	return ex_reshape(fs, ip);
 }
 
@@ -1006,57 +1062,6 @@ out_put:
 	return rc;
 }
 
-/* Free every block at logical >= from; the tree is rebuilt tight (so a
- * file back to <= 4 extents has them in the inode again). */
-static int ex_truncate(struct sfs_fs *fs, struct sfs_inode *ip, uint32_t from)
-{
-	GArray *exts = g_array_new(FALSE, FALSE, sizeof(struct sfs_dextent));
-	GArray *blks = g_array_new(FALSE, FALSE, sizeof(sfs_blk_t));
-	GArray *keep = g_array_new(FALSE, FALSE, sizeof(struct sfs_dextent));
-	uint64_t freed = 0;
-	int rc = ex_collect(fs, ip, exts, blks);
-
-	for (guint i = 0; !rc && i < exts->len; i++) {
-		struct sfs_dextent e =
-		    g_array_index(exts, struct sfs_dextent, i);
-		uint32_t k = sfs_le32(e.ee_block), len = ex_len(&e);
-		sfs_blk_t p = ex_pblk(&e);
-
-		if ((uint64_t)k + len <= from) {
-			g_array_append_val(keep, e);
-			continue;
-		}
-		uint32_t stay = k >= from ? 0 : from - k;
-		if (!ex_valid_blk(fs, p) || p + len > fs->blocks_count) {
-			rc = ex_corrupt(fs, ip, p,
-					"extent outside the "
-					"filesystem");
-			break;
-		}
-		rc = sfs_blocks_free(fs, p + stay, len - stay);
-		freed += len - stay;
-		if (stay) {
-			ex_set(&e, k, stay, p, ex_unwritten(&e));
-			g_array_append_val(keep, e);
-		}
-	}
-	if (freed)
-		sfs_i_add_blocks(fs, ip, -(int64_t)freed);
-	if (!rc && (freed || keep->len != exts->len))
-		rc = ex_build(fs, ip, keep, blks);
-	if (freed) {
-		int drc = sfs_inode_dirty(fs, ip);
-		if (!rc)
-			rc = drc;
-	}
-	ip->next_lblk = 0;
-	ip->next_pblk = 0;
-	g_array_free(exts, TRUE);
-	g_array_free(blks, TRUE);
-	g_array_free(keep, TRUE);
-	return rc;
-}
-
 typedef int (*ex_walk_fn)(void *ctx, uint32_t lblk, sfs_blk_t pblk,
 			  uint32_t len, bool meta);
 
@@ -1103,278 +1108,7 @@ static uint64_t ex_max_bytes(uint32_t bs)
 	return MIN(limit, 1ULL << 44);
 }
 
-/* Append unwritten extents covering [a, b) with new blocks to news;
- * *goal moves along.  Blocks allocated are added to *added. */
-static int ex_fill(struct sfs_fs *fs, struct sfs_inode *ip, uint32_t a,
-		   uint32_t b, sfs_blk_t *goal, GArray *news, uint64_t *added)
-{
-	while (a < b) {
-		struct sfs_dextent e;
-		sfs_blk_t start;
-		uint32_t got;
-		int rc;
-
-		ip->next_lblk = a; /* mballoc's view of where the file grows */
-		rc = sfs_alloc_blocks(fs, ip, *goal, MIN(b - a, EX_UNINIT_MAX),
-				      &start, &got);
-		if (rc)
-			return rc;
-		ex_set(&e, a, got, start, true);
-		g_array_append_val(news, e);
-		*added += got;
-		*goal = start + got;
-		a += got;
-	}
-	return 0;
-}
-
-int sfs_extent_prealloc(struct sfs_fs *fs, struct sfs_inode *ip, uint32_t lblk,
-			uint32_t n)
-{
-	GArray *exts = g_array_new(FALSE, FALSE, sizeof(struct sfs_dextent));
-	GArray *blks = g_array_new(FALSE, FALSE, sizeof(sfs_blk_t));
-	GArray *news = g_array_new(FALSE, FALSE, sizeof(struct sfs_dextent));
-	GArray *all = g_array_new(FALSE, FALSE, sizeof(struct sfs_dextent));
-	uint32_t end = lblk + n, pos = lblk;
-	sfs_blk_t goal = ex_inode_goal(fs, ip);
-	uint64_t added = 0;
-	int rc, brc;
-
-	if (n == 0 || end < lblk || end == UINT32_MAX)
-		return -EFBIG;
-	rc = ex_collect(fs, ip, exts, blks);
-	/* the holes of [lblk, end), each continuing the extent before it */
-	for (guint i = 0; !rc && i < exts->len && pos < end; i++) {
-		const struct sfs_dextent *e =
-		    &g_array_index(exts, struct sfs_dextent, i);
-		uint32_t k = sfs_le32(e->ee_block), len = ex_len(e);
-
-		if (k + len <= pos) {
-			goal = ex_pblk(e) + len + (pos - (k + len));
-			continue;
-		}
-		if (k > pos) {
-			rc = ex_fill(fs, ip, pos, MIN(k, end), &goal, news,
-				     &added);
-			if (rc)
-				break;
-		}
-		pos = MAX(pos, k + len);
-		goal = ex_pblk(e) + len;
-	}
-	if (!rc && pos < end)
-		rc = ex_fill(fs, ip, pos, end, &goal, news, &added);
-	if (!news->len)
-		goto out;
-	/* merge the two sorted lists, joining contiguous unwritten pieces */
-	for (guint i = 0, j = 0; i < exts->len || j < news->len;) {
-		const struct sfs_dextent *e;
-		struct sfs_dextent *last =
-		    all->len
-			? &g_array_index(all, struct sfs_dextent, all->len - 1)
-			: NULL;
-
-		if (j >= news->len ||
-		    (i < exts->len &&
-		     sfs_le32(
-			 g_array_index(exts, struct sfs_dextent, i).ee_block) <
-			 sfs_le32(g_array_index(news, struct sfs_dextent, j)
-				      .ee_block)))
-			e = &g_array_index(exts, struct sfs_dextent, i++);
-		else
-			e = &g_array_index(news, struct sfs_dextent, j++);
-		if (last && ex_unwritten(last) && ex_unwritten(e) &&
-		    sfs_le32(last->ee_block) + ex_len(last) ==
-			sfs_le32(e->ee_block) &&
-		    ex_pblk(last) + ex_len(last) == ex_pblk(e) &&
-		    ex_len(last) + ex_len(e) <= EX_UNINIT_MAX) {
-			ex_set(last, sfs_le32(last->ee_block),
-			       ex_len(last) + ex_len(e), ex_pblk(last), true);
-			continue;
-		}
-		g_array_append_val(all, *e);
-	}
-	brc = ex_build(fs, ip, all, blks);
-	if (brc) {
-		/* no room for the tree: give the new blocks back */
-		for (guint j = 0; j < news->len; j++) {
-			const struct sfs_dextent *e =
-			    &g_array_index(news, struct sfs_dextent, j);
-			sfs_blocks_free(fs, ex_pblk(e), ex_len(e));
-		}
-		rc = brc;
-		goto out;
-	}
-	sfs_i_add_blocks(fs, ip, (int64_t)added);
-	brc = sfs_inode_dirty(fs, ip);
-	if (!rc)
-		rc = brc;
-out:
-	ip->next_lblk = 0;
-	ip->next_pblk = 0;
-	g_array_free(exts, TRUE);
-	g_array_free(blks, TRUE);
-	g_array_free(news, TRUE);
-	g_array_free(all, TRUE);
-	return rc;
-}
-
 /* ---- range edits (fallocate punch, zero, collapse, insert) ---- */
-
-enum ex_edit_kind {
-	EX_UNWRITE,  /* [a, b) becomes unwritten, blocks stay */
-	EX_COLLAPSE, /* free [a, b), later extents move down by b - a */
-	EX_INSERT,   /* extents at or after a move up by b - a */
-};
-
-/* Append e to out, joining it to the last extent when both are in the
- * same state and logically and physically contiguous (ext4_ext_try_to_merge).
- */
-static void ex_push(GArray *out, const struct sfs_dextent *e)
-{
-	if (out->len) {
-		struct sfs_dextent *l =
-		    &g_array_index(out, struct sfs_dextent, out->len - 1);
-		bool uw = ex_unwritten(e);
-		uint32_t max = uw ? EX_UNINIT_MAX : EX_INIT_MAX;
-
-		if (ex_unwritten(l) == uw &&
-		    sfs_le32(l->ee_block) + ex_len(l) ==
-			sfs_le32(e->ee_block) &&
-		    ex_pblk(l) + ex_len(l) == ex_pblk(e) &&
-		    ex_len(l) + ex_len(e) <= max) {
-			ex_set(l, sfs_le32(l->ee_block), ex_len(l) + ex_len(e),
-			       ex_pblk(l), uw);
-			return;
-		}
-	}
-	g_array_append_val(out, *e);
-}
-
-/* Append piece [k, k+n) of an extent starting at key k0 / block p0. */
-static void ex_piece(GArray *out, uint32_t k0, sfs_blk_t p0, uint32_t k,
-		     uint32_t n, int64_t shift, bool uw)
-{
-	struct sfs_dextent e;
-
-	if (n == 0)
-		return;
-	ex_set(&e, (uint32_t)((int64_t)k + shift), n, p0 + (k - k0), uw);
-	ex_push(out, &e);
-}
-
-/*
- * One range edit of the extent list (see enum ex_edit_kind), the tree
- * rebuilt from the result (ex_build).  Blocks are freed, and converted
- * blocks dropped from the cache, only once the new tree is in place:
- * -ENOSPC (a split needs a tree block) or -EFBIG changes nothing.
- */
-static int ex_edit(struct sfs_fs *fs, struct sfs_inode *ip,
-		   enum ex_edit_kind kind, uint32_t a, uint32_t b)
-{
-	GArray *exts = g_array_new(FALSE, FALSE, sizeof(struct sfs_dextent));
-	GArray *blks = g_array_new(FALSE, FALSE, sizeof(sfs_blk_t));
-	GArray *out = g_array_new(FALSE, FALSE, sizeof(struct sfs_dextent));
-	GArray *gone = g_array_new(FALSE, FALSE, sizeof(struct sfs_run));
-	GArray *conv = g_array_new(FALSE, FALSE, sizeof(struct sfs_run));
-	uint64_t freed = 0;
-	bool changed = false;
-	int rc = ex_collect(fs, ip, exts, blks);
-
-	for (guint i = 0; !rc && i < exts->len; i++) {
-		struct sfs_dextent *e =
-		    &g_array_index(exts, struct sfs_dextent, i);
-		uint32_t k = sfs_le32(e->ee_block), len = ex_len(e);
-		uint64_t end = (uint64_t)k + len;
-		sfs_blk_t p = ex_pblk(e);
-		bool uw = ex_unwritten(e);
-		uint32_t lo = MAX(k, a), hi = (uint32_t)MIN(end, b);
-
-		if (!ex_valid_blk(fs, p) || p + len > fs->blocks_count) {
-			rc = ex_corrupt(fs, ip, p,
-					"extent outside the filesystem");
-			break;
-		}
-		if (kind == EX_INSERT) {
-			uint64_t n = b - a;
-			if (end <= a) {
-				ex_push(out, e);
-				continue;
-			}
-			if (end + n >= UINT32_MAX) {
-				rc = -EFBIG;
-				break;
-			}
-			changed = true;
-			if (k < a) {
-				ex_piece(out, k, p, k, a - k, 0, uw);
-				ex_piece(out, k, p, a, (uint32_t)(end - a),
-					 (int64_t)n, uw);
-			} else {
-				ex_piece(out, k, p, k, len, (int64_t)n, uw);
-			}
-			continue;
-		}
-		int64_t shift =
-		    (kind == EX_COLLAPSE && k >= b) ? -(int64_t)(b - a) : 0;
-		if (lo >= hi) { /* outside [a, b) */
-			if (shift) {
-				ex_piece(out, k, p, k, len, shift, uw);
-				changed = true;
-			} else {
-				ex_push(out, e);
-			}
-			continue;
-		}
-		changed = true;
-		ex_piece(out, k, p, k, lo - k, 0, uw);
-		if (kind == EX_UNWRITE) {
-			ex_piece(out, k, p, lo, hi - lo, 0, true);
-			if (!uw) {
-				struct sfs_run r = {p + (lo - k), hi - lo};
-				g_array_append_val(conv, r);
-			}
-		} else {
-			struct sfs_run r = {p + (lo - k), hi - lo};
-			g_array_append_val(gone, r);
-			freed += hi - lo;
-		}
-		shift = kind == EX_COLLAPSE ? -(int64_t)(b - a) : 0;
-		ex_piece(out, k, p, hi, (uint32_t)(end - hi), shift, uw);
-	}
-	if (rc || !changed)
-		goto out;
-	rc = ex_build(fs, ip, out, blks);
-	if (rc)
-		goto out;
-	for (guint i = 0; i < gone->len; i++) {
-		struct sfs_run *r = &g_array_index(gone, struct sfs_run, i);
-		int frc = sfs_blocks_free(fs, r->start, r->n);
-		if (frc && !rc)
-			rc = frc;
-	}
-	/* converted blocks read as zeros now: their cached copies go */
-	for (guint i = 0; i < conv->len; i++) {
-		struct sfs_run *r = &g_array_index(conv, struct sfs_run, i);
-		sfs_cache_discard(fs->cache, r->start, r->n);
-	}
-	if (freed)
-		sfs_i_add_blocks(fs, ip, -(int64_t)freed);
-	{
-		int drc = sfs_inode_dirty(fs, ip);
-		if (!rc)
-			rc = drc;
-	}
-out:
-	ip->next_lblk = 0;
-	ip->next_pblk = 0;
-	g_array_free(exts, TRUE);
-	g_array_free(blks, TRUE);
-	g_array_free(out, TRUE);
-	g_array_free(gone, TRUE);
-	g_array_free(conv, TRUE);
-	return rc;
-}
 
 /*
  * Remove entry i of node l on path p (ext4_ext_rm_idx): a node left empty
@@ -1412,6 +1146,27 @@ static int ex_node_remove(struct sfs_fs *fs, struct sfs_inode *ip,
 	return 0;
 }
 
+/* Find the first extent that ends after a: its leaf is the last node of
+ * path p, its index *i_out (ex_entries of the leaf when the leaf has none
+ * left; the next leaf then starts at ex_next_leaf_key). */
+static int ex_find_from(struct sfs_fs *fs, struct sfs_inode *ip, uint32_t a,
+			struct ex_path *p, uint32_t *i_out)
+{
+	struct ex_node *leaf;
+	uint32_t i;
+	int rc = ex_find(fs, ip, a, p);
+
+	if (rc)
+		return rc;
+	leaf = &p->n[p->depth];
+	i = leaf->idx < 0 ? 0 : (uint32_t)leaf->idx;
+	if (i < ex_entries(leaf->h) &&
+	    ex_key(leaf->h, i) + (uint64_t)ex_len(ex_ext(leaf->h, i)) <= a)
+		i++;
+	*i_out = i;
+	return 0;
+}
+
 /* The first key after the leaf on path p (the next index entry above),
  * or UINT32_MAX when the leaf is the last. */
 static uint32_t ex_next_leaf_key(struct ex_path *p)
@@ -1422,6 +1177,79 @@ static uint32_t ex_next_leaf_key(struct ex_path *p)
 			return ex_key(n->h, (uint32_t)n->idx + 1);
 	}
 	return UINT32_MAX;
+}
+
+/* An extent found in a range: entry i of the leaf (the last node of the
+ * path), its key, length, first block and state, and the part [lo, hi)
+ * of it that lies in the range. */
+struct ex_hit {
+	struct sfs_dextent *e;
+	uint32_t i, k, len, lo, hi;
+	uint64_t end;
+	sfs_blk_t pb;
+	bool uw;
+};
+
+/*
+ * The first extent in [*a, to), in *h.  A leaf with nothing left at or
+ * after *a sends the search on to the next leaf's first key (*a moves
+ * there).  1 if found (path p held), 0 if none (p released), or an error
+ * (an extent outside the filesystem is -EIO).
+ */
+static int ex_range_next(struct sfs_fs *fs, struct sfs_inode *ip, uint32_t *a,
+			 uint32_t to, struct ex_path *p, struct ex_hit *h)
+{
+	for (;;) {
+		struct ex_node *leaf;
+		uint32_t next;
+		int rc = ex_find_from(fs, ip, *a, p, &h->i);
+
+		if (rc)
+			return rc;
+		leaf = &p->n[p->depth];
+		if (h->i < ex_entries(leaf->h)) {
+			h->e = ex_ext(leaf->h, h->i);
+			h->k = sfs_le32(h->e->ee_block);
+			h->len = ex_len(h->e);
+			h->end = (uint64_t)h->k + h->len;
+			h->pb = ex_pblk(h->e);
+			h->uw = ex_unwritten(h->e);
+			h->lo = MAX(h->k, *a);
+			h->hi = (uint32_t)MIN(h->end, to);
+			if (h->k >= to) {
+				ex_path_put(fs, p);
+				return 0;
+			}
+			if (!ex_valid_blk(fs, h->pb) ||
+			    h->pb + h->len > fs->blocks_count) {
+				ex_path_put(fs, p);
+				return ex_corrupt(fs, ip, h->pb,
+						  "extent outside the "
+						  "filesystem");
+			}
+			return 1;
+		}
+		next = ex_next_leaf_key(p);
+		ex_path_put(fs, p);
+		if (next <= *a || next >= to)
+			return 0;
+		*a = next;
+	}
+}
+
+/* After a range edit: small trees tidied if an entry went, the inode
+ * written, mballoc's view of the file's growth reset. */
+static int ex_edit_done(struct sfs_fs *fs, struct sfs_inode *ip, int rc,
+			bool removed)
+{
+	int drc;
+
+	if (rc == 0 && removed)
+		rc = ex_tidy(fs, ip);
+	ip->next_lblk = 0;
+	ip->next_pblk = 0;
+	drc = sfs_inode_dirty(fs, ip);
+	return rc ? rc : drc;
 }
 
 /*
@@ -1443,108 +1271,480 @@ static int ex_punch(struct sfs_fs *fs, struct sfs_inode *ip, uint32_t from,
 	while (a < to) {
 		struct ex_path p;
 		struct ex_node *leaf;
-		struct sfs_dextent *e;
-		uint32_t i, k, len, lo, hi;
-		uint64_t end;
-		sfs_blk_t pb;
-		bool uw;
+		struct ex_hit h;
 
-		rc = ex_find(fs, ip, a, &p);
-		if (rc)
+		rc = ex_range_next(fs, ip, &a, to, &p, &h);
+		if (rc <= 0)
 			break;
+		rc = 0;
 		leaf = &p.n[p.depth];
-		i = leaf->idx < 0 ? 0 : (uint32_t)leaf->idx;
-		if (i < ex_entries(leaf->h) &&
-		    ex_key(leaf->h, i) + (uint64_t)ex_len(ex_ext(leaf->h, i)) <=
-			a)
-			i++;
-		if (i >= ex_entries(leaf->h)) {
-			/* nothing more in this leaf: on to the next one */
-			uint32_t next = ex_next_leaf_key(&p);
-			ex_path_put(fs, &p);
-			if (next <= a || next >= to)
-				break;
-			a = next;
-			continue;
-		}
-		e = ex_ext(leaf->h, i);
-		k = sfs_le32(e->ee_block);
-		len = ex_len(e);
-		end = (uint64_t)k + len;
-		pb = ex_pblk(e);
-		uw = ex_unwritten(e);
-		if (k >= to) {
-			ex_path_put(fs, &p);
-			break;
-		}
-		if (!ex_valid_blk(fs, pb) || pb + len > fs->blocks_count) {
-			ex_path_put(fs, &p);
-			rc = ex_corrupt(fs, ip, pb,
-					"extent outside the filesystem");
-			break;
-		}
-		lo = MAX(k, a);
-		hi = (uint32_t)MIN(end, to);
-		if (lo == k && hi == end) {
-			rc = ex_node_remove(fs, ip, &p, p.depth, i);
+		if (h.lo == h.k && h.hi == h.end) {
+			rc = ex_node_remove(fs, ip, &p, p.depth, h.i);
 			removed = true;
-		} else if (lo > k && hi == end) {
-			ex_set(e, k, lo - k, pb, uw);
+		} else if (h.lo > h.k && h.hi == h.end) {
+			ex_set(h.e, h.k, h.lo - h.k, h.pb, h.uw);
 			ex_dirty(fs, ip, leaf);
-		} else if (lo == k) {
-			ex_set(e, hi, (uint32_t)(end - hi), pb + (hi - k), uw);
+		} else if (h.lo == h.k) {
+			ex_set(h.e, h.hi, (uint32_t)(h.end - h.hi),
+			       h.pb + (h.hi - h.k), h.uw);
 			ex_dirty(fs, ip, leaf);
-			if (i == 0)
+			if (h.i == 0)
 				ex_fix_keys(fs, ip, &p, p.depth);
 		} else {
 			struct sfs_dextent tail;
 			ex_path_put(fs, &p);
-			ex_set(&tail, hi, (uint32_t)(end - hi), pb + (hi - k),
-			       uw);
+			ex_set(&tail, h.hi, (uint32_t)(h.end - h.hi),
+			       h.pb + (h.hi - h.k), h.uw);
 			rc = ex_insert_ext(fs, ip, &tail);
 			if (rc == 0)
-				rc = ex_reset(fs, ip, k, lo - k, pb, uw);
+				rc = ex_reset(fs, ip, h.k, h.lo - h.k, h.pb,
+					      h.uw);
 			removed = true; /* the insert may have split */
 		}
 		ex_path_put(fs, &p);
 		if (rc)
 			break;
-		rc = sfs_blocks_free(fs, pb + (lo - k), hi - lo);
-		freed += hi - lo;
+		rc = sfs_blocks_free(fs, h.pb + (h.lo - h.k), h.hi - h.lo);
+		freed += h.hi - h.lo;
 		if (rc)
 			break;
-		a = hi;
+		a = h.hi;
 	}
 	if (freed)
 		sfs_i_add_blocks(fs, ip, -(int64_t)freed);
-	if (rc == 0 && removed)
-		rc = ex_tidy(fs, ip);
-	ip->next_lblk = 0;
-	ip->next_pblk = 0;
-	{
-		int drc = sfs_inode_dirty(fs, ip);
-		if (rc == 0)
-			rc = drc;
-	}
-	return rc;
+	return ex_edit_done(fs, ip, rc, removed);
 }
 
+/* Can b follow a as one extent (ext4_can_extents_be_merged)? */
+static bool ex_mergeable(const struct sfs_dextent *a,
+			 const struct sfs_dextent *b)
+{
+	bool uw = ex_unwritten(a);
+
+	return uw == ex_unwritten(b) &&
+	       sfs_le32(a->ee_block) + ex_len(a) == sfs_le32(b->ee_block) &&
+	       ex_pblk(a) + ex_len(a) == ex_pblk(b) &&
+	       ex_len(a) + ex_len(b) <= (uw ? EX_UNINIT_MAX : EX_INIT_MAX);
+}
+
+/* Join entry i of a leaf with the neighbours in that leaf it can be one
+ * extent with (ext4_ext_try_to_merge); true if an entry went.  The first
+ * entry never goes, so no key above changes. */
+static bool ex_leaf_merge(struct sfs_fs *fs, struct sfs_inode *ip,
+			  struct ex_node *leaf, uint32_t i)
+{
+	struct sfs_dextent *e = ex_ext(leaf->h, i), *o;
+	bool merged = false;
+
+	if (i + 1 < ex_entries(leaf->h) &&
+	    ex_mergeable(e, o = ex_ext(leaf->h, i + 1))) {
+		ex_set(e, sfs_le32(e->ee_block), ex_len(e) + ex_len(o),
+		       ex_pblk(e), ex_unwritten(e));
+		ex_leaf_remove(fs, ip, leaf, i + 1);
+		merged = true;
+	}
+	if (i > 0 && ex_mergeable(o = ex_ext(leaf->h, i - 1), e)) {
+		ex_set(o, sfs_le32(o->ee_block), ex_len(o) + ex_len(e),
+		       ex_pblk(o), ex_unwritten(o));
+		ex_leaf_remove(fs, ip, leaf, i);
+		merged = true;
+	}
+	return merged;
+}
+
+/*
+ * Give [lo, hi) of the extent keyed k (len blocks from pb, unwritten if uw)
+ * the state mid_uw (ext4_split_extent): the piece after hi is inserted
+ * first, then [lo, hi) when lo > k, and last the extent itself is cut to
+ * what lies before lo (or, when lo == k, to [k, hi) in the new state).
+ * Each piece goes in on its own path; on -ENOSPC the tree still maps
+ * every block once, in its old state.
+ */
+static int ex_split3(struct sfs_fs *fs, struct sfs_inode *ip, uint32_t k,
+		     uint32_t len, sfs_blk_t pb, bool uw, uint32_t lo,
+		     uint32_t hi, bool mid_uw)
+{
+	struct sfs_dextent piece;
+	int rc;
+
+	if (hi < k + len) {
+		ex_set(&piece, hi, k + len - hi, pb + (hi - k), uw);
+		rc = ex_insert_ext(fs, ip, &piece);
+		if (rc)
+			return rc;
+		len = hi - k;
+	}
+	if (lo == k)
+		return ex_reset(fs, ip, k, hi - k, pb, mid_uw);
+	ex_set(&piece, lo, hi - lo, pb + (lo - k), mid_uw);
+	rc = ex_insert_ext(fs, ip, &piece);
+	if (rc) {
+		int rrc = ex_reset(fs, ip, k, len, pb, uw);
+		return rrc ? rrc : rc;
+	}
+	return ex_reset(fs, ip, k, lo - k, pb, uw);
+}
+
+/*
+ * Free every block at logical >= from (ext4_ext_remove_space,
+ * ext4_ext_rm_leaf): from the last leaf back, a leaf loses the extents
+ * past the end and the one across it is shortened; a leaf left empty is
+ * freed and its index removed, and so on up (ex_node_remove).  Each step
+ * reads and dirties only the last path, so cutting the last extent costs
+ * O(depth).  A tree emptied is a depth-0 root again; one that shrank is
+ * tidied (ex_tidy: a root over one child that fits in it takes its
+ * entries, a tree of depth <= 1 is kept as e2fsck wants it).
+ */
+static int ex_truncate(struct sfs_fs *fs, struct sfs_inode *ip, uint32_t from)
+{
+	uint64_t freed = 0;
+	bool changed = false;
+	int rc = 0;
+
+	while (rc == 0) {
+		struct ex_path p;
+		struct ex_node *leaf;
+		uint32_t cnt, j;
+		bool cut = false;
+
+		rc = ex_find(fs, ip, UINT32_MAX, &p);
+		if (rc)
+			break;
+		leaf = &p.n[p.depth];
+		cnt = ex_entries(leaf->h);
+		for (j = cnt; j > 0 && !cut;) {
+			struct sfs_dextent *e = ex_ext(leaf->h, j - 1);
+			uint32_t k = sfs_le32(e->ee_block), len = ex_len(e);
+			uint32_t stay = k >= from ? 0 : from - k;
+			sfs_blk_t pb = ex_pblk(e);
+
+			if ((uint64_t)k + len <= from)
+				break;
+			if (!ex_valid_blk(fs, pb) ||
+			    pb + len > fs->blocks_count) {
+				rc =
+				    ex_corrupt(fs, ip, pb,
+					       "extent outside the filesystem");
+				break;
+			}
+			rc = sfs_blocks_free(fs, pb + stay, len - stay);
+			freed += len - stay;
+			if (stay) {
+				ex_set(e, k, stay, pb, ex_unwritten(e));
+				cut = true;
+			} else {
+				j--;
+			}
+			if (rc)
+				break;
+		}
+		if (j == cnt && !cut) {
+			ex_path_put(fs, &p);
+			break;
+		}
+		changed = true;
+		if (j == 0 && p.depth > 0) {
+			/* the leaf empties: it goes, the one before is next */
+			int rrc;
+
+			leaf->h->eh_entries = sfs_cpu_to_le16(1);
+			rrc = ex_node_remove(fs, ip, &p, p.depth, 0);
+			ex_path_put(fs, &p);
+			if (rc == 0)
+				rc = rrc;
+			continue;
+		}
+		memset(ex_ext(leaf->h, j), 0, 12 * (cnt - j));
+		leaf->h->eh_entries = sfs_cpu_to_le16((uint16_t)j);
+		ex_dirty(fs, ip, leaf);
+		ex_path_put(fs, &p);
+		break;
+	}
+	if (freed)
+		sfs_i_add_blocks(fs, ip, -(int64_t)freed);
+	if (!changed) {
+		ip->next_lblk = 0;
+		ip->next_pblk = 0;
+		return rc;
+	}
+	return ex_edit_done(fs, ip, rc, true);
+}
+
+/*
+ * fallocate's preallocation (ext4_alloc_file_blocks): every hole of
+ * [lblk, lblk + n) gets blocks from the placement model, up to 32767 an
+ * unwritten extent, each run aimed to continue the extent before it
+ * (ex_goal).  A run contiguous, logically and physically, with an
+ * unwritten extent beside it in the same leaf joins that extent in place
+ * (both, when it closes the gap between two: ext4_ext_try_to_merge); any
+ * other is inserted on its own path (ex_insert_ext).  Extents already there are
+ * stepped over, untouched: one lookup per extent or hole in the range.
+ * -ENOSPC keeps what was allocated, as ext4 does.
+ */
+int sfs_extent_prealloc(struct sfs_fs *fs, struct sfs_inode *ip, uint32_t lblk,
+			uint32_t n)
+{
+	uint32_t end = lblk + n, a = lblk;
+	bool changed = false, removed = false;
+	int rc = 0;
+
+	if (n == 0 || end < lblk || end == UINT32_MAX)
+		return -EFBIG;
+	while (a < end) {
+		struct sfs_dextent *le = NULL, *re, ne;
+		struct ex_node *leaf;
+		struct ex_path p;
+		uint32_t i, hole_end, got;
+		sfs_blk_t start;
+
+		rc = ex_find(fs, ip, a, &p);
+		if (rc)
+			break;
+		leaf = &p.n[p.depth];
+		if (leaf->idx >= 0) {
+			uint64_t lend;
+
+			le = ex_ext(leaf->h, (uint32_t)leaf->idx);
+			lend = sfs_le32(le->ee_block) + (uint64_t)ex_len(le);
+			if (a < lend) { /* mapped already: step over it */
+				ex_path_put(fs, &p);
+				a = (uint32_t)MIN(lend, end);
+				continue;
+			}
+		}
+		i = (uint32_t)(leaf->idx + 1);
+		hole_end = i < ex_entries(leaf->h) ? ex_key(leaf->h, i)
+						   : ex_next_leaf_key(&p);
+		hole_end = MIN(hole_end, end);
+		ip->next_lblk = a; /* mballoc's view of where the file grows */
+		rc = sfs_alloc_blocks(fs, ip, ex_goal(fs, ip, &p, a),
+				      MIN(hole_end - a, EX_UNINIT_MAX), &start,
+				      &got);
+		if (rc) {
+			ex_path_put(fs, &p);
+			break;
+		}
+		ex_set(&ne, a, got, start, true);
+		re = i < ex_entries(leaf->h) ? ex_ext(leaf->h, i) : NULL;
+		if (le && ex_mergeable(le, &ne)) {
+			ex_set(le, sfs_le32(le->ee_block), ex_len(le) + got,
+			       ex_pblk(le), true);
+			ex_dirty(fs, ip, leaf);
+			if (re && ex_mergeable(le, re)) { /* the hole closed */
+				ex_set(le, sfs_le32(le->ee_block),
+				       ex_len(le) + ex_len(re), ex_pblk(le),
+				       true);
+				ex_leaf_remove(fs, ip, leaf, i);
+				removed = true;
+			}
+			ex_path_put(fs, &p);
+		} else if (re && ex_mergeable(&ne, re)) {
+			ex_set(re, a, got + ex_len(re), start, true);
+			ex_dirty(fs, ip, leaf);
+			if (i == 0)
+				ex_fix_keys(fs, ip, &p, p.depth);
+			ex_path_put(fs, &p);
+		} else {
+			ex_path_put(fs, &p);
+			rc = ex_insert_ext(fs, ip, &ne);
+			if (rc) {
+				/* no room for a tree block: give them back */
+				sfs_blocks_free(fs, start, got);
+				break;
+			}
+		}
+		sfs_i_add_blocks(fs, ip, got);
+		changed = true;
+		a += got;
+	}
+	if (!changed) {
+		ip->next_lblk = 0;
+		ip->next_pblk = 0;
+		return rc;
+	}
+	return ex_edit_done(fs, ip, rc, removed);
+}
+
+/*
+ * ZERO_RANGE's conversion (ext4_zero_range, ext4_split_convert_extents):
+ * each written extent in [from, to) becomes unwritten there, in place.  An
+ * extent wholly inside flips its flag and joins unwritten, contiguous
+ * neighbours in its leaf; one across an end is split (ex_split3).  Holes
+ * stay holes.  One lookup per extent; only its path, and what a split
+ * adds, is written.  The converted blocks read as zeros: their cached
+ * copies are dropped.
+ */
 static int ex_unwrite(struct sfs_fs *fs, struct sfs_inode *ip, uint32_t from,
 		      uint32_t to)
 {
-	return ex_edit(fs, ip, EX_UNWRITE, from, to);
+	bool merged = false;
+	uint32_t a = from;
+	int rc = 0;
+
+	while (a < to) {
+		struct ex_path p;
+		struct ex_hit h;
+
+		rc = ex_range_next(fs, ip, &a, to, &p, &h);
+		if (rc <= 0)
+			break;
+		rc = 0;
+		if (h.uw) {
+			ex_path_put(fs, &p);
+			a = h.hi;
+			continue;
+		}
+		h.hi = MIN(h.hi, h.lo + EX_UNINIT_MAX);
+		if (h.lo == h.k && h.hi == h.end) {
+			struct ex_node *leaf = &p.n[p.depth];
+			ex_set(h.e, h.k, h.len, h.pb, true);
+			ex_dirty(fs, ip, leaf);
+			merged |= ex_leaf_merge(fs, ip, leaf, h.i);
+			ex_path_put(fs, &p);
+		} else {
+			ex_path_put(fs, &p);
+			rc = ex_split3(fs, ip, h.k, h.len, h.pb, false, h.lo,
+				       h.hi, true);
+			if (rc)
+				break;
+		}
+		sfs_cache_discard(fs->cache, h.pb + (h.lo - h.k), h.hi - h.lo);
+		a = h.hi;
+	}
+	return ex_edit_done(fs, ip, rc, merged);
 }
 
+/* Is there a leaf left of the one on path p? */
+static bool ex_has_prev_leaf(const struct ex_path *p)
+{
+	for (int l = p->depth - 1; l >= 0; l--)
+		if (p->n[l].idx > 0)
+			return true;
+	return false;
+}
+
+/*
+ * Move every extent whose key is at or past start by delta blocks
+ * (ext4_ext_shift_extents): leaf by leaf, left to right when moving down
+ * and from the last leaf back when moving up, so that the keys are in
+ * order between any two steps.  In each leaf the keys change in place and
+ * the index keys above follow (ex_fix_keys); moving down, the first extent
+ * moved joins the one before it in its leaf when they are contiguous
+ * (ext4_ext_try_to_merge_right; *merged).  One path a leaf: O(depth) for
+ * each leaf right of start, no block allocated or freed.
+ */
+static int ex_shift(struct sfs_fs *fs, struct sfs_inode *ip, uint32_t start,
+		    int64_t delta, bool *merged)
+{
+	uint32_t at = delta < 0 ? start : UINT32_MAX;
+
+	for (;;) {
+		struct ex_node *leaf;
+		struct ex_path p;
+		uint32_t cnt, first, s;
+		bool prev;
+		int rc = ex_find(fs, ip, at, &p);
+
+		if (rc)
+			return rc;
+		leaf = &p.n[p.depth];
+		cnt = ex_entries(leaf->h);
+		if (cnt == 0) {
+			ex_path_put(fs, &p);
+			return 0;
+		}
+		first = ex_key(leaf->h, 0);
+		for (s = cnt; s > 0 && ex_key(leaf->h, s - 1) >= start; s--) {
+			struct sfs_dextent *e = ex_ext(leaf->h, s - 1);
+			e->ee_block = sfs_cpu_to_le32(
+			    (uint32_t)((int64_t)sfs_le32(e->ee_block) + delta));
+		}
+		if (s < cnt) {
+			ex_dirty(fs, ip, leaf);
+			if (s == 0)
+				ex_fix_keys(fs, ip, &p, p.depth);
+			else if (delta < 0)
+				*merged |= ex_leaf_merge(fs, ip, leaf, s);
+		}
+		if (delta < 0) {
+			uint32_t next = ex_next_leaf_key(&p);
+			ex_path_put(fs, &p);
+			if (next == UINT32_MAX)
+				return 0;
+			at = next;
+			continue;
+		}
+		prev = ex_has_prev_leaf(&p);
+		ex_path_put(fs, &p);
+		if (s > 0 || !prev || first == 0)
+			return 0;
+		at = first - 1;
+	}
+}
+
+/* COLLAPSE_RANGE (ext4_collapse_range): [from, to) punched out, then every
+ * extent past it moved down by to - from (ex_shift).  -ENOSPC (the punch
+ * splitting an extent across both ends) changes nothing. */
 static int ex_collapse(struct sfs_fs *fs, struct sfs_inode *ip, uint32_t from,
 		       uint32_t to)
 {
-	return ex_edit(fs, ip, EX_COLLAPSE, from, to);
+	bool merged = false;
+	int rc = ex_punch(fs, ip, from, to);
+
+	if (rc)
+		return rc;
+	rc = ex_shift(fs, ip, to, -(int64_t)(to - from), &merged);
+	return ex_edit_done(fs, ip, rc, merged);
 }
 
+/*
+ * INSERT_RANGE (ext4_insert_range): the extent across from is split there
+ * (ext4_split_extent_at), then every extent at or past from moves up by
+ * to - from, from the last leaf back (ex_shift).  -EFBIG when the last
+ * extent would pass the largest logical block, -ENOSPC from the split:
+ * both change nothing.
+ */
 static int ex_insert_range(struct sfs_fs *fs, struct sfs_inode *ip,
 			   uint32_t from, uint32_t to)
 {
-	return ex_edit(fs, ip, EX_INSERT, from, to);
+	struct ex_node *leaf;
+	struct ex_path p;
+	bool merged = false;
+	int rc = ex_find(fs, ip, UINT32_MAX, &p);
+
+	if (rc)
+		return rc;
+	leaf = &p.n[p.depth];
+	if (leaf->idx >= 0) {
+		struct sfs_dextent *e = ex_ext(leaf->h, (uint32_t)leaf->idx);
+		uint64_t end = sfs_le32(e->ee_block) + (uint64_t)ex_len(e);
+
+		if (end > from && end + (to - from) >= UINT32_MAX)
+			rc = -EFBIG;
+	}
+	ex_path_put(fs, &p);
+	if (rc)
+		return rc;
+	rc = ex_find(fs, ip, from, &p);
+	if (rc)
+		return rc;
+	leaf = &p.n[p.depth];
+	if (leaf->idx >= 0) {
+		struct sfs_dextent *e = ex_ext(leaf->h, (uint32_t)leaf->idx);
+		uint32_t k = sfs_le32(e->ee_block), len = ex_len(e);
+		sfs_blk_t pb = ex_pblk(e);
+		bool uw = ex_unwritten(e);
+
+		if (k < from && from < (uint64_t)k + len) {
+			ex_path_put(fs, &p);
+			rc = ex_split3(fs, ip, k, len, pb, uw, k, from, uw);
+			if (rc)
+				return rc;
+		}
+	}
+	ex_path_put(fs, &p);
+	rc = ex_shift(fs, ip, from, (int64_t)(to - from), &merged);
+	return ex_edit_done(fs, ip, rc, merged);
 }
 
 void sfs_extent_init_root(struct sfs_fs *fs, struct sfs_inode *ip)
