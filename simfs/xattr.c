@@ -1010,7 +1010,17 @@ out_unlock:
 	return rc;
 }
 
-/* fs.h: sfs_xattr_remove under fs->lock; -EROFS as sfs_setxattr. */
+/* Is name system.posix_acl_access or _default? */
+static bool xa_name_is_acl(const char *name)
+{
+	const char *sfx;
+	uint8_t len, idx;
+
+	return xa_parse_name(name, &idx, &sfx, &len) == 0 && xa_is_acl(idx);
+}
+
+/* fs.h: sfs_xattr_remove under fs->lock; -EROFS as sfs_setxattr.  An ACL
+ * that is not there is removed without error, as on ext4. */
 int sfs_removexattr(struct sfs_fs *fs, sfs_ino_t ino, const char *name)
 {
 	struct sfs_inode *ip;
@@ -1031,6 +1041,9 @@ int sfs_removexattr(struct sfs_fs *fs, sfs_ino_t ino, const char *name)
 	/* xattr_permission: no change to an immutable or append-only
 	 * inode */
 	rc = sfs_i_pinned(ip) ? -EPERM : sfs_xattr_remove(fs, ip, name);
+	/* removing an ACL is ext4_set_acl(NULL): absent is not an error */
+	if (rc == -ENODATA && xa_name_is_acl(name))
+		rc = 0;
 	sfs_iput(fs, ip);
 out_unlock:
 	sfs_op_end(fs);
