@@ -1768,29 +1768,67 @@ static bool sfs_fuse_in_data(struct sfs_fs *fs, sfs_ino_t i, uint64_t p)
 }
 
 /*
+ * Does ext4 take this unaligned direct write through the page cache
+ * instead?  Only on a block-mapped file: ext4_iomap_alloc will not fill a
+ * hole of an indirect tree below i_size by direct I/O (-ENOTBLK), and
+ * ext4_dio_write_iter then writes the rest buffered, alignment unchecked.
+ * Its walk over the range meets that hole before any failing check when
+ * the block at off is such a hole, or when off is aligned, the blocks
+ * from off are written data, and a hole below i_size starts before the
+ * end (the whole blocks before it pass the check).  Otherwise the check
+ * fails (a written block at an unaligned start, the unaligned end inside
+ * written data, or blocks past i_size, which are allocated first).
+ */
+static bool sfs_fuse_dio_buffered(struct sfs_fs *fs, sfs_ino_t i, uint64_t off,
+				  size_t len)
+{
+	const uint64_t bs = sfs_fs_block_size(fs);
+	uint64_t start = off - off % bs, hole;
+	uint32_t flags;
+	struct sfs_attr a;
+
+	if (sfs_get_flags(fs, i, &flags) != 0 || (flags & SFS_EXTENTS_FL) ||
+	    sfs_getattr(fs, i, &a) != 0 || start >= a.size)
+		return false;
+	if (!sfs_fuse_in_data(fs, i, start))
+		return true;
+	if (off & (SFS_FUSE_DIO_ALIGN - 1) ||
+	    sfs_seek_data_hole(fs, i, off, SEEK_HOLE, &hole) != 0)
+		return false;
+	return hole < off + len && hole < a.size;
+}
+
+/*
  * Rule 11: ext4's O_DIRECT alignment rule (iomap_dio_bio_iter), 0 or
- * -EINVAL.  A write whose offset or length is not a multiple of the
- * logical block size fails.  A read at or past the end of the file
- * returns 0 unchecked, and ext4 checks a read only where it meets
- * written blocks: it fails when its start or its end falls inside one
- * off the logical-block grid (holes and unwritten extents are zero-filled
- * without a check).  Zero-length requests always pass.
+ * -EINVAL.  iomap checks each mapping the request meets on its own:
+ * offset, length and the caller's buffer address at that point on the
+ * logical-block grid.  A write whose offset or length is off the grid
+ * fails, unless ext4 would write it buffered (sfs_fuse_dio_buffered: a
+ * hole of a block-mapped file).  A read at or past the end of the file
+ * returns 0 unchecked, and holes and unwritten extents are zero-filled
+ * without a check, so a read fails only where it meets written blocks:
+ * with an unaligned start, at any of them (the buffer is unaligned from
+ * there on), with an unaligned end, when the end falls inside one.
+ * Zero-length requests always pass.
  */
 static int sfs_fuse_dio_check(fuse_req_t req, sfs_ino_t i, uint64_t off,
 			      size_t len, bool write)
 {
 	struct sfs_fs *fs = sfs_fuse_fs(req);
 	const uint64_t lbs = SFS_FUSE_DIO_ALIGN, bs = sfs_fs_block_size(fs);
-	uint64_t end = off + len, last;
+	uint64_t end = off + len, last, data;
 	struct sfs_attr a;
 
 	if (len == 0 || ((off | len) & (lbs - 1)) == 0)
 		return 0;
 	if (write)
-		return -EINVAL;
+		return sfs_fuse_dio_buffered(fs, i, off, len) ? 0 : -EINVAL;
 	if (sfs_getattr(fs, i, &a) != 0 || off >= a.size)
 		return 0;
-	if ((off & (lbs - 1)) && sfs_fuse_in_data(fs, i, off))
+	/* an unaligned start leaves the caller's buffer unaligned at every
+	 * written block the read meets, which each get the check */
+	if ((off & (lbs - 1)) &&
+	    sfs_seek_data_hole(fs, i, off, SEEK_DATA, &data) == 0 && data < end)
 		return -EINVAL;
 	if ((end & (lbs - 1)) == 0)
 		return 0;
