@@ -688,8 +688,10 @@ static int xa_set_acl(struct sfs_fs *fs, struct sfs_inode *ip, uint8_t idx,
 /*
  * Set attribute name to value (size bytes, 0 allowed).  flags: 0,
  * SFS_XATTR_CREATE (-EEXIST if present), SFS_XATTR_REPLACE (-ENODATA if
- * absent).  -E2BIG if it could never fit a block, -ENOSPC if the block is
- * full or no block is free, -EOPNOTSUPP, -ERANGE (name > 255), -EIO.
+ * absent).  -E2BIG past XATTR_SIZE_MAX (the VFS's limit), -ENOSPC if the
+ * block is full, if the value could never fit a block (as
+ * ext4_xattr_set_entry says it without ea_inode) or no block is free,
+ * -EOPNOTSUPP, -ERANGE (name > 255), -EIO.
  * Stamps ctime and writes the inode.
  */
 int sfs_xattr_set(struct sfs_fs *fs, struct sfs_inode *ip, const char *name,
@@ -745,8 +747,7 @@ static int xa_set(struct sfs_fs *fs, struct sfs_inode *ip, uint8_t idx,
 	    .size = (uint32_t)size,
 	};
 	if (xa_block_need(nbe, nbn) > fs->bs) {
-		rc =
-		    xa_block_need(&nbe[nbn - 1], 1) > fs->bs ? -E2BIG : -ENOSPC;
+		rc = -ENOSPC;
 		goto out_free;
 	}
 	rc = xa_store_block(fs, ip, &st, nbe, nbn);
