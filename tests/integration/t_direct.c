@@ -223,11 +223,12 @@ static void run(const struct step *s, struct side *sd, struct res *r)
 }
 
 /* After a direct write ext4 refused with EINVAL having written a part:
- * the kernel's bytes from off to the end of the last block (of bs bytes)
- * that differs from simfs's file, within [off, off + len), written to
- * simfs's file at the same place, buffered.  Only what the kernel wrote:
- * zeros copied over its holes would be written data on simfs, which
- * O_DIRECT reads treat differently. */
+ * each block (of bs bytes) of [off, off + len) whose bytes differ between
+ * the kernel's file and simfs's gets the kernel's bytes, written to
+ * simfs's file with a buffered write.  Only those blocks: ext4 also left
+ * blocks it wrote into fresh unwritten extents unconverted (reading as
+ * zeros, no alignment check), and zeros copied there would be written
+ * data on simfs, which O_DIRECT reads treat differently. */
 static void copy_written(const char *from, const char *to, uint64_t off,
 			 uint64_t len, uint32_t bs)
 {
@@ -235,18 +236,20 @@ static void copy_written(const char *from, const char *to, uint64_t off,
 	uint8_t *x = g_malloc(len), *y = g_malloc(len);
 	ssize_t n = f < 0 ? -1 : pread(f, x, len, (off_t)off);
 	ssize_t m = t < 0 ? -1 : pread(t, y, len, (off_t)off);
-	uint64_t end = 0;
 
 	if (n < 0 || m < 0)
 		h_bail("reading back the refused write's range: %s",
 		       strerror(errno));
-	for (ssize_t q = 0; q < n; q++)
-		if (q >= m || x[q] != y[q])
-			end = (uint64_t)q + 1;
-	end = MIN((off + end + bs - 1) / bs * bs - off, (uint64_t)n);
-	if (end && h_pwrite_all(t, x, (size_t)end, (off_t)off) != 0)
-		h_bail("copying the kernel's bytes to simfs: %s",
-		       strerror(errno));
+	for (uint64_t b = off - off % bs; b < off + (uint64_t)n; b += bs) {
+		uint64_t lo = MAX(b, off) - off;
+		uint64_t hi = MIN(b + bs, off + (uint64_t)n) - off;
+
+		if (hi <= (uint64_t)m && !memcmp(x + lo, y + lo, hi - lo))
+			continue;
+		if (h_pwrite_all(t, x + lo, hi - lo, (off_t)(off + lo)) != 0)
+			h_bail("copying the kernel's bytes to simfs: %s",
+			       strerror(errno));
+	}
 	g_free(x);
 	g_free(y);
 	close(f);
