@@ -685,6 +685,39 @@ int h_kumount(const char *mnt)
 	return rc == 0 ? 0 : -1;
 }
 
+int h_mke2fs(const char *image, const char *type, const char *bs,
+	     const char *size)
+{
+	char *err = NULL;
+	int rc;
+
+	unlink(image);
+	rc = h_runl(NULL, &err, "mke2fs", "-F", "-q", "-t", type, "-b", bs,
+		    image, size, NULL);
+	if (rc)
+		h_diag("mke2fs -t %s -b %s: %s", type, bs, err ? err : "?");
+	g_free(err);
+	return rc;
+}
+
+bool h_loop_possible(char **why)
+{
+	char *img = h_path("probe.img"), *m = h_path("probe-mnt");
+	bool ok = false;
+
+	if (h_mke2fs(img, "ext4", "4096", "64M") == 0) {
+		ok = h_kmount_opts(img, m, "ext4", "loop", why) == 0;
+		if (ok)
+			h_kumount(m);
+	} else {
+		*why = g_strdup("mke2fs failed");
+	}
+	unlink(img);
+	g_free(img);
+	g_free(m);
+	return ok;
+}
+
 static int scan_processes(const char *needle, pid_t *first)
 {
 	DIR *d = opendir("/proc");

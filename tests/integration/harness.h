@@ -70,6 +70,13 @@ int h_kmount_type(const char *image, const char *mnt, const char *type,
 int h_kmount_opts(const char *image, const char *mnt, const char *type,
 		  const char *opts, char **err);
 int h_kumount(const char *mnt);
+/* mke2fs -F -q -t type -b bs image size (a fresh image); 0, or nonzero
+ * with mke2fs's message in a diagnostic. */
+int h_mke2fs(const char *image, const char *type, const char *bs,
+	     const char *size);
+/* Can this machine loop-mount an ext4 image read-write?  false with *why
+ * (g_free) saying why not. */
+bool h_loop_possible(char **why);
 /* mount -t tmpfs -o size=SIZE at mnt (a small host disk that fills); 0 or
  * -1.  Tracked like a kernel mount; h_kumount undoes it. */
 int h_tmpfs(const char *mnt, const char *size);

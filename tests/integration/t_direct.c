@@ -40,40 +40,6 @@ struct side {
 	int fd[NFD];
 };
 
-/* mke2fs -t type -b bs img 64M. */
-static int mke2fs(const char *img, const char *type, const char *bs)
-{
-	char *err = NULL;
-	int rc;
-
-	unlink(img);
-	rc = h_runl(NULL, &err, "mke2fs", "-F", "-q", "-t", type, "-b", bs, img,
-		    "64M", NULL);
-	if (rc)
-		h_diag("mke2fs -t %s -b %s: %s", type, bs, err ? err : "?");
-	g_free(err);
-	return rc;
-}
-
-/* Can this machine loop-mount an image read-write? */
-static bool loop_possible(char **why)
-{
-	char *img = h_path("probe.img"), *m = h_path("probe-mnt");
-	bool ok = false;
-
-	if (mke2fs(img, "ext4", "4096") == 0) {
-		ok = h_kmount_opts(img, m, "ext4", "loop", why) == 0;
-		if (ok)
-			h_kumount(m);
-	} else {
-		*why = g_strdup("mke2fs failed");
-	}
-	unlink(img);
-	g_free(img);
-	g_free(m);
-	return ok;
-}
-
 /* Size and XXH3 of the whole file read through a fresh buffered
  * descriptor; -errno on failure. */
 static int file_state(const char *path, uint64_t *size, uint64_t *hash)
@@ -351,7 +317,8 @@ static void side_by_side(const char *preset, const char *type, const char *bs,
 	bool kmounted = false, mounted = false;
 
 	h_rng_seed(&rng, seed);
-	if (h_mkfs(img, "64M", mkfs_args) != 0 || mke2fs(kimg, type, bs)) {
+	if (h_mkfs(img, "64M", mkfs_args) != 0 ||
+	    h_mke2fs(kimg, type, bs, "64M")) {
 		H_OK(false, "%s %s: images made", preset, bs);
 		goto out;
 	}
@@ -424,7 +391,7 @@ int main(int argc, char **argv)
 	h_diag("seed %llu, %u steps (rerun: %s %s %llu %u)",
 	       (unsigned long long)seed, steps, argv[0], argv[1],
 	       (unsigned long long)seed, steps);
-	if (loop_possible(&why)) {
+	if (h_loop_possible(&why)) {
 		side_by_side("ext4", "ext4", "4096", seed, steps);
 		side_by_side("ext4", "ext4", "1024", seed + 1, steps);
 		side_by_side("ext3", "ext3", "4096", seed + 2, steps);
