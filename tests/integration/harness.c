@@ -718,6 +718,59 @@ bool h_loop_possible(char **why)
 	return ok;
 }
 
+bool h_kpair_up(struct h_kpair *p, const char *preset, const char *type,
+		const char *bs)
+{
+	const char *mkfs_args[] = {"-b", bs, "--preset", preset, NULL};
+	char *opts = g_strdup_printf("preset=%s", preset), *err = NULL;
+
+	*p = (struct h_kpair){
+	    .preset = preset,
+	    .bs = bs,
+	    .img = h_path("%s-%s.img", preset, bs),
+	    .mnt = h_path("%s-%s-mnt", preset, bs),
+	    .kimg = h_path("k-%s-%s.img", type, bs),
+	    .kmnt = h_path("k-%s-%s-mnt", type, bs),
+	};
+	if (h_mkfs(p->img, "64M", mkfs_args) != 0 ||
+	    h_mke2fs(p->kimg, type, bs, "64M")) {
+		H_OK(false, "%s %s: images made", preset, bs);
+		goto out;
+	}
+	p->mounted = h_mount(p->img, p->mnt, opts) == 0;
+	p->kmounted = p->mounted && h_kmount_opts(p->kimg, p->kmnt, "ext4",
+						  "loop", &err) == 0;
+	if (!p->kmounted)
+		H_OK(false, "%s %s: both mounted (%s)", preset, bs,
+		     err ? err : "simfs mount failed");
+out:
+	g_free(err);
+	g_free(opts);
+	return p->kmounted;
+}
+
+void h_kpair_down(struct h_kpair *p)
+{
+	if (p->mounted) {
+		H_OK(h_umount(p->mnt) == 0, "%s %s: umount", p->preset, p->bs);
+		H_OK(h_fsck_clean(p->img, NULL), "%s %s: e2fsck -fn clean",
+		     p->preset, p->bs);
+	}
+	if (p->kmounted) {
+		H_OK(h_kumount(p->kmnt) == 0, "%s %s: kernel umount",
+		     p->preset, p->bs);
+		H_OK(h_fsck_clean(p->kimg, NULL),
+		     "%s %s: the kernel's image is clean too", p->preset,
+		     p->bs);
+	}
+	unlink(p->img);
+	unlink(p->kimg);
+	g_free(p->img);
+	g_free(p->mnt);
+	g_free(p->kimg);
+	g_free(p->kmnt);
+}
+
 static int scan_processes(const char *needle, pid_t *first)
 {
 	DIR *d = opendir("/proc");

@@ -77,6 +77,21 @@ int h_mke2fs(const char *image, const char *type, const char *bs,
 /* Can this machine loop-mount an ext4 image read-write?  false with *why
  * (g_free) saying why not. */
 bool h_loop_possible(char **why);
+/* A simfs mount of a `simfs mkfs --preset` image beside a kernel ext4
+ * loop mount of an `mke2fs -t type` image, both 64M at block size bs,
+ * for tests that run one sequence on both.  h_kpair_up makes and mounts
+ * them (false, with a failed check, if it could not); h_kpair_down
+ * unmounts what is mounted, checks both images with e2fsck -fn, removes
+ * them and frees the paths. */
+struct h_kpair {
+	const char *preset, *bs; /* for the checks' names */
+	char *img, *mnt;	 /* simfs */
+	char *kimg, *kmnt;	 /* the kernel's */
+	bool mounted, kmounted;
+};
+bool h_kpair_up(struct h_kpair *p, const char *preset, const char *type,
+		const char *bs);
+void h_kpair_down(struct h_kpair *p);
 /* mount -t tmpfs -o size=SIZE at mnt (a small host disk that fills); 0 or
  * -1.  Tracked like a kernel mount; h_kumount undoes it. */
 int h_tmpfs(const char *mnt, const char *size);

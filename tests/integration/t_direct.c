@@ -304,32 +304,15 @@ static void side_close(struct side *s)
 static void side_by_side(const char *preset, const char *type, const char *bs,
 			 uint64_t seed, unsigned steps)
 {
-	char *img = h_path("%s-%s.img", preset, bs);
-	char *mnt = h_path("%s-%s-mnt", preset, bs);
-	char *kimg = h_path("k-%s-%s.img", type, bs);
-	char *kmnt = h_path("k-%s-%s-mnt", type, bs);
-	char *opts = g_strdup_printf("preset=%s", preset);
-	const char *mkfs_args[] = {"-b", bs, "--preset", preset, NULL};
-	struct side a = {g_build_filename(mnt, "f", NULL), {-1, -1}};
-	struct side b = {g_build_filename(kmnt, "f", NULL), {-1, -1}};
-	char *err = NULL;
+	struct h_kpair kp;
+	struct side a = {NULL, {-1, -1}}, b = {NULL, {-1, -1}};
 	unsigned done = 0, ndirect = 0, npartial = 0;
-	bool kmounted = false, mounted = false;
 
 	h_rng_seed(&rng, seed);
-	if (h_mkfs(img, "64M", mkfs_args) != 0 ||
-	    h_mke2fs(kimg, type, bs, "64M")) {
-		H_OK(false, "%s %s: images made", preset, bs);
+	if (!h_kpair_up(&kp, preset, type, bs))
 		goto out;
-	}
-	mounted = h_mount(img, mnt, opts) == 0;
-	kmounted =
-	    mounted && h_kmount_opts(kimg, kmnt, "ext4", "loop", &err) == 0;
-	if (!kmounted) {
-		H_OK(false, "%s %s: both mounted (%s)", preset, bs,
-		     err ? err : "simfs mount failed");
-		goto out;
-	}
+	a.path = g_build_filename(kp.mnt, "f", NULL);
+	b.path = g_build_filename(kp.kmnt, "f", NULL);
 	for (int k = 0; k < NFD; k++) {
 		int fl = O_RDWR | O_CREAT | (k ? O_DIRECT : 0);
 
@@ -355,24 +338,7 @@ static void side_by_side(const char *preset, const char *type, const char *bs,
 out:
 	side_close(&a);
 	side_close(&b);
-	if (mounted) {
-		H_OK(h_umount(mnt) == 0, "%s %s: umount", preset, bs);
-		H_OK(h_fsck_clean(img, NULL), "%s %s: e2fsck -fn clean", preset,
-		     bs);
-	}
-	if (kmounted) {
-		H_OK(h_kumount(kmnt) == 0, "%s %s: kernel umount", preset, bs);
-		H_OK(h_fsck_clean(kimg, NULL),
-		     "%s %s: the kernel's image is clean too", preset, bs);
-	}
-	unlink(img);
-	unlink(kimg);
-	g_free(err);
-	g_free(opts);
-	g_free(kmnt);
-	g_free(kimg);
-	g_free(mnt);
-	g_free(img);
+	h_kpair_down(&kp);
 }
 
 int main(int argc, char **argv)

@@ -159,33 +159,16 @@ static bool one_step(int fa, int fb, unsigned step, uint32_t bs,
 static void side_by_side(const char *preset, const char *type, const char *bs,
 			 uint64_t seed, unsigned steps)
 {
-	char *img = h_path("%s-%s.img", preset, bs);
-	char *mnt = h_path("%s-%s-mnt", preset, bs);
-	char *kimg = h_path("k-%s-%s.img", type, bs);
-	char *kmnt = h_path("k-%s-%s-mnt", type, bs);
-	char *opts = g_strdup_printf("preset=%s", preset);
-	const char *mkfs_args[] = {"-b", bs, "--preset", preset, NULL};
-	char *fa_path = g_build_filename(mnt, "f", NULL);
-	char *fb_path = g_build_filename(kmnt, "f", NULL);
-	char *err = NULL;
+	struct h_kpair kp;
+	char *fa_path = NULL, *fb_path = NULL;
 	unsigned done = 0, nok = 0;
 	int fa = -1, fb = -1;
-	bool kmounted = false, mounted = false;
 
 	h_rng_seed(&rng, seed);
-	if (h_mkfs(img, "64M", mkfs_args) != 0 ||
-	    h_mke2fs(kimg, type, bs, "64M")) {
-		H_OK(false, "%s %s: images made", preset, bs);
+	if (!h_kpair_up(&kp, preset, type, bs))
 		goto out;
-	}
-	mounted = h_mount(img, mnt, opts) == 0;
-	kmounted =
-	    mounted && h_kmount_opts(kimg, kmnt, "ext4", "loop", &err) == 0;
-	if (!kmounted) {
-		H_OK(false, "%s %s: both mounted (%s)", preset, bs,
-		     err ? err : "simfs mount failed");
-		goto out;
-	}
+	fa_path = g_build_filename(kp.mnt, "f", NULL);
+	fb_path = g_build_filename(kp.kmnt, "f", NULL);
 	fa = open(fa_path, O_RDWR | O_CREAT, 0644);
 	fb = open(fb_path, O_RDWR | O_CREAT, 0644);
 	if (fa < 0 || fb < 0) {
@@ -206,26 +189,9 @@ out:
 		close(fa);
 	if (fb >= 0)
 		close(fb);
-	if (mounted) {
-		H_OK(h_umount(mnt) == 0, "%s %s: umount", preset, bs);
-		H_OK(h_fsck_clean(img, NULL), "%s %s: e2fsck -fn clean", preset,
-		     bs);
-	}
-	if (kmounted) {
-		H_OK(h_kumount(kmnt) == 0, "%s %s: kernel umount", preset, bs);
-		H_OK(h_fsck_clean(kimg, NULL),
-		     "%s %s: the kernel's image is clean too", preset, bs);
-	}
-	unlink(img);
-	unlink(kimg);
-	g_free(err);
+	h_kpair_down(&kp);
 	g_free(fa_path);
 	g_free(fb_path);
-	g_free(opts);
-	g_free(kmnt);
-	g_free(kimg);
-	g_free(mnt);
-	g_free(img);
 }
 
 /* Part 2: the interfaces that stop in the kernel's FUSE module. */
