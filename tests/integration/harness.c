@@ -771,6 +771,30 @@ void h_kpair_down(struct h_kpair *p)
 	g_free(p->kmnt);
 }
 
+bool h_kpair_configs(int argc, char **argv, unsigned steps,
+		     void (*fn)(const char *preset, const char *type,
+				const char *bs, uint64_t seed, unsigned steps))
+{
+	uint64_t seed = argc > 2 ? strtoull(argv[2], NULL, 0) : 1;
+	char *why = NULL;
+
+	if (argc > 3)
+		steps = (unsigned)atoi(argv[3]);
+	h_diag("seed %llu, %u steps (rerun: %s %s %llu %u)",
+	       (unsigned long long)seed, steps, argv[0], argv[1],
+	       (unsigned long long)seed, steps);
+	if (!h_loop_possible(&why)) {
+		h_diag("SKIP: loop mounting is impossible here (%s)",
+		       why ? why : "?");
+		g_free(why);
+		return false;
+	}
+	fn("ext4", "ext4", "4096", seed, steps);
+	fn("ext4", "ext4", "1024", seed + 1, steps);
+	fn("ext3", "ext3", "4096", seed + 2, steps);
+	return true;
+}
+
 static int scan_processes(const char *needle, pid_t *first)
 {
 	DIR *d = opendir("/proc");

@@ -92,6 +92,15 @@ struct h_kpair {
 bool h_kpair_up(struct h_kpair *p, const char *preset, const char *type,
 		const char *bs);
 void h_kpair_down(struct h_kpair *p);
+/* The side-by-side tests' sequence: SEED (argv[2], default 1) and STEPS
+ * (argv[3], default steps) read and printed with the command to rerun
+ * them, then fn run on ext4 at 4 KiB and 1 KiB blocks and on ext3
+ * (seeds SEED, SEED+1, SEED+2).  false, saying why, when loop mounting
+ * is impossible here (nothing run). */
+bool h_kpair_configs(int argc, char **argv, unsigned steps,
+		     void (*fn)(const char *preset, const char *type,
+				const char *bs, uint64_t seed,
+				unsigned steps));
 /* mount -t tmpfs -o size=SIZE at mnt (a small host disk that fills); 0 or
  * -1.  Tracked like a kernel mount; h_kumount undoes it. */
 int h_tmpfs(const char *mnt, const char *size);

@@ -343,31 +343,12 @@ out:
 
 int main(int argc, char **argv)
 {
-	uint64_t seed = 1;
-	unsigned steps = 600;
-	char *why = NULL;
 	double t0;
 
 	h_init(argc, argv);
-	if (argc > 2)
-		seed = strtoull(argv[2], NULL, 0);
-	if (argc > 3)
-		steps = (unsigned)atoi(argv[3]);
 	t0 = h_now();
-	h_diag("seed %llu, %u steps (rerun: %s %s %llu %u)",
-	       (unsigned long long)seed, steps, argv[0], argv[1],
-	       (unsigned long long)seed, steps);
-	if (h_loop_possible(&why)) {
-		side_by_side("ext4", "ext4", "4096", seed, steps);
-		side_by_side("ext4", "ext4", "1024", seed + 1, steps);
-		side_by_side("ext3", "ext3", "4096", seed + 2, steps);
-	} else {
-		h_diag("SKIP: loop mounting is impossible here (%s)",
-		       why ? why : "?");
-		g_free(why);
+	if (!h_kpair_configs(argc, argv, 600, side_by_side))
 		return 77;
-	}
-	g_free(why);
 	h_diag("%.1f s", h_now() - t0);
 	return h_done();
 }
