@@ -57,7 +57,6 @@ FIO_TIME=10
 NFILES=10000
 DB_TIME=10
 TARGETS=simfs,simfs-ext4,passthrough,fuse2fs,ext4
-EXAMPLES=/usr/share/doc/libfuse3-dev/examples
 DBLOAD=/usr/share/dbench/client.txt
 
 usage() {
@@ -166,19 +165,8 @@ log() { echo "compare.sh: $*" >&2; }
 
 # ---- passthrough_ll, built from the example source libfuse3-dev ships --
 if [[ -n ${want[passthrough]:-} ]]; then
-	mkdir -p "$tmp/ptsrc"
-	for f in passthrough_ll.c passthrough_helpers.h; do
-		if [[ -f $EXAMPLES/$f ]]; then
-			cp "$EXAMPLES/$f" "$tmp/ptsrc/"
-		elif [[ -f $EXAMPLES/$f.gz ]]; then
-			gzip -dc "$EXAMPLES/$f.gz" >"$tmp/ptsrc/$f"
-		else
-			die "$EXAMPLES/$f not found (apt-get install libfuse3-dev)"
-		fi
-	done
-	# shellcheck disable=SC2046
-	cc -O2 -Wall -o "$tmp/passthrough_ll" "$tmp/ptsrc/passthrough_ll.c" \
-		$(pkg-config --cflags --libs fuse3)
+	. "$root/bench/passthrough_ll.sh"
+	build_passthrough_ll "$tmp" || die "passthrough_ll cannot be built"
 fi
 
 # passthrough_ll keeps an O_PATH descriptor per inode the kernel holds

@@ -56,7 +56,6 @@ done
 
 SIMFS=$BUILD/simfs
 FSBENCH=$BUILD/bench/fsbench
-EXAMPLES=/usr/share/doc/libfuse3-dev/examples
 
 # ---- build what is missing -------------------------------------------
 if [[ ! -x $SIMFS || ! -x $FSBENCH ]]; then
@@ -87,20 +86,8 @@ trap cleanup EXIT
 trap 'exit 130' INT TERM HUP
 
 # ---- passthrough_ll from the libfuse examples Debian ships ------------
-mkdir -p "$tmp/ptsrc"
-for f in passthrough_ll.c passthrough_helpers.h; do
-	if [[ -f $EXAMPLES/$f ]]; then
-		cp "$EXAMPLES/$f" "$tmp/ptsrc/"
-	elif [[ -f $EXAMPLES/$f.gz ]]; then
-		gzip -dc "$EXAMPLES/$f.gz" >"$tmp/ptsrc/$f"
-	else
-		echo "foundation.sh: $EXAMPLES/$f not found (apt-get install libfuse3-dev)" >&2
-		exit 1
-	fi
-done
-# shellcheck disable=SC2046
-cc -O2 -Wall -o "$tmp/passthrough_ll" "$tmp/ptsrc/passthrough_ll.c" \
-	$(pkg-config --cflags --libs fuse3)
+. "$root/bench/passthrough_ll.sh"
+build_passthrough_ll "$tmp" || exit 1
 
 drop_caches() {
 	sync

@@ -10,6 +10,15 @@
  *   fsbench mktree DIR SEED DIRS FILES MAXBYTES
  *                                        a deterministic source-tree-like
  *                                        tree (for the demo's tarball)
+ *   fsbench append FILE N BYTES HOW START_MIB
+ *                                        N writes of BYTES at the end of
+ *                                        FILE, first written to START_MIB
+ *                                        (kept if it is that size);
+ *                                        HOW "oappend" (O_APPEND, write)
+ *                                        or "pwrite" (pwrite at the
+ *                                        offset the program keeps); the
+ *                                        time of each tenth of the writes
+ *                                        too, to show a cost that grows
  *
  * Time is CLOCK_MONOTONIC; MiB/s is 2^20 bytes per second.
  */
@@ -18,10 +27,12 @@
 #endif
 #include <errno.h>
 #include <fcntl.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -229,6 +240,80 @@ static int mktree(const char *dir, uint64_t seed, long ndirs, long nfiles,
 	return 0;
 }
 
+/* User plus system CPU time of a getrusage result, in seconds. */
+static double cpu_s(const struct rusage *ru)
+{
+	return (double)(ru->ru_utime.tv_sec + ru->ru_stime.tv_sec) +
+	       (double)(ru->ru_utime.tv_usec + ru->ru_stime.tv_usec) / 1e6;
+}
+
+/* fsbench append: see the head comment. */
+static int append(const char *path, long n, long bytes, const char *how,
+		  long start_mib)
+{
+	bool oappend = !strcmp(how, "oappend");
+	unsigned char buf[65536];
+	double t0, tenth[10];
+	struct rusage ru0, ru1;
+	struct stat st;
+	uint64_t seed = 7;
+	off_t at;
+	int fd;
+
+	if ((!oappend && strcmp(how, "pwrite")) || n < 10 || bytes < 1 ||
+	    bytes > (long)sizeof buf || start_mib < 0) {
+		fprintf(stderr, "fsbench append: HOW is oappend or pwrite, "
+				"N >= 10, 1 <= BYTES <= 65536\n");
+		return 2;
+	}
+	fd = open(path, O_WRONLY | O_CREAT, 0644);
+	if (fd < 0 || fstat(fd, &st) < 0)
+		die("open", path);
+	fill(&seed, buf, sizeof buf);
+	if (st.st_size != (off_t)start_mib << 20) { /* else: as it is */
+		if (ftruncate(fd, 0) < 0)
+			die("ftruncate", path);
+		for (long m = 0; m < start_mib * 16; m++)
+			if (write(fd, buf, sizeof buf) != (ssize_t)sizeof buf)
+				die("write", path);
+		if (fsync(fd) < 0)
+			die("fsync", path);
+	}
+	close(fd);
+	fd = open(path, O_WRONLY | (oappend ? O_APPEND : 0));
+	if (fd < 0)
+		die("open", path);
+	at = (off_t)start_mib << 20;
+	getrusage(RUSAGE_SELF, &ru0);
+	t0 = now_s();
+	for (long i = 0; i < n; i++) {
+		ssize_t w = oappend ? write(fd, buf, (size_t)bytes)
+				    : pwrite(fd, buf, (size_t)bytes, at);
+
+		if (w != bytes)
+			die("append", path);
+		at += bytes;
+		if ((i + 1) % (n / 10) == 0 && (i + 1) / (n / 10) <= 10)
+			tenth[(i + 1) / (n / 10) - 1] = now_s();
+	}
+	printf("how=%s\nwrites=%ld\nbytes=%ld\nstart_mib=%ld\n", how, n, bytes,
+	       start_mib);
+	getrusage(RUSAGE_SELF, &ru1);
+	printf("cpu_us_per_write=%.2f\n",
+	       (cpu_s(&ru1) - cpu_s(&ru0)) * 1e6 / (double)n);
+	printf("seconds=%.3f\nus_per_write=%.2f\n", tenth[9] - t0,
+	       (tenth[9] - t0) * 1e6 / (double)(n / 10 * 10));
+	printf("us_per_write_by_tenth=");
+	for (int k = 0; k < 10; k++)
+		printf("%s%.2f", k ? "," : "",
+		       (tenth[k] - (k ? tenth[k - 1] : t0)) * 1e6 /
+			   (double)(n / 10));
+	printf("\n");
+	if (close(fd) < 0)
+		die("close", path);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	if (argc == 5 && !strcmp(argv[1], "seqwrite"))
@@ -240,10 +325,14 @@ int main(int argc, char **argv)
 	if (argc == 7 && !strcmp(argv[1], "mktree"))
 		return mktree(argv[2], strtoull(argv[3], NULL, 0),
 			      atol(argv[4]), atol(argv[5]), atol(argv[6]));
+	if (argc == 7 && !strcmp(argv[1], "append"))
+		return append(argv[2], atol(argv[3]), atol(argv[4]), argv[5],
+			      atol(argv[6]));
 	fprintf(stderr,
 		"usage: fsbench seqwrite FILE MIB BLOCK_KIB\n"
 		"       fsbench seqread FILE BLOCK_KIB\n"
 		"       fsbench meta DIR N BYTES\n"
-		"       fsbench mktree DIR SEED DIRS FILES MAXBYTES\n");
+		"       fsbench mktree DIR SEED DIRS FILES MAXBYTES\n"
+		"       fsbench append FILE N BYTES HOW START_MIB\n");
 	return 2;
 }

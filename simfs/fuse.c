@@ -88,6 +88,15 @@
  *     (the recorder needs a libfuse request), so the kernel falls back
  *     to GETATTR and reports no birth time, and O_TMPFILE gets
  *     EOPNOTSUPP.
+ * 13. Set-group-ID cleared by setfacl (acl.c, rule 10): the kernel says
+ *     when an access ACL is set by a caller outside the file's group
+ *     without CAP_FSETID (FUSE_SETXATTR_ACL_KILL_SGID, in the extended
+ *     fuse_setxattr_in), but only if INIT negotiated FUSE_SETXATTR_EXT,
+ *     which libfuse 3.14 does not know.  So the INIT reply of rule 9
+ *     asks for it when ACLs are on, and the read hook turns each
+ *     SETXATTR back into the 8-byte layout libfuse parses, carrying the
+ *     flag in a private setxattr flags bit; sfs_fuse_kill_sgid then
+ *     takes S_ISGID off as ext4_set_acl does.
  */
 #define FUSE_USE_VERSION 312
 
@@ -128,6 +137,9 @@
  * FUSE_DIRECT_IO_RELAX): MAP_SHARED allowed on direct_io files.  Bit 36,
  * i.e. bit 4 of flags2, which counts only with FUSE_INIT_EXT. */
 #define SFS_FUSE_DIRECT_IO_ALLOW_MMAP (1ull << 36)
+/* Rule 13: FUSE_SETXATTR_ACL_KILL_SGID carried to sfs_fuse_setxattr in a
+ * setxattr flags bit no caller can set (XATTR_CREATE/REPLACE are 1, 2). */
+#define SFS_FUSE_XATTR_KILL_SGID (1 << 30)
 
 static_assert(SFS_RENAME_NOREPLACE == RENAME_NOREPLACE, "rename flag");
 static_assert(SFS_RENAME_EXCHANGE == RENAME_EXCHANGE, "rename flag");
@@ -195,6 +207,9 @@ struct sfs_fuse {
 	guint64 init_unique; /* its unique, once init_seen */
 	gint mmap_offered;   /* it offered DIRECT_IO_ALLOW_MMAP */
 	gint mmap_granted;   /* our INIT reply asked for it */
+	gint sx_offered;     /* it offered FUSE_SETXATTR_EXT (rule 13) */
+	gint sx_granted;     /* our INIT reply asked for it */
+	gint init_fixed;     /* the INIT reply went out changed */
 };
 
 static const char *sfs_fuse_mmap_state(struct sfs_fuse *f);
@@ -1054,6 +1069,28 @@ static bool sfs_fuse_own_request(struct sfs_fuse *f, int fd, const void *buf,
 	return true;
 }
 
+/* Rule 13: a SETXATTR request in the extended layout the INIT reply asked
+ * for becomes the 8-byte layout libfuse 3.14 parses: name and value move
+ * down over setxattr_flags and padding, and FUSE_SETXATTR_ACL_KILL_SGID
+ * rides in the flags as SFS_FUSE_XATTR_KILL_SGID.  Returns the new
+ * length of the request (n for every other request). */
+static ssize_t sfs_fuse_setxattr_compat(void *buf, ssize_t n)
+{
+	struct fuse_in_header *in = buf;
+	struct fuse_setxattr_in *arg = (void *)(in + 1);
+	const size_t hdr = sizeof(*in) + sizeof(*arg);
+	const size_t cut = sizeof(*arg) - FUSE_COMPAT_SETXATTR_IN_SIZE;
+
+	if (n < (ssize_t)sizeof(*in) || in->opcode != FUSE_SETXATTR ||
+	    in->len != (uint32_t)n || n < (ssize_t)hdr)
+		return n; /* libfuse answers a malformed one */
+	if (arg->setxattr_flags & FUSE_SETXATTR_ACL_KILL_SGID)
+		arg->flags |= SFS_FUSE_XATTR_KILL_SGID;
+	memmove((char *)buf + hdr - cut, (char *)buf + hdr, (size_t)n - hdr);
+	in->len -= (uint32_t)cut;
+	return n - (ssize_t)cut;
+}
+
 /* ---- the INIT hooks (rule 9) ---- */
 
 /* read(2) of the next request; notes the INIT request. */
@@ -1074,8 +1111,12 @@ static ssize_t sfs_fuse_io_read(int fd, void *buf, size_t len, void *userdata)
 		if (!f->mmap_off && (arg->flags & FUSE_INIT_EXT) &&
 		    (arg->flags2 & (SFS_FUSE_DIRECT_IO_ALLOW_MMAP >> 32)))
 			g_atomic_int_set(&f->mmap_offered, 1);
+		if (arg->flags & FUSE_SETXATTR_EXT)
+			g_atomic_int_set(&f->sx_offered, 1);
 		g_atomic_int_set(&f->init_seen, 1);
 	}
+	if (n > 0 && g_atomic_int_get(&f->sx_granted))
+		n = sfs_fuse_setxattr_compat(buf, n);
 	return n;
 }
 
@@ -1089,8 +1130,10 @@ static ssize_t sfs_fuse_io_writev(int fd, struct iovec *iov, int count,
 	struct fuse_init_out arg;
 	struct iovec fixed[2];
 
-	if (!g_atomic_int_get(&f->mmap_offered) ||
-	    g_atomic_int_get(&f->mmap_granted) || count != 2 ||
+	bool mmap = g_atomic_int_get(&f->mmap_offered);
+	bool sx = g_atomic_int_get(&f->sx_offered) && f->acl;
+
+	if (!(mmap || sx) || g_atomic_int_get(&f->init_fixed) || count != 2 ||
 	    iov[0].iov_len != sizeof(*out) || out->unique != f->init_unique ||
 	    out->error != 0 || iov[1].iov_len > sizeof(arg) ||
 	    iov[1].iov_len <
@@ -1098,11 +1141,20 @@ static ssize_t sfs_fuse_io_writev(int fd, struct iovec *iov, int count,
 		return writev(fd, iov, count);
 	memset(&arg, 0, sizeof(arg));
 	memcpy(&arg, iov[1].iov_base, iov[1].iov_len);
-	arg.flags |= FUSE_INIT_EXT;
-	arg.flags2 |= (uint32_t)(SFS_FUSE_DIRECT_IO_ALLOW_MMAP >> 32);
+	if (mmap) {
+		arg.flags |= FUSE_INIT_EXT;
+		arg.flags2 |= (uint32_t)(SFS_FUSE_DIRECT_IO_ALLOW_MMAP >> 32);
+		g_atomic_int_set(&f->mmap_granted, 1);
+	}
+	/* set before the reply: the kernel sends no SETXATTR until it has
+	 * read it */
+	if (sx) {
+		arg.flags |= FUSE_SETXATTR_EXT;
+		g_atomic_int_set(&f->sx_granted, 1);
+	}
 	fixed[0] = iov[0];
 	fixed[1] = (struct iovec){.iov_base = &arg, .iov_len = iov[1].iov_len};
-	g_atomic_int_set(&f->mmap_granted, 1);
+	g_atomic_int_set(&f->init_fixed, 1);
 	return writev(fd, fixed, 2);
 }
 
@@ -1716,29 +1768,67 @@ static bool sfs_fuse_in_data(struct sfs_fs *fs, sfs_ino_t i, uint64_t p)
 }
 
 /*
+ * Does ext4 take this unaligned direct write through the page cache
+ * instead?  Only on a block-mapped file: ext4_iomap_alloc will not fill a
+ * hole of an indirect tree below i_size by direct I/O (-ENOTBLK), and
+ * ext4_dio_write_iter then writes the rest buffered, alignment unchecked.
+ * Its walk over the range meets that hole before any failing check when
+ * the block at off is such a hole, or when off is aligned, the blocks
+ * from off are written data, and a hole below i_size starts before the
+ * end (the whole blocks before it pass the check).  Otherwise the check
+ * fails (a written block at an unaligned start, the unaligned end inside
+ * written data, or blocks past i_size, which are allocated first).
+ */
+static bool sfs_fuse_dio_buffered(struct sfs_fs *fs, sfs_ino_t i, uint64_t off,
+				  size_t len)
+{
+	const uint64_t bs = sfs_fs_block_size(fs);
+	uint64_t start = off - off % bs, hole;
+	uint32_t flags;
+	struct sfs_attr a;
+
+	if (sfs_get_flags(fs, i, &flags) != 0 || (flags & SFS_EXTENTS_FL) ||
+	    sfs_getattr(fs, i, &a) != 0 || start >= a.size)
+		return false;
+	if (!sfs_fuse_in_data(fs, i, start))
+		return true;
+	if (off & (SFS_FUSE_DIO_ALIGN - 1) ||
+	    sfs_seek_data_hole(fs, i, off, SEEK_HOLE, &hole) != 0)
+		return false;
+	return hole < off + len && hole < a.size;
+}
+
+/*
  * Rule 11: ext4's O_DIRECT alignment rule (iomap_dio_bio_iter), 0 or
- * -EINVAL.  A write whose offset or length is not a multiple of the
- * logical block size fails.  A read at or past the end of the file
- * returns 0 unchecked, and ext4 checks a read only where it meets
- * written blocks: it fails when its start or its end falls inside one
- * off the logical-block grid (holes and unwritten extents are zero-filled
- * without a check).  Zero-length requests always pass.
+ * -EINVAL.  iomap checks each mapping the request meets on its own:
+ * offset, length and the caller's buffer address at that point on the
+ * logical-block grid.  A write whose offset or length is off the grid
+ * fails, unless ext4 would write it buffered (sfs_fuse_dio_buffered: a
+ * hole of a block-mapped file).  A read at or past the end of the file
+ * returns 0 unchecked, and holes and unwritten extents are zero-filled
+ * without a check, so a read fails only where it meets written blocks:
+ * with an unaligned start, at any of them (the buffer is unaligned from
+ * there on), with an unaligned end, when the end falls inside one.
+ * Zero-length requests always pass.
  */
 static int sfs_fuse_dio_check(fuse_req_t req, sfs_ino_t i, uint64_t off,
 			      size_t len, bool write)
 {
 	struct sfs_fs *fs = sfs_fuse_fs(req);
 	const uint64_t lbs = SFS_FUSE_DIO_ALIGN, bs = sfs_fs_block_size(fs);
-	uint64_t end = off + len, last;
+	uint64_t end = off + len, last, data;
 	struct sfs_attr a;
 
 	if (len == 0 || ((off | len) & (lbs - 1)) == 0)
 		return 0;
 	if (write)
-		return -EINVAL;
+		return sfs_fuse_dio_buffered(fs, i, off, len) ? 0 : -EINVAL;
 	if (sfs_getattr(fs, i, &a) != 0 || off >= a.size)
 		return 0;
-	if ((off & (lbs - 1)) && sfs_fuse_in_data(fs, i, off))
+	/* an unaligned start leaves the caller's buffer unaligned at every
+	 * written block the read meets, which each get the check */
+	if ((off & (lbs - 1)) &&
+	    sfs_seek_data_hole(fs, i, off, SEEK_DATA, &data) == 0 && data < end)
 		return -EINVAL;
 	if ((end & (lbs - 1)) == 0)
 		return 0;
@@ -2260,12 +2350,28 @@ static void sfs_fuse_statfs(fuse_req_t req, fuse_ino_t ino)
 
 /* ---- extended attributes ---- */
 
+/* Rule 13: the set-group-ID bit goes as posix_acl_update_mode takes it
+ * off when ext4_set_acl runs for a caller outside the file's group
+ * without CAP_FSETID (the kernel judged that and said so). */
+static int sfs_fuse_kill_sgid(struct sfs_fs *fs, sfs_ino_t i)
+{
+	struct sfs_attr a;
+	int rc = sfs_getattr(fs, i, &a);
+
+	if (rc < 0 || !(a.mode & S_ISGID))
+		return rc;
+	a.mode &= ~(unsigned)S_ISGID;
+	return sfs_setattr(fs, i, &a, SFS_SET_MODE, NULL);
+}
+
 static void sfs_fuse_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name,
 			      const char *value, size_t size, int flags)
 {
 	sfs_ino_t i = sfs_fuse_ino_in(ino);
+	bool kill_sgid = flags & SFS_FUSE_XATTR_KILL_SGID; /* rule 13 */
 	int rc;
 
+	flags &= ~SFS_FUSE_XATTR_KILL_SGID;
 	if (sfs_ctl_of(ino) >= 0) {
 		fuse_reply_err(req, EPERM);
 		return;
@@ -2286,6 +2392,9 @@ static void sfs_fuse_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name,
 	do
 		rc = sfs_setxattr(sfs_fuse_fs(req), i, name, value, size, flags);
 	while (sfs_fuse_reclaim(req, rc));
+	if (rc == 0 && kill_sgid &&
+	    strcmp(name, "system.posix_acl_access") == 0)
+		rc = sfs_fuse_kill_sgid(sfs_fuse_fs(req), i);
 	if (acl_rec && rc == 0 &&
 	    sfs_getattr(sfs_fuse_fs(req), i, &after) == 0 &&
 	    after.mode != before.mode) {

@@ -692,8 +692,10 @@ static int xa_set_acl(struct sfs_fs *fs, struct sfs_inode *ip, uint8_t idx,
 /*
  * Set attribute name to value (size bytes, 0 allowed).  flags: 0,
  * SFS_XATTR_CREATE (-EEXIST if present), SFS_XATTR_REPLACE (-ENODATA if
- * absent).  -E2BIG if it could never fit a block, -ENOSPC if the block is
- * full or no block is free, -EOPNOTSUPP, -ERANGE (name > 255), -EIO.
+ * absent).  -E2BIG past XATTR_SIZE_MAX (the VFS's limit), -ENOSPC if the
+ * block is full, if the value could never fit a block (as
+ * ext4_xattr_set_entry says it without ea_inode) or no block is free,
+ * -EOPNOTSUPP, -ERANGE (name > 255), -EIO.
  * Stamps ctime and writes the inode.
  */
 int sfs_xattr_set(struct sfs_fs *fs, struct sfs_inode *ip, const char *name,
@@ -749,8 +751,7 @@ static int xa_set(struct sfs_fs *fs, struct sfs_inode *ip, uint8_t idx,
 	    .size = (uint32_t)size,
 	};
 	if (xa_block_need(nbe, nbn) > fs->bs) {
-		rc =
-		    xa_block_need(&nbe[nbn - 1], 1) > fs->bs ? -E2BIG : -ENOSPC;
+		rc = -ENOSPC;
 		goto out_free;
 	}
 	rc = xa_store_block(fs, ip, &st, nbe, nbn);
@@ -1014,7 +1015,17 @@ out_unlock:
 	return rc;
 }
 
-/* fs.h: sfs_xattr_remove under fs->lock; -EROFS as sfs_setxattr. */
+/* Is name system.posix_acl_access or _default? */
+static bool xa_name_is_acl(const char *name)
+{
+	const char *sfx;
+	uint8_t len, idx;
+
+	return xa_parse_name(name, &idx, &sfx, &len) == 0 && xa_is_acl(idx);
+}
+
+/* fs.h: sfs_xattr_remove under fs->lock; -EROFS as sfs_setxattr.  An ACL
+ * that is not there is removed without error, as on ext4. */
 int sfs_removexattr(struct sfs_fs *fs, sfs_ino_t ino, const char *name)
 {
 	struct sfs_inode *ip;
@@ -1035,6 +1046,9 @@ int sfs_removexattr(struct sfs_fs *fs, sfs_ino_t ino, const char *name)
 	/* xattr_permission: no change to an immutable or append-only
 	 * inode */
 	rc = sfs_i_pinned(ip) ? -EPERM : sfs_xattr_remove(fs, ip, name);
+	/* removing an ACL is ext4_set_acl(NULL): absent is not an error */
+	if (rc == -ENODATA && xa_name_is_acl(name))
+		rc = 0;
 	sfs_iput(fs, ip);
 out_unlock:
 	sfs_op_end(fs);

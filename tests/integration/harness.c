@@ -685,6 +685,116 @@ int h_kumount(const char *mnt)
 	return rc == 0 ? 0 : -1;
 }
 
+int h_mke2fs(const char *image, const char *type, const char *bs,
+	     const char *size)
+{
+	char *err = NULL;
+	int rc;
+
+	unlink(image);
+	rc = h_runl(NULL, &err, "mke2fs", "-F", "-q", "-t", type, "-b", bs,
+		    image, size, NULL);
+	if (rc)
+		h_diag("mke2fs -t %s -b %s: %s", type, bs, err ? err : "?");
+	g_free(err);
+	return rc;
+}
+
+bool h_loop_possible(char **why)
+{
+	char *img = h_path("probe.img"), *m = h_path("probe-mnt");
+	bool ok = false;
+
+	if (h_mke2fs(img, "ext4", "4096", "64M") == 0) {
+		ok = h_kmount_opts(img, m, "ext4", "loop", why) == 0;
+		if (ok)
+			h_kumount(m);
+	} else {
+		*why = g_strdup("mke2fs failed");
+	}
+	unlink(img);
+	g_free(img);
+	g_free(m);
+	return ok;
+}
+
+bool h_kpair_up(struct h_kpair *p, const char *preset, const char *type,
+		const char *bs)
+{
+	const char *mkfs_args[] = {"-b", bs, "--preset", preset, NULL};
+	char *opts = g_strdup_printf("preset=%s", preset), *err = NULL;
+
+	*p = (struct h_kpair){
+	    .preset = preset,
+	    .bs = bs,
+	    .img = h_path("%s-%s.img", preset, bs),
+	    .mnt = h_path("%s-%s-mnt", preset, bs),
+	    .kimg = h_path("k-%s-%s.img", type, bs),
+	    .kmnt = h_path("k-%s-%s-mnt", type, bs),
+	};
+	if (h_mkfs(p->img, "64M", mkfs_args) != 0 ||
+	    h_mke2fs(p->kimg, type, bs, "64M")) {
+		H_OK(false, "%s %s: images made", preset, bs);
+		goto out;
+	}
+	p->mounted = h_mount(p->img, p->mnt, opts) == 0;
+	p->kmounted = p->mounted && h_kmount_opts(p->kimg, p->kmnt, "ext4",
+						  "loop", &err) == 0;
+	if (!p->kmounted)
+		H_OK(false, "%s %s: both mounted (%s)", preset, bs,
+		     err ? err : "simfs mount failed");
+out:
+	g_free(err);
+	g_free(opts);
+	return p->kmounted;
+}
+
+void h_kpair_down(struct h_kpair *p)
+{
+	if (p->mounted) {
+		H_OK(h_umount(p->mnt) == 0, "%s %s: umount", p->preset, p->bs);
+		H_OK(h_fsck_clean(p->img, NULL), "%s %s: e2fsck -fn clean",
+		     p->preset, p->bs);
+	}
+	if (p->kmounted) {
+		H_OK(h_kumount(p->kmnt) == 0, "%s %s: kernel umount",
+		     p->preset, p->bs);
+		H_OK(h_fsck_clean(p->kimg, NULL),
+		     "%s %s: the kernel's image is clean too", p->preset,
+		     p->bs);
+	}
+	unlink(p->img);
+	unlink(p->kimg);
+	g_free(p->img);
+	g_free(p->mnt);
+	g_free(p->kimg);
+	g_free(p->kmnt);
+}
+
+bool h_kpair_configs(int argc, char **argv, unsigned steps,
+		     void (*fn)(const char *preset, const char *type,
+				const char *bs, uint64_t seed, unsigned steps))
+{
+	uint64_t seed = argc > 2 ? strtoull(argv[2], NULL, 0) : 1;
+	char *why = NULL;
+
+	if (argc > 3)
+		steps = (unsigned)atoi(argv[3]);
+	h_diag("seed %llu, %u steps (rerun: %s %s %llu %u)",
+	       (unsigned long long)seed, steps, argv[0], argv[1],
+	       (unsigned long long)seed, steps);
+	if (!h_loop_possible(&why)) {
+		h_diag("SKIP: loop mounting is impossible here (%s)",
+		       why ? why : "?");
+		g_free(why);
+		return false;
+	}
+	fn("ext4", "ext4", "4096", seed, steps);
+	fn("ext4", "ext4", "1024", seed + 1, steps);
+	fn("ext3", "ext3", "4096", seed + 2, steps);
+	return true;
+}
+
 static int scan_processes(const char *needle, pid_t *first)
 {
 	DIR *d = opendir("/proc");

@@ -70,6 +70,37 @@ int h_kmount_type(const char *image, const char *mnt, const char *type,
 int h_kmount_opts(const char *image, const char *mnt, const char *type,
 		  const char *opts, char **err);
 int h_kumount(const char *mnt);
+/* mke2fs -F -q -t type -b bs image size (a fresh image); 0, or nonzero
+ * with mke2fs's message in a diagnostic. */
+int h_mke2fs(const char *image, const char *type, const char *bs,
+	     const char *size);
+/* Can this machine loop-mount an ext4 image read-write?  false with *why
+ * (g_free) saying why not. */
+bool h_loop_possible(char **why);
+/* A simfs mount of a `simfs mkfs --preset` image beside a kernel ext4
+ * loop mount of an `mke2fs -t type` image, both 64M at block size bs,
+ * for tests that run one sequence on both.  h_kpair_up makes and mounts
+ * them (false, with a failed check, if it could not); h_kpair_down
+ * unmounts what is mounted, checks both images with e2fsck -fn, removes
+ * them and frees the paths. */
+struct h_kpair {
+	const char *preset, *bs; /* for the checks' names */
+	char *img, *mnt;	 /* simfs */
+	char *kimg, *kmnt;	 /* the kernel's */
+	bool mounted, kmounted;
+};
+bool h_kpair_up(struct h_kpair *p, const char *preset, const char *type,
+		const char *bs);
+void h_kpair_down(struct h_kpair *p);
+/* The side-by-side tests' sequence: SEED (argv[2], default 1) and STEPS
+ * (argv[3], default steps) read and printed with the command to rerun
+ * them, then fn run on ext4 at 4 KiB and 1 KiB blocks and on ext3
+ * (seeds SEED, SEED+1, SEED+2).  false, saying why, when loop mounting
+ * is impossible here (nothing run). */
+bool h_kpair_configs(int argc, char **argv, unsigned steps,
+		     void (*fn)(const char *preset, const char *type,
+				const char *bs, uint64_t seed,
+				unsigned steps));
 /* mount -t tmpfs -o size=SIZE at mnt (a small host disk that fills); 0 or
  * -1.  Tracked like a kernel mount; h_kumount undoes it. */
 int h_tmpfs(const char *mnt, const char *size);

@@ -78,40 +78,6 @@ static int file_state(int fd, uint64_t *size, uint64_t *hash)
 	return got == (ssize_t)*size ? 0 : -EIO;
 }
 
-/* mke2fs -t type -b bs img 64M. */
-static int mke2fs(const char *img, const char *type, const char *bs)
-{
-	char *err = NULL;
-	int rc;
-
-	unlink(img);
-	rc = h_runl(NULL, &err, "mke2fs", "-F", "-q", "-t", type, "-b", bs, img,
-		    "64M", NULL);
-	if (rc)
-		h_diag("mke2fs -t %s -b %s: %s", type, bs, err ? err : "?");
-	g_free(err);
-	return rc;
-}
-
-/* Can this machine loop-mount an image read-write? */
-static bool loop_possible(char **why)
-{
-	char *img = h_path("probe.img"), *m = h_path("probe-mnt");
-	bool ok = false;
-
-	if (mke2fs(img, "ext4", "4096") == 0) {
-		ok = h_kmount_opts(img, m, "ext4", "loop", why) == 0;
-		if (ok)
-			h_kumount(m);
-	} else {
-		*why = g_strdup("mke2fs failed");
-	}
-	unlink(img);
-	g_free(img);
-	g_free(m);
-	return ok;
-}
-
 /* One step on both sides; false (and a diagnostic) on a difference. */
 static bool one_step(int fa, int fb, unsigned step, uint32_t bs,
 		     unsigned *nfalloc_ok)
@@ -193,32 +159,16 @@ static bool one_step(int fa, int fb, unsigned step, uint32_t bs,
 static void side_by_side(const char *preset, const char *type, const char *bs,
 			 uint64_t seed, unsigned steps)
 {
-	char *img = h_path("%s-%s.img", preset, bs);
-	char *mnt = h_path("%s-%s-mnt", preset, bs);
-	char *kimg = h_path("k-%s-%s.img", type, bs);
-	char *kmnt = h_path("k-%s-%s-mnt", type, bs);
-	char *opts = g_strdup_printf("preset=%s", preset);
-	const char *mkfs_args[] = {"-b", bs, "--preset", preset, NULL};
-	char *fa_path = g_build_filename(mnt, "f", NULL);
-	char *fb_path = g_build_filename(kmnt, "f", NULL);
-	char *err = NULL;
+	struct h_kpair kp;
+	char *fa_path = NULL, *fb_path = NULL;
 	unsigned done = 0, nok = 0;
 	int fa = -1, fb = -1;
-	bool kmounted = false, mounted = false;
 
 	h_rng_seed(&rng, seed);
-	if (h_mkfs(img, "64M", mkfs_args) != 0 || mke2fs(kimg, type, bs)) {
-		H_OK(false, "%s %s: images made", preset, bs);
+	if (!h_kpair_up(&kp, preset, type, bs))
 		goto out;
-	}
-	mounted = h_mount(img, mnt, opts) == 0;
-	kmounted =
-	    mounted && h_kmount_opts(kimg, kmnt, "ext4", "loop", &err) == 0;
-	if (!kmounted) {
-		H_OK(false, "%s %s: both mounted (%s)", preset, bs,
-		     err ? err : "simfs mount failed");
-		goto out;
-	}
+	fa_path = g_build_filename(kp.mnt, "f", NULL);
+	fb_path = g_build_filename(kp.kmnt, "f", NULL);
 	fa = open(fa_path, O_RDWR | O_CREAT, 0644);
 	fb = open(fb_path, O_RDWR | O_CREAT, 0644);
 	if (fa < 0 || fb < 0) {
@@ -239,26 +189,9 @@ out:
 		close(fa);
 	if (fb >= 0)
 		close(fb);
-	if (mounted) {
-		H_OK(h_umount(mnt) == 0, "%s %s: umount", preset, bs);
-		H_OK(h_fsck_clean(img, NULL), "%s %s: e2fsck -fn clean", preset,
-		     bs);
-	}
-	if (kmounted) {
-		H_OK(h_kumount(kmnt) == 0, "%s %s: kernel umount", preset, bs);
-		H_OK(h_fsck_clean(kimg, NULL),
-		     "%s %s: the kernel's image is clean too", preset, bs);
-	}
-	unlink(img);
-	unlink(kimg);
-	g_free(err);
+	h_kpair_down(&kp);
 	g_free(fa_path);
 	g_free(fb_path);
-	g_free(opts);
-	g_free(kmnt);
-	g_free(kimg);
-	g_free(mnt);
-	g_free(img);
 }
 
 /* Part 2: the interfaces that stop in the kernel's FUSE module. */
@@ -336,30 +269,13 @@ out:
 
 int main(int argc, char **argv)
 {
-	uint64_t seed = 1;
-	unsigned steps = 400;
-	char *why = NULL;
 	double t0;
 
 	h_init(argc, argv);
-	if (argc > 2)
-		seed = strtoull(argv[2], NULL, 0);
-	if (argc > 3)
-		steps = (unsigned)atoi(argv[3]);
 	t0 = h_now();
-	h_diag("seed %llu, %u steps (rerun: %s %s %llu %u)",
-	       (unsigned long long)seed, steps, argv[0], argv[1],
-	       (unsigned long long)seed, steps);
-	if (loop_possible(&why)) {
-		side_by_side("ext4", "ext4", "4096", seed, steps);
-		side_by_side("ext4", "ext4", "1024", seed + 1, steps);
-		side_by_side("ext3", "ext3", "4096", seed + 2, steps);
-	} else {
-		h_diag("SKIP part 1: loop mounting is impossible here (%s)",
-		       why ? why : "?");
-	}
+	if (!h_kpair_configs(argc, argv, 400, side_by_side))
+		h_diag("so part 1 is left out");
 	not_passed_on();
-	g_free(why);
 	h_diag("%.1f s", h_now() - t0);
 	return h_done();
 }

@@ -20,7 +20,16 @@
  * files open the simfs side with O_DIRECT (the host side stays buffered:
  * its answer is what O_DIRECT must not change); those are on the 512-byte
  * grid, except one direct write in eight, which is not and must get
- * EINVAL as on ext4.  Names come from a
+ * EINVAL as on ext4 (or, on a block-mapped file where it meets a hole
+ * below EOF first, succeed: ext4 writes it buffered, dio_buffered).  With
+ * MORE "seek,acl" two more kinds join (in configurations of their own, so
+ * the others draw as before): lseek (SEEK_SET/CUR/END compared as they
+ * are; SEEK_DATA and SEEK_HOLE judged by the reference's bytes and holes,
+ * as seek_verdict explains, since the two sides answer at different
+ * granularities), and POSIX ACLs set, read and removed through
+ * system.posix_acl_access/default (valid ACLs and some the VFS refuses;
+ * the mode after a set, the bytes of a get, inheritance by the creates and
+ * mkdirs in the mix, chmod rewriting them).  Names come from a
  * small pool (collisions are the point) that includes a 255-byte name;
  * directories are picked by a random walk over B's real directories
  * (sorted, so the sequence depends only on the seed).
@@ -29,7 +38,7 @@
  * modes, link counts, symlink targets, contents by hash); umount, e2fsck
  * -fn clean, remount, compare again.  The seed is printed; rerun with
  *   t_randops SIMFS_BINARY SEED [NOPS [BLOCKSIZE [MOUNT_OPTS [WORKERS
- *             [FALLOC [IMAGE]]]]]]
+ *             [FALLOC [IMAGE [MORE]]]]]]]
  * (defaults: 10000 ops, 4096-byte blocks, default mount options, one
  * worker).  With WORKERS > 1, that many processes run NOPS operations
  * each at once, worker i in its own subdirectory with its own seed, so
@@ -55,13 +64,16 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/falloc.h>
+#include <linux/fs.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <signal.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
+#include <sys/xattr.h>
 #include <unistd.h>
 
 #ifndef RENAME_NOREPLACE
@@ -88,15 +100,19 @@ enum op_type {
 	OP_CHMOD,
 	OP_STAT,
 	OP_FALLOC,
+	OP_SEEK,
+	OP_ACL,
 	OP_NTYPES
 };
 
 static const char *const op_names[] = {
-    "create", "write", "truncate", "read",  "rename", "unlink",	   "link",
-    "mkdir",  "rmdir", "symlink",  "chmod", "lstat",  "fallocate",
+    "create", "write", "truncate",  "read",  "rename",
+    "unlink", "link",  "mkdir",	    "rmdir", "symlink",
+    "chmod",  "lstat", "fallocate", "lseek", "acl",
 };
 
-/* relative weights (fallocate: only where files are extent-mapped) */
+/* relative weights (fallocate: only where files are extent-mapped; lseek
+ * and acl: only with MORE, so older configurations draw as they did) */
 static unsigned op_weight[OP_NTYPES] = {
     [OP_CREATE] = 10, [OP_WRITE] = 20,	[OP_TRUNC] = 6, [OP_READ] = 6,
     [OP_RENAME] = 12, [OP_UNLINK] = 8,	[OP_LINK] = 6,	[OP_MKDIR] = 9,
@@ -112,7 +128,16 @@ struct op {
 	uint64_t off, len; /* write/read range, truncate size */
 	uint64_t seed;	   /* write content */
 	bool direct;	   /* read/write: O_DIRECT on the simfs side */
+	bool dio_buffered; /* an unaligned direct write ext4 takes buffered */
+	int whence;	   /* lseek: SEEK_SET/CUR/END/DATA/HOLE */
+	int64_t delta;	   /* lseek: its offset (after SEEK_SET to off) */
+	int acl_op;	   /* acl: ACL_SET, ACL_GET, ACL_REMOVE */
+	bool acl_default;  /* acl: system.posix_acl_default, not _access */
+	uint8_t acl[128];  /* acl: the xattr value to set */
+	size_t acl_len;
 };
+
+enum { ACL_SET, ACL_GET, ACL_REMOVE };
 
 /* What one side did: up to MAXSTEP syscalls' results, plus read data. */
 struct res {
@@ -130,6 +155,8 @@ static bool falloc_plain = true; /* modes 0 and KEEP_SIZE stay possible */
 static char *name_pool[16];
 static int npool;
 static const char *refroot; /* B */
+static uint64_t fs_bs;	    /* simfs block size: lseek's granularity */
+static unsigned nseek_gap;  /* SEEK_DATA/HOLE answers that skipped bytes */
 
 static char *rel_join(const char *dir, const char *name)
 {
@@ -242,6 +269,41 @@ static bool dio_unaligned(const struct op *o)
 	return o->len && ((o->off | o->len) & 511);
 }
 
+/* Would ext4 write this unaligned direct write through the page cache?
+ * On a block-mapped file (no EXTENTS_FL) it does when the write meets a
+ * hole below EOF before any written block fails the alignment check
+ * (ext4_iomap_alloc's -ENOTBLK; tests/integration/t_direct.c checks the
+ * rule against the kernel).  Asked of the simfs file A/p1 as it is
+ * before the write, at simfs's block size. */
+static bool dio_buffered(const char *A, const struct op *o)
+{
+	char *p = g_build_filename(A, o->p1, NULL);
+	int fd = open(p, O_RDONLY | O_NOFOLLOW);
+	uint64_t start = o->off - o->off % fs_bs;
+	unsigned long flags = 0;
+	struct stat st;
+	bool r = false;
+	off_t d, h;
+
+	g_free(p);
+	if (fd < 0)
+		return false;
+	if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) &&
+	    ioctl(fd, FS_IOC_GETFLAGS, &flags) == 0 &&
+	    !(flags & FS_EXTENT_FL) && start < (uint64_t)st.st_size) {
+		d = lseek(fd, (off_t)start, SEEK_DATA);
+		if (d != (off_t)start) {
+			r = true;
+		} else if (!(o->off & 511)) {
+			h = lseek(fd, (off_t)o->off, SEEK_HOLE);
+			r = h >= 0 && (uint64_t)h < o->off + o->len &&
+			    h < st.st_size;
+		}
+	}
+	close(fd);
+	return r;
+}
+
 /* O_DIRECT moves whole 512-byte units (the logical block size): direct
  * reads and writes are put on that grid, except one direct write in
  * eight (chosen by the content seed), which keeps its shape so that the
@@ -262,6 +324,45 @@ static uint8_t *io_buf(size_t len)
 	if (!b)
 		h_bail("out of memory (%zu bytes)", len);
 	return b;
+}
+
+/* An ACL in the xattr form the VFS takes (posix_acl_xattr_header, then
+ * entries sorted by tag and id): the owner, group and other entries, up
+ * to two named users and groups, and a mask; one in ten lacks the mask
+ * its named entries need, which the VFS refuses with EINVAL. */
+static void gen_acl(struct op *o)
+{
+	static const uint32_t uids[] = {1000, 1001, 65534};
+	static const uint32_t gids[] = {100, 5678};
+	uint8_t *p = o->acl;
+	unsigned nu = (unsigned)h_below(&rng, 3),
+		 ng = (unsigned)h_below(&rng, 2);
+	bool mask = nu + ng > 0 ? h_below(&rng, 10) != 0 : h_below(&rng, 2);
+
+#define ACL_PUT(tag, perm, id)                                                 \
+	do {                                                                   \
+		uint16_t t_ = (tag), p_ = (perm);                              \
+		uint32_t i_ = (id);                                            \
+		memcpy(p, &t_, 2);                                             \
+		memcpy(p + 2, &p_, 2);                                         \
+		memcpy(p + 4, &i_, 4);                                         \
+		p += 8;                                                        \
+	} while (0)
+	uint32_t version = 2; /* POSIX_ACL_XATTR_VERSION */
+
+	memcpy(p, &version, 4);
+	p += 4;
+	ACL_PUT(0x01, h_below(&rng, 8), UINT32_MAX); /* ACL_USER_OBJ */
+	for (unsigned k = 0; k < nu; k++) /* ACL_USER, ids ascending */
+		ACL_PUT(0x02, h_below(&rng, 8), uids[k + (nu == 1)]);
+	ACL_PUT(0x04, h_below(&rng, 8), UINT32_MAX); /* ACL_GROUP_OBJ */
+	for (unsigned k = 0; k < ng; k++)
+		ACL_PUT(0x08, h_below(&rng, 8), gids[k]);
+	if (mask)
+		ACL_PUT(0x10, h_below(&rng, 8), UINT32_MAX);
+	ACL_PUT(0x20, h_below(&rng, 8), UINT32_MAX); /* ACL_OTHER */
+#undef ACL_PUT
+	o->acl_len = (size_t)(p - o->acl);
 }
 
 static void gen_op(struct op *o)
@@ -371,6 +472,30 @@ static void gen_op(struct op *o)
 				o->flags = falloc_more[k];
 		}
 		break;
+	case OP_SEEK: {
+		static const int wh[] = {SEEK_SET, SEEK_CUR, SEEK_END,
+					 SEEK_DATA, SEEK_HOLE};
+
+		o->p1 = any_path(90);
+		o->whence = wh[h_below(&rng, 8) % 5 + 0];
+		if (h_below(&rng, 8) < 3) /* mostly the holes */
+			o->whence = h_below(&rng, 2) ? SEEK_DATA : SEEK_HOLE;
+		o->off = pick_offset(ref_size(o->p1));
+		o->delta = (int64_t)h_below(&rng, 16384) - 8192;
+		if (o->whence == SEEK_DATA || o->whence == SEEK_HOLE)
+			o->delta = (int64_t)o->off;
+		break;
+	}
+	case OP_ACL: {
+		unsigned k = (unsigned)h_below(&rng, 10);
+
+		o->p1 = any_path(90);
+		o->acl_op = k < 5 ? ACL_SET : k < 8 ? ACL_GET : ACL_REMOVE;
+		o->acl_default = h_below(&rng, 3) == 0;
+		if (o->acl_op == ACL_SET)
+			gen_acl(o);
+		break;
+	}
 	case OP_NTYPES:
 		break;
 	}
@@ -383,16 +508,34 @@ static void free_op(struct op *o)
 	g_free(o->target);
 }
 
+/* lseek's whence and offset, or the ACL call, for describe(). */
+static const char *op_detail(const struct op *o)
+{
+	static char buf[96];
+	static const char *const acl_ops[] = {"set", "get", "remove"};
+
+	if (o->type == OP_SEEK)
+		snprintf(buf, sizeof buf, " whence=%d delta=%lld", o->whence,
+			 (long long)o->delta);
+	else if (o->type == OP_ACL)
+		snprintf(buf, sizeof buf, " %s %s (%zu bytes)",
+			 acl_ops[o->acl_op],
+			 o->acl_default ? "default" : "access", o->acl_len);
+	else
+		buf[0] = '\0';
+	return buf;
+}
+
 static char *describe(const struct op *o)
 {
 	return g_strdup_printf(
 	    "%s %s%s%s mode=%o flags=%#x off=%llu len=%llu"
-	    "%s%s%s",
+	    "%s%s%s%s",
 	    op_names[o->type], o->p1, o->p2 ? " -> " : "", o->p2 ? o->p2 : "",
 	    o->mode, o->flags, (unsigned long long)o->off,
 	    (unsigned long long)o->len, o->target ? " target=" : "",
-	    o->target ? o->target : "",
-	    o->direct ? " (O_DIRECT on simfs)" : "");
+	    o->target ? o->target : "", o->direct ? " (O_DIRECT on simfs)" : "",
+	    op_detail(o));
 }
 
 static void step(struct res *r, long rc)
@@ -411,6 +554,218 @@ static bool ref_is_regular(const char *path)
 
 	g_free(p);
 	return reg;
+}
+
+/* ---- lseek SEEK_DATA / SEEK_HOLE, judged by the reference's bytes ----
+ *
+ * The reference answers at its own granularity (4 KiB pages, or its
+ * block size) and simfs at its block size, as ext4 does, so the offsets
+ * are not compared.  simfs's answer must instead be one a correct
+ * filesystem of its block size could give for the reference's bytes:
+ * (1) sound: SEEK_DATA skips only zero bytes; the block SEEK_HOLE names
+ *     holds only zeros up to EOF; ENXIO exactly when off >= size (or,
+ *     for SEEK_DATA, when only zeros follow); on the block grid, or off
+ *     itself, or EOF for SEEK_HOLE;
+ * (2) complete: a block of simfs's size that lies wholly inside a hole
+ *     of the reference, below EOF, is a hole on simfs too (nothing was
+ *     written there since it was last punched, truncated away or never
+ *     written), so SEEK_DATA does not stop in it and SEEK_HOLE does not
+ *     pass it.  Checked only when the reference's block size is a
+ *     multiple of simfs's (else a reference hole may share a simfs block
+ *     with written bytes). */
+
+/* lseek on the reference, ENXIO (no more data or holes) as `end'. */
+static uint64_t ref_seek(int fd, uint64_t off, int whence, uint64_t end)
+{
+	off_t r = lseek(fd, (off_t)off, whence);
+
+	if (r < 0 && errno != ENXIO)
+		h_bail("lseek on the reference: %s", strerror(errno));
+	return r < 0 || (uint64_t)r > end ? end : (uint64_t)r;
+}
+
+/* Are the reference's bytes [a, b) all zero? */
+static bool ref_zero(int fd, uint64_t a, uint64_t b)
+{
+	static uint8_t buf[65536];
+
+	while (a < b) {
+		uint64_t d = ref_seek(fd, a, SEEK_DATA, b), e;
+
+		if (d >= b)
+			return true;
+		e = ref_seek(fd, d, SEEK_HOLE, b);
+		for (uint64_t p = d; p < e;) {
+			size_t n = (size_t)MIN(e - p, sizeof buf);
+			ssize_t got = pread(fd, buf, n, (off_t)p);
+
+			if (got <= 0)
+				h_bail("pread on the reference: %s",
+				       got < 0 ? strerror(errno) : "EOF");
+			for (ssize_t i = 0; i < got; i++)
+				if (buf[i])
+					return false;
+			p += (uint64_t)got;
+		}
+		a = e;
+	}
+	return true;
+}
+
+/* Is simfs's block [b, b + fs_bs) wholly inside a reference hole? */
+static bool ref_hole_block(int fd, uint64_t b, uint64_t size)
+{
+	return b + fs_bs <= size &&
+	       ref_seek(fd, b, SEEK_DATA, size) >= b + fs_bs;
+}
+
+/* Why simfs's answer `got' (or -1 with err) to lseek(off, whence) on a
+ * file the reference holds as fd (size bytes) is wrong, or NULL. */
+static const char *seek_verdict(int fd, uint64_t size, uint64_t off, int whence,
+				long got, int err, bool complete)
+{
+	uint64_t g = (uint64_t)got, blk = off & ~(fs_bs - 1);
+
+	if (off >= size)
+		return got < 0 && err == ENXIO ? NULL
+					       : "not ENXIO at or past EOF";
+	if (got < 0) {
+		if (whence == SEEK_DATA && err == ENXIO)
+			return ref_zero(fd, off, size)
+				   ? NULL
+				   : "ENXIO with data ahead";
+		return "an error below EOF";
+	}
+	if (g < off || g > size || (g != off && g != size && g % fs_bs))
+		return "off the block grid or out of [off, EOF]";
+	if (whence == SEEK_DATA) {
+		if (g == size)
+			return "EOF is not data";
+		if (!ref_zero(fd, off, g))
+			return "skipped data";
+		if (complete) /* the first block that may hold data */
+			while (blk < size && ref_hole_block(fd, blk, size)) {
+				uint64_t e = ref_seek(fd, blk, SEEK_DATA, size);
+
+				blk = MAX(blk + fs_bs, e & ~(fs_bs - 1));
+			}
+		if (complete && g < MAX(blk, off))
+			return "data inside a hole of the reference";
+		return NULL;
+	}
+	if (g < size && !ref_zero(fd, g, MIN((g | (fs_bs - 1)) + 1, size)))
+		return "a hole that holds data";
+	if (!complete || g == off)
+		return NULL;
+	/* the first block wholly inside a reference hole bounds it */
+	if (ref_hole_block(fd, blk, size))
+		return "passed a hole of the reference";
+	for (uint64_t p = blk + fs_bs; p < g;) {
+		uint64_t q = ref_seek(fd, p, SEEK_HOLE, size), r, c;
+
+		if (q >= size)
+			break;
+		r = ref_seek(fd, q, SEEK_DATA, size);
+		c = (q + fs_bs - 1) & ~(fs_bs - 1);
+		if (c + fs_bs <= MIN(r, size))
+			return c < g ? "passed a hole of the reference" : NULL;
+		p = r;
+	}
+	return NULL;
+}
+
+/* OP_SEEK on one side: open, lseek(SEEK_SET, off), lseek(whence, delta)
+ * on a regular file.  Plain seeks are compared as they are; SEEK_DATA
+ * and SEEK_HOLE give 0 (or ENXIO at EOF) on the reference and, on simfs,
+ * 0 when seek_verdict accepts the answer, the answer itself when not. */
+static void run_seek(const struct op *o, const char *root, const char *p1,
+		     struct res *r)
+{
+	int fd = open(p1, O_RDONLY | O_NOFOLLOW);
+	bool holes = o->whence == SEEK_DATA || o->whence == SEEK_HOLE;
+
+	step(r, fd < 0 ? -1 : 0);
+	if (fd < 0)
+		return;
+	if (ref_is_regular(o->p1)) {
+		step(r, lseek(fd, (off_t)o->off, SEEK_SET));
+		if (!holes) {
+			step(r, lseek(fd, (off_t)o->delta, o->whence));
+		} else if (root == refroot) {
+			uint64_t size = ref_size(o->p1);
+
+			errno = ENXIO;
+			step(r, o->off >= size ? -1 : 0);
+		} else {
+			char *bp = g_build_filename(refroot, o->p1, NULL);
+			int bfd = open(bp, O_RDONLY);
+			struct stat st;
+			long got = (long)lseek(fd, (off_t)o->off, o->whence);
+			int err = errno;
+			const char *why;
+
+			if (bfd < 0 || fstat(bfd, &st) < 0)
+				h_bail("open %s: %s", bp, strerror(errno));
+			why = seek_verdict(
+			    bfd, (uint64_t)st.st_size, o->off, o->whence, got,
+			    err, (uint64_t)st.st_blksize % fs_bs == 0);
+			if (why)
+				h_diag("lseek %s %llu whence %d: simfs says "
+				       "%ld (%s) of %lld bytes: %s",
+				       o->p1, (unsigned long long)o->off,
+				       o->whence, got,
+				       got < 0 ? strerror(err) : "",
+				       (long long)st.st_size, why);
+			errno = err;
+			if (!why && got > 0 &&
+			    (o->whence == SEEK_DATA
+				 ? (uint64_t)got > o->off
+				 : (uint64_t)got < (uint64_t)st.st_size))
+				nseek_gap++;
+			/* accepted: what the reference side gives (ENXIO at
+			 * EOF, else 0); refused: the answer itself */
+			if (why)
+				step(r, got < 0 ? -2 : got);
+			else
+				step(r,
+				     o->off >= (uint64_t)st.st_size ? -1 : 0);
+			close(bfd);
+			g_free(bp);
+		}
+	}
+	step(r, close(fd));
+}
+
+/* OP_ACL on one side through the system.posix_acl_* xattrs, as setfacl
+ * and getfacl use them; after a set or remove, the mode (which follows
+ * an access ACL) goes into the hash, after a get the value. */
+static void run_acl(const struct op *o, const char *p1, struct res *r)
+{
+	const char *name = o->acl_default ? "system.posix_acl_default"
+					  : "system.posix_acl_access";
+	uint8_t buf[256];
+	struct stat st;
+	ssize_t n;
+
+	switch (o->acl_op) {
+	case ACL_SET:
+		step(r, lsetxattr(p1, name, o->acl, o->acl_len, 0));
+		break;
+	case ACL_GET:
+		n = lgetxattr(p1, name, buf, sizeof buf);
+		step(r, n);
+		if (n > 0)
+			r->hash = h_hash_buf(buf, (size_t)n);
+		return;
+	case ACL_REMOVE:
+		step(r, lremovexattr(p1, name));
+		break;
+	}
+	if (lstat(p1, &st) == 0) {
+		uint64_t m = st.st_mode;
+
+		r->hash = h_hash_buf(&m, sizeof m);
+	}
 }
 
 static void run_op(const struct op *o, const char *root, struct res *r)
@@ -437,7 +792,7 @@ static void run_op(const struct op *o, const char *root, struct res *r)
 		fd = open(p1, o->flags | direct, o->mode);
 		step(r, fd < 0 ? -1 : 0);
 		if (fd >= 0 && o->direct && root == refroot &&
-		    dio_unaligned(o)) {
+		    dio_unaligned(o) && !o->dio_buffered) {
 			/* the buffered reference stands for ext4 */
 			errno = EINVAL;
 			step(r, -1);
@@ -529,6 +884,12 @@ static void run_op(const struct op *o, const char *root, struct res *r)
 			step(r, close(fd));
 		}
 		break;
+	case OP_SEEK:
+		run_seek(o, root, p1, r);
+		break;
+	case OP_ACL:
+		run_acl(o, p1, r);
+		break;
 	case OP_NTYPES:
 		break;
 	}
@@ -602,6 +963,8 @@ static void run_sequence(const char *A, const char *B, long nops,
 		struct res ra, rb;
 
 		gen_op(&o);
+		o.dio_buffered = o.type == OP_WRITE && o.direct &&
+				 dio_unaligned(&o) && dio_buffered(A, &o);
 		run_op(&o, B, &rb);
 		/* O_DIRECT only for regular files: the kernel refuses it on a
 		 * FUSE directory at open (EINVAL), before simfs sees it */
@@ -791,7 +1154,7 @@ int main(int argc, char **argv)
 		h_bail("WORKERS must be 1 to 16, not %s", argv[6]);
 	if (argc > 7 && *argv[7] && strcmp(argv[7], "all") != 0)
 		h_bail("FALLOC must be \"all\" or empty, not %s", argv[7]);
-	if (argc > 8 && strcmp(argv[8], "mke2fs-ext4") != 0 &&
+	if (argc > 8 && *argv[8] && strcmp(argv[8], "mke2fs-ext4") != 0 &&
 	    strcmp(argv[8], "mke2fs-uninit_bg") != 0 &&
 	    strcmp(argv[8], "mke2fs-ext4-csum") != 0 &&
 	    strcmp(argv[8], "mke2fs-ext3") != 0)
@@ -799,6 +1162,15 @@ int main(int argc, char **argv)
 		       "\"mke2fs-ext4-csum\" or \"mke2fs-ext3\", not %s",
 		       argv[8]);
 	falloc_all = argc > 7 && *argv[7];
+	if (argc > 9) { /* MORE: lseek and ACL operations join the mix */
+		if (strcmp(argv[9], "seek,acl") != 0)
+			h_bail("MORE must be \"seek,acl\", not %s", argv[9]);
+		op_weight[OP_SEEK] = 6;
+		op_weight[OP_ACL] = 6;
+	}
+	fs_bs = strtoull(bs, NULL, 10);
+	if (fs_bs < 1024 || (fs_bs & (fs_bs - 1)))
+		h_bail("BLOCKSIZE must be a power of two >= 1024, not %s", bs);
 	if (getenv("T_RANDOPS_OPS_MAX")) {
 		const char *cap_s = getenv("T_RANDOPS_OPS_MAX");
 		char *end;
@@ -872,7 +1244,7 @@ int main(int argc, char **argv)
 	A = g_build_filename(mnt, "work", NULL);
 	B = h_path("ref");
 	refroot = B;
-	if (argc > 8) {
+	if (argc > 8 && *argv[8]) {
 		char *err = NULL;
 
 		/* the image as mke2fs makes ext4, less metadata_csum (or
@@ -901,6 +1273,18 @@ int main(int argc, char **argv)
 		h_bail("mkdir work dirs: %s", strerror(errno));
 	if (falloc_all)
 		probe_falloc_modes(B);
+	if (op_weight[OP_ACL]) {
+		static const uint8_t plain[] = {2,   0,	  0,   0,   1,	0, 6, 0,
+						255, 255, 255, 255, 4,	0, 4, 0,
+						255, 255, 255, 255, 32, 0, 4, 0,
+						255, 255, 255, 255};
+
+		if (setxattr(B, "system.posix_acl_access", plain, sizeof plain,
+			     0) < 0)
+			h_bail("the reference directory %s takes no POSIX ACL "
+			       "(%s): the acl operations need one that does",
+			       B, strerror(errno));
+	}
 
 	if (workers == 1) {
 		run_sequence(A, B, nops, img, mnt, opts, &sq);
@@ -927,6 +1311,14 @@ int main(int argc, char **argv)
 	     "every result",
 	     sq.done);
 	H_OK(sq.done == nops, "all %ld ops ran", nops);
+	if (op_weight[OP_SEEK] && workers == 1 && sq.done >= 1000) {
+		H_OK(sq.okcounts[OP_SEEK] > 0 && nseek_gap > 0,
+		     "%u lseeks succeeded, %u SEEK_DATA/SEEK_HOLE answers "
+		     "skipped a hole or found one",
+		     sq.okcounts[OP_SEEK], nseek_gap);
+		H_OK(sq.okcounts[OP_ACL] > 0, "%u ACL operations succeeded",
+		     sq.okcounts[OP_ACL]);
+	}
 	h_diag("ops took %.1f s", h_now() - t0);
 
 	compare_trees(A, B, "end");
