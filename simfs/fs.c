@@ -850,16 +850,36 @@ static int uninit_bitmap(struct sfs_fs *fs, uint32_t g, bool inode,
  * hold anything.  Zero them here, once, at a read-write mount, so every
  * slot the engine may hand out reads as a never-used inode.  The blocks
  * go through the cache and reach the disk before the descriptors that
- * say INODE_ZEROED (init_uninit_groups syncs first).
+ * say INODE_ZEROED (init_uninit_groups syncs first).  A read-only mount
+ * writes nothing: it leaves the tail as it is and slot_read answers a
+ * never-used inode for it (sfs_inode_slot_unzeroed): ext4 trusts no byte
+ * of a slot bg_itable_unused or INODE_UNINIT calls unused either.
  */
+static uint32_t itable_tail_first(const struct sfs_fs *fs, uint32_t g)
+{
+	const struct sfs_dgroup *gd = &fs->gd[g];
+	uint16_t fl = sfs_le16(gd->bg_flags);
+	uint32_t unused = (fl & BG_INODE_UNINIT)
+			      ? fs->ipg
+			      : MIN(sfs_le16(gd->bg_itable_unused), fs->ipg);
+
+	return fs->ipg - unused;
+}
+
+bool sfs_inode_slot_unzeroed(const struct sfs_fs *fs, sfs_ino_t ino)
+{
+	uint32_t g = (ino - 1) / fs->ipg;
+
+	if (sfs_le16(fs->gd[g].bg_flags) & BG_INODE_ZEROED)
+		return false;
+	return (ino - 1) % fs->ipg >= itable_tail_first(fs, g);
+}
+
 static int zero_itable_tail(struct sfs_fs *fs, uint32_t g)
 {
 	const struct sfs_dgroup *gd = &fs->gd[g];
 	uint32_t per_blk = fs->bs / fs->inode_size;
-	uint32_t unused = (sfs_le16(gd->bg_flags) & BG_INODE_UNINIT)
-			      ? fs->ipg
-			      : MIN(sfs_le16(gd->bg_itable_unused), fs->ipg);
-	uint32_t first = fs->ipg - unused; /* first slot to zero */
+	uint32_t first = itable_tail_first(fs, g); /* first slot to zero */
 	sfs_blk_t table = sfs_le32(gd->bg_inode_table);
 
 	for (uint32_t i = first / per_blk; i < fs->itb; i++) {
@@ -888,7 +908,8 @@ static int zero_itable_tail(struct sfs_fs *fs, uint32_t g)
  * the cache instead), so the rest of the engine sees ordinary bitmaps.
  * The flags stay until the group is first used (group_first_use), as in
  * ext4; a later mount builds the bitmaps of still-flagged groups again.
- * The inode table must be zeroed already (INODE_ZEROED).
+ * A read-write mount zeroes the inode table's tail first (INODE_ZEROED);
+ * a read-only one leaves it to slot_read.
  */
 static int init_uninit_groups(struct sfs_fs *fs, char **err)
 {
@@ -902,16 +923,7 @@ static int init_uninit_groups(struct sfs_fs *fs, char **err)
 		if (!(fl & (BG_INODE_UNINIT | BG_BLOCK_UNINIT)) &&
 		    !gd->bg_itable_unused)
 			continue;
-		if (!(fl & BG_INODE_ZEROED)) {
-			if (fs->ro) {
-				*err = g_strdup_printf(
-				    "group %u: uninitialised and its inode "
-				    "table not zeroed: mount it read-write "
-				    "once (simfs zeroes it), or make the "
-				    "image with mke2fs -E lazy_itable_init=0",
-				    g);
-				return -EINVAL;
-			}
+		if (!(fl & BG_INODE_ZEROED) && !fs->ro) {
 			rc = zero_itable_tail(fs, g);
 			if (rc) {
 				*err = g_strdup_printf("group %u: cannot zero "
@@ -1422,11 +1434,14 @@ static int slot_read(struct sfs_fs *fs, sfs_ino_t ino, struct sfs_dinode *out)
 	uint32_t off;
 	int rc;
 
+	memset(out, 0, sizeof(*out));
+	/* never used, whatever lazy_itable_init left there (read-only) */
+	if (sfs_inode_slot_unzeroed(fs, ino))
+		return 0;
 	inode_loc(fs, ino, &blk, &off);
 	rc = sfs_cache_get(fs->cache, blk, SFS_IO_INODE, &b);
 	if (rc)
 		return rc;
-	memset(out, 0, sizeof(*out));
 	memcpy(out, b->data + off, MIN(sizeof(*out), (size_t)fs->inode_size));
 	/* metadata_csum: a never-used (all-zero) slot has no sum, as e2fsck
 	 * allows */

@@ -375,6 +375,10 @@ bool sfs_i_fast_symlink(const struct sfs_inode *ip);
 void sfs_inode_note_dirty(struct sfs_inode *ip, sfs_blk_t blk, uint32_t n);
 /* The inode-table block holding inode ino. */
 sfs_blk_t sfs_inode_block(struct sfs_fs *fs, sfs_ino_t ino);
+/* Does inode ino's slot lie in the tail of its group's inode table that
+ * mke2fs left unzeroed (lazy_itable_init)?  Only on a read-only mount: a
+ * read-write one zeroes it.  Such a slot is never used, whatever it holds. */
+bool sfs_inode_slot_unzeroed(const struct sfs_fs *fs, sfs_ino_t ino);
 
 /* ---- inode cache and table (fs.c) ---- */
 /* Referenced inode ino; -ESTALE if ino is out of range or not in use. */

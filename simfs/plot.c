@@ -924,6 +924,8 @@ static int raw_inode(struct sfs_fs *fs, sfs_ino_t ino, struct sfs_inode *tmp)
 	struct sfs_buf *b;
 	int rc;
 
+	if (sfs_inode_slot_unzeroed(fs, ino))
+		return -ESTALE; /* never used: lazy_itable_init's garbage */
 	rc = sfs_cache_get(fs->cache,
 			   sfs_le32(fs->gd[g].bg_inode_table) +
 			       (sfs_blk_t)(byte / fs->bs),
