@@ -25,16 +25,15 @@
  *     does not reach the kernel gives its reference back at once.
  *  6. The engine serialises calls with its own lock, so the multi-threaded
  *     loop needs no locking here.  struct sfs_fuse is written only before
- *     the loop starts, except its control-file state (ctl_lock).
+ *     the loop starts; the control files' state has its own lock
+ *     (ctl_lock, fuse_ctl.c).
  *  7. Control files (doc/measurement.md, "A live mount"): the directory
- *     /.simfs is answered here, not by the engine.  It and its files have
- *     inode numbers from SFS_CTL_INO up, above any ext2 inode; lookup of
- *     ".simfs" in the root finds it, readdir of the root does not list it
- *     (so a tree walk sees only the image's files), and ".simfs" in any
- *     other directory is an ordinary name.  Reads are snapshots taken at
- *     open (direct_io, so the kernel asks for every byte); writes to
- *     `config` go to sfs_fs_set_knobs.  Nothing can be created, removed,
- *     renamed, linked, chmod'ed or touched in there: EPERM.
+ *     /.simfs is answered by fuse_ctl.c, not by the engine.  Each handler
+ *     asks once, at its top, through the sfs_ctl_<request> entry point of
+ *     its kind (fuse_ctl.h), which answers a request for a control file;
+ *     a request it answers is not recorded (rule 8).  It and its files
+ *     have inode numbers from SFS_CTL_INO up, above any ext2 inode, so
+ *     sfs_fuse_ino_in never hands them to the engine.
  *  8. Recording (mount option trace=FILE, traces/README.md): with a
  *     recorder, each request that maps to a workload op is written as one
  *     trace line (sfs_rec_*): caller's pid, path from the root (the
@@ -119,14 +118,12 @@
 #include <linux/fuse.h> /* the INIT request and reply (rule 9) */
 #include <sys/uio.h>
 
-#include "clock.h"
 #include "fuse_adapter.h"
-#include "lock.h"
+#include "fuse_ctl.h"
 #include "stats.h"
 #include "trace.h"
 #include "workload.h" /* SFS_WOP_DATASYNC */
 
-#define SFS_FUSE_TIMEOUT 1.0		/* entry and attr validity, s */
 #define SFS_FUSE_MAX_WRITE (1u << 20)	/* bytes per WRITE request */
 #define SFS_FUSE_MAX_THREADS 16		/* loop workers, at most */
 #define SFS_FUSE_IDLE_THREADS 8		/* loop workers kept idle */
@@ -145,46 +142,6 @@ static_assert(SFS_RENAME_NOREPLACE == RENAME_NOREPLACE, "rename flag");
 static_assert(SFS_RENAME_EXCHANGE == RENAME_EXCHANGE, "rename flag");
 static_assert(SFS_RENAME_WHITEOUT == RENAME_WHITEOUT, "rename flag");
 
-/* Control files: /.simfs and what it holds (rule 7). */
-#define SFS_CTL_INO 0xFFFFFF00u /* the directory; files follow */
-#define SFS_CTL_DIRNAME ".simfs"
-#define SFS_CTL_MAX_WRITE 65536 /* bytes in one write to config */
-
-enum sfs_ctl {
-	SFS_CTL_DIR,
-	SFS_CTL_STATS,	    /* JSON snapshot (sfs_stats_to_json) */
-	SFS_CTL_STATS_TXT,  /* the same as the table */
-	SFS_CTL_CONFIG,	    /* knobs as key=value lines; writable */
-	SFS_CTL_LAST_ERROR, /* why the latest config write was refused */
-	SFS_CTL_SYNC,	    /* write anything: sync the whole filesystem */
-	SFS_CTL_N,
-};
-
-static const struct {
-	const char *name;
-	mode_t mode;
-} sfs_ctl_files[SFS_CTL_N] = {
-    [SFS_CTL_DIR] = {SFS_CTL_DIRNAME, S_IFDIR | 0555},
-    [SFS_CTL_STATS] = {"stats", S_IFREG | 0444},
-    [SFS_CTL_STATS_TXT] = {"stats.txt", S_IFREG | 0444},
-    [SFS_CTL_CONFIG] = {"config", S_IFREG | 0644},
-    [SFS_CTL_LAST_ERROR] = {"last_error", S_IFREG | 0444},
-    [SFS_CTL_SYNC] = {"sync", S_IFREG | 0200},
-};
-
-/* Control files that take writes. */
-static bool sfs_ctl_writable(int c)
-{
-	return c == SFS_CTL_CONFIG || c == SFS_CTL_SYNC;
-}
-
-/* One open control file: its contents as of the open. */
-struct sfs_ctl_handle {
-	enum sfs_ctl which;
-	char *data;
-	size_t len;
-};
-
 struct sfs_fuse {
 	struct fuse_session *se;
 	struct sfs_fs *fs; /* not owned; set before mounting */
@@ -192,11 +149,7 @@ struct sfs_fuse {
 	bool signals;		  /* fuse_set_signal_handlers done */
 	void (*ready)(void *arg); /* called once, from init */
 	void *ready_arg;
-	struct timespec ctl_time; /* time stamps of the control files */
-	sfs_mutex ctl_lock;
-	uint64_t ctl_size[SFS_CTL_N]; /* latest snapshot's size; ctl_lock */
-	unsigned ctl_open[SFS_CTL_N]; /* open handles; ctl_lock */
-	char *last_error;	      /* of a config write, or NULL; ctl_lock */
+	struct sfs_fuse_ctl *ctl;	  /* /.simfs (rule 7); its own lock */
 	struct sfs_trace_recorder *trace; /* trace=, or NULL (rule 8); set
 					     before the loop */
 	bool acl;      /* POSIX ACLs negotiated (rule 10); set in init */
@@ -212,12 +165,10 @@ struct sfs_fuse {
 	gint init_fixed;     /* the INIT reply went out changed */
 };
 
-static const char *sfs_fuse_mmap_state(struct sfs_fuse *f);
-
 /* ---- translation helpers ---- */
 
 /* FUSE inode -> engine inode, or 0 for a number never handed out (and
- * for the control files, which callers check first: sfs_ctl_of). */
+ * for the control files, which fuse_ctl.c answers first). */
 static sfs_ino_t sfs_fuse_ino_in(fuse_ino_t ino)
 {
 	if (ino == FUSE_ROOT_ID)
@@ -225,20 +176,6 @@ static sfs_ino_t sfs_fuse_ino_in(fuse_ino_t ino)
 	if (ino == SFS_ROOT_INO || ino >= SFS_CTL_INO)
 		return 0;
 	return (sfs_ino_t)ino;
-}
-
-/* The control file with FUSE inode ino, or -1. */
-static int sfs_ctl_of(fuse_ino_t ino)
-{
-	if (ino < SFS_CTL_INO || ino >= (fuse_ino_t)SFS_CTL_INO + SFS_CTL_N)
-		return -1;
-	return (int)(ino - SFS_CTL_INO);
-}
-
-/* Is (parent, name) the control directory's own entry in the root? */
-static bool sfs_ctl_is_entry(fuse_ino_t parent, const char *name)
-{
-	return parent == FUSE_ROOT_ID && strcmp(name, SFS_CTL_DIRNAME) == 0;
 }
 
 static fuse_ino_t sfs_fuse_ino_out(sfs_ino_t ino)
@@ -370,11 +307,15 @@ static uint32_t sfs_fuse_rec_mode(fuse_req_t req, uint32_t mode)
 	return mode & 07777;
 }
 
-/* ---- control files (rule 7) ---- */
-
 static struct sfs_fuse *sfs_fuse_of(fuse_req_t req)
 {
 	return fuse_req_userdata(req);
+}
+
+/* The control files (rule 7). */
+static struct sfs_fuse_ctl *sfs_fuse_ctl(fuse_req_t req)
+{
+	return sfs_fuse_of(req)->ctl;
 }
 
 /* ---- recording (rule 8) ---- */
@@ -490,357 +431,6 @@ static void sfs_rec_open(fuse_req_t req, sfs_ns_t t0, fuse_ino_t ino,
 	g_free(path);
 }
 
-/* Print into a memory buffer: *len_out bytes (free() the result). */
-static char *sfs_ctl_print(struct sfs_fuse *f, enum sfs_ctl c, size_t *len_out)
-{
-	struct sfs_config cfg;
-	char *text = NULL;
-	size_t len = 0;
-	FILE *out = open_memstream(&text, &len);
-
-	if (!out) {
-		*len_out = 0;
-		return NULL;
-	}
-	switch (c) {
-	case SFS_CTL_STATS_TXT:
-		sfs_stats_print_table(sfs_fs_stats(f->fs), out);
-		fprintf(out, "%s\n", sfs_fuse_mmap_state(f));
-		break;
-	case SFS_CTL_CONFIG:
-		sfs_fs_get_config(f->fs, &cfg);
-		sfs_config_print(&cfg, out);
-		break;
-	default:
-		break;
-	}
-	if (fclose(out) != 0) {
-		free(text);
-		*len_out = 0;
-		return NULL;
-	}
-	*len_out = len;
-	return text;
-}
-
-/* The contents of control file c now (g_free it); NULL on ENOMEM. */
-static char *sfs_ctl_render(struct sfs_fuse *f, enum sfs_ctl c, size_t *len)
-{
-	char *text, *out;
-
-	switch (c) {
-	case SFS_CTL_STATS:
-		text = sfs_stats_to_json(sfs_fs_stats(f->fs), true);
-		out = g_strconcat(text, "\n", NULL);
-		g_free(text);
-		*len = strlen(out);
-		return out;
-	case SFS_CTL_STATS_TXT:
-	case SFS_CTL_CONFIG:
-		text = sfs_ctl_print(f, c, len);
-		out = text ? g_memdup2(text, *len + 1) : NULL;
-		free(text);
-		return out;
-	case SFS_CTL_LAST_ERROR:
-		sfs_mutex_lock(&f->ctl_lock);
-		out = f->last_error ? g_strconcat(f->last_error, "\n", NULL)
-				    : g_strdup("");
-		sfs_mutex_unlock(&f->ctl_lock);
-		*len = strlen(out);
-		return out;
-	default:
-		*len = 0;
-		return g_strdup("");
-	}
-}
-
-/*
- * Attributes of control file c.  The size of a file is that of the latest
- * snapshot an open took while one is open (fstat after open, as
- * g_file_get_contents does, then sees the size it will read), else that of
- * a fresh one.  attr_timeout is 0 for them, so the kernel always asks.
- */
-static void sfs_ctl_stat(struct sfs_fuse *f, enum sfs_ctl c, struct stat *st)
-{
-	uint64_t size = 0;
-	bool fresh;
-
-	memset(st, 0, sizeof(*st));
-	st->st_ino = SFS_CTL_INO + c;
-	st->st_mode = sfs_ctl_files[c].mode;
-	st->st_nlink = c == SFS_CTL_DIR ? 2 : 1;
-	st->st_uid = getuid();
-	st->st_gid = getgid();
-	st->st_blksize = 4096;
-	st->st_atim = st->st_mtim = st->st_ctim = f->ctl_time;
-	if (c == SFS_CTL_DIR)
-		return;
-	sfs_mutex_lock(&f->ctl_lock);
-	fresh = f->ctl_open[c] == 0;
-	size = f->ctl_size[c];
-	sfs_mutex_unlock(&f->ctl_lock);
-	if (fresh) {
-		size_t len = 0;
-		char *text = sfs_ctl_render(f, c, &len);
-
-		g_free(text);
-		size = len;
-	}
-	st->st_size = (off_t)size;
-}
-
-static void sfs_ctl_reply_entry(fuse_req_t req, enum sfs_ctl c)
-{
-	struct fuse_entry_param e;
-
-	memset(&e, 0, sizeof(e));
-	e.ino = SFS_CTL_INO + c;
-	e.generation = 1;
-	sfs_ctl_stat(sfs_fuse_of(req), c, &e.attr);
-	e.attr_timeout = 0;
-	e.entry_timeout = SFS_FUSE_TIMEOUT;
-	fuse_reply_entry(req, &e);
-}
-
-static void sfs_ctl_lookup(fuse_req_t req, int parent, const char *name)
-{
-	if (parent != SFS_CTL_DIR) {
-		fuse_reply_err(req, ENOTDIR);
-		return;
-	}
-	for (int c = SFS_CTL_DIR + 1; c < SFS_CTL_N; c++) {
-		if (strcmp(name, sfs_ctl_files[c].name) == 0) {
-			sfs_ctl_reply_entry(req, (enum sfs_ctl)c);
-			return;
-		}
-	}
-	fuse_reply_err(req, ENOENT);
-}
-
-static void sfs_ctl_open(fuse_req_t req, int c, struct fuse_file_info *fi)
-{
-	struct sfs_fuse *f = sfs_fuse_of(req);
-	struct sfs_ctl_handle *h;
-	int acc = fi->flags & O_ACCMODE;
-
-	if (c == SFS_CTL_DIR) {
-		fuse_reply_err(req, EISDIR);
-		return;
-	}
-	/* sync is write-only, config read-write, the rest read-only */
-	bool allowed = c == SFS_CTL_SYNC     ? acc == O_WRONLY
-		       : c == SFS_CTL_CONFIG ? true
-					     : acc == O_RDONLY &&
-						   !(fi->flags & O_TRUNC);
-	if (!allowed) {
-		fuse_reply_err(req, EACCES);
-		return;
-	}
-	h = g_new0(struct sfs_ctl_handle, 1);
-	h->which = (enum sfs_ctl)c;
-	if (acc != O_WRONLY) {
-		h->data = sfs_ctl_render(f, h->which, &h->len);
-		if (!h->data) {
-			g_free(h);
-			fuse_reply_err(req, ENOMEM);
-			return;
-		}
-	}
-	sfs_mutex_lock(&f->ctl_lock);
-	f->ctl_open[c]++;
-	if (h->data)
-		f->ctl_size[c] = h->len;
-	sfs_mutex_unlock(&f->ctl_lock);
-	fi->direct_io = 1;
-	fi->keep_cache = 0;
-	fi->fh = (uint64_t)(uintptr_t)h;
-	if (fuse_reply_open(req, fi) != 0) {
-		sfs_mutex_lock(&f->ctl_lock);
-		f->ctl_open[c]--;
-		sfs_mutex_unlock(&f->ctl_lock);
-		g_free(h->data);
-		g_free(h);
-	}
-}
-
-static struct sfs_ctl_handle *sfs_ctl_handle(struct fuse_file_info *fi)
-{
-	return fi ? (struct sfs_ctl_handle *)(uintptr_t)fi->fh : NULL;
-}
-
-static void sfs_ctl_read(fuse_req_t req, size_t size, off_t off,
-			 struct fuse_file_info *fi)
-{
-	struct sfs_ctl_handle *h = sfs_ctl_handle(fi);
-
-	if (!h || off < 0) {
-		fuse_reply_err(req, h ? EINVAL : EBADF);
-		return;
-	}
-	if (!h->data) {
-		fuse_reply_err(req, EBADF); /* opened write-only */
-		return;
-	}
-	if ((uint64_t)off >= h->len) {
-		fuse_reply_buf(req, NULL, 0);
-		return;
-	}
-	/* Reply from a private copy: the kernel may send RELEASE (which
-	 * frees h->data on another thread) as soon as it has the reply. */
-	size_t n = MIN(size, h->len - (size_t)off);
-	void *copy = g_memdup2(h->data + off, n);
-	fuse_reply_buf(req, copy, n);
-	g_free(copy);
-}
-
-/*
- * "key=value" lines (blank lines and '#' comments skipped; a line may hold
- * several comma-separated options) as one option string (g_free it), or
- * NULL with *err set for text that cannot be options.
- */
-static char *sfs_ctl_config_opts(const char *buf, size_t size, char **err)
-{
-	GString *opts;
-	char *text, **lines;
-
-	if (memchr(buf, '\0', size)) {
-		*err = g_strdup("a NUL byte in the text written");
-		return NULL;
-	}
-	text = g_strndup(buf, size);
-	lines = g_strsplit(text, "\n", -1);
-	opts = g_string_new(NULL);
-	for (char **l = lines; *l; l++) {
-		g_strstrip(*l);
-		if (**l == '\0' || **l == '#')
-			continue;
-		g_string_append_printf(opts, "%s%s", opts->len ? "," : "", *l);
-	}
-	g_strfreev(lines);
-	g_free(text);
-	return g_string_free(opts, FALSE);
-}
-
-/*
- * A write to sync: what sync(2) does for a disk filesystem.  The kernel
- * does not pass sync(2) or syncfs(2) on to a FUSE daemon, so this is the
- * way to have every dirty block, delayed allocation and the journal on
- * the image (and the modelled drive's write cache emptied) without
- * unmounting.  The write returns when that is done, or with its error.
- */
-static void sfs_ctl_sync(fuse_req_t req, size_t size)
-{
-	int rc = sfs_fs_sync(sfs_fuse_of(req)->fs);
-
-	if (rc < 0) {
-		fuse_log(FUSE_LOG_WARNING, "/%s/sync: %s\n", SFS_CTL_DIRNAME,
-			 g_strerror(-rc));
-		sfs_fuse_reply_rc(req, rc);
-	} else {
-		fuse_reply_write(req, size);
-	}
-}
-
-/* A write to config: each write(2) is one all-or-nothing change. */
-static void sfs_ctl_write(fuse_req_t req, int c, const char *buf, size_t size,
-			  struct fuse_file_info *fi)
-{
-	struct sfs_fuse *f = sfs_fuse_of(req);
-	char *opts = NULL, *err = NULL;
-	int rc = 0;
-
-	if (!sfs_ctl_writable(c) || !sfs_ctl_handle(fi)) {
-		fuse_reply_err(req, c == SFS_CTL_DIR ? EISDIR : EBADF);
-		return;
-	}
-	if (c == SFS_CTL_SYNC) {
-		sfs_ctl_sync(req, size);
-		return;
-	}
-	if (size > SFS_CTL_MAX_WRITE) {
-		err = g_strdup_printf("more than %d bytes in one write",
-				      SFS_CTL_MAX_WRITE);
-		rc = -EINVAL;
-	} else {
-		opts = sfs_ctl_config_opts(buf, size, &err);
-		if (!opts)
-			rc = -EINVAL;
-		else if (*opts)
-			rc = sfs_fs_set_knobs(f->fs, opts, &err);
-	}
-	sfs_mutex_lock(&f->ctl_lock);
-	g_free(f->last_error);
-	f->last_error = NULL;
-	if (rc < 0)
-		f->last_error = g_strdup(err ? err : g_strerror(-rc));
-	sfs_mutex_unlock(&f->ctl_lock);
-	if (rc < 0) {
-		fuse_log(FUSE_LOG_WARNING, "/%s/config: write refused: %s\n",
-			 SFS_CTL_DIRNAME, err ? err : g_strerror(-rc));
-		sfs_fuse_reply_rc(req, rc);
-	} else {
-		fuse_reply_write(req, size);
-	}
-	g_free(opts);
-	g_free(err);
-}
-
-static void sfs_ctl_release(fuse_req_t req, int c, struct fuse_file_info *fi)
-{
-	struct sfs_fuse *f = sfs_fuse_of(req);
-	struct sfs_ctl_handle *h = sfs_ctl_handle(fi);
-
-	if (h && c > SFS_CTL_DIR) {
-		sfs_mutex_lock(&f->ctl_lock);
-		if (f->ctl_open[c])
-			f->ctl_open[c]--;
-		sfs_mutex_unlock(&f->ctl_lock);
-		g_free(h->data);
-		g_free(h);
-	}
-	fuse_reply_err(req, 0);
-}
-
-/* The control directory's listing: ".", "..", then the files. */
-static void sfs_ctl_readdir(fuse_req_t req, size_t size, off_t off)
-{
-	char *buf;
-	size_t pos = 0;
-
-	buf = g_try_malloc(size ? size : 1);
-	if (!buf) {
-		fuse_reply_err(req, ENOMEM);
-		return;
-	}
-	for (off_t i = off < 0 ? 0 : off; i < SFS_CTL_N + 1; i++) {
-		struct stat st;
-		const char *name;
-		size_t need;
-
-		memset(&st, 0, sizeof(st));
-		if (i == 0) {
-			name = ".";
-			st.st_ino = SFS_CTL_INO;
-			st.st_mode = S_IFDIR;
-		} else if (i == 1) {
-			name = "..";
-			st.st_ino = FUSE_ROOT_ID;
-			st.st_mode = S_IFDIR;
-		} else {
-			name = sfs_ctl_files[i - 1].name;
-			st.st_ino = SFS_CTL_INO + (fuse_ino_t)(i - 1);
-			st.st_mode = sfs_ctl_files[i - 1].mode & S_IFMT;
-		}
-		need = fuse_add_direntry(req, NULL, 0, name, NULL, 0);
-		if (pos + need > size)
-			break;
-		fuse_add_direntry(req, buf + pos, size - pos, name, &st, i + 1);
-		pos += need;
-	}
-	fuse_reply_buf(req, buf, pos);
-	g_free(buf);
-}
-
 /* ---- requests libfuse 3.14 does not know (rule 12) ---- */
 
 /* FUSE_STATX (protocol 7.39, include/uapi/linux/fuse.h of Linux 6.6+);
@@ -941,7 +531,6 @@ static void sfs_fuse_statx(struct sfs_fuse *f, int fd,
 	struct sfs_fuse_statx_out out;
 	struct sfs_attr a;
 	struct stat st;
-	int c = sfs_ctl_of(in->nodeid);
 	sfs_ino_t i = sfs_fuse_ino_in(in->nodeid);
 	int rc = -ESTALE;
 
@@ -950,8 +539,8 @@ static void sfs_fuse_statx(struct sfs_fuse *f, int fd,
 		sfs_fuse_raw_reply(fd, in->unique, -EINVAL, NULL, 0);
 		return;
 	}
-	if (c >= 0) {
-		sfs_ctl_stat(f, c, &st); /* attr_valid 0, as getattr */
+	if (sfs_ctl_statx(f->ctl, in->nodeid, &st)) {
+		/* attr_valid 0, as getattr */
 		sfs_fuse_stat_to_statx(&st, &out.stat);
 		sfs_fuse_raw_reply(fd, in->unique, 0, &out, sizeof(out));
 		return;
@@ -1009,7 +598,7 @@ static void sfs_fuse_tmpfile(struct sfs_fuse *f, int fd,
 	struct sfs_attr a;
 	struct stat st;
 	uint32_t mode;
-	int rc = -ESTALE;
+	int rc;
 
 	if (in->len < sizeof(*in) + sizeof(*arg)) {
 		sfs_fuse_raw_reply(fd, in->unique, -EINVAL, NULL, 0);
@@ -1018,9 +607,10 @@ static void sfs_fuse_tmpfile(struct sfs_fuse *f, int fd,
 	mode = S_IFREG | (arg->mode & 07777);
 	if (f->acl) /* rule 10 */
 		mode |= SFS_MODE_UMASK(arg->umask);
-	if (sfs_ctl_of(in->nodeid) >= 0)
-		rc = -EPERM; /* rule 7 */
-	else if (p)
+	rc = sfs_ctl_tmpfile(in->nodeid); /* rule 7 */
+	if (rc == 0 && !p)
+		rc = -ESTALE;
+	else if (rc == 0)
 		do
 			rc = sfs_tmpfile(f->fs, p, mode, in->uid, in->gid, &a);
 		while (rc == -ENOSPC && sfs_reclaim_unlinked(f->fs) > 0);
@@ -1181,6 +771,12 @@ static const char *sfs_fuse_mmap_state(struct sfs_fuse *f)
 	       "ENODEV";
 }
 
+/* sfs_ctl_new's note: stats.txt ends with the line above. */
+static const char *sfs_fuse_ctl_note(void *arg)
+{
+	return sfs_fuse_mmap_state(arg);
+}
+
 /* ---- session life ---- */
 
 static void sfs_fuse_init(void *userdata, struct fuse_conn_info *conn)
@@ -1232,14 +828,8 @@ static void sfs_fuse_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 	struct sfs_attr a;
 	int rc = -ESTALE;
 
-	if (sfs_ctl_is_entry(parent, name)) {
-		sfs_ctl_reply_entry(req, SFS_CTL_DIR);
+	if (sfs_ctl_lookup(sfs_fuse_ctl(req), req, parent, name))
 		return;
-	}
-	if (sfs_ctl_of(parent) >= 0) {
-		sfs_ctl_lookup(req, sfs_ctl_of(parent), name);
-		return;
-	}
 	if (p)
 		rc = sfs_lookup(sfs_fuse_fs(req), p, name, &a);
 	if (rc == 0 && sfs_rec(req))
@@ -1276,14 +866,10 @@ static void sfs_fuse_getattr(fuse_req_t req, fuse_ino_t ino,
 {
 	sfs_ino_t i = sfs_fuse_ino_in(ino);
 	struct sfs_attr a;
-	struct stat st;
 	int rc = -ESTALE;
 
-	if (sfs_ctl_of(ino) >= 0) {
-		sfs_ctl_stat(sfs_fuse_of(req), sfs_ctl_of(ino), &st);
-		fuse_reply_attr(req, &st, 0);
+	if (sfs_ctl_getattr(sfs_fuse_ctl(req), req, ino))
 		return;
-	}
 	sfs_ns_t t0 = sfs_rec_start(req);
 
 	if (i)
@@ -1306,19 +892,8 @@ static void sfs_fuse_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *st,
 	unsigned valid = 0;
 	int rc;
 
-	if (sfs_ctl_of(ino) >= 0) {
-		struct stat cst;
-
-		/* `echo x > config` may truncate first: a no-op; else EPERM */
-		if (!sfs_ctl_writable(sfs_ctl_of(ino)) ||
-		    (to_set & ~FUSE_SET_ATTR_SIZE) || st->st_size != 0) {
-			fuse_reply_err(req, EPERM);
-			return;
-		}
-		sfs_ctl_stat(sfs_fuse_of(req), sfs_ctl_of(ino), &cst);
-		fuse_reply_attr(req, &cst, 0);
+	if (sfs_ctl_setattr(sfs_fuse_ctl(req), req, ino, st, to_set))
 		return;
-	}
 	if (!i) {
 		fuse_reply_err(req, ESTALE);
 		return;
@@ -1395,27 +970,6 @@ static void sfs_fuse_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *st,
 	sfs_fuse_reply_attr(req, rc, &out);
 }
 
-/*
- * May a new name go at (parent, name)?  0, -EPERM inside the control
- * directory, -EEXIST for the control directory's own name in the root.
- */
-static int sfs_ctl_new_name(fuse_ino_t parent, const char *name)
-{
-	if (sfs_ctl_of(parent) >= 0)
-		return -EPERM;
-	if (sfs_ctl_is_entry(parent, name))
-		return -EEXIST;
-	return 0;
-}
-
-/* May (parent, name) be removed or renamed?  0 or -EPERM. */
-static int sfs_ctl_old_name(fuse_ino_t parent, const char *name)
-{
-	if (sfs_ctl_of(parent) >= 0 || sfs_ctl_is_entry(parent, name))
-		return -EPERM;
-	return 0;
-}
-
 static void sfs_fuse_mknod(fuse_req_t req, fuse_ino_t parent, const char *name,
 			   mode_t mode, dev_t rdev)
 {
@@ -1423,10 +977,13 @@ static void sfs_fuse_mknod(fuse_req_t req, fuse_ino_t parent, const char *name,
 	uint32_t uid, gid;
 	struct sfs_attr a;
 	int rc = -ESTALE;
+	int ctl = sfs_ctl_new_name(req, parent, name); /* rule 7 */
 
+	if (ctl > 0)
+		return;
 	sfs_fuse_owner(req, &uid, &gid);
-	if (sfs_ctl_new_name(parent, name))
-		rc = sfs_ctl_new_name(parent, name);
+	if (ctl < 0)
+		rc = ctl;
 	else if (p)
 		do
 			rc = sfs_mknod(sfs_fuse_fs(req), p, name,
@@ -1446,12 +1003,15 @@ static void sfs_fuse_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name,
 	uint32_t uid, gid;
 	struct sfs_attr a;
 	int rc = -ESTALE;
+	int ctl = sfs_ctl_new_name(req, parent, name); /* rule 7 */
 
+	if (ctl > 0)
+		return;
 	sfs_ns_t t0 = sfs_rec_start(req);
 
 	sfs_fuse_owner(req, &uid, &gid);
-	if (sfs_ctl_new_name(parent, name))
-		rc = sfs_ctl_new_name(parent, name);
+	if (ctl < 0)
+		rc = ctl;
 	else if (p)
 		do
 			rc = sfs_mkdir(
@@ -1459,7 +1019,7 @@ static void sfs_fuse_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name,
 			    sfs_fuse_new_mode(req, S_IFDIR | (mode & 07777)),
 			    uid, gid, &a);
 		while (sfs_fuse_reclaim(req, rc));
-	if (sfs_rec(req) && sfs_ctl_of(parent) < 0) {
+	if (sfs_rec(req)) {
 		sfs_rec_path(req, SFS_TOP_MKDIR, t0, parent, name,
 			     sfs_fuse_rec_mode(req, (uint32_t)mode), rc);
 		if (rc == 0)
@@ -1476,18 +1036,21 @@ static void sfs_fuse_symlink(fuse_req_t req, const char *link,
 	uint32_t uid, gid;
 	struct sfs_attr a;
 	int rc = -ESTALE;
+	int ctl = sfs_ctl_new_name(req, parent, name); /* rule 7 */
 
+	if (ctl > 0)
+		return;
 	sfs_ns_t t0 = sfs_rec_start(req);
 
 	sfs_fuse_owner(req, &uid, &gid);
-	if (sfs_ctl_new_name(parent, name))
-		rc = sfs_ctl_new_name(parent, name);
+	if (ctl < 0)
+		rc = ctl;
 	else if (p)
 		do
 			rc = sfs_symlink(sfs_fuse_fs(req), p, name, link, uid,
 					 gid, &a);
 		while (sfs_fuse_reclaim(req, rc));
-	if (sfs_rec(req) && sfs_ctl_of(parent) < 0) {
+	if (sfs_rec(req)) {
 		struct sfs_trace_rec r;
 		char *path2 = sfs_trace_path(sfs_rec(req), parent, name);
 
@@ -1509,19 +1072,21 @@ static void sfs_fuse_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent,
 	sfs_ino_t i = sfs_fuse_ino_in(ino), p = sfs_fuse_ino_in(newparent);
 	struct sfs_attr a;
 	int rc = -ESTALE;
+	int ctl = sfs_ctl_link(req, ino, newparent, newname); /* rule 7 */
+
+	if (ctl > 0)
+		return;
 	sfs_ns_t t0 = sfs_rec_start(req);
 	char *old =
 	    sfs_rec(req) ? sfs_trace_path(sfs_rec(req), ino, NULL) : NULL;
 
-	if (sfs_ctl_of(ino) >= 0)
-		rc = -EPERM;
-	else if (sfs_ctl_new_name(newparent, newname))
-		rc = sfs_ctl_new_name(newparent, newname);
+	if (ctl < 0)
+		rc = ctl;
 	else if (i && p)
 		do
 			rc = sfs_link(sfs_fuse_fs(req), i, p, newname, &a);
 		while (sfs_fuse_reclaim(req, rc));
-	if (old && sfs_ctl_of(ino) < 0 && sfs_ctl_of(newparent) < 0) {
+	if (old) {
 		struct sfs_trace_rec r;
 		char *path2 = sfs_trace_path(sfs_rec(req), newparent, newname);
 
@@ -1544,10 +1109,8 @@ static void sfs_fuse_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
 	sfs_ns_t t0 = sfs_rec_start(req);
 	int rc;
 
-	if (sfs_ctl_old_name(parent, name)) {
-		sfs_fuse_reply_rc(req, sfs_ctl_old_name(parent, name));
+	if (sfs_ctl_remove(req, parent, name)) /* rule 7 */
 		return;
-	}
 	rc = p ? sfs_unlink(sfs_fuse_fs(req), p, name) : -ESTALE;
 	if (sfs_rec(req)) {
 		sfs_rec_path(req, SFS_TOP_UNLINK, t0, parent, name, 0, rc);
@@ -1563,10 +1126,8 @@ static void sfs_fuse_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
 	sfs_ns_t t0 = sfs_rec_start(req);
 	int rc;
 
-	if (sfs_ctl_old_name(parent, name)) {
-		sfs_fuse_reply_rc(req, sfs_ctl_old_name(parent, name));
+	if (sfs_ctl_remove(req, parent, name)) /* rule 7 */
 		return;
-	}
 	rc = p ? sfs_rmdir(sfs_fuse_fs(req), p, name) : -ESTALE;
 	if (sfs_rec(req)) {
 		sfs_rec_path(req, SFS_TOP_RMDIR, t0, parent, name, 0, rc);
@@ -1581,23 +1142,26 @@ static void sfs_fuse_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
 			    unsigned int flags)
 {
 	sfs_ino_t p = sfs_fuse_ino_in(parent), np = sfs_fuse_ino_in(newparent);
+	/* the unknown, and what the VFS refuses */
+	bool bad = flags & ~(unsigned)(RENAME_NOREPLACE | RENAME_EXCHANGE |
+				       RENAME_WHITEOUT) ||
+		   flags == (RENAME_NOREPLACE | RENAME_EXCHANGE) ||
+		   ((flags & RENAME_WHITEOUT) && (flags & RENAME_EXCHANGE));
+	int rc = sfs_ctl_rename(req, parent, name, newparent, newname,
+				bad ? EINVAL : EPERM); /* rule 7 */
+
+	if (rc > 0)
+		return;
 	sfs_ns_t t0 = sfs_rec_start(req);
-	int rc;
 
 	uint32_t uid, gid;
 
 	sfs_fuse_owner(req, &uid, &gid);
-	if (flags & ~(unsigned)(RENAME_NOREPLACE | RENAME_EXCHANGE |
-				RENAME_WHITEOUT) ||
-	    flags == (RENAME_NOREPLACE | RENAME_EXCHANGE) ||
-	    ((flags & RENAME_WHITEOUT) && (flags & RENAME_EXCHANGE)))
-		rc = -EINVAL; /* the unknown, and what the VFS refuses */
-	else if (sfs_ctl_old_name(parent, name) ||
-		 sfs_ctl_old_name(newparent, newname))
-		rc = -EPERM;
-	else if (!p || !np)
+	if (rc == 0 && bad)
+		rc = -EINVAL;
+	else if (rc == 0 && (!p || !np))
 		rc = -ESTALE;
-	else
+	else if (rc == 0)
 		do
 			/* RENAME_WHITEOUT (overlayfs): the kernel checked
 			 * CAP_MKNOD; the whiteout belongs to the caller */
@@ -1608,8 +1172,7 @@ static void sfs_fuse_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
 				 : sfs_rename(sfs_fuse_fs(req), p, name, np,
 					      newname, flags);
 		while (sfs_fuse_reclaim(req, rc));
-	if (sfs_rec(req) && sfs_ctl_of(parent) < 0 &&
-	    sfs_ctl_of(newparent) < 0) {
+	if (sfs_rec(req)) {
 		struct sfs_trace_rec r;
 		char *a = sfs_trace_path(sfs_rec(req), parent, name);
 		char *b = sfs_trace_path(sfs_rec(req), newparent, newname);
@@ -1635,8 +1198,10 @@ static void sfs_fuse_readlink(fuse_req_t req, fuse_ino_t ino)
 	char *buf;
 	int rc;
 
+	if (sfs_ctl_readlink(req, ino))
+		return;
 	if (!i) {
-		fuse_reply_err(req, sfs_ctl_of(ino) >= 0 ? EINVAL : ESTALE);
+		fuse_reply_err(req, ESTALE);
 		return;
 	}
 	buf = g_try_malloc(size + 1);
@@ -1674,10 +1239,8 @@ static void sfs_fuse_open(fuse_req_t req, fuse_ino_t ino,
 	sfs_ino_t i = sfs_fuse_ino_in(ino);
 	int rc;
 
-	if (sfs_ctl_of(ino) >= 0) {
-		sfs_ctl_open(req, sfs_ctl_of(ino), fi);
+	if (sfs_ctl_open(sfs_fuse_ctl(req), req, ino, fi))
 		return;
-	}
 	sfs_ns_t t0 = sfs_rec_start(req);
 
 	rc = i ? sfs_open(fs, i, fi->flags) : -ESTALE;
@@ -1705,12 +1268,16 @@ static void sfs_fuse_create(fuse_req_t req, fuse_ino_t parent, const char *name,
 	struct fuse_entry_param e;
 	struct sfs_attr a;
 	int rc = -ESTALE;
+	int ctl = sfs_ctl_new_name(req, parent, name); /* rule 7 */
+
+	if (ctl > 0)
+		return;
 	sfs_ns_t t0 = sfs_rec_start(req);
-	bool rec = sfs_rec(req) && sfs_ctl_of(parent) < 0;
+	bool rec = sfs_rec(req);
 
 	sfs_fuse_owner(req, &uid, &gid);
-	if (sfs_ctl_new_name(parent, name))
-		rc = sfs_ctl_new_name(parent, name);
+	if (ctl < 0)
+		rc = ctl;
 	else if (p)
 		do
 			rc = sfs_mknod(
@@ -1851,10 +1418,8 @@ static void sfs_fuse_read(fuse_req_t req, fuse_ino_t ino, size_t size,
 	void *buf;
 	int rc;
 
-	if (sfs_ctl_of(ino) >= 0) {
-		sfs_ctl_read(req, size, off, fi);
+	if (sfs_ctl_read(req, ino, size, off, fi))
 		return;
-	}
 	if (!i || off < 0) {
 		fuse_reply_err(req, i ? EINVAL : ESTALE);
 		return;
@@ -1941,10 +1506,8 @@ static void sfs_fuse_write(fuse_req_t req, fuse_ino_t ino, const char *buf,
 	size_t written = 0;
 	int rc;
 
-	if (sfs_ctl_of(ino) >= 0) {
-		sfs_ctl_write(req, sfs_ctl_of(ino), buf, size, fi);
+	if (sfs_ctl_write(sfs_fuse_ctl(req), req, ino, buf, size, fi))
 		return;
-	}
 	if (!i || off < 0) {
 		fuse_reply_err(req, i ? EINVAL : ESTALE);
 		return;
@@ -1998,10 +1561,8 @@ static void sfs_fuse_release(fuse_req_t req, fuse_ino_t ino,
 	sfs_ns_t t0;
 	int rc;
 
-	if (sfs_ctl_of(ino) >= 0) {
-		sfs_ctl_release(req, sfs_ctl_of(ino), fi);
+	if (sfs_ctl_release(sfs_fuse_ctl(req), req, ino, fi))
 		return;
-	}
 	t0 = sfs_rec_start(req);
 	rc = i ? sfs_release(sfs_fuse_fs(req), i) : -ESTALE;
 	if (sfs_rec(req) && sfs_rec_fd(fi) > 0) {
@@ -2019,10 +1580,8 @@ static void sfs_fuse_fsync(fuse_req_t req, fuse_ino_t ino, int datasync,
 	sfs_ns_t t0 = sfs_rec_start(req);
 	int rc;
 
-	if (sfs_ctl_of(ino) >= 0) {
-		fuse_reply_err(req, 0); /* nothing to write back */
+	if (sfs_ctl_fsync(req, ino))
 		return;
-	}
 	rc = i ? sfs_fsync(sfs_fuse_fs(req), i, datasync != 0) : -ESTALE;
 	if (sfs_rec(req)) /* a directory's fsync has no handle: skipped */
 		sfs_rec_handle(req, SFS_TOP_FSYNC, t0, fi,
@@ -2038,8 +1597,8 @@ static void sfs_fuse_fallocate(fuse_req_t req, fuse_ino_t ino, int mode,
 	int m = 0, rc;
 
 	(void)fi;
-	if (sfs_ctl_of(ino) >= 0 || !i) {
-		fuse_reply_err(req, i ? EOPNOTSUPP : ESTALE);
+	if (!i) { /* a control file's number too (rule 7) */
+		fuse_reply_err(req, ESTALE);
 		return;
 	}
 	if (offset < 0 || length <= 0) {
@@ -2102,8 +1661,8 @@ static void sfs_fuse_ioctl(fuse_req_t req, fuse_ino_t ino, unsigned int cmd,
 		fuse_reply_err(req, ENOTTY);
 		return;
 	}
-	if (sfs_ctl_of(ino) >= 0 || !i) {
-		fuse_reply_err(req, i ? ENOTTY : ESTALE);
+	if (!i) { /* a control file's number too (rule 7) */
+		fuse_reply_err(req, ESTALE);
 		return;
 	}
 	if (cmd == FS_IOC_FSGETXATTR) {
@@ -2182,8 +1741,8 @@ static void sfs_fuse_lseek(fuse_req_t req, fuse_ino_t ino, off_t off,
 	int rc;
 
 	(void)fi;
-	if (sfs_ctl_of(ino) >= 0 || !i) {
-		fuse_reply_err(req, i ? EINVAL : ESTALE);
+	if (!i) { /* a control file's number too (rule 7) */
+		fuse_reply_err(req, ESTALE);
 		return;
 	}
 	if (off < 0) {
@@ -2207,16 +1766,8 @@ static void sfs_fuse_opendir(fuse_req_t req, fuse_ino_t ino,
 	struct sfs_attr a;
 	int rc = -ESTALE;
 
-	if (sfs_ctl_of(ino) >= 0) {
-		if (sfs_ctl_of(ino) != SFS_CTL_DIR) {
-			fuse_reply_err(req, ENOTDIR);
-			return;
-		}
-		fi->fh = 0;
-		fi->cache_readdir = 0;
-		fuse_reply_open(req, fi);
+	if (sfs_ctl_opendir(req, ino, fi))
 		return;
-	}
 	if (i)
 		rc = sfs_getattr(sfs_fuse_fs(req), i, &a);
 	if (rc == 0 && !S_ISDIR(a.mode))
@@ -2277,12 +1828,10 @@ static void sfs_fuse_readdir(fuse_req_t req, fuse_ino_t ino, size_t size,
 	sfs_ino_t i = sfs_fuse_ino_in(ino);
 	int rc;
 
-	if (sfs_ctl_of(ino) == SFS_CTL_DIR) {
-		sfs_ctl_readdir(req, size, off);
+	if (sfs_ctl_readdir(req, ino, size, off))
 		return;
-	}
 	if (!i) {
-		fuse_reply_err(req, sfs_ctl_of(ino) >= 0 ? ENOTDIR : ESTALE);
+		fuse_reply_err(req, ESTALE);
 		return;
 	}
 	d.buf = g_try_malloc(size ? size : 1);
@@ -2372,10 +1921,8 @@ static void sfs_fuse_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name,
 	int rc;
 
 	flags &= ~SFS_FUSE_XATTR_KILL_SGID;
-	if (sfs_ctl_of(ino) >= 0) {
-		fuse_reply_err(req, EPERM);
+	if (sfs_ctl_setxattr(req, ino))
 		return;
-	}
 	if (!i) {
 		fuse_reply_err(req, ESTALE);
 		return;
@@ -2419,10 +1966,8 @@ static void sfs_fuse_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name,
 	char *buf = NULL;
 	int rc;
 
-	if (sfs_ctl_of(ino) >= 0) {
-		fuse_reply_err(req, ENODATA);
+	if (sfs_ctl_getxattr(req, ino))
 		return;
-	}
 	if (!i) {
 		fuse_reply_err(req, ESTALE);
 		return;
@@ -2472,13 +2017,8 @@ static void sfs_fuse_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size)
 	char *buf = NULL;
 	int rc;
 
-	if (sfs_ctl_of(ino) >= 0) {
-		if (size == 0)
-			fuse_reply_xattr(req, 0);
-		else
-			fuse_reply_buf(req, NULL, 0);
+	if (sfs_ctl_listxattr(req, ino, size))
 		return;
-	}
 	if (!i) {
 		fuse_reply_err(req, ESTALE);
 		return;
@@ -2519,10 +2059,8 @@ static void sfs_fuse_removexattr(fuse_req_t req, fuse_ino_t ino,
 {
 	sfs_ino_t i = sfs_fuse_ino_in(ino);
 
-	if (sfs_ctl_of(ino) >= 0) {
-		fuse_reply_err(req, EPERM);
+	if (sfs_ctl_removexattr(req, ino))
 		return;
-	}
 	sfs_fuse_reply_rc(req, i ? sfs_removexattr(sfs_fuse_fs(req), i, name)
 				 : -ESTALE);
 }
@@ -2650,15 +2188,11 @@ int sfs_fuse_new(const char *opts, bool debug, struct sfs_fuse **out)
 {
 	struct fuse_args args = FUSE_ARGS_INIT(0, NULL);
 	struct sfs_fuse *f;
-	sfs_ns_t wall;
 	int rc = -ENOMEM;
 
 	fuse_set_log_func(sfs_fuse_log_stderr);
 	f = g_new0(struct sfs_fuse, 1);
-	sfs_mutex_init(&f->ctl_lock);
-	wall = sfs_clock_wall_ns();
-	f->ctl_time.tv_sec = (time_t)(wall / SFS_NS_PER_S);
-	f->ctl_time.tv_nsec = (long)(wall % SFS_NS_PER_S);
+	f->ctl = sfs_ctl_new(sfs_fuse_ctl_note, f);
 	if (fuse_opt_add_arg(&args, "simfs") < 0)
 		goto out_free;
 	if (debug && fuse_opt_add_arg(&args, "-d") < 0)
@@ -2678,7 +2212,7 @@ int sfs_fuse_new(const char *opts, bool debug, struct sfs_fuse **out)
 
 out_free:
 	fuse_opt_free_args(&args);
-	sfs_mutex_clear(&f->ctl_lock);
+	sfs_ctl_free(f->ctl);
 	g_free(f);
 	return rc;
 }
@@ -2700,6 +2234,7 @@ int sfs_fuse_mount(struct sfs_fuse *f, struct sfs_fs *fs,
 	struct sfs_config cfg;
 
 	f->fs = fs;
+	sfs_ctl_attach(f->ctl, fs);
 	sfs_fs_count_lookups(fs); /* rule 5 */
 	sfs_fs_get_config(fs, &cfg);
 	if (cfg.trace_path[0] && !f->trace) {
@@ -2775,7 +2310,6 @@ void sfs_fuse_free(struct sfs_fuse *f)
 		fuse_session_unmount(f->se);
 	fuse_session_destroy(f->se);
 	sfs_fuse_trace_close(f);
-	g_free(f->last_error);
-	sfs_mutex_clear(&f->ctl_lock);
+	sfs_ctl_free(f->ctl);
 	g_free(f);
 }

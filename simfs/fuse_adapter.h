@@ -30,7 +30,7 @@
  * the image does not hold: stats (JSON), stats.txt, config (writable:
  * sfs_fs_set_knobs) and last_error, with inode numbers above any ext2
  * inode.  It is found by name and not listed by readdir of the root
- * (fuse.c rule 7; doc/measurement.md, section 0.1).
+ * (fuse.c rule 7, fuse_ctl.c; doc/measurement.md, section 0.1).
  */
 #ifndef SFS_FUSE_ADAPTER_H
 #define SFS_FUSE_ADAPTER_H
