@@ -175,8 +175,8 @@ static int meta(const char *dir, long n, long bytes)
 			die("unlink", path);
 	}
 	t3 = now_s();
-	printf("files=%ld\ncreate_s=%.3f\ncreate_ops=%.0f\nstat_s=%.3f\n"
-	       "stat_ops=%.0f\nunlink_s=%.3f\nunlink_ops=%.0f\n",
+	printf("files=%ld\ncreate_s=%.6f\ncreate_ops=%.0f\nstat_s=%.6f\n"
+	       "stat_ops=%.0f\nunlink_s=%.6f\nunlink_ops=%.0f\n",
 	       n, t1 - t0, n / (t1 - t0), t2 - t1, n / (t2 - t1), t3 - t2,
 	       n / (t3 - t2));
 	free(buf);
