@@ -859,10 +859,15 @@ static uint32_t itable_tail_first(const struct sfs_fs *fs, uint32_t g)
 {
 	const struct sfs_dgroup *gd = &fs->gd[g];
 	uint16_t fl = sfs_le16(gd->bg_flags);
-	uint32_t unused = (fl & BG_INODE_UNINIT)
-			      ? fs->ipg
-			      : MIN(sfs_le16(gd->bg_itable_unused), fs->ipg);
+	uint32_t unused;
 
+	/* the flags and bg_itable_unused mean something only under group
+	 * descriptor checksums (ext4_has_group_desc_csum) */
+	if (!fs->csum && !fs->gdt_csum)
+		return fs->ipg;
+	unused = (fl & BG_INODE_UNINIT)
+		     ? fs->ipg
+		     : MIN(sfs_le16(gd->bg_itable_unused), fs->ipg);
 	return fs->ipg - unused;
 }
 
