@@ -278,25 +278,6 @@ out:
 	g_free(img);
 }
 
-/* Can this machine loop-mount an ext2 image at all? */
-static bool loop_possible(char **why)
-{
-	char *img = h_path("probe.img"), *m = h_path("probe-mnt");
-	bool ok = false;
-
-	if (mke2fs(img, "ext2", NULL) == 0) {
-		ok = h_kmount(img, m, why) == 0;
-		if (ok)
-			h_kumount(m);
-	} else {
-		*why = g_strdup("mke2fs failed");
-	}
-	unlink(img);
-	g_free(img);
-	g_free(m);
-	return ok;
-}
-
 /* Part 2: a directory the kernel indexed, changed by simfs. */
 static void kernel_htree(const char *type, const char *bs)
 {
@@ -402,7 +383,7 @@ int main(int argc, char **argv)
 	t0 = h_now();
 	default_image("ext2");
 	default_image("ext3");
-	if (loop_possible(&why)) {
+	if (h_loop_possible(&why)) {
 		kernel_htree("ext2", "4096");
 		kernel_htree("ext3", NULL);
 		simfs_ext4_htree(true);
