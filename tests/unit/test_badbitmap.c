@@ -8,8 +8,8 @@
  * and the error is recorded (s_state ERROR, on disk after unmount) while
  * the filesystem stays writable.  Every group bad is ENOSPC, not EIO.  A
  * block bitmap that leaves its group's own inode table free (an ext2
- * image: no checksum, no flex_bg) is bad in the same way.  Each case under
- * every allocator of the registry.
+ * image: no checksum, no flex_bg) or cannot be read is bad in the same
+ * way.  Each case under every allocator of the registry.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -24,6 +24,9 @@
 #include <glib.h>
 
 #include "alloc.h"
+#include "blockdev.h"
+#include "cache.h"
+#include "config.h"
 #include "fs.h"
 #include "fs_priv.h"
 #include "testsupport.h"
@@ -248,19 +251,49 @@ static uint64_t free_inodes_but(struct sfs_fs *fs, uint32_t bad)
 }
 
 /*
- * Group 0's block bitmap is bad (made so by bad()): a new file in the root
- * (whose goal is group 0) is written and synced, all its blocks elsewhere;
- * "old" reads; statfs leaves group 0 out; removing "old" frees nothing
- * into group 0; the error is recorded and reaches the disk.
+ * Group 0's block bitmap went bad while f (in the root, whose goal is
+ * group 0) was written: its blocks are all elsewhere and it syncs; "old"
+ * reads; statfs leaves group 0 out; removing "old" frees nothing into
+ * group 0; the error is recorded.
  */
+static void new_outside_group0(struct sfs_fs *fs, sfs_ino_t f, struct base *b,
+			       const struct sfs_alloc_preset *p)
+{
+	struct sfs_statfs st;
+	struct sfs_inode *ip;
+
+	assert_int_equal(sfs_fs_sync(fs), 0);
+	assert_true(sfs_group_bad(fs, 0, false));
+	assert_false(sfs_group_bad(fs, 0, true));
+	error_recorded(fs);
+	assert_int_equal(sfs_iget(fs, f, &ip), 0);
+	assert_int_equal(sfs_i_size(ip), 64 * BS);
+	assert_int_equal(sfs_imap(fs, ip)->walk(fs, ip, not_in_group0, fs), 0);
+	sfs_iput(fs, ip);
+	assert_int_equal(sfs_release(fs, f), 0);
+	old_reads(fs, b);
+	assert_int_equal(sfs_statfs(fs, &st), 0);
+	assert_int_equal(st.blocks_free, free_blocks_but(fs, 0));
+	uint16_t free0 = sfs_le16(fs->gd[0].bg_free_blocks_count);
+	assert_int_equal(sfs_unlink(fs, SFS_ROOT_INO, "old"), 0);
+	assert_int_equal(sfs_fs_sync(fs), 0);
+	assert_int_equal(sfs_le16(fs->gd[0].bg_free_blocks_count), free0);
+	assert_int_equal(sfs_statfs(fs, &st), 0);
+	assert_int_equal(st.blocks_free, free_blocks_but(fs, 0));
+	if (p->place->check) {
+		char *err = NULL;
+		if (p->place->check(fs->alloc, &err))
+			fail_msg("%s: %s", p->name, err);
+	}
+}
+
+/* Group 0's block bitmap made bad on the image by bad(): a new file. */
 static void block_group0_bad(struct base *b, void (*bad)(struct base *))
 {
 	const struct sfs_alloc_preset *p;
 
 	for (unsigned i = 0; (p = sfs_alloc_nth(i)); i++) {
 		char *opts = opts_for(p);
-		struct sfs_statfs st;
-		struct sfs_inode *ip;
 		struct sfs_fs *fs;
 		sfs_ino_t f;
 
@@ -269,31 +302,7 @@ static void block_group0_bad(struct base *b, void (*bad)(struct base *))
 		fs = sfs_test_open(b->work, opts);
 		f = sfs_test_mkfile(fs, SFS_ROOT_INO, "new");
 		put(fs, f, 0, 64 * BS, 0x5a);
-		assert_int_equal(sfs_fs_sync(fs), 0);
-		assert_true(sfs_group_bad(fs, 0, false));
-		assert_false(sfs_group_bad(fs, 0, true));
-		error_recorded(fs);
-		assert_int_equal(sfs_iget(fs, f, &ip), 0);
-		assert_int_equal(sfs_i_size(ip), 64 * BS);
-		assert_int_equal(
-		    sfs_imap(fs, ip)->walk(fs, ip, not_in_group0, fs), 0);
-		sfs_iput(fs, ip);
-		assert_int_equal(sfs_release(fs, f), 0);
-		old_reads(fs, b);
-		assert_int_equal(sfs_statfs(fs, &st), 0);
-		assert_int_equal(st.blocks_free, free_blocks_but(fs, 0));
-		uint16_t free0 = sfs_le16(fs->gd[0].bg_free_blocks_count);
-		assert_int_equal(sfs_unlink(fs, SFS_ROOT_INO, "old"), 0);
-		assert_int_equal(sfs_fs_sync(fs), 0);
-		assert_int_equal(sfs_le16(fs->gd[0].bg_free_blocks_count),
-				 free0);
-		assert_int_equal(sfs_statfs(fs, &st), 0);
-		assert_int_equal(st.blocks_free, free_blocks_but(fs, 0));
-		if (p->place->check) {
-			char *err = NULL;
-			if (p->place->check(fs->alloc, &err))
-				fail_msg("%s: %s", p->name, err);
-		}
+		new_outside_group0(fs, f, b, p);
 		assert_int_equal(sfs_fs_close(fs), 0);
 		error_on_disk(b);
 		g_free(opts);
@@ -330,6 +339,43 @@ static void test_block_bitmap_invalid(void **state)
 	(void)state;
 	make_base(&b, true);
 	block_group0_bad(&b, itable0_free);
+	free_base(&b);
+}
+
+/* Group 0's block bitmap cannot be read (a device error, as
+ * ext4_wait_block_bitmap meets it): the same as a bad one. */
+static void test_block_bitmap_unreadable(void **state)
+{
+	const struct sfs_alloc_preset *p;
+	struct base b;
+
+	(void)state;
+	make_base(&b, false);
+	for (unsigned i = 0; (p = sfs_alloc_nth(i)); i++) {
+		char *opts = opts_for(p), *err = NULL;
+		struct sfs_config cfg;
+		struct sfs_bdev *bd, *fd;
+		struct sfs_fs *fs;
+		sfs_ino_t f;
+
+		fresh_copy(&b);
+		sfs_config_defaults(&cfg);
+		assert_int_equal(sfs_config_parse(&cfg, opts, NULL, &err), 0);
+		assert_int_equal(sfs_bdev_open_file(b.work, 0, 0, &bd), 0);
+		fd = sfs_faultdev_new(bd);
+		assert_int_equal(sfs_fs_open(fd, &cfg, &fs, &err), 0);
+		f = sfs_test_mkfile(fs, SFS_ROOT_INO, "new");
+		/* the bitmap must come from the device: the next read */
+		assert_int_equal(sfs_fs_sync(fs), 0);
+		sfs_cache_discard(fs->cache, b.bbitmap[0], 1);
+		sfs_faultdev_arm(fd, SFS_FAULT_READ, 1, false);
+		put(fs, f, 0, 64 * BS, 0x5a);
+		assert_int_equal(sfs_faultdev_fired(fd), 1);
+		new_outside_group0(fs, f, &b, p);
+		assert_int_equal(sfs_fs_close(fs), 0);
+		error_on_disk(&b);
+		g_free(opts);
+	}
 	free_base(&b);
 }
 
@@ -437,6 +483,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_block_bitmap_bad),
 	    cmocka_unit_test(test_block_bitmap_invalid),
+	    cmocka_unit_test(test_block_bitmap_unreadable),
 	    cmocka_unit_test(test_inode_bitmap_bad),
 	    cmocka_unit_test(test_every_group_bad),
 	};
