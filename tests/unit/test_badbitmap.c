@@ -51,18 +51,6 @@ static uint8_t old_byte(uint64_t i)
 	return (uint8_t)(i * 7 + 3);
 }
 
-static void put(struct sfs_fs *fs, sfs_ino_t ino, uint64_t off, size_t n,
-		uint8_t fill)
-{
-	uint8_t *buf = g_malloc(n);
-	size_t w = 0;
-
-	memset(buf, fill, n);
-	assert_int_equal(sfs_write(fs, ino, off, buf, n, &w), 0);
-	assert_int_equal(w, n);
-	g_free(buf);
-}
-
 static bool any_flag(struct sfs_fs *fs, uint16_t flag)
 {
 	for (uint32_t g = 0; g < fs->groups; g++)
@@ -119,7 +107,7 @@ static void make_base(struct base *b, bool ext2)
 	assert_false(any_flag(fs, BG_INODE_UNINIT));
 	f = sfs_test_mkfile(fs, SFS_ROOT_INO, "fill");
 	for (uint64_t off = 0; any_flag(fs, BG_BLOCK_UNINIT); off += 256 * BS)
-		put(fs, f, off, 256 * BS, 0xee);
+		sfs_test_fill(fs, f, off, 256 * BS, 0xee);
 	assert_int_equal(sfs_release(fs, f), 0);
 	assert_int_equal(sfs_unlink(fs, SFS_ROOT_INO, "fill"), 0);
 	f = sfs_test_mkfile(fs, SFS_ROOT_INO, "old");
@@ -230,24 +218,38 @@ static void error_on_disk(struct base *b)
 	assert_false(sfs_le16(sb.s_state) & SFS_STATE_VALID);
 }
 
-static uint64_t free_blocks_but(struct sfs_fs *fs, uint32_t bad)
+/* Group g's descriptor: its free blocks (inode false) or inodes. */
+static uint16_t gd_free(struct sfs_fs *fs, uint32_t g, bool inode)
 {
-	uint64_t n = 0;
-
-	for (uint32_t g = 0; g < fs->groups; g++)
-		if (g != bad)
-			n += sfs_le16(fs->gd[g].bg_free_blocks_count);
-	return n;
+	return sfs_le16(inode ? fs->gd[g].bg_free_inodes_count
+			      : fs->gd[g].bg_free_blocks_count);
 }
 
-static uint64_t free_inodes_but(struct sfs_fs *fs, uint32_t bad)
+/* statfs's free blocks or inodes: the other groups' descriptors. */
+static void statfs_without_group0(struct sfs_fs *fs, bool inode)
 {
+	struct sfs_statfs st;
 	uint64_t n = 0;
 
-	for (uint32_t g = 0; g < fs->groups; g++)
-		if (g != bad)
-			n += sfs_le16(fs->gd[g].bg_free_inodes_count);
-	return n;
+	for (uint32_t g = 1; g < fs->groups; g++)
+		n += gd_free(fs, g, inode);
+	assert_int_equal(sfs_statfs(fs, &st), 0);
+	assert_int_equal(inode ? st.inodes_free : st.blocks_free, n);
+}
+
+/* Group 0's block (inode false) or inode bitmap is bad: "old" reads,
+ * statfs leaves the group out, and removing "old" (in group 0) frees
+ * nothing into it. */
+static void group0_left_alone(struct sfs_fs *fs, struct base *b, bool inode)
+{
+	uint16_t free0 = gd_free(fs, 0, inode);
+
+	old_reads(fs, b);
+	statfs_without_group0(fs, inode);
+	assert_int_equal(sfs_unlink(fs, SFS_ROOT_INO, "old"), 0);
+	assert_int_equal(sfs_fs_sync(fs), 0);
+	assert_int_equal(gd_free(fs, 0, inode), free0);
+	statfs_without_group0(fs, inode);
 }
 
 /*
@@ -259,7 +261,6 @@ static uint64_t free_inodes_but(struct sfs_fs *fs, uint32_t bad)
 static void new_outside_group0(struct sfs_fs *fs, sfs_ino_t f, struct base *b,
 			       const struct sfs_alloc_preset *p)
 {
-	struct sfs_statfs st;
 	struct sfs_inode *ip;
 
 	assert_int_equal(sfs_fs_sync(fs), 0);
@@ -271,15 +272,7 @@ static void new_outside_group0(struct sfs_fs *fs, sfs_ino_t f, struct base *b,
 	assert_int_equal(sfs_imap(fs, ip)->walk(fs, ip, not_in_group0, fs), 0);
 	sfs_iput(fs, ip);
 	assert_int_equal(sfs_release(fs, f), 0);
-	old_reads(fs, b);
-	assert_int_equal(sfs_statfs(fs, &st), 0);
-	assert_int_equal(st.blocks_free, free_blocks_but(fs, 0));
-	uint16_t free0 = sfs_le16(fs->gd[0].bg_free_blocks_count);
-	assert_int_equal(sfs_unlink(fs, SFS_ROOT_INO, "old"), 0);
-	assert_int_equal(sfs_fs_sync(fs), 0);
-	assert_int_equal(sfs_le16(fs->gd[0].bg_free_blocks_count), free0);
-	assert_int_equal(sfs_statfs(fs, &st), 0);
-	assert_int_equal(st.blocks_free, free_blocks_but(fs, 0));
+	group0_left_alone(fs, b, false);
 	if (p->place->check) {
 		char *err = NULL;
 		if (p->place->check(fs->alloc, &err))
@@ -287,96 +280,103 @@ static void new_outside_group0(struct sfs_fs *fs, sfs_ino_t f, struct base *b,
 	}
 }
 
-/* Group 0's block bitmap made bad on the image by bad(): a new file. */
-static void block_group0_bad(struct base *b, void (*bad)(struct base *))
+/* One case, on a fresh copy of the base, under the allocator p (opts
+ * selects it); it leaves the image unmounted. */
+typedef void case_fn(struct base *b, const struct sfs_alloc_preset *p,
+		     const char *opts);
+
+/* A base image (ext2's or the metadata_csum one), and the case on it
+ * under every allocator of the registry: each leaves the error on disk. */
+static void every_allocator(bool ext2, case_fn *one)
 {
 	const struct sfs_alloc_preset *p;
+	struct base b;
 
+	make_base(&b, ext2);
 	for (unsigned i = 0; (p = sfs_alloc_nth(i)); i++) {
 		char *opts = opts_for(p);
-		struct sfs_fs *fs;
-		sfs_ino_t f;
-
-		fresh_copy(b);
-		bad(b);
-		fs = sfs_test_open(b->work, opts);
-		f = sfs_test_mkfile(fs, SFS_ROOT_INO, "new");
-		put(fs, f, 0, 64 * BS, 0x5a);
-		new_outside_group0(fs, f, b, p);
-		assert_int_equal(sfs_fs_close(fs), 0);
-		error_on_disk(b);
-		g_free(opts);
-	}
-}
-
-static void bbitmap0_flipped(struct base *b)
-{
-	flip_bitmap(b, b->bbitmap[0]);
-}
-
-static void test_block_bitmap_bad(void **state)
-{
-	struct base b;
-
-	(void)state;
-	make_base(&b, false);
-	block_group0_bad(&b, bbitmap0_flipped);
-	free_base(&b);
-}
-
-/* ext4_valid_block_bitmap: the first inode table block called free. */
-static void itable0_free(struct base *b)
-{
-	uint64_t bit = b->itable[0] - 1; /* first_data_block 1 at 1 KiB */
-
-	poke_byte(b, b->bbitmap[0] * BS + bit / 8, (uint8_t)(1u << (bit % 8)));
-}
-
-static void test_block_bitmap_invalid(void **state)
-{
-	struct base b;
-
-	(void)state;
-	make_base(&b, true);
-	block_group0_bad(&b, itable0_free);
-	free_base(&b);
-}
-
-/* Group 0's block bitmap cannot be read (a device error, as
- * ext4_wait_block_bitmap meets it): the same as a bad one. */
-static void test_block_bitmap_unreadable(void **state)
-{
-	const struct sfs_alloc_preset *p;
-	struct base b;
-
-	(void)state;
-	make_base(&b, false);
-	for (unsigned i = 0; (p = sfs_alloc_nth(i)); i++) {
-		char *opts = opts_for(p), *err = NULL;
-		struct sfs_config cfg;
-		struct sfs_bdev *bd, *fd;
-		struct sfs_fs *fs;
-		sfs_ino_t f;
 
 		fresh_copy(&b);
-		sfs_config_defaults(&cfg);
-		assert_int_equal(sfs_config_parse(&cfg, opts, NULL, &err), 0);
-		assert_int_equal(sfs_bdev_open_file(b.work, 0, 0, &bd), 0);
-		fd = sfs_faultdev_new(bd);
-		assert_int_equal(sfs_fs_open(fd, &cfg, &fs, &err), 0);
-		f = sfs_test_mkfile(fs, SFS_ROOT_INO, "new");
-		/* the bitmap must come from the device: the next read */
-		assert_int_equal(sfs_fs_sync(fs), 0);
-		sfs_cache_discard(fs->cache, b.bbitmap[0], 1);
-		sfs_faultdev_arm(fd, SFS_FAULT_READ, 1, false);
-		put(fs, f, 0, 64 * BS, 0x5a);
-		assert_int_equal(sfs_faultdev_fired(fd), 1);
-		new_outside_group0(fs, f, &b, p);
-		assert_int_equal(sfs_fs_close(fs), 0);
+		one(&b, p, opts);
 		error_on_disk(&b);
 		g_free(opts);
 	}
 	free_base(&b);
+}
+
+/* With group 0's block bitmap bad on the image: a new file. */
+static void new_file(struct base *b, const struct sfs_alloc_preset *p,
+		     const char *opts)
+{
+	struct sfs_fs *fs = sfs_test_open(b->work, opts);
+	sfs_ino_t f = sfs_test_mkfile(fs, SFS_ROOT_INO, "new");
+
+	sfs_test_fill(fs, f, 0, 64 * BS, 0x5a);
+	new_outside_group0(fs, f, b, p);
+	assert_int_equal(sfs_fs_close(fs), 0);
+}
+
+static void bbitmap0_flipped(struct base *b, const struct sfs_alloc_preset *p,
+			     const char *opts)
+{
+	flip_bitmap(b, b->bbitmap[0]);
+	new_file(b, p, opts);
+}
+
+static void test_block_bitmap_bad(void **state)
+{
+	(void)state;
+	every_allocator(false, bbitmap0_flipped);
+}
+
+/* ext4_valid_block_bitmap: the first inode table block called free. */
+static void itable0_free(struct base *b, const struct sfs_alloc_preset *p,
+			 const char *opts)
+{
+	uint64_t bit = b->itable[0] - 1; /* first_data_block 1 at 1 KiB */
+
+	poke_byte(b, b->bbitmap[0] * BS + bit / 8, (uint8_t)(1u << (bit % 8)));
+	new_file(b, p, opts);
+}
+
+static void test_block_bitmap_invalid(void **state)
+{
+	(void)state;
+	every_allocator(true, itable0_free);
+}
+
+/* Group 0's block bitmap cannot be read (a device error, as
+ * ext4_wait_block_bitmap meets it): the same as a bad one. */
+static void bbitmap0_unreadable(struct base *b,
+				const struct sfs_alloc_preset *p,
+				const char *opts)
+{
+	struct sfs_config cfg;
+	struct sfs_bdev *bd, *fd;
+	struct sfs_fs *fs;
+	char *err = NULL;
+	sfs_ino_t f;
+
+	sfs_config_defaults(&cfg);
+	assert_int_equal(sfs_config_parse(&cfg, opts, NULL, &err), 0);
+	assert_int_equal(sfs_bdev_open_file(b->work, 0, 0, &bd), 0);
+	fd = sfs_faultdev_new(bd);
+	assert_int_equal(sfs_fs_open(fd, &cfg, &fs, &err), 0);
+	f = sfs_test_mkfile(fs, SFS_ROOT_INO, "new");
+	/* the bitmap must come from the device: the next read */
+	assert_int_equal(sfs_fs_sync(fs), 0);
+	sfs_cache_discard(fs->cache, b->bbitmap[0], 1);
+	sfs_faultdev_arm(fd, SFS_FAULT_READ, 1, false);
+	sfs_test_fill(fs, f, 0, 64 * BS, 0x5a);
+	assert_int_equal(sfs_faultdev_fired(fd), 1);
+	new_outside_group0(fs, f, b, p);
+	assert_int_equal(sfs_fs_close(fs), 0);
+}
+
+static void test_block_bitmap_unreadable(void **state)
+{
+	(void)state;
+	every_allocator(false, bbitmap0_unreadable);
 }
 
 /*
@@ -385,97 +385,79 @@ static void test_block_bitmap_unreadable(void **state)
  * inodes out; removing "old" (an inode of group 0) succeeds and leaves the
  * group's inode bitmap and count alone.
  */
-static void test_inode_bitmap_bad(void **state)
+static void ibitmap0_flipped(struct base *b, const struct sfs_alloc_preset *p,
+			     const char *opts)
 {
-	const struct sfs_alloc_preset *p;
-	struct base b;
+	struct sfs_fs *fs;
+	sfs_ino_t f;
 
-	(void)state;
-	make_base(&b, false);
-	for (unsigned i = 0; (p = sfs_alloc_nth(i)); i++) {
-		char *opts = opts_for(p);
-		struct sfs_statfs st;
-		struct sfs_fs *fs;
-		sfs_ino_t f;
-
-		fresh_copy(&b);
-		flip_bitmap(&b, b.ibitmap[0]);
-		fs = sfs_test_open(b.work, opts);
-		f = sfs_test_mkfile(fs, SFS_ROOT_INO, "new");
-		assert_int_not_equal((f - 1) / fs->ipg, 0);
-		assert_true(sfs_group_bad(fs, 0, true));
-		assert_false(sfs_group_bad(fs, 0, false));
-		error_recorded(fs);
-		put(fs, f, 0, 16 * BS, 0x5a);
-		assert_int_equal(sfs_release(fs, f), 0);
-		old_reads(fs, &b);
-		assert_int_equal(sfs_statfs(fs, &st), 0);
-		assert_int_equal(st.inodes_free, free_inodes_but(fs, 0));
-		uint16_t free0 = sfs_le16(fs->gd[0].bg_free_inodes_count);
-		assert_int_equal(sfs_unlink(fs, SFS_ROOT_INO, "old"), 0);
-		assert_int_equal(sfs_fs_sync(fs), 0);
-		assert_int_equal(sfs_le16(fs->gd[0].bg_free_inodes_count),
-				 free0);
-		assert_int_equal(sfs_fs_close(fs), 0);
-		error_on_disk(&b);
-		g_free(opts);
-	}
-	free_base(&b);
+	(void)p;
+	flip_bitmap(b, b->ibitmap[0]);
+	fs = sfs_test_open(b->work, opts);
+	f = sfs_test_mkfile(fs, SFS_ROOT_INO, "new");
+	assert_int_not_equal((f - 1) / fs->ipg, 0);
+	assert_true(sfs_group_bad(fs, 0, true));
+	assert_false(sfs_group_bad(fs, 0, false));
+	error_recorded(fs);
+	sfs_test_fill(fs, f, 0, 16 * BS, 0x5a);
+	assert_int_equal(sfs_release(fs, f), 0);
+	group0_left_alone(fs, b, true);
+	assert_int_equal(sfs_fs_close(fs), 0);
 }
 
-/* Every group's block bitmap, then every inode bitmap, bad: ENOSPC for
- * the write or the new inode, nothing free in statfs, "old" still read. */
+static void test_inode_bitmap_bad(void **state)
+{
+	(void)state;
+	every_allocator(false, ibitmap0_flipped);
+}
+
+/* Every group's block (inode false) or inode bitmap bad: ENOSPC for a
+ * write or a new inode, nothing free in statfs, "old" still read. */
+static void all_bad(struct base *b, const char *opts, bool inode)
+{
+	struct sfs_statfs st;
+	struct sfs_attr a;
+	struct sfs_fs *fs;
+	uint8_t buf[BS] = {0};
+	size_t w = 0;
+	int rc;
+
+	fresh_copy(b);
+	for (uint32_t g = 0; g < GROUPS; g++)
+		flip_bitmap(b, inode ? b->ibitmap[g] : b->bbitmap[g]);
+	fs = sfs_test_open(b->work, opts);
+	if (inode) {
+		rc = sfs_mknod(fs, SFS_ROOT_INO, "new", 0100644, 0, 0, 0, &a);
+	} else {
+		sfs_ino_t f = sfs_test_mkfile(fs, SFS_ROOT_INO, "new");
+
+		rc = sfs_write(fs, f, 0, buf, sizeof(buf), &w);
+		assert_int_equal(w, 0);
+		assert_int_equal(sfs_release(fs, f), 0);
+	}
+	assert_int_equal(rc, -ENOSPC);
+	for (uint32_t g = 0; g < GROUPS; g++)
+		assert_true(sfs_group_bad(fs, g, inode));
+	error_recorded(fs);
+	assert_int_equal(sfs_statfs(fs, &st), 0);
+	assert_int_equal(inode ? st.inodes_free : st.blocks_free, 0);
+	old_reads(fs, b);
+	assert_int_equal(sfs_fs_close(fs), 0);
+}
+
+static void all_flipped(struct base *b, const struct sfs_alloc_preset *p,
+			const char *opts)
+{
+	(void)p;
+	all_bad(b, opts, false);
+	error_on_disk(b);
+	all_bad(b, opts, true);
+}
+
 static void test_every_group_bad(void **state)
 {
-	const struct sfs_alloc_preset *p;
-	struct base b;
-
 	(void)state;
-	make_base(&b, false);
-	for (unsigned i = 0; (p = sfs_alloc_nth(i)); i++) {
-		char *opts = opts_for(p);
-		struct sfs_statfs st;
-		struct sfs_attr a;
-		struct sfs_fs *fs;
-		uint8_t buf[BS] = {0};
-		size_t w = 0;
-		sfs_ino_t f;
-
-		fresh_copy(&b);
-		for (uint32_t g = 0; g < GROUPS; g++)
-			flip_bitmap(&b, b.bbitmap[g]);
-		fs = sfs_test_open(b.work, opts);
-		f = sfs_test_mkfile(fs, SFS_ROOT_INO, "new");
-		assert_int_equal(sfs_write(fs, f, 0, buf, sizeof(buf), &w),
-				 -ENOSPC);
-		assert_int_equal(w, 0);
-		for (uint32_t g = 0; g < GROUPS; g++)
-			assert_true(sfs_group_bad(fs, g, false));
-		error_recorded(fs);
-		assert_int_equal(sfs_statfs(fs, &st), 0);
-		assert_int_equal(st.blocks_free, 0);
-		assert_int_equal(sfs_release(fs, f), 0);
-		old_reads(fs, &b);
-		assert_int_equal(sfs_fs_close(fs), 0);
-
-		fresh_copy(&b);
-		for (uint32_t g = 0; g < GROUPS; g++)
-			flip_bitmap(&b, b.ibitmap[g]);
-		fs = sfs_test_open(b.work, opts);
-		assert_int_equal(
-		    sfs_mknod(fs, SFS_ROOT_INO, "new", 0100644, 0, 0, 0, &a),
-		    -ENOSPC);
-		for (uint32_t g = 0; g < GROUPS; g++)
-			assert_true(sfs_group_bad(fs, g, true));
-		error_recorded(fs);
-		assert_int_equal(sfs_statfs(fs, &st), 0);
-		assert_int_equal(st.inodes_free, 0);
-		old_reads(fs, &b);
-		assert_int_equal(sfs_fs_close(fs), 0);
-		error_on_disk(&b);
-		g_free(opts);
-	}
-	free_base(&b);
+	every_allocator(false, all_flipped);
 }
 
 int main(void)

@@ -78,18 +78,6 @@ static sfs_ino_t look(struct sfs_fs *fs, sfs_ino_t dir, const char *name)
 	return a.ino;
 }
 
-static void put(struct sfs_fs *fs, sfs_ino_t ino, uint64_t off, size_t n,
-		uint8_t fill)
-{
-	uint8_t *buf = g_malloc(n);
-	size_t w = 0;
-
-	memset(buf, fill, n);
-	assert_int_equal(sfs_write(fs, ino, off, buf, n, &w), 0);
-	assert_int_equal(w, n);
-	g_free(buf);
-}
-
 static void test_crc32c_known(void **state)
 {
 	const char *s = "123456789";
@@ -142,7 +130,7 @@ static void workload(const char *img, const char *opts)
 	for (unsigned i = 0; i < 400; i++) {
 		g_snprintf(name, sizeof(name), "file-with-a-long-name-%u", i);
 		sfs_ino_t f = sfs_test_mkfile(fs, big, name);
-		put(fs, f, 0, 100 + i, (uint8_t)i);
+		sfs_test_fill(fs, f, 0, 100 + i, (uint8_t)i);
 		assert_int_equal(sfs_release(fs, f), 0);
 	}
 	for (unsigned i = 0; i < 400; i += 3) {
@@ -174,8 +162,9 @@ static void workload(const char *img, const char *opts)
 	f1 = sfs_test_mkfile(fs, SFS_ROOT_INO, "frag1");
 	f2 = sfs_test_mkfile(fs, SFS_ROOT_INO, "frag2");
 	for (unsigned i = 0; i < 1200; i++) {
-		put(fs, f1, (uint64_t)i * 2 * 4096, 4096, (uint8_t)i);
-		put(fs, f2, (uint64_t)i * 2 * 4096, 4096, (uint8_t)~i);
+		sfs_test_fill(fs, f1, (uint64_t)i * 2 * 4096, 4096, (uint8_t)i);
+		sfs_test_fill(fs, f2, (uint64_t)i * 2 * 4096, 4096,
+			      (uint8_t)~i);
 		if (i % 64 == 0)
 			assert_int_equal(sfs_fs_sync(fs), 0);
 	}
@@ -291,8 +280,8 @@ static void corrupt_base(const char *img, bool plain)
 	f1 = sfs_test_mkfile(fs, SFS_ROOT_INO, "frag1");
 	f2 = sfs_test_mkfile(fs, SFS_ROOT_INO, "frag2");
 	for (unsigned i = 0; i < 40; i++) {
-		put(fs, f1, (uint64_t)i * 2 * 4096, 4096, (uint8_t)i);
-		put(fs, f2, (uint64_t)i * 2 * 4096, 4096, (uint8_t)i);
+		sfs_test_fill(fs, f1, (uint64_t)i * 2 * 4096, 4096, (uint8_t)i);
+		sfs_test_fill(fs, f2, (uint64_t)i * 2 * 4096, 4096, (uint8_t)i);
 		assert_int_equal(sfs_fs_sync(fs), 0);
 	}
 	memset(val, 'v', sizeof(val));
