@@ -100,6 +100,20 @@ static bool frag_bit(const uint8_t *map, uint32_t i)
 	return map[i >> 3] & (1u << (i & 7));
 }
 
+/* A free run that began at start ends: into out's histogram. */
+static void frag_run_end(struct sfs_frag_free *out, uint64_t *run,
+			 sfs_blk_t start)
+{
+	if (*run) {
+		if (*run > out->runs.max)
+			out->largest_at = start;
+		sfs_hist_add(&out->runs, *run);
+	}
+	*run = 0;
+}
+
+/* A group whose bitmap is bad (sfs_group_bad) counts as having no free
+ * block, as in the free counts. */
 int sfs_frag_free_scan(struct sfs_fs *fs, struct sfs_frag_free *out)
 {
 	sfs_blk_t start = 0;
@@ -112,6 +126,10 @@ int sfs_frag_free_scan(struct sfs_fs *fs, struct sfs_frag_free *out)
 		struct sfs_buf *b;
 		int rc = sfs_block_bitmap(fs, g, &b);
 
+		if (rc < 0 && sfs_group_bad(fs, g, false)) {
+			frag_run_end(out, &run, start); /* none free here */
+			continue;
+		}
 		if (rc < 0)
 			return rc;
 		for (uint32_t i = 0; i < n; i++) {
@@ -120,20 +138,11 @@ int sfs_frag_free_scan(struct sfs_fs *fs, struct sfs_frag_free *out)
 					start = first + i;
 				continue;
 			}
-			if (run) {
-				if (run > out->runs.max)
-					out->largest_at = start;
-				sfs_hist_add(&out->runs, run);
-			}
-			run = 0;
+			frag_run_end(out, &run, start);
 		}
 		sfs_cache_put(fs->cache, b);
 	}
-	if (run) {
-		if (run > out->runs.max)
-			out->largest_at = start;
-		sfs_hist_add(&out->runs, run);
-	}
+	frag_run_end(out, &run, start);
 	return 0;
 }
 
@@ -305,6 +314,12 @@ static int frag_free_blocks_by_bucket(struct sfs_fs *fs, uint64_t *blocks)
 		struct sfs_buf *b;
 		int rc = sfs_block_bitmap(fs, g, &b);
 
+		if (rc < 0 && sfs_group_bad(fs, g, false)) {
+			if (run)
+				blocks[sfs_hist_bucket(run)] += run;
+			run = 0;
+			continue;
+		}
 		if (rc < 0)
 			return rc;
 		for (uint32_t i = 0; i < n; i++) {

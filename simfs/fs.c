@@ -44,21 +44,62 @@
 
 /* ---- errors and small checks ---- */
 
-void sfs_fs_error(struct sfs_fs *fs, int err, const char *fmt, ...)
+/* Say what is wrong and mark the superblock with errors (s_state ERROR,
+ * kept at unmount for e2fsck), as ext4_error does; nothing more. */
+static void fs_error_vrecord(struct sfs_fs *fs, int err, const char *fmt,
+			     va_list ap) G_GNUC_PRINTF(3, 0);
+static void fs_error_vrecord(struct sfs_fs *fs, int err, const char *fmt,
+			     va_list ap)
 {
-	va_list ap;
-	char *msg;
+	char *msg = g_strdup_vprintf(fmt, ap);
 
-	va_start(ap, fmt);
-	msg = g_strdup_vprintf(fmt, ap);
-	va_end(ap);
 	g_printerr("simfs: error %d (%s): %s\n", -err, g_strerror(-err), msg);
 	g_free(msg);
-	if (!fs->error) {
-		fs->error = true;
+	if (!fs->error_recorded) {
+		fs->error_recorded = true;
 		fs->sb.s_state |= sfs_cpu_to_le16(SFS_STATE_ERROR);
 		fs->sb_dirty = true;
 	}
+}
+
+void sfs_fs_error(struct sfs_fs *fs, int err, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	fs_error_vrecord(fs, err, fmt, ap);
+	va_end(ap);
+	fs->error = true;
+}
+
+/*
+ * Group g's block (inode false) or inode bitmap is bad: recorded as an
+ * error, but contained, as ext4 contains it (ext4_mark_group_bitmap_
+ * corrupted in fs/ext4/super.c, called where balloc.c, ialloc.c and
+ * mballoc.c find a bitmap bad): the group is marked for the rest of the
+ * mount (sfs_group_bad) and its free blocks or inodes leave the free
+ * counts (ext4 subtracts them from s_freeclusters_counter and
+ * s_freeinodes_counter), and the filesystem keeps serving from the other
+ * groups, without the sticky error state.  The descriptors keep their
+ * counts: e2fsck rebuilds the bitmap.
+ */
+static void group_bitmap_bad(struct sfs_fs *fs, uint32_t g, bool inode, int err,
+			     const char *fmt, ...) G_GNUC_PRINTF(5, 6);
+static void group_bitmap_bad(struct sfs_fs *fs, uint32_t g, bool inode, int err,
+			     const char *fmt, ...)
+{
+	uint8_t flag = inode ? SFS_GBAD_INODE : SFS_GBAD_BLOCK;
+	va_list ap;
+
+	va_start(ap, fmt);
+	fs_error_vrecord(fs, err, fmt, ap);
+	va_end(ap);
+	if (fs->gbad[g] & flag)
+		return;
+	fs->gbad[g] |= flag;
+	fs->gbad_marks++;
+	if (!inode)
+		fs->free_blocks -= sfs_le16(fs->gd[g].bg_free_blocks_count);
 }
 
 /*
@@ -1103,24 +1144,92 @@ uint64_t sfs_free_blocks(const struct sfs_fs *fs)
 
 /* ---- bitmaps ---- */
 
-/* A group's bitmap, its checksum verified (metadata_csum): a mismatch is
- * -EIO and the filesystem's error state, as ext4 reports EFSBADCRC. */
+/* Is bit i of map clear, or are the n bits from i not all set? */
+static bool bits_not_set(const uint8_t *map, uint32_t i, uint32_t n)
+{
+	for (; n; i++, n--)
+		if (!bit_test(map, i))
+			return true;
+	return false;
+}
+
+/*
+ * The first of group g's own bitmap and inode table blocks that its block
+ * bitmap calls free, or 0 (ext4_valid_block_bitmap, fs/ext4/balloc.c).
+ * With flex_bg they may lie in other groups, and, as ext4, nothing is
+ * checked.
+ */
+static sfs_blk_t block_bitmap_invalid(struct sfs_fs *fs, uint32_t g,
+				      const uint8_t *map)
+{
+	const struct sfs_dgroup *gd = &fs->gd[g];
+	sfs_blk_t own[3] = {sfs_le32(gd->bg_block_bitmap),
+			    sfs_le32(gd->bg_inode_bitmap),
+			    sfs_le32(gd->bg_inode_table)};
+	sfs_blk_t first = sfs_group_first(fs, g);
+	uint32_t nb = sfs_group_nblocks(fs, g);
+
+	if (sfs_le32(fs->sb.s_feature_incompat) & SFS_FEATURE_INCOMPAT_FLEX_BG)
+		return 0;
+	for (int k = 0; k < 3; k++) {
+		uint32_t n = k == 2 ? fs->itb : 1;
+
+		if (own[k] < first || own[k] - first + n > nb ||
+		    bits_not_set(map, own[k] - first, n))
+			return own[k];
+	}
+	return 0;
+}
+
+/*
+ * A group's bitmap, checked at every fetch: it must be readable, match its
+ * checksum (metadata_csum) and, for a block bitmap, mark the group's own
+ * metadata used (block_bitmap_invalid).  A bitmap that fails marks its
+ * group bad (group_bitmap_bad), as ext4_validate_block_bitmap,
+ * ext4_wait_block_bitmap and ext4_read_inode_bitmap do; a marked group's
+ * bitmap is -EIO without a read.
+ */
 static int bitmap_get(struct sfs_fs *fs, uint32_t g, bool inode,
 		      struct sfs_buf **out)
 {
 	const struct sfs_dgroup *gd = &fs->gd[g];
-	int rc = sfs_cache_get(
+	const char *kind = inode ? "inode" : "block";
+	sfs_blk_t bad;
+	int rc;
+
+	*out = NULL;
+	if (sfs_group_bad(fs, g, inode))
+		return -EIO;
+	rc = sfs_cache_get(
 	    fs->cache,
 	    sfs_le32(inode ? gd->bg_inode_bitmap : gd->bg_block_bitmap),
 	    SFS_IO_BITMAP, out);
-
-	if (rc || sfs_csum_bitmap_ok(fs, g, inode, (*out)->data))
+	if (rc == -EIO) {
+		group_bitmap_bad(fs, g, inode, rc,
+				 "group %u: cannot read the %s bitmap", g,
+				 kind);
 		return rc;
-	sfs_cache_put(fs->cache, *out);
-	*out = NULL;
-	sfs_fs_error(fs, -EIO, "group %u: %s bitmap checksum mismatch", g,
-		     inode ? "inode" : "block");
-	return -EIO;
+	}
+	if (rc)
+		return rc;
+	if (!sfs_csum_bitmap_ok(fs, g, inode, (*out)->data)) {
+		sfs_cache_put(fs->cache, *out);
+		*out = NULL;
+		group_bitmap_bad(fs, g, inode, -EIO,
+				 "group %u: %s bitmap checksum mismatch", g,
+				 kind);
+		return -EIO;
+	}
+	bad = inode ? 0 : block_bitmap_invalid(fs, g, (*out)->data);
+	if (bad) {
+		sfs_cache_put(fs->cache, *out);
+		*out = NULL;
+		group_bitmap_bad(fs, g, false, -EIO,
+				 "group %u: block %u: invalid block bitmap", g,
+				 bad);
+		return -EIO;
+	}
+	return 0;
 }
 
 int sfs_block_bitmap(struct sfs_fs *fs, uint32_t g, struct sfs_buf **out)
@@ -1167,7 +1276,9 @@ static void group_first_use(struct sfs_fs *fs, uint32_t g, bool inode,
 /*
  * Set (used = true) or clear [start, start+n) in the block bitmaps, keeping
  * group counts.  A bit found already in the wanted state means the caller's
- * view and the bitmap disagree: a corrupt image or an engine bug.
+ * view and the bitmap disagree: a corrupt image or an engine bug.  Blocks
+ * freed into a group whose bitmap is bad (sfs_group_bad) are left as they
+ * are, as ext4_free_blocks leaves them: e2fsck finds them.
  */
 static int blocks_change(struct sfs_fs *fs, sfs_blk_t start, uint32_t n,
 			 bool used)
@@ -1188,6 +1299,11 @@ static int blocks_change(struct sfs_fs *fs, sfs_blk_t start, uint32_t n,
 		int rc = sfs_block_bitmap(fs, g, &b);
 		uint32_t changed = 0;
 
+		if (rc && !used && sfs_group_bad(fs, g, false)) {
+			start += cnt;
+			n -= cnt;
+			continue;
+		}
 		if (rc)
 			return rc;
 		for (uint32_t i = bit; i < bit + cnt; i++) {
@@ -1298,17 +1414,24 @@ int sfs_alloc_blocks(struct sfs_fs *fs, struct sfs_inode *ip, sfs_blk_t goal,
 	fs->host_full = false;
 	if (goal < fs->first_data_block || goal >= fs->blocks_count)
 		goal = fs->first_data_block;
-	/* Blocks set aside for delayed data are not free to others. */
-	uint64_t avail = sfs_free_blocks(fs);
-	if (!fs->da_converting)
-		avail = avail > sfs_da_reserved(fs)
-			    ? avail - sfs_da_reserved(fs)
-			    : 0;
-	if (avail == 0)
-		return -ENOSPC;
-	if (want > avail)
-		want = (uint32_t)avail;
-	rc = a->ops->new_blocks(a, ip, goal, want, start_out, got_out);
+	/* A bitmap the model fetched was bad: its group is marked now and
+	 * skipped (sfs_group_bad), so ask again, at most once per group. */
+	for (uint32_t i = 0;; i++) {
+		uint32_t marks = fs->gbad_marks;
+		/* Blocks set aside for delayed data are not free to others. */
+		uint64_t avail = sfs_free_blocks(fs);
+		if (!fs->da_converting)
+			avail = avail > sfs_da_reserved(fs)
+				    ? avail - sfs_da_reserved(fs)
+				    : 0;
+		if (avail == 0)
+			return -ENOSPC;
+		if (want > avail)
+			want = (uint32_t)avail;
+		rc = a->ops->new_blocks(a, ip, goal, want, start_out, got_out);
+		if (rc != -EIO || fs->gbad_marks == marks || i == fs->groups)
+			break;
+	}
 	if (rc)
 		return rc;
 	assert(*got_out >= 1 && *got_out <= want);
@@ -1703,6 +1826,11 @@ static int inode_free(struct sfs_fs *fs, struct sfs_inode *ip)
 	if (rc)
 		return rc;
 	rc = inode_bitmap(fs, g, &b);
+	if (rc && sfs_group_bad(fs, g, true)) {
+		/* as ext4_free_inode: the bad bitmap is left for e2fsck */
+		ip->deleted = true;
+		return 0;
+	}
 	if (rc)
 		return rc;
 	if (!bit_test(b->data, idx)) {
@@ -2064,9 +2192,23 @@ int sfs_inode_alloc(struct sfs_fs *fs, struct sfs_inode *dir, uint32_t mode,
 	rc = find_inode_group(fs, dir, is_dir, &g);
 	if (rc)
 		return rc;
-	rc = inode_bitmap(fs, g, &b);
-	if (rc)
-		return rc;
+	/* a group whose inode bitmap is bad is passed over for the next one
+	 * with free inodes, as __ext4_new_inode does */
+	for (uint32_t i = 0;; i++) {
+		uint32_t gi = (g + i) % fs->groups;
+
+		if (i == fs->groups)
+			return -ENOSPC;
+		if (!fs->gd[gi].bg_free_inodes_count)
+			continue;
+		rc = inode_bitmap(fs, gi, &b);
+		if (!rc) {
+			g = gi;
+			break;
+		}
+		if (!sfs_group_bad(fs, gi, true))
+			return rc;
+	}
 	for (idx = 0; idx < fs->ipg; idx++)
 		if (!bit_test(b->data, idx))
 			break;
@@ -2224,6 +2366,7 @@ static void fs_free(struct sfs_fs *fs)
 	if (fs->clock)
 		sfs_clock_free(fs->clock);
 	g_free(fs->gd);
+	g_free(fs->gbad);
 	g_free(fs->gd_tail);
 	g_free(fs->err_msg);
 	sfs_cond_clear(&fs->commit_cond);
@@ -2716,11 +2859,12 @@ int sfs_fs_open(struct sfs_bdev *bd, const struct sfs_config *cfg,
 	if (rc)
 		goto out_free;
 	fs->gd = g_try_new0(struct sfs_dgroup, fs->groups);
+	fs->gbad = g_try_new0(uint8_t, fs->groups);
 	if (fs->desc_size > sizeof(struct sfs_dgroup))
 		fs->gd_tail =
 		    g_try_malloc0((size_t)fs->groups *
 				  (fs->desc_size - sizeof(struct sfs_dgroup)));
-	if (!fs->gd ||
+	if (!fs->gd || !fs->gbad ||
 	    (fs->desc_size > sizeof(struct sfs_dgroup) && !fs->gd_tail)) {
 		rc = -ENOMEM;
 		msg = g_strdup("out of memory for group descriptors");
@@ -2893,7 +3037,7 @@ int sfs_fs_close(struct sfs_fs *fs)
 		/* Restore the state found at mount (as ext2 does): an image
 		 * that was not clean stays so until e2fsck has checked it. */
 		uint16_t st = fs->mount_state;
-		if (fs->error)
+		if (fs->error_recorded)
 			st = (uint16_t)((st & ~SFS_STATE_VALID) |
 					SFS_STATE_ERROR);
 		/*

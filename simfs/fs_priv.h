@@ -260,6 +260,11 @@ struct sfs_fs {
 	const struct sfs_map_ops *map;    /* mapping model */
 	bool ro;
 	bool error;             /* sticky error: cache and disk may disagree */
+	bool error_recorded;	/* an error was said and s_state has ERROR
+				   (sticky or not: kept at unmount) */
+	uint8_t *gbad;		/* per group: SFS_GBAD_* bitmaps found bad
+				   this mount (sfs_group_bad) */
+	uint32_t gbad_marks;	/* bitmaps marked bad so far */
 	bool host_full;         /* the last host reservation got -ENOSPC */
 	uint64_t host_enospc;   /* allocations refused: host disk full */
 	bool wb_host_full;      /* write-back is waiting for host space */
@@ -431,6 +436,23 @@ int sfs_fs_flush_super_gdt(struct sfs_fs *fs);
 int sfs_fs_fsync_locked(struct sfs_fs *fs);
 /* Block bitmap buffer of group g (caller puts it). */
 int sfs_block_bitmap(struct sfs_fs *fs, uint32_t g, struct sfs_buf **out);
+/*
+ * Is group g's block (inode false) or inode bitmap marked bad this mount?
+ * A bitmap whose checksum does not match, that cannot be read or that
+ * leaves its group's own metadata free is marked when it is fetched
+ * (fs.c, group_bitmap_bad; ext4's EXT4_GROUP_INFO_BBITMAP_CORRUPT and
+ * IBITMAP_CORRUPT): placement skips such a group (sfs_block_bitmap says
+ * -EIO for it), frees into it leave the bitmap alone, and its free blocks
+ * or inodes are not counted free.
+ */
+#define SFS_GBAD_BLOCK 0x01
+#define SFS_GBAD_INODE 0x02
+static inline bool sfs_group_bad(const struct sfs_fs *fs, uint32_t g,
+				 bool inode)
+{
+	return fs->gbad &&
+	       (fs->gbad[g] & (inode ? SFS_GBAD_INODE : SFS_GBAD_BLOCK));
+}
 /* Group of a block, and the first block of a group. */
 static inline uint32_t sfs_blk_group(const struct sfs_fs *fs, sfs_blk_t b)
 {
@@ -586,8 +608,8 @@ int sfs_check_name(const char *name, size_t *len_out);
 int sfs_check_writable(struct sfs_fs *fs);
 /* What a metadata checksum mismatch returns: ext4's EFSBADCRC, which is
  * EBADMSG ("Bad message"), for an inode, a directory leaf, an htree block
- * or an xattr block.  (A bad bitmap or extent block is -EIO, as ext4's
- * callers see it.) */
+ * or an xattr block.  (A bad extent block is -EIO, as ext4's callers see
+ * it; a bad bitmap marks its group, sfs_group_bad.) */
 #define SFS_EFSBADCRC EBADMSG
 /* Enter the sticky error state (read-only from here), with a message. */
 void sfs_fs_error(struct sfs_fs *fs, int err, const char *fmt, ...)

@@ -1396,7 +1396,9 @@ int sfs_statfs(struct sfs_fs *fs, struct sfs_statfs *out)
 		if (sfs_group_has_super(g, sparse))
 			overhead += 1 + fs->desc_blocks + fs->reserved_gdt;
 		overhead += 2 + fs->itb;
-		free_i += sfs_le16(fs->gd[g].bg_free_inodes_count);
+		/* a group with a bad inode bitmap has none to give */
+		if (!sfs_group_bad(fs, g, true))
+			free_i += sfs_le16(fs->gd[g].bg_free_inodes_count);
 	}
 	free_b = sfs_free_blocks(fs);
 	/* blocks set aside for delayed data are as good as used */

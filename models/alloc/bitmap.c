@@ -13,7 +13,8 @@
  * then the allocation extends block by block while the next bit is free,
  * up to `want`, without leaving the group.  Later groups are searched from
  * their first block.  Metadata and padding bits are set in the bitmaps, so
- * they are never handed out.  `words_scanned` counts bitmap bytes examined.
+ * they are never handed out; a group whose bitmap is bad is skipped.
+ * `words_scanned` counts bitmap bytes examined.
  */
 #include <errno.h>
 #include <string.h>
@@ -113,7 +114,8 @@ static int bitmap_new_blocks(struct sfs_alloc *a, struct sfs_inode *ip,
 			break; /* the first group was searched whole */
 		if (i == fs->groups)
 			from = 0, end = goal_bit; /* wrap: its head */
-		if (fs->gd[g].bg_free_blocks_count == 0)
+		if (fs->gd[g].bg_free_blocks_count == 0 ||
+		    sfs_group_bad(fs, g, false))
 			continue;
 		rc = sfs_block_bitmap(fs, g, &b);
 		if (rc)

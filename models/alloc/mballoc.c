@@ -223,6 +223,14 @@ static int mb_load_bits(struct sfs_alloc *a, uint32_t gi, uint8_t **out,
 	struct sfs_buf *b;
 	int rc = sfs_block_bitmap(fs, gi, &b);
 
+	if (rc && sfs_group_bad(fs, gi, false)) {
+		/* a bad bitmap (fs.c): nothing here is free, as ext4's
+		 * allocator passes BBITMAP_CORRUPT groups over */
+		*out = memset(g_malloc(bytes), 0xff, bytes);
+		if (held_out)
+			*held_out = 0;
+		return 0;
+	}
 	if (rc)
 		return rc;
 	uint8_t *bits = g_malloc(bytes);
@@ -838,7 +846,8 @@ int sfs_mballoc_check(struct sfs_alloc *a, struct sfs_mballoc_counters *out)
 
 		if (!g->bits ||
 		    g->seen_free !=
-			sfs_le16(a->fs->gd[gi].bg_free_blocks_count))
+			sfs_le16(a->fs->gd[gi].bg_free_blocks_count) ||
+		    sfs_group_bad(a->fs, gi, false))
 			continue;
 		fresh.nblocks = g->nblocks;
 		if (mb_load_bits(a, gi, &fresh.bits, &held)) {

@@ -146,7 +146,8 @@ static int nf_new_blocks(struct sfs_alloc *a, struct sfs_inode *ip,
 			end = MIN(bit0, end); /* wrapped: its head */
 		if (i > 0 && g == 0)
 			n->wraps++; /* past the last block, on from the first */
-		if (fs->gd[g].bg_free_blocks_count == 0)
+		if (fs->gd[g].bg_free_blocks_count == 0 ||
+		    sfs_group_bad(fs, g, false))
 			continue;
 		rc = sfs_block_bitmap(fs, g, &b);
 		if (rc)

@@ -285,7 +285,7 @@ static int rsv_new_blocks(struct sfs_alloc *a, struct sfs_inode *ip,
 		    i == 0 ? (uint32_t)(goal - sfs_group_first(fs, g))
 			   : UINT32_MAX;
 
-		if (nfree == 0)
+		if (nfree == 0 || sfs_group_bad(fs, g, false))
 			continue;
 		if (i == 0 && !st->has_win && nfree < st->goal_size) {
 			rc = rsv_plain_in_group(a, g, goal_bit, want, start_out,

@@ -476,6 +476,18 @@ sfs_ino_t sfs_test_mkfile(struct sfs_fs *fs, sfs_ino_t dir, const char *name)
 	return a.ino;
 }
 
+void sfs_test_fill(struct sfs_fs *fs, sfs_ino_t ino, uint64_t off, size_t n,
+		   uint8_t fill)
+{
+	uint8_t *buf = g_malloc(n);
+	size_t w = 0;
+
+	memset(buf, fill, n);
+	assert_int_equal(sfs_write(fs, ino, off, buf, n, &w), 0);
+	assert_int_equal(w, n);
+	g_free(buf);
+}
+
 uint64_t sfs_test_free_blocks(struct sfs_fs *fs)
 {
 	uint64_t n;

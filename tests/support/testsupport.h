@@ -99,6 +99,9 @@ char *sfs_test_run(char **argv);
 
 /* A regular file `name` in dir, created and opened O_RDWR (release it). */
 sfs_ino_t sfs_test_mkfile(struct sfs_fs *fs, sfs_ino_t dir, const char *name);
+/* Write n bytes of `fill` at off of the open file ino, all of them. */
+void sfs_test_fill(struct sfs_fs *fs, sfs_ino_t ino, uint64_t off, size_t n,
+		   uint8_t fill);
 /* The filesystem's free-block count, under its lock. */
 uint64_t sfs_test_free_blocks(struct sfs_fs *fs);
 
