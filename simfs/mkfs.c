@@ -1742,6 +1742,7 @@ int sfs_mkfs_sync_backups(struct sfs_bdev *bd, char **err)
 		*copy = sb;
 		copy->s_block_group_nr = sfs_cpu_to_le16((uint16_t)g);
 		copy->s_state = 0; /* as closefs.c writes backups */
+		sfs_csum_super_set(copy);
 		rc = sfs_bdev_write(bd, SFS_IO_SUPER, start * bs, blk, bs);
 		if (rc == 0)
 			rc = sfs_bdev_write(bd, SFS_IO_GDT, (start + 1) * bs,

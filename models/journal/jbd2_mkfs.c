@@ -30,6 +30,7 @@
 
 #include <glib.h>
 
+#include "csum.h"
 #include "fs_priv.h"
 #include "jbd2.h"
 
@@ -574,6 +575,7 @@ static int jm_write_supers(struct sfs_bdev *bd, struct sfs_dsuper *sb,
 	int rc;
 
 	jm_set_sb_fields(sb, d, inum, juuid, devnum);
+	sfs_csum_super_set(sb);
 	rc = sfs_bdev_write(bd, SFS_IO_SUPER, SFS_SUPER_OFFSET, sb,
 			    SFS_SUPER_SIZE);
 	for (uint32_t g = 1; g < groups && !rc; g++) {
@@ -586,6 +588,7 @@ static int jm_write_supers(struct sfs_bdev *bd, struct sfs_dsuper *sb,
 		if (sfs_le16(copy.s_magic) != SFS_SUPER_MAGIC)
 			continue; /* not a backup: leave the block alone */
 		jm_set_sb_fields(&copy, d, inum, juuid, devnum);
+		sfs_csum_super_set(&copy);
 		rc = sfs_bdev_write(bd, SFS_IO_SUPER, off, &copy, sizeof(copy));
 	}
 	if (!rc)
@@ -642,6 +645,16 @@ int sfs_jbd2_add_internal(struct sfs_bdev *bd, uint32_t journal_blocks,
 	rc = jm_check_fs(bd, &before, &msg);
 	if (rc)
 		goto out;
+	if (sfs_le32(before.s_feature_ro_compat) &
+	    (SFS_FEATURE_RO_COMPAT_GDT_CSUM |
+	     SFS_FEATURE_RO_COMPAT_METADATA_CSUM)) {
+		/* the engine's open would initialise the groups mkfs leaves
+		 * uninitialised: sfs_mkfs lays such a journal out itself */
+		msg = g_strdup("an image with group descriptor checksums gets "
+			       "its journal from sfs_mkfs (has_journal)");
+		rc = -EINVAL;
+		goto out;
+	}
 	bs = 1024u << sfs_le32(before.s_log_block_size);
 	if (!journal_blocks) {
 		journal_blocks =
