@@ -529,9 +529,9 @@ static const struct mkfs_opt mkfs_opts[] = {
      "htree directories on (off by default); also\n"
      "[^]has_journal, [^]resize_inode, [^]extent,\n"
      "[^]flex_bg, [^]64bit, [^]huge_file, [^]dir_nlink,\n"
-     "[^]extra_isize (mke2fs spellings, comma-separated);\n"
-     "the other ext4 layouts (metadata_csum, uninit_bg,\n"
-     "...) are refused",
+     "[^]extra_isize, [^]metadata_csum, [^]uninit_bg\n"
+     "(mke2fs spellings, comma-separated); the other ext4\n"
+     "layouts (meta_bg, bigalloc, ...) are refused",
      mkfs_opt_features},
     {0, "seed", "N", "derive UUID and hash seed from N (default: random)",
      mkfs_opt_seed},

@@ -5,15 +5,16 @@
  * where the optional features are dir_index, resize_inode, extent (the
  * root directory and lost+found mapped by one in-inode extent each),
  * flex_bg (-G), 64bit (64-byte descriptors), huge_file, dir_nlink,
- * extra_isize and has_journal
+ * extra_isize, has_journal, uninit_bg (gdt_csum) and metadata_csum
  * (same geometry, same block placement, same superblock fields), so the
  * two can be compared field by field (doc: ext-format sections 1-5, 10).
  * sfs_mkfs_set_type gives -t TYPE the defaults of e2fsprogs' stock
  * mke2fs.conf (features per type, block size and inode ratio per size
- * type); metadata_csum, part of its ext4, is not laid out yet and is
- * refused by name (p->pending, sfs_mkfs_check_features).
+ * type); the mke2fs features not laid out (meta_bg, bigalloc, ...:
+ * mk_not_made) are refused by name.
  * The one field that differs from mke2fs's: s_kbytes_written, 1 here,
- * 1 + the KiB mke2fs itself wrote there (with an ext4 ro_compat feature).
+ * 1 + the KiB mke2fs itself wrote there (with an ext4 ro_compat feature;
+ * with metadata_csum the superblock checksums then differ too).
  *
  * Geometry (mk_geometry) follows ext2fs_initialize: groups of 8 x bs
  * blocks; inodes = size / ratio spread over the groups, rounded up to fill
@@ -36,6 +37,34 @@
  * which maps group 0's reserved GDT blocks; each of those lists its copies
  * in the backup groups (mk_rsv_gdt, mk_resize_inode).  Reserved inodes
  * 1..10 are marked used; inode 1 carries only its a/c/mtime.
+ *
+ * Group descriptor checksums (uninit_bg: crc16; metadata_csum: crc32c,
+ * which supersedes it as in mke2fs) bring what ext2fs_initialize and the
+ * allocations of mke2fs leave (mk_uninit): INODE_UNINIT in groups without
+ * a used inode, bg_itable_unused; BLOCK_UNINIT but in the last group and
+ * in groups holding more than their own superblock/GDT copies (and,
+ * without flex_bg, their own tables).  Such bitmaps are not written, as
+ * libext2fs's write_bitmaps skips them, and their descriptor checksums
+ * stay 0.  With metadata_csum every checksum is computed by the engine's
+ * helpers (csum.h) on a view of the new image (mk_csum_view): the
+ * superblock and each backup, descriptors, bitmaps written, inodes 1..11
+ * (mke2fs writes every reserved inode with its checksum), the root and
+ * lost+found blocks with their 12-byte tails.
+ *
+ * The journal: without group descriptor checksums the caller adds it
+ * after sfs_mkfs through the engine (sfs_jbd2_add_internal).  With them
+ * the engine's open would initialise the uninitialised groups, so
+ * sfs_mkfs places it itself (mk_place_journal, with mke2fs's goal:
+ * sfs_jbd2_midpoint_group) and lays it out with sfs_jbd2_lay_out, the
+ * code the engine path shares (sfs_mkfs_makes_journal).
+ *
+ * ITABLE_ZEROED: mke2fs discards an image file first (its unix I/O
+ * manager punches the whole file, which then reads as zeros: "discard
+ * zeroes data"), so it marks every inode table zeroed and writes none,
+ * whatever lazy_itable_init says; simfs does the same, zeroing the
+ * tables itself on a device not known to read as zero (where mke2fs,
+ * without a zeroing discard and with lazy_itable_init, would leave them
+ * to the kernel and not set the flag).
  *
  * Write order: the old primary superblock is wiped first, the new one is
  * written last, then the device is flushed, so a half-made image is never

@@ -101,7 +101,8 @@ void sfs_mkfs_defaults(struct sfs_mkfs_params *p);
 
 /*
  * Format bd.  Writes superblock, backups, group descriptors, bitmaps,
- * zeroed inode tables, the root directory and lost+found.  Returns 0,
+ * zeroed inode tables, the root directory and lost+found, and the
+ * journal where sfs_mkfs_makes_journal.  Returns 0,
  * -EINVAL (geometry out of range: message in *err, g_free it) or -EIO.
  */
 int sfs_mkfs(struct sfs_bdev *bd, const struct sfs_mkfs_params *p,
