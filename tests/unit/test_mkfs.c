@@ -10,6 +10,12 @@
  * free ranges) is equal, `debugfs stat` of inodes 1, 2, 7 and 11 is equal,
  * and the two images are byte-identical (once s_kbytes_written, which
  * mke2fs adds its own I/O to, is copied over: take_kbytes_written).
+ * With group descriptor checksums (plain -t ext4: metadata_csum; -O
+ * uninit_bg on ext3 and ext4), a table of cases (test_mkfs_csum_matches_
+ * mke2fs: sizes up to a 3 GiB sparse file, -b, -G, ^64bit) is compared the
+ * same way, journal included (sfs_mkfs lays it out itself there); the
+ * engine mounts such images read-write, writes files, and e2fsck stays
+ * clean.
  * Also: a 1 TiB sparse image, rejected parameters (one-line message, device
  * untouched), determinism from the seed, zeroing only when the device is
  * not known to be zero, whole-device rounding, a used (garbage) device.
@@ -993,6 +999,33 @@ static void test_mkfs_csum_image_mounts_rw(void **state)
 	g_free(buf);
 }
 
+/* A journal added through the engine would initialise the groups mkfs
+ * left uninitialised: sfs_jbd2_add_internal refuses a checksummed image
+ * and leaves it as it was. */
+static void test_mkfs_csum_image_refuses_engine_journal(void **state)
+{
+	struct sfs_bdev *bd = sfs_ramdev_new(16 * MiB);
+	uint8_t *before = g_malloc(16 * MiB);
+	struct sfs_mkfs_params p;
+	char *err = NULL;
+
+	(void)state;
+	sfs_mkfs_defaults(&p);
+	p.seed = 3;
+	p.time = MK_TIME;
+	assert_int_equal(sfs_mkfs_parse_features(&p, "metadata_csum", NULL), 0);
+	assert_false(sfs_mkfs_makes_journal(&p)); /* no has_journal */
+	assert_int_equal(sfs_mkfs(bd, &p, &err), 0);
+	memcpy(before, sfs_ramdev_data(bd), 16 * MiB);
+	assert_int_equal(
+	    sfs_jbd2_add_internal(bd, 0, SFS_JBD2_PLACE_MIDDLE, &err), -EINVAL);
+	assert_non_null(strstr(err, "group descriptor checksums"));
+	g_free(err);
+	assert_memory_equal(before, sfs_ramdev_data(bd), 16 * MiB);
+	g_free(before);
+	sfs_bdev_close(bd);
+}
+
 /* -O huge_file,dir_nlink,extra_isize (mke2fs spellings): the image mke2fs
  * makes with them, byte for byte but for s_kbytes_written (mke2fs's mark
  * of an ext4 feature plus its own I/O); e2fsck is clean and the engine
@@ -1584,6 +1617,7 @@ int main(void)
 	    cmocka_unit_test(test_mkfs_flex_bg_matches_mke2fs),
 	    cmocka_unit_test(test_mkfs_csum_matches_mke2fs),
 	    cmocka_unit_test(test_mkfs_csum_image_mounts_rw),
+	    cmocka_unit_test(test_mkfs_csum_image_refuses_engine_journal),
 	    cmocka_unit_test(test_mkfs_ro_compat_features),
 	    cmocka_unit_test(test_mkfs_feature_names_refused),
 	    cmocka_unit_test(test_mkfs_1k_matches_mke2fs),
