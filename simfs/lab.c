@@ -237,8 +237,11 @@ int sfs_lab_fs_open(struct sfs_lab_sheet *sheet,
 	bd = sfs_bdev_overlay_new(
 	    sfs_bdev_new(&lab_zero_ops, NULL, spec->size_bytes));
 	sfs_bdev_set_known_zero(bd, true);
+	/* with group descriptor checksums sfs_mkfs lays the journal out */
+	p.has_journal = p.has_journal || spec->journal_blocks;
+	p.journal_blocks = spec->journal_blocks;
 	rc = sfs_mkfs(bd, &p, err);
-	if (rc == 0 && spec->journal_blocks)
+	if (rc == 0 && spec->journal_blocks && !sfs_mkfs_makes_journal(&p))
 		rc = sfs_jbd2_add_internal(bd, spec->journal_blocks,
 					   SFS_JBD2_PLACE_MIDDLE, err);
 	if (rc) {

@@ -529,9 +529,9 @@ static const struct mkfs_opt mkfs_opts[] = {
      "htree directories on (off by default); also\n"
      "[^]has_journal, [^]resize_inode, [^]extent,\n"
      "[^]flex_bg, [^]64bit, [^]huge_file, [^]dir_nlink,\n"
-     "[^]extra_isize (mke2fs spellings, comma-separated);\n"
-     "the other ext4 layouts (metadata_csum, uninit_bg,\n"
-     "...) are refused",
+     "[^]extra_isize, [^]metadata_csum, [^]uninit_bg\n"
+     "(mke2fs spellings, comma-separated); the other ext4\n"
+     "layouts (meta_bg, bigalloc, ...) are refused",
      mkfs_opt_features},
     {0, "seed", "N", "derive UUID and hash seed from N (default: random)",
      mkfs_opt_seed},
@@ -577,6 +577,10 @@ static int mkfs_resolve(const struct mkfs_cli *c, uint64_t size_bytes,
 		return -EINVAL;
 	if (c->journal)
 		p->has_journal = true;
+	p->journal_external = c->journal_path != NULL;
+	if (c->journal_bytes && p->block_size)
+		p->journal_blocks = (uint32_t)MAX(
+		    1, MIN(c->journal_bytes / p->block_size, UINT32_MAX));
 	if (c->log_flex >= 0) {
 		if (!p->flex_bg) {
 			*err = g_strdup("mkfs: -G needs the flex_bg feature "
@@ -882,7 +886,7 @@ static int cmd_mkfs(int argc, char **argv)
 			rc = SFS_EXIT_FAIL;
 			goto out_close;
 		}
-	} else if (p.has_journal) {
+	} else if (p.has_journal && !sfs_mkfs_makes_journal(&p)) {
 		uint32_t blocks = (uint32_t)MIN(journal_bytes / p.block_size,
 						UINT32_MAX);
 		if (journal_bytes && blocks == 0)

@@ -5,15 +5,16 @@
  * where the optional features are dir_index, resize_inode, extent (the
  * root directory and lost+found mapped by one in-inode extent each),
  * flex_bg (-G), 64bit (64-byte descriptors), huge_file, dir_nlink,
- * extra_isize and has_journal
+ * extra_isize, has_journal, uninit_bg (gdt_csum) and metadata_csum
  * (same geometry, same block placement, same superblock fields), so the
  * two can be compared field by field (doc: ext-format sections 1-5, 10).
  * sfs_mkfs_set_type gives -t TYPE the defaults of e2fsprogs' stock
  * mke2fs.conf (features per type, block size and inode ratio per size
- * type); metadata_csum, part of its ext4, is not laid out yet and is
- * refused by name (p->pending, sfs_mkfs_check_features).
+ * type); the mke2fs features not laid out (meta_bg, bigalloc, ...:
+ * mk_not_made) are refused by name.
  * The one field that differs from mke2fs's: s_kbytes_written, 1 here,
- * 1 + the KiB mke2fs itself wrote there (with an ext4 ro_compat feature).
+ * 1 + the KiB mke2fs itself wrote there (with an ext4 ro_compat feature;
+ * with metadata_csum the superblock checksums then differ too).
  *
  * Geometry (mk_geometry) follows ext2fs_initialize: groups of 8 x bs
  * blocks; inodes = size / ratio spread over the groups, rounded up to fill
@@ -37,6 +38,34 @@
  * in the backup groups (mk_rsv_gdt, mk_resize_inode).  Reserved inodes
  * 1..10 are marked used; inode 1 carries only its a/c/mtime.
  *
+ * Group descriptor checksums (uninit_bg: crc16; metadata_csum: crc32c,
+ * which supersedes it as in mke2fs) bring what ext2fs_initialize and the
+ * allocations of mke2fs leave (mk_uninit): INODE_UNINIT in groups without
+ * a used inode, bg_itable_unused; BLOCK_UNINIT but in the last group and
+ * in groups holding more than their own superblock/GDT copies (and,
+ * without flex_bg, their own tables).  Such bitmaps are not written, as
+ * libext2fs's write_bitmaps skips them, and their descriptor checksums
+ * stay 0.  With metadata_csum every checksum is computed by the engine's
+ * helpers (csum.h) on a view of the new image (mk_csum_view): the
+ * superblock and each backup, descriptors, bitmaps written, inodes 1..11
+ * (mke2fs writes every reserved inode with its checksum), the root and
+ * lost+found blocks with their 12-byte tails.
+ *
+ * The journal: without group descriptor checksums the caller adds it
+ * after sfs_mkfs through the engine (sfs_jbd2_add_internal).  With them
+ * the engine's open would initialise the uninitialised groups, so
+ * sfs_mkfs places it itself (mk_place_journal, with mke2fs's goal:
+ * sfs_jbd2_midpoint_group) and lays it out with sfs_jbd2_lay_out, the
+ * code the engine path shares (sfs_mkfs_makes_journal).
+ *
+ * ITABLE_ZEROED: mke2fs discards an image file first (its unix I/O
+ * manager punches the whole file, which then reads as zeros: "discard
+ * zeroes data"), so it marks every inode table zeroed and writes none,
+ * whatever lazy_itable_init says; simfs does the same, zeroing the
+ * tables itself on a device not known to read as zero (where mke2fs,
+ * without a zeroing discard and with lazy_itable_init, would leave them
+ * to the kernel and not set the flag).
+ *
  * Write order: the old primary superblock is wiped first, the new one is
  * written last, then the device is flushed, so a half-made image is never
  * taken for a filesystem.  Inode tables are zeroed (cheaply, through
@@ -51,24 +80,31 @@
 #include <glib.h>
 
 #include "clock.h"
+#include "csum.h"
 #include "format.h"
+#include "fs_priv.h"
 #include "mkfs.h"
+#include "models/journal/jbd2.h"
 
 #define MK_MAX_BLOCKS 0xFFFFFFFFull  /* 32-bit block numbers (no 64bit) */
 #define MK_LPF_MIN_BYTES (16 * 1024) /* lost+found: >= 16 KiB, >= 2 blocks */
 #define MK_DEF_HASH_HALF_MD4 1
 #define MK_FLAGS_SIGNED_HASH 0x1
+/* group descriptor checksums: uninit_bg (crc16) or metadata_csum */
+#define MK_CSUM_RO                                                             \
+	(SFS_FEATURE_RO_COMPAT_GDT_CSUM | SFS_FEATURE_RO_COMPAT_METADATA_CSUM)
 /* ro_compat features for which mke2fs sets s_kbytes_written (mk_super) */
 #define MK_EXT4_RO_COMPAT                                                      \
 	(SFS_FEATURE_RO_COMPAT_HUGE_FILE | SFS_FEATURE_RO_COMPAT_DIR_NLINK |   \
-	 SFS_FEATURE_RO_COMPAT_EXTRA_ISIZE)
+	 SFS_FEATURE_RO_COMPAT_EXTRA_ISIZE | MK_CSUM_RO)
 #define MK_DEF_MOUNT_OPTS 0x000C /* user_xattr | acl */
 #define MK_ERRORS_CONTINUE 1
 #define MK_MAX_LOG_FLEX 20 /* -G at most 2^20 groups */
-#define MK_BG_ITABLE_ZEROED 0x4
-#define MK_SB_LOG_GROUPS_PER_FLEX                                              \
-	0x174 /* s_log_groups_per_flex, a byte */ /* bg_flags: inode table     \
-						     known zero */
+/* bg_flags */
+#define MK_BG_INODE_UNINIT 0x1	/* inode bitmap and table never used */
+#define MK_BG_BLOCK_UNINIT 0x2	/* block bitmap: the group's metadata only */
+#define MK_BG_ITABLE_ZEROED 0x4 /* inode table known zero */
+#define MK_SB_LOG_GROUPS_PER_FLEX 0x174 /* s_log_groups_per_flex, a byte */
 #define MK_ROOT_MODE (SFS_S_IFDIR | 0755)
 #define MK_LPF_MODE (SFS_S_IFDIR | 0700)
 
@@ -107,6 +143,14 @@ struct mk {
 	uint64_t *bb, *ib, *it; /* per group: block bitmap, inode bitmap,
 				   inode table (mk_alloc_tables) */
 	uint8_t *blk;	      /* scratch, several blocks */
+	uint32_t ro_compat;   /* the ro_compat features made (mk_ro_compat) */
+	bool gcsum;	      /* group descriptor checksums */
+	struct sfs_fs *cfs;   /* the view csum.c computes checksums on:
+				 superblock, geometry, descriptors */
+	GArray *jruns;	      /* the journal's blocks (sfs_mkfs_makes_journal),
+				 struct sfs_jbd2_run in allocation order */
+	uint32_t jblocks;     /* its size, blocks */
+	struct sfs_dinode jnl; /* inode 8 (mk_write_journal) */
 	char **err;
 };
 
@@ -136,18 +180,6 @@ static const char *const mk_not_made[] = {
     "orphan_present",
     "compression",
     "snapshot_bitmap",
-};
-
-/* Features -O (and -t ext4) may ask for that simfs mkfs does not lay out
- * yet: recorded in p->pending, refused by sfs_mkfs_check_features unless
- * a later "^NAME" takes them away again, as mke2fs's own edits do. */
-static const struct {
-	const char *name;
-	uint32_t bit;
-} mk_pending[] = {
-    {"metadata_csum", SFS_MKFS_PENDING_METADATA_CSUM},
-    {"uninit_bg", SFS_MKFS_PENDING_GDT_CSUM},
-    {"gdt_csum", SFS_MKFS_PENDING_GDT_CSUM},
 };
 
 /* Features -O switches on and off, each a bool of the parameters. */
@@ -189,6 +221,9 @@ int sfs_mkfs_parse_features(struct sfs_mkfs_params *p, const char *list,
 	    {"huge_file", SFS_FEATURE_RO_COMPAT_HUGE_FILE},
 	    {"dir_nlink", SFS_FEATURE_RO_COMPAT_DIR_NLINK},
 	    {"extra_isize", SFS_FEATURE_RO_COMPAT_EXTRA_ISIZE},
+	    {"metadata_csum", SFS_FEATURE_RO_COMPAT_METADATA_CSUM},
+	    {"uninit_bg", SFS_FEATURE_RO_COMPAT_GDT_CSUM},
+	    {"gdt_csum", SFS_FEATURE_RO_COMPAT_GDT_CSUM},
 	};
 	gchar **v = g_strsplit(list, ",", -1);
 	GString *unmade = g_string_new(NULL), *unknown = g_string_new(NULL);
@@ -206,15 +241,6 @@ int sfs_mkfs_parse_features(struct sfs_mkfs_params *p, const char *list,
 			if (strcmp(f, mk_switch[k].name) != 0)
 				continue;
 			*(bool *)((char *)p + mk_switch[k].field) = !off;
-			known = true;
-		}
-		for (size_t k = 0; k < G_N_ELEMENTS(mk_pending); k++) {
-			if (strcmp(f, mk_pending[k].name) != 0)
-				continue;
-			if (off)
-				p->pending &= ~mk_pending[k].bit;
-			else
-				p->pending |= mk_pending[k].bit;
 			known = true;
 		}
 		for (size_t k = 0; k < G_N_ELEMENTS(ro); k++) {
@@ -261,7 +287,8 @@ int sfs_mkfs_parse_features(struct sfs_mkfs_params *p, const char *list,
 			    " unknown feature%s: %s (-O takes [^]dir_index, "
 			    "[^]has_journal, [^]resize_inode, [^]extent, "
 			    "[^]flex_bg, [^]64bit, [^]huge_file, "
-			    "[^]dir_nlink, [^]extra_isize);",
+			    "[^]dir_nlink, [^]extra_isize, [^]metadata_csum, "
+			    "[^]uninit_bg);",
 			    strchr(unknown->str, ',') ? "s" : "", unknown->str);
 		g_string_truncate(m, m->len - 1); /* the last ';' */
 		if (err)
@@ -279,31 +306,30 @@ int sfs_mkfs_parse_features(struct sfs_mkfs_params *p, const char *list,
 
 int sfs_mkfs_check_features(const struct sfs_mkfs_params *p, char **err)
 {
-	GString *names;
-
-	if (!p->pending)
-		return 0;
-	names = g_string_new(NULL);
-	for (size_t k = 0; k < G_N_ELEMENTS(mk_pending); k++)
-		if ((p->pending & mk_pending[k].bit) &&
-		    !strstr(names->str, mk_pending[k].name) &&
-		    strcmp(mk_pending[k].name, "gdt_csum") != 0)
-			g_string_append_printf(names, "%s%s",
-					       names->len ? "," : "",
-					       mk_pending[k].name);
-	if (err) {
-		gchar **v = g_strsplit(names->str, ",", -1);
-		gchar *neg = g_strjoinv(",^", v);
-
-		*err = g_strdup_printf(
-		    "mkfs: not made by simfs mkfs yet: %s (simfs mounts "
-		    "images mke2fs makes with them; -O ^%s leaves them out)",
-		    names->str, neg);
-		g_free(neg);
-		g_strfreev(v);
+	if (p->bit64 && !p->extent) {
+		if (err)
+			*err = g_strdup("mkfs: 64bit needs extent (-O extent), "
+					"as in mke2fs");
+		return -EINVAL;
 	}
-	g_string_free(names, TRUE);
-	return -EINVAL;
+	return 0;
+}
+
+/* The ro_compat features made: metadata_csum supersedes uninit_bg, as
+ * mke2fs drops the latter when both are asked for. */
+static uint32_t mk_ro_compat(const struct sfs_mkfs_params *p)
+{
+	uint32_t ro = p->ro_compat;
+
+	if (ro & SFS_FEATURE_RO_COMPAT_METADATA_CSUM)
+		ro &= ~SFS_FEATURE_RO_COMPAT_GDT_CSUM;
+	return ro;
+}
+
+bool sfs_mkfs_makes_journal(const struct sfs_mkfs_params *p)
+{
+	return p->has_journal && !p->journal_external &&
+	       (p->ro_compat & MK_CSUM_RO);
 }
 
 /*
@@ -353,7 +379,6 @@ int sfs_mkfs_set_type(struct sfs_mkfs_params *p, const char *type,
 		p->dir_index = p->resize_inode = p->has_journal = false;
 		p->extent = false;
 		p->ro_compat = 0;
-		p->pending = 0;
 		p->inode_size = 256;
 		mk_size_type(p, size_bytes);
 		if (sfs_mkfs_parse_features(p, base, err))
@@ -753,10 +778,84 @@ static uint64_t mk_inode_goal(const struct mk *m, uint32_t ino)
 	return mk_group_first(&m->g, grp);
 }
 
+/* Blocks of group grp in use (set in the block map). */
+static uint32_t mk_group_used(const struct mk *m, uint32_t grp)
+{
+	uint64_t first = mk_group_first(&m->g, grp);
+	uint32_t n = 0, nb = mk_group_blocks(&m->g, grp);
+
+	for (uint32_t i = 0; i < nb; i++)
+		n += mk_used(m, first + i);
+	return n;
+}
+
+static uint32_t mk_group_free(void *ctx, uint32_t grp)
+{
+	const struct mk *m = ctx;
+
+	return mk_group_blocks(&m->g, grp) - mk_group_used(m, grp);
+}
+
+/*
+ * The internal journal's blocks (sfs_mkfs_makes_journal), taken as
+ * ext2fs_add_journal_inode3 takes them: first free blocks from the goal on,
+ * wrapping, in runs; the goal is mke2fs's midpoint group
+ * (sfs_jbd2_midpoint_group) for an extent-mapped journal, the first data
+ * block for a block-mapped one (its fallocate ignores the goal).
+ */
+static int mk_place_journal(struct mk *m)
+{
+	const struct mk_geo *g = &m->g;
+	uint64_t span = g->blocks - g->first, goal = g->first;
+	uint32_t need;
+
+	m->jblocks = m->p->journal_blocks ? m->p->journal_blocks
+					  : sfs_jbd2_default_blocks(g->blocks);
+	if (m->jblocks < SFS_JBD2_MIN_BLOCKS)
+		return mk_fail(m, -EINVAL,
+			       "mkfs: a journal of %u blocks (at least %u; the "
+			       "filesystem needs >= 2048 blocks for one)",
+			       m->jblocks, SFS_JBD2_MIN_BLOCKS);
+	need = sfs_jbd2_total_blocks(m->jblocks, g->bs, m->p->extent);
+	if (m->p->extent)
+		goal = mk_group_first(
+		    g, sfs_jbd2_midpoint_group(
+			   g->blocks, g->first, g->bpg, g->groups,
+			   m->p->flex_bg ? m->p->log_groups_per_flex : 0,
+			   mk_group_free, m));
+	m->jruns = g_array_new(FALSE, FALSE, sizeof(struct sfs_jbd2_run));
+	for (uint64_t i = 0; i < span && need; i++) {
+		uint64_t b = goal + i < g->blocks ? goal + i : goal + i - span;
+		struct sfs_jbd2_run *last =
+		    m->jruns->len
+			? &g_array_index(m->jruns, struct sfs_jbd2_run,
+					 m->jruns->len - 1)
+			: NULL;
+
+		if (mk_used(m, b))
+			continue;
+		mk_mark(m, b, 1);
+		need--;
+		if (last && last->start + last->len == b) {
+			last->len++;
+		} else {
+			struct sfs_jbd2_run r = {.start = b, .len = 1};
+
+			g_array_append_val(m->jruns, r);
+		}
+	}
+	if (need)
+		return mk_fail(m, -EINVAL,
+			       "mkfs: no room for a journal of %u blocks",
+			       m->jblocks);
+	return 0;
+}
+
 /*
  * Place everything: each group's superblock, descriptor and reserved GDT
  * copies, its tables (mk_alloc_group_tables), then the root directory,
- * lost+found and the resize inode's block, each from mke2fs's goal.
+ * lost+found and the resize inode's block, each from mke2fs's goal, and
+ * the journal where sfs_mkfs makes it.
  * 0, -ENOMEM or -EINVAL (does not fit) with a message.
  */
 static int mk_layout(struct mk *m)
@@ -803,18 +902,7 @@ static int mk_layout(struct mk *m)
 			       "the root directory and lost+found "
 			       "(%" G_GUINT64_FORMAT " blocks)",
 			       g->blocks);
-	return 0;
-}
-
-/* Blocks of group grp in use (set in the block map). */
-static uint32_t mk_group_used(const struct mk *m, uint32_t grp)
-{
-	uint64_t first = mk_group_first(&m->g, grp);
-	uint32_t n = 0, nb = mk_group_blocks(&m->g, grp);
-
-	for (uint32_t i = 0; i < nb; i++)
-		n += mk_used(m, first + i);
-	return n;
+	return sfs_mkfs_makes_journal(m->p) ? mk_place_journal(m) : 0;
 }
 
 /* Check the parameters that do not depend on the size. */
@@ -840,10 +928,6 @@ static int mk_check_params(struct mk *m)
 		return mk_fail(m, -EINVAL,
 			       "mkfs: bad reserved percentage %u (0 to 50)",
 			       p->reserved_pct);
-	if (p->bit64 && !p->extent)
-		return mk_fail(m, -EINVAL,
-			       "mkfs: 64bit needs extent (-O extent), as in "
-			       "mke2fs");
 	if (p->log_groups_per_flex > MK_MAX_LOG_FLEX)
 		return mk_fail(m, -EINVAL,
 			       "mkfs: bad flex_bg size 2^%u (1 to %u groups, "
@@ -924,7 +1008,9 @@ static void mk_super(struct mk *m, uint32_t free_blocks, uint32_t free_inodes)
 		    (uint8_t)p->log_groups_per_flex;
 	sb->s_feature_ro_compat =
 	    sfs_cpu_to_le32(SFS_FEATURE_RO_COMPAT_SPARSE_SUPER |
-			    SFS_FEATURE_RO_COMPAT_LARGE_FILE | p->ro_compat);
+			    SFS_FEATURE_RO_COMPAT_LARGE_FILE | m->ro_compat);
+	if (m->ro_compat & SFS_FEATURE_RO_COMPAT_METADATA_CSUM)
+		((uint8_t *)sb)[SFS_SB_CSUM_TYPE_OFF] = SFS_CSUM_TYPE_CRC32C;
 
 	r = p->seed ? g_rand_new_with_seed_array(
 			  (const guint32[]){(guint32)p->seed,
@@ -951,7 +1037,7 @@ static void mk_super(struct mk *m, uint32_t free_blocks, uint32_t free_inodes)
 	/* mke2fs marks a filesystem with any ext4 feature by a non-zero
 	 * s_kbytes_written, to which its closefs then adds the KiB it wrote
 	 * itself; simfs writes the mark alone (doc/user-guide.md 2). */
-	if ((p->ro_compat & MK_EXT4_RO_COMPAT) || p->flex_bg)
+	if ((m->ro_compat & MK_EXT4_RO_COMPAT) || p->flex_bg)
 		sb->s_kbytes_written = sfs_cpu_to_le64(1);
 	sb->s_overhead_clusters = sfs_cpu_to_le32((uint32_t)overhead);
 }
@@ -961,6 +1047,37 @@ static void mk_super(struct mk *m, uint32_t free_blocks, uint32_t free_inodes)
 static struct sfs_dgroup *mk_desc(struct mk *m, uint32_t grp)
 {
 	return (struct sfs_dgroup *)(m->gdt + (size_t)grp * m->g.desc_size);
+}
+
+/*
+ * The uninit flags of group grp with group descriptor checksums, as
+ * ext2fs_initialize sets and the allocations of mke2fs clear them:
+ * INODE_UNINIT where no inode is used; BLOCK_UNINIT but in the last group
+ * (its bitmap needs padding) and in groups holding any block besides their
+ * own superblock and descriptor copies and, without flex_bg, their own
+ * bitmaps and inode table (with flex_bg every table placed clears it).
+ */
+static uint16_t mk_uninit(const struct mk *m, uint32_t grp)
+{
+	const struct mk_geo *g = &m->g;
+	uint32_t own =
+	    sfs_group_has_super(grp, 1) ? 1 + g->desc_blocks + g->rsv_gdt : 0;
+	uint16_t f = 0;
+
+	if (!m->gcsum)
+		return 0;
+	if (!mk_flex_size(m))
+		own = mk_group_meta(g, grp);
+	if (!mk_group_rsv_inodes(g, grp))
+		f |= MK_BG_INODE_UNINIT;
+	if (grp + 1 < g->groups && mk_group_used(m, grp) == own)
+		f |= MK_BG_BLOCK_UNINIT;
+	return f;
+}
+
+static bool mk_flag(struct mk *m, uint32_t grp, uint16_t flag)
+{
+	return sfs_le16(mk_desc(m, grp)->bg_flags) & flag;
 }
 
 /* Fill in every group descriptor; returns the free block/inode totals. */
@@ -984,7 +1101,10 @@ static void mk_gdt(struct mk *m, uint32_t *free_blocks, uint32_t *free_inodes)
 		    sfs_cpu_to_le16((uint16_t)mk_group_dirs(g, grp));
 		/* every inode table is zeroed (or known zero), and mke2fs
 		 * says so in every group, with or without checksums */
-		gd->bg_flags = sfs_cpu_to_le16(MK_BG_ITABLE_ZEROED);
+		gd->bg_flags =
+		    sfs_cpu_to_le16(MK_BG_ITABLE_ZEROED | mk_uninit(m, grp));
+		if (m->gcsum)
+			gd->bg_itable_unused = sfs_cpu_to_le16((uint16_t)ifree);
 		fb += nfree;
 		fi += ifree;
 	}
@@ -1043,15 +1163,13 @@ static void mk_bits(uint8_t *map, uint32_t from, uint32_t to, bool val)
 	}
 }
 
-/* Block and inode bitmaps of group grp: one 2-block write where they
- * are adjacent (without flex_bg), else two. */
-static int mk_write_bitmaps(struct mk *m, uint32_t grp)
+/* Block and inode bitmaps of group grp into m->blk (two blocks). */
+static void mk_build_bitmaps(struct mk *m, uint32_t grp)
 {
 	const struct mk_geo *g = &m->g;
 	uint8_t *bb = m->blk, *ib = m->blk + g->bs;
 	uint64_t first = mk_group_first(g, grp);
 	uint32_t nb = mk_group_blocks(g, grp);
-	int rc;
 
 	/* Padding (bits past the group's blocks / inodes) stays 1. */
 	memset(bb, 0xFF, 2 * (size_t)g->bs);
@@ -1060,13 +1178,95 @@ static int mk_write_bitmaps(struct mk *m, uint32_t grp)
 		if (mk_used(m, first + i))
 			bb[i >> 3] |= (uint8_t)(1u << (i & 7));
 	mk_bits(ib, mk_group_rsv_inodes(g, grp), g->ipg, false);
-	if (m->ib[grp] == m->bb[grp] + 1)
+}
+
+/* Block and inode bitmaps of group grp: one 2-block write where they
+ * are adjacent (without flex_bg), else two; as libext2fs's
+ * write_bitmaps, not those of a BLOCK_UNINIT / INODE_UNINIT group. */
+static int mk_write_bitmaps(struct mk *m, uint32_t grp)
+{
+	bool wb = !mk_flag(m, grp, MK_BG_BLOCK_UNINIT);
+	bool wi = !mk_flag(m, grp, MK_BG_INODE_UNINIT);
+	int rc = 0;
+
+	mk_build_bitmaps(m, grp);
+	if (wb && wi && m->ib[grp] == m->bb[grp] + 1)
 		return mk_write(m, SFS_IO_BITMAP, m->bb[grp], m->blk, 2,
 				"bitmaps");
-	rc = mk_write(m, SFS_IO_BITMAP, m->bb[grp], bb, 1, "block bitmap");
-	if (rc)
-		return rc;
-	return mk_write(m, SFS_IO_BITMAP, m->ib[grp], ib, 1, "inode bitmap");
+	if (wb)
+		rc = mk_write(m, SFS_IO_BITMAP, m->bb[grp], m->blk, 1,
+			      "block bitmap");
+	if (!rc && wi)
+		rc = mk_write(m, SFS_IO_BITMAP, m->ib[grp], m->blk + m->g.bs, 1,
+			      "inode bitmap");
+	return rc;
+}
+
+/*
+ * The checksum view (m->cfs) of the image being made: the superblock as
+ * mk_super filled it, the geometry, and the descriptors split as the
+ * engine keeps them (first 32 bytes; the rest of 64-byte ones).
+ */
+static void mk_csum_view(struct mk *m)
+{
+	const struct mk_geo *g = &m->g;
+	struct sfs_fs *fs = g_new0(struct sfs_fs, 1);
+	size_t tail = g->desc_size - sizeof(struct sfs_dgroup);
+
+	fs->sb = m->sb;
+	fs->bs = g->bs;
+	fs->ipg = g->ipg;
+	fs->groups = g->groups;
+	fs->inode_size = g->isize;
+	fs->desc_size = g->desc_size;
+	fs->gd = g_new0(struct sfs_dgroup, g->groups);
+	if (tail)
+		fs->gd_tail = g_malloc0(tail * g->groups);
+	/* the type is crc32c (mk_super): no error */
+	sfs_csum_setup(fs, NULL);
+	m->cfs = fs;
+}
+
+static void mk_csum_view_free(struct mk *m)
+{
+	if (!m->cfs)
+		return;
+	g_free(m->cfs->gd);
+	g_free(m->cfs->gd_tail);
+	g_free(m->cfs);
+}
+
+/*
+ * Descriptor checksums (mk_csum_view first): with metadata_csum those of
+ * the bitmaps written (mk_write_bitmaps; an uninitialised one keeps 0, as
+ * libext2fs leaves it), then every bg_checksum (crc32c, or crc16 with
+ * uninit_bg alone), as ext2fs_group_desc_csum_set computes them.
+ */
+static void mk_csum_gdt(struct mk *m)
+{
+	const struct mk_geo *g = &m->g;
+	struct sfs_fs *fs = m->cfs;
+	size_t tail = g->desc_size - sizeof(struct sfs_dgroup);
+
+	for (uint32_t grp = 0; grp < g->groups; grp++) {
+		uint8_t *raw = (uint8_t *)mk_desc(m, grp);
+
+		memcpy(&fs->gd[grp], raw, sizeof(fs->gd[grp]));
+		if (tail)
+			memcpy(fs->gd_tail + tail * grp,
+			       raw + sizeof(fs->gd[0]), tail);
+		mk_build_bitmaps(m, grp);
+		if (!mk_flag(m, grp, MK_BG_BLOCK_UNINIT))
+			sfs_csum_bitmap_set(fs, grp, false, m->blk);
+		if (!mk_flag(m, grp, MK_BG_INODE_UNINIT))
+			sfs_csum_bitmap_set(fs, grp, true, m->blk + g->bs);
+		fs->gd[grp].bg_checksum =
+		    sfs_cpu_to_le16(sfs_csum_group(fs, grp, &fs->gd[grp]));
+		memcpy(raw, &fs->gd[grp], sizeof(fs->gd[grp]));
+		if (tail)
+			memcpy(raw + sizeof(fs->gd[0]),
+			       fs->gd_tail + tail * grp, tail);
+	}
 }
 
 /* Superblock copy + GDT copy of backup group grp (> 0). */
@@ -1081,6 +1281,7 @@ static int mk_write_backup(struct mk *m, uint32_t grp)
 	*copy = m->sb;
 	copy->s_block_group_nr = sfs_cpu_to_le16((uint16_t)grp);
 	copy->s_state = 0; /* as closefs.c writes backups */
+	sfs_csum_super_set(copy);
 	rc = mk_write(m, SFS_IO_SUPER, start, m->blk, 1, "backup superblock");
 	if (rc)
 		return rc;
@@ -1249,7 +1450,13 @@ static int mk_write_itable(struct mk *m, uint32_t grp)
 			} else if (ino == SFS_FIRST_INO) {
 				mk_dir_inode(m, d, MK_LPF_MODE, 2, 0, 0,
 					     g->lpf_blk, g->lpf_blocks);
+			} else if (ino == SFS_JOURNAL_INO && m->jruns) {
+				*d = m->jnl;
 			}
+			/* mke2fs writes every reserved inode (zero but for
+			 * the above) with its checksum */
+			if (m->cfs)
+				sfs_csum_inode_set(m->cfs, ino, d);
 		}
 		rc =
 		    mk_write(m, SFS_IO_INODE, itable, m->blk, n, "inode table");
@@ -1279,7 +1486,8 @@ static void mk_dirent(uint8_t *blk, uint32_t *off, uint32_t ino, uint16_t rec,
 static int mk_write_dirs(struct mk *m)
 {
 	const struct mk_geo *g = &m->g;
-	uint16_t bs = (uint16_t)g->bs;
+	/* with metadata_csum each block ends in a 12-byte checksum tail */
+	uint16_t bs = (uint16_t)(m->cfs ? sfs_csum_dir_end(m->cfs) : g->bs);
 	uint8_t *b = m->blk;
 	uint32_t off = 0;
 	int rc;
@@ -1296,6 +1504,12 @@ static int mk_write_dirs(struct mk *m)
 		off = 0;
 		mk_dirent(b + (size_t)i * g->bs, &off, 0, bs, "");
 	}
+	for (uint32_t i = 0; m->cfs && i <= g->lpf_blocks; i++)
+		sfs_csum_dir_set(
+		    m->cfs,
+		    sfs_csum_owner_seed(m->cfs,
+					i ? SFS_FIRST_INO : SFS_ROOT_INO, 0),
+		    m->blk + (size_t)i * g->bs);
 	if (g->lpf_blk == g->root_blk + 1)
 		return mk_write(m, SFS_IO_DIR, g->root_blk, m->blk,
 				1 + g->lpf_blocks,
@@ -1313,6 +1527,7 @@ static int mk_write_primary_super(struct mk *m)
 	const struct mk_geo *g = &m->g;
 	int rc;
 
+	sfs_csum_super_set(&m->sb);
 	memset(m->blk, 0, g->bs);
 	if (g->bs == 1024) {
 		memcpy(m->blk, &m->sb, sizeof(m->sb));
@@ -1322,6 +1537,47 @@ static int mk_write_primary_super(struct mk *m)
 		rc = mk_write(m, SFS_IO_SUPER, 0, m->blk, 1, "superblock");
 	}
 	return rc;
+}
+
+static int mk_put_indirect(void *ctx, uint64_t blk, const void *data)
+{
+	return mk_write(ctx, SFS_IO_INDIRECT, blk, data, 1,
+			"journal indirect block");
+}
+
+/*
+ * The journal placed by mk_place_journal: its blocks zeroed (unless known
+ * zero), mapped, its superblock written (sfs_jbd2_lay_out), inode 8 kept
+ * for mk_write_itable and the journal fields set in the superblock;
+ * s_overhead_clusters counts the journal, as mke2fs's does.
+ */
+static int mk_write_journal(struct mk *m)
+{
+	const struct mk_geo *g = &m->g;
+	char *msg = NULL;
+	int rc;
+
+	for (guint i = 0; i < m->jruns->len; i++) {
+		struct sfs_jbd2_run *r =
+		    &g_array_index(m->jruns, struct sfs_jbd2_run, i);
+
+		rc = mk_zero(m, r->start * g->bs, (uint64_t)r->len * g->bs,
+			     "journal");
+		if (rc)
+			return rc;
+	}
+	rc = sfs_jbd2_lay_out(m->bd, g->bs, g->isize, m->jblocks, m->p->extent,
+			      m->jruns, m->sb.s_uuid, m->now, mk_put_indirect,
+			      m, &m->jnl, &msg);
+	if (rc) {
+		mk_fail(m, rc, "mkfs: %s", msg);
+		g_free(msg);
+		return rc;
+	}
+	sfs_jbd2_set_internal(&m->sb, &m->jnl);
+	m->sb.s_overhead_clusters =
+	    sfs_cpu_to_le32(sfs_le32(m->sb.s_overhead_clusters) + m->jblocks);
+	return 0;
 }
 
 /* Write every structure of the new filesystem. */
@@ -1334,6 +1590,15 @@ static int mk_write_all(struct mk *m)
 	rc = mk_zero(m, 0, SFS_SUPER_OFFSET + SFS_SUPER_SIZE, "superblock");
 	if (rc)
 		return rc;
+	if (m->jruns) {
+		rc = mk_write_journal(m);
+		if (rc)
+			return rc;
+	}
+	if (m->gcsum) {
+		mk_csum_view(m);
+		mk_csum_gdt(m);
+	}
 	for (uint32_t grp = 0; grp < g->groups; grp++) {
 		if (grp > 0 && sfs_group_has_super(grp, 1)) {
 			rc = mk_write_backup(m, grp);
@@ -1432,6 +1697,8 @@ int sfs_mkfs(struct sfs_bdev *bd, const struct sfs_mkfs_params *p, char **err)
 	rc = mk_geometry(&m, size, p->size_bytes == 0);
 	if (rc)
 		return rc;
+	m.ro_compat = mk_ro_compat(p);
+	m.gcsum = m.ro_compat & MK_CSUM_RO;
 
 	m.zeroed = sfs_bdev_known_zero(bd);
 	rc = mk_time(p, &m.now, err);
@@ -1451,6 +1718,9 @@ int sfs_mkfs(struct sfs_bdev *bd, const struct sfs_mkfs_params *p, char **err)
 	rc = mk_write_all(&m);
 
 out_free:
+	mk_csum_view_free(&m);
+	if (m.jruns)
+		g_array_free(m.jruns, TRUE);
 	g_free(m.bmap);
 	g_free(m.bb);
 	g_free(m.ib);
@@ -1501,6 +1771,7 @@ int sfs_mkfs_sync_backups(struct sfs_bdev *bd, char **err)
 		*copy = sb;
 		copy->s_block_group_nr = sfs_cpu_to_le16((uint16_t)g);
 		copy->s_state = 0; /* as closefs.c writes backups */
+		sfs_csum_super_set(copy);
 		rc = sfs_bdev_write(bd, SFS_IO_SUPER, start * bs, blk, bs);
 		if (rc == 0)
 			rc = sfs_bdev_write(bd, SFS_IO_GDT, (start + 1) * bs,

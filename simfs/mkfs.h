@@ -9,12 +9,6 @@
 
 #include "blockdev.h"
 
-/* ext4 features sfs_mkfs does not lay out yet (sfs_mkfs_params.pending) */
-enum {
-	SFS_MKFS_PENDING_METADATA_CSUM = 1u << 2,
-	SFS_MKFS_PENDING_GDT_CSUM = 1u << 3, /* uninit_bg, gdt_csum */
-};
-
 struct sfs_mkfs_params {
 	uint64_t size_bytes;   /* 0 = the whole device */
 	uint32_t block_size;   /* 1024, 2048 or 4096 (default 4096) */
@@ -42,15 +36,21 @@ struct sfs_mkfs_params {
 				  and inode tables packed at its start */
 	uint32_t log_groups_per_flex; /* -G 2^N groups a flex group (default
 				  4: 16 groups, as mke2fs.conf) */
-	uint32_t pending;      /* SFS_MKFS_PENDING_*: features asked for
-				  (-O, -t ext4) that sfs_mkfs does not lay
-				  out yet; sfs_mkfs refuses them */
-	uint32_t ro_compat;    /* -O huge_file,dir_nlink,extra_isize: these
-				  ro_compat bits on top of the fixed ones */
-	bool has_journal;      /* -O has_journal, -t ext3, -j: the caller
-				  adds an internal journal after sfs_mkfs
-				  (sfs_jbd2_make_internal); sfs_mkfs itself
-				  does not look at it */
+	uint32_t ro_compat;	      /* -O huge_file, dir_nlink, extra_isize,
+					 metadata_csum, uninit_bg (gdt_csum):
+					 these ro_compat bits on top of the fixed
+					 ones (metadata_csum wins over uninit_bg,
+					 as in mke2fs) */
+	bool has_journal;	 /* -O has_journal, -t ext3, -j: an internal
+				    journal (inode 8).  With group descriptor
+				    checksums sfs_mkfs lays it out itself
+				    (sfs_mkfs_makes_journal); otherwise the
+				    caller adds it after sfs_mkfs
+				    (sfs_jbd2_add_internal) */
+	bool journal_external;	 /* -J device=: has_journal names a journal
+				    the caller puts on another device */
+	uint32_t journal_blocks; /* the journal sfs_mkfs lays out: blocks,
+				  0 = mke2fs's default size */
 };
 
 /*
@@ -58,13 +58,11 @@ struct sfs_mkfs_params {
  * dir_index, has_journal, resize_inode, extent, flex_bg, 64bit,
  * huge_file, dir_nlink, extra_isize
  * switch;
+ * metadata_csum, uninit_bg (gdt_csum) switch;
  * sparse_super, filetype, large_file, ext_attr are always on (their "^" is
- * refused); metadata_csum and uninit_bg (gdt_csum) are
- * recorded in p->pending (sfs_mkfs_check_features refuses them); the
- * other features mkfs does not lay out (inline_data, bigalloc, meta_bg,
- * ...) are refused, their
- * "^" accepted.  0, or -EINVAL with one message in *err (g_free it; err
- * may be NULL) naming every name refused.
+ * refused); the other features mkfs does not lay out (inline_data,
+ * bigalloc, meta_bg, ...) are refused, their "^" accepted.  0, or -EINVAL with
+ * one message in *err (g_free it; err may be NULL) naming every name refused.
  */
 int sfs_mkfs_parse_features(struct sfs_mkfs_params *p, const char *list,
 			    char **err);
@@ -73,10 +71,8 @@ int sfs_mkfs_parse_features(struct sfs_mkfs_params *p, const char *list,
  * -t TYPE as mke2fs 1.47 with its stock mke2fs.conf: TYPE's features
  * (base_features sparse_super, large_file, filetype, resize_inode,
  * dir_index, ext_attr; ext3 adds has_journal; ext4 has_journal, extent,
- * huge_file, flex_bg, metadata_csum, 64bit, dir_nlink, extra_isize, of
- * which metadata_csum stays pending: sfs_mkfs_check_features),
- * 256-byte
- * inodes, and the block size and bytes-per-inode of the size type of a
+ * huge_file, flex_bg, metadata_csum, 64bit, dir_nlink, extra_isize),
+ * 256-byte inodes, and the block size and bytes-per-inode of the size type of a
  * filesystem of size_bytes (0: the default type).  Replaces p's features;
  * the caller applies -b, -i, -I and -O after it.  0, or -EINVAL with a
  * message in *err (g_free it) for an unknown TYPE.
@@ -85,18 +81,28 @@ int sfs_mkfs_set_type(struct sfs_mkfs_params *p, const char *type,
 		      uint64_t size_bytes, char **err);
 
 /*
- * 0 if sfs_mkfs can lay out every feature p asks for, else -EINVAL with a
- * message in *err (g_free it; err may be NULL) naming the pending ones and
- * the -O that leaves them out.
+ * 0 if sfs_mkfs can lay out the features p asks for together, else
+ * -EINVAL with a message in *err (g_free it; err may be NULL): 64bit
+ * needs extent, as in mke2fs.
  */
 int sfs_mkfs_check_features(const struct sfs_mkfs_params *p, char **err);
+
+/*
+ * Does sfs_mkfs lay out the internal journal itself?  Yes with has_journal
+ * (not external) on an image with group descriptor checksums (uninit_bg
+ * or metadata_csum), where opening the image with the engine would
+ * initialise the groups mke2fs leaves uninitialised; the caller then must
+ * not call sfs_jbd2_add_internal.
+ */
+bool sfs_mkfs_makes_journal(const struct sfs_mkfs_params *p);
 
 /* Defaults as listed above. */
 void sfs_mkfs_defaults(struct sfs_mkfs_params *p);
 
 /*
  * Format bd.  Writes superblock, backups, group descriptors, bitmaps,
- * zeroed inode tables, the root directory and lost+found.  Returns 0,
+ * zeroed inode tables, the root directory and lost+found, and the
+ * journal where sfs_mkfs_makes_journal.  Returns 0,
  * -EINVAL (geometry out of range: message in *err, g_free it) or -EIO.
  */
 int sfs_mkfs(struct sfs_bdev *bd, const struct sfs_mkfs_params *p,

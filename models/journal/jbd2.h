@@ -36,6 +36,8 @@
 #include <stdio.h>
 #include <time.h>
 
+#include <glib.h>
+
 #include "blockdev.h"
 #include "format.h"
 
@@ -347,6 +349,49 @@ enum sfs_jbd2_place {
  */
 int sfs_jbd2_add_internal(struct sfs_bdev *bd, uint32_t journal_blocks,
 			  enum sfs_jbd2_place place, char **err);
+
+/* A run of blocks of a new internal journal, in allocation order. */
+struct sfs_jbd2_run {
+	uint64_t start;
+	uint32_t len;
+};
+
+/* Free blocks of group g, as the caller's descriptors count them. */
+typedef uint32_t (*sfs_jbd2_free_fn)(void *ctx, uint32_t g);
+/* Write one indirect block (bs bytes) of a block-mapped journal. */
+typedef int (*sfs_jbd2_put_fn)(void *ctx, uint64_t blk, const void *data);
+
+/*
+ * The group whose first block mke2fs aims an extent-mapped journal at
+ * (get_midpoint_journal_block; SFS_JBD2_PLACE_MIDDLE): log_flex is
+ * s_log_groups_per_flex, 0 without flex_bg.
+ */
+uint32_t sfs_jbd2_midpoint_group(uint64_t blocks, uint32_t first, uint32_t bpg,
+				 uint32_t groups, uint32_t log_flex,
+				 sfs_jbd2_free_fn free_of, void *ctx);
+
+/* Blocks a journal of n blocks takes: n extent-mapped, n + its indirect
+ * blocks block-mapped. */
+uint32_t sfs_jbd2_total_blocks(uint32_t n, uint32_t bs, bool extent);
+
+/*
+ * The second half of sfs_jbd2_add_internal for a caller that allocated
+ * (and zeroed) the journal's blocks itself, as sfs_mkfs does on images
+ * with group descriptor checksums: map a journal of n blocks onto runs
+ * (struct sfs_jbd2_run, sfs_jbd2_total_blocks in all, in allocation
+ * order): extent-mapped in the inode, or block-mapped with its indirect
+ * blocks written through put; write the journal superblock; fill *d
+ * (inode 8, no checksum).  0, -EINVAL (more extents than the inode
+ * holds) or -EIO, with a message in *err.
+ */
+int sfs_jbd2_lay_out(struct sfs_bdev *bd, uint32_t bs, uint32_t inode_size,
+		     uint32_t n, bool extent, GArray *runs,
+		     const uint8_t uuid[16], uint32_t time, sfs_jbd2_put_fn put,
+		     void *put_ctx, struct sfs_dinode *d, char **err);
+
+/* has_journal, s_journal_inum 8 and the s_jnl_blocks backup of d in sb
+ * (no checksum). */
+void sfs_jbd2_set_internal(struct sfs_dsuper *sb, const struct sfs_dinode *d);
 
 /*
  * Format jdev as an external journal (ext2 superblock with journal_dev at

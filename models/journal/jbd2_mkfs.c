@@ -30,6 +30,7 @@
 
 #include <glib.h>
 
+#include "csum.h"
 #include "fs_priv.h"
 #include "jbd2.h"
 
@@ -84,23 +85,20 @@ static uint64_t jm_meta_blocks(uint64_t n, uint64_t a)
 #define SFS_JM_INODE_EXTENTS 4 /* extents an inode's i_block holds */
 #define JM_SB_LOG_GROUPS_PER_FLEX 0x174 /* s_log_groups_per_flex, a byte */
 
-/* A run of allocated blocks. */
-struct jm_run {
-	sfs_blk_t start;
-	uint32_t len;
-};
-
 /* State of one sfs_jbd2_add_internal. */
 struct jm {
 	struct sfs_fs *fs;
 	uint32_t n;	/* journal (data) blocks */
 	uint32_t total; /* data + indirect blocks */
-	GArray *runs;	/* struct jm_run, in allocation order */
+	GArray *runs;	/* struct sfs_jbd2_run, in allocation order */
 	guint run_i;	/* cursor for jm_next_block */
 	uint32_t run_off;
 	uint32_t a;	   /* addresses per block */
+	uint32_t bs;
 	bool extent;	   /* extent-mapped (the image has extents) */
 	sfs_blk_t jsb_blk; /* physical block of journal block 0 */
+	sfs_jbd2_put_fn put; /* writes an indirect block */
+	void *put_ctx;
 	char *msg;
 };
 
@@ -110,38 +108,53 @@ struct jm {
  * first flex group, from the start of the middle's flex group (its first
  * group with free blocks) instead.
  */
-static sfs_blk_t jm_midpoint_goal(struct sfs_fs *fs)
+uint32_t sfs_jbd2_midpoint_group(uint64_t blocks, uint32_t first, uint32_t bpg,
+				 uint32_t groups, uint32_t log_flex,
+				 sfs_jbd2_free_fn free_of, void *ctx)
 {
-	uint64_t mid = (fs->blocks_count - fs->first_data_block) / 2;
-	uint32_t g = mid > fs->first_data_block
-			 ? (uint32_t)((mid - fs->first_data_block) / fs->bpg)
-			 : 0;
-	uint32_t log_flex =
-	    ((const uint8_t *)&fs->sb)[JM_SB_LOG_GROUPS_PER_FLEX];
-	uint32_t flex = 1u << log_flex;
+	uint64_t mid = (blocks - first) / 2;
+	uint32_t g = mid > first ? (uint32_t)((mid - first) / bpg) : 0;
+	uint32_t flex = 1u << (log_flex < 32 ? log_flex : 0);
 	uint32_t start, end, best;
 
-	if (g >= fs->groups)
-		g = fs->groups - 1;
-	if ((sfs_le32(fs->sb.s_feature_incompat) &
-	     SFS_FEATURE_INCOMPAT_FLEX_BG) &&
-	    log_flex && log_flex < 32 && g > flex) {
+	if (g >= groups)
+		g = groups - 1;
+	if (log_flex && log_flex < 32 && g > flex) {
 		g &= ~(flex - 1);
-		while (g < fs->groups &&
-		       sfs_le16(fs->gd[g].bg_free_blocks_count) == 0)
+		while (g < groups && free_of(ctx, g) == 0)
 			g++;
-		if (g == fs->groups)
+		if (g == groups)
 			g = 0;
 		start = g;
 	} else
 		start = g > 0 ? g - 1 : g;
-	end = g + 1 < fs->groups ? g + 1 : g;
+	end = g + 1 < groups ? g + 1 : g;
 	best = start;
 	for (uint32_t i = start + 1; i <= end; i++)
-		if (sfs_le16(fs->gd[i].bg_free_blocks_count) >
-		    sfs_le16(fs->gd[best].bg_free_blocks_count))
+		if (free_of(ctx, i) > free_of(ctx, best))
 			best = i;
-	return sfs_group_first(fs, best);
+	return best;
+}
+
+/* A group's free blocks as its descriptor counts them (the low half). */
+static uint32_t jm_group_free(void *ctx, uint32_t g)
+{
+	const struct sfs_fs *fs = ctx;
+
+	return sfs_le16(fs->gd[g].bg_free_blocks_count);
+}
+
+static sfs_blk_t jm_midpoint_goal(struct sfs_fs *fs)
+{
+	uint32_t log_flex =
+	    (sfs_le32(fs->sb.s_feature_incompat) & SFS_FEATURE_INCOMPAT_FLEX_BG)
+		? ((const uint8_t *)&fs->sb)[JM_SB_LOG_GROUPS_PER_FLEX]
+		: 0;
+
+	return sfs_group_first(
+	    fs, sfs_jbd2_midpoint_group(fs->blocks_count, fs->first_data_block,
+					fs->bpg, fs->groups, log_flex,
+					jm_group_free, fs));
 }
 
 /* First fit: collect m->total free blocks from goal on, wrapping. */
@@ -166,19 +179,21 @@ static int jm_find_blocks(struct jm *m, sfs_blk_t goal)
 		if (rc)
 			return rc;
 		for (; bit < stop && need; bit++) {
-			struct jm_run *last;
+			struct sfs_jbd2_run *last;
 			sfs_blk_t blk;
 			if (b->data[bit >> 3] & (1u << (bit & 7)))
 				continue;
 			blk = sfs_group_first(fs, g) + bit;
-			last = m->runs->len
-				   ? &g_array_index(m->runs, struct jm_run,
-						    m->runs->len - 1)
-				   : NULL;
+			last =
+			    m->runs->len
+				? &g_array_index(m->runs, struct sfs_jbd2_run,
+						 m->runs->len - 1)
+				: NULL;
 			if (last && last->start + last->len == blk) {
 				last->len++;
 			} else {
-				struct jm_run r = {.start = blk, .len = 1};
+				struct sfs_jbd2_run r = {.start = blk,
+							 .len = 1};
 				g_array_append_val(m->runs, r);
 			}
 			need--;
@@ -198,7 +213,8 @@ static int jm_find_blocks(struct jm *m, sfs_blk_t goal)
 /* The next block in allocation order. */
 static sfs_blk_t jm_next_block(struct jm *m)
 {
-	struct jm_run *r = &g_array_index(m->runs, struct jm_run, m->run_i);
+	struct sfs_jbd2_run *r =
+	    &g_array_index(m->runs, struct sfs_jbd2_run, m->run_i);
 	sfs_blk_t b = r->start + m->run_off;
 
 	if (++m->run_off == r->len) {
@@ -211,16 +227,14 @@ static sfs_blk_t jm_next_block(struct jm *m)
 /*
  * Lay out the subtree of an indirect block at `level` (1 = IND) mapping
  * logical blocks from `base` (span blocks): take its block, then its
- * children in order, and write it through the cache.
+ * children in order, and write it (m->put).
  */
 static int jm_tree(struct jm *m, int level, uint64_t base, uint64_t span,
 		   uint32_t *slot)
 {
-	struct sfs_fs *fs = m->fs;
 	uint64_t sub = span / m->a;
 	sfs_blk_t self = jm_next_block(m);
 	uint32_t *arr;
-	struct sfs_buf *b;
 	int rc = 0;
 
 	*slot = sfs_cpu_to_le32(self);
@@ -237,12 +251,7 @@ static int jm_tree(struct jm *m, int level, uint64_t base, uint64_t span,
 			rc = jm_tree(m, level - 1, l, sub, &arr[i]);
 	}
 	if (!rc)
-		rc = sfs_cache_get_new(fs->cache, self, SFS_IO_INDIRECT, &b);
-	if (!rc) {
-		memcpy(b->data, arr, fs->bs);
-		sfs_cache_dirty(fs->cache, b);
-		sfs_cache_put(fs->cache, b);
-	}
+		rc = m->put(m->put_ctx, self, arr);
 	g_free(arr);
 	return rc;
 }
@@ -253,7 +262,7 @@ static uint32_t jm_extent_count(const struct jm *m)
 	uint32_t n = 0;
 
 	for (guint i = 0; i < m->runs->len; i++)
-		n += (g_array_index(m->runs, struct jm_run, i).len +
+		n += (g_array_index(m->runs, struct sfs_jbd2_run, i).len +
 		      SFS_EXT_INIT_MAX_LEN - 1) /
 		     SFS_EXT_INIT_MAX_LEN;
 	return n;
@@ -273,7 +282,8 @@ static void jm_map_extents(struct jm *m, struct sfs_dinode *d)
 	eh->eh_max =
 	    sfs_cpu_to_le16((sizeof(d->i_block) - sizeof(*eh)) / sizeof(*ex));
 	for (guint i = 0; i < m->runs->len; i++) {
-		struct jm_run *r = &g_array_index(m->runs, struct jm_run, i);
+		struct sfs_jbd2_run *r =
+		    &g_array_index(m->runs, struct sfs_jbd2_run, i);
 
 		for (uint32_t off = 0; off < r->len;
 		     off += SFS_EXT_INIT_MAX_LEN) {
@@ -290,7 +300,7 @@ static void jm_map_extents(struct jm *m, struct sfs_dinode *d)
 		}
 	}
 	eh->eh_entries = sfs_cpu_to_le16((uint16_t)n);
-	m->jsb_blk = g_array_index(m->runs, struct jm_run, 0).start;
+	m->jsb_blk = g_array_index(m->runs, struct sfs_jbd2_run, 0).start;
 }
 
 /* Fill i_block[] (and the indirect blocks) in allocation order. */
@@ -367,14 +377,78 @@ static int jm_check_inode_free(struct jm *m)
 	return 0;
 }
 
+/* More extents than the inode holds?  (m->msg set) */
+static bool jm_too_many_extents(struct jm *m)
+{
+	if (!m->extent || jm_extent_count(m) <= SFS_JM_INODE_EXTENTS)
+		return false;
+	m->msg = g_strdup_printf(
+	    "a journal of %u blocks takes %u extents here, more than "
+	    "the inode holds (%u): choose another size (-J size=)",
+	    m->n, jm_extent_count(m), SFS_JM_INODE_EXTENTS);
+	return true;
+}
+
+/*
+ * Map the journal onto its (allocated, zeroed) runs, write its superblock
+ * and fill *d, inode 8: the part shared by the engine's path and sfs_mkfs
+ * (sfs_jbd2_lay_out).
+ */
+static int jm_lay_out(struct jm *m, struct sfs_bdev *bd, const uint8_t uuid[16],
+		      uint32_t inode_size, uint32_t t, struct sfs_dinode *d)
+{
+	uint64_t size = (uint64_t)m->n * m->bs;
+	int rc = 0;
+
+	memset(d, 0, sizeof(*d));
+	if (m->extent)
+		jm_map_extents(m, d);
+	else
+		rc = jm_map(m, d);
+	if (rc)
+		return rc;
+	rc = jm_write_jsb(bd, m->bs, m->jsb_blk, m->n, 1, uuid, NULL);
+	if (rc) {
+		m->msg = g_strdup_printf("cannot write the journal superblock: "
+					 "%s",
+					 g_strerror(-rc));
+		return rc;
+	}
+	d->i_mode = sfs_cpu_to_le16(SFS_S_IFREG | 0600);
+	d->i_links_count = sfs_cpu_to_le16(1);
+	d->i_size = sfs_cpu_to_le32((uint32_t)size);
+	d->i_size_high = sfs_cpu_to_le32((uint32_t)(size >> 32));
+	d->i_blocks = sfs_cpu_to_le32(m->total * (m->bs / 512));
+	d->i_atime = d->i_ctime = d->i_mtime = sfs_cpu_to_le32(t);
+	if (inode_size > SFS_GOOD_OLD_INODE_SIZE) {
+		d->i_extra_isize = sfs_cpu_to_le16(SFS_EXTRA_ISIZE);
+		d->i_crtime = sfs_cpu_to_le32(t);
+	}
+	return 0;
+}
+
+/* Indirect blocks of the engine's path go through its cache. */
+static int jm_put_cache(void *ctx, uint64_t blk, const void *data)
+{
+	struct sfs_fs *fs = ctx;
+	struct sfs_buf *b;
+	int rc =
+	    sfs_cache_get_new(fs->cache, (sfs_blk_t)blk, SFS_IO_INDIRECT, &b);
+
+	if (rc)
+		return rc;
+	memcpy(b->data, data, fs->bs);
+	sfs_cache_dirty(fs->cache, b);
+	sfs_cache_put(fs->cache, b);
+	return 0;
+}
+
 /* The engine part of sfs_jbd2_add_internal; fills *d (inode 8). */
 static int jm_build(struct jm *m, enum sfs_jbd2_place place,
 		    struct sfs_dinode *d)
 {
 	struct sfs_fs *fs = m->fs;
 	struct sfs_inode ip = {.ino = SFS_JOURNAL_INO};
-	uint64_t size = (uint64_t)m->n * fs->bs;
-	uint32_t t = sfs_le32(fs->sb.s_mkfs_time);
 	sfs_blk_t goal;
 	int rc;
 
@@ -396,55 +470,62 @@ static int jm_build(struct jm *m, enum sfs_jbd2_place place,
 	rc = jm_find_blocks(m, goal);
 	if (rc)
 		return rc;
-	if (m->extent && jm_extent_count(m) > SFS_JM_INODE_EXTENTS) {
-		m->msg = g_strdup_printf(
-		    "a journal of %u blocks takes %u extents here, more than "
-		    "the inode holds (%u): choose another size (-J size=)",
-		    m->n, jm_extent_count(m), SFS_JM_INODE_EXTENTS);
+	if (jm_too_many_extents(m))
 		return -EINVAL;
-	}
 	for (guint i = 0; i < m->runs->len; i++) {
-		struct jm_run *r = &g_array_index(m->runs, struct jm_run, i);
-		rc = sfs_blocks_mark_used(fs, r->start, r->len);
+		struct sfs_jbd2_run *r =
+		    &g_array_index(m->runs, struct sfs_jbd2_run, i);
+		rc = sfs_blocks_mark_used(fs, (sfs_blk_t)r->start, r->len);
 		if (!rc)
 			rc = sfs_bdev_zero(fs->bd, SFS_IO_JOURNAL,
-					   (uint64_t)r->start * fs->bs,
+					   r->start * fs->bs,
 					   (uint64_t)r->len * fs->bs);
 		if (rc) {
-			m->msg =
-			    g_strdup_printf("cannot allocate or zero "
-					    "blocks %u+%u: %s",
-					    r->start, r->len, g_strerror(-rc));
+			m->msg = g_strdup_printf(
+			    "cannot allocate or zero blocks %" G_GUINT64_FORMAT
+			    "+%u: %s",
+			    r->start, r->len, g_strerror(-rc));
 			return rc;
 		}
 	}
-	memset(d, 0, sizeof(*d));
-	if (m->extent)
-		jm_map_extents(m, d);
-	else
-		rc = jm_map(m, d);
+	m->put = jm_put_cache;
+	m->put_ctx = fs;
+	rc = jm_lay_out(m, fs->bd, fs->sb.s_uuid, fs->inode_size,
+			sfs_le32(fs->sb.s_mkfs_time), d);
 	if (rc)
 		return rc;
-	rc = jm_write_jsb(fs->bd, fs->bs, m->jsb_blk, m->n, 1, fs->sb.s_uuid,
-			  NULL);
-	if (rc) {
-		m->msg = g_strdup_printf("cannot write the journal superblock: "
-					 "%s",
-					 g_strerror(-rc));
-		return rc;
-	}
-	d->i_mode = sfs_cpu_to_le16(SFS_S_IFREG | 0600);
-	d->i_links_count = sfs_cpu_to_le16(1);
-	d->i_size = sfs_cpu_to_le32((uint32_t)size);
-	d->i_size_high = sfs_cpu_to_le32((uint32_t)(size >> 32));
-	d->i_blocks = sfs_cpu_to_le32(m->total * (fs->bs / 512));
-	d->i_atime = d->i_ctime = d->i_mtime = sfs_cpu_to_le32(t);
-	if (fs->inode_size > SFS_GOOD_OLD_INODE_SIZE) {
-		d->i_extra_isize = sfs_cpu_to_le16(SFS_EXTRA_ISIZE);
-		d->i_crtime = sfs_cpu_to_le32(t);
-	}
 	ip.d = *d;
 	return sfs_inode_dirty(fs, &ip);
+}
+
+uint32_t sfs_jbd2_total_blocks(uint32_t n, uint32_t bs, bool extent)
+{
+	return n + (extent ? 0 : (uint32_t)jm_meta_blocks(n, bs / 4));
+}
+
+int sfs_jbd2_lay_out(struct sfs_bdev *bd, uint32_t bs, uint32_t inode_size,
+		     uint32_t n, bool extent, GArray *runs,
+		     const uint8_t uuid[16], uint32_t time, sfs_jbd2_put_fn put,
+		     void *put_ctx, struct sfs_dinode *d, char **err)
+{
+	struct jm m = {.n = n,
+		       .total = sfs_jbd2_total_blocks(n, bs, extent),
+		       .runs = runs,
+		       .a = bs / 4,
+		       .bs = bs,
+		       .extent = extent,
+		       .put = put,
+		       .put_ctx = put_ctx};
+	int rc = jm_too_many_extents(&m) ? -EINVAL : 0;
+
+	if (!rc)
+		rc = jm_lay_out(&m, bd, uuid, inode_size, time, d);
+	if (rc && err)
+		*err = m.msg ? g_strdup(m.msg)
+			     : g_strdup_printf("cannot make the journal: %s",
+					       g_strerror(-rc));
+	g_free(m.msg);
+	return rc;
 }
 
 /* Put the journal fields into one superblock copy. */
@@ -469,6 +550,11 @@ static void jm_set_sb_fields(struct sfs_dsuper *sb, const struct sfs_dinode *d,
 	}
 }
 
+void sfs_jbd2_set_internal(struct sfs_dsuper *sb, const struct sfs_dinode *d)
+{
+	jm_set_sb_fields(sb, d, SFS_JOURNAL_INO, NULL, 0);
+}
+
 /*
  * Write the journal fields into the primary superblock (already in *sb)
  * and into every backup copy (read, patched, written: they keep their own
@@ -489,6 +575,7 @@ static int jm_write_supers(struct sfs_bdev *bd, struct sfs_dsuper *sb,
 	int rc;
 
 	jm_set_sb_fields(sb, d, inum, juuid, devnum);
+	sfs_csum_super_set(sb);
 	rc = sfs_bdev_write(bd, SFS_IO_SUPER, SFS_SUPER_OFFSET, sb,
 			    SFS_SUPER_SIZE);
 	for (uint32_t g = 1; g < groups && !rc; g++) {
@@ -501,6 +588,7 @@ static int jm_write_supers(struct sfs_bdev *bd, struct sfs_dsuper *sb,
 		if (sfs_le16(copy.s_magic) != SFS_SUPER_MAGIC)
 			continue; /* not a backup: leave the block alone */
 		jm_set_sb_fields(&copy, d, inum, juuid, devnum);
+		sfs_csum_super_set(&copy);
 		rc = sfs_bdev_write(bd, SFS_IO_SUPER, off, &copy, sizeof(copy));
 	}
 	if (!rc)
@@ -557,6 +645,16 @@ int sfs_jbd2_add_internal(struct sfs_bdev *bd, uint32_t journal_blocks,
 	rc = jm_check_fs(bd, &before, &msg);
 	if (rc)
 		goto out;
+	if (sfs_le32(before.s_feature_ro_compat) &
+	    (SFS_FEATURE_RO_COMPAT_GDT_CSUM |
+	     SFS_FEATURE_RO_COMPAT_METADATA_CSUM)) {
+		/* the engine's open would initialise the groups mkfs leaves
+		 * uninitialised: sfs_mkfs lays such a journal out itself */
+		msg = g_strdup("an image with group descriptor checksums gets "
+			       "its journal from sfs_mkfs (has_journal)");
+		rc = -EINVAL;
+		goto out;
+	}
 	bs = 1024u << sfs_le32(before.s_log_block_size);
 	if (!journal_blocks) {
 		journal_blocks =
@@ -592,8 +690,9 @@ int sfs_jbd2_add_internal(struct sfs_bdev *bd, uint32_t journal_blocks,
 		rc = -EINVAL;
 		goto out;
 	}
-	m.total = m.n + (m.extent ? 0 : (uint32_t)jm_meta_blocks(m.n, m.a));
-	m.runs = g_array_new(FALSE, FALSE, sizeof(struct jm_run));
+	m.bs = bs;
+	m.total = sfs_jbd2_total_blocks(m.n, bs, m.extent);
+	m.runs = g_array_new(FALSE, FALSE, sizeof(struct sfs_jbd2_run));
 
 	sfs_config_defaults(&cfg);
 	cfg.ro = false;

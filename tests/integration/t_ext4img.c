@@ -7,9 +7,10 @@
  * journal), and mke2fs's full default with metadata_csum (64-byte
  * descriptors carrying checksums, uninitialised groups, inode tables left
  * for lazy zeroing) on an image of 32 or 8 groups, and the ext4 `simfs mkfs
- * -t ext4 -O ^metadata_csum` makes (extent-mapped root, lost+found and
- * journal, flex_bg, 64bit, huge_file, dir_nlink, extra_isize,
- * resize_inode); simfs mounts it, writes a tree of
+ * -t ext4` makes (the same as mke2fs's default, byte for byte: checksums,
+ * uninitialised groups, extent-mapped root, lost+found and journal,
+ * flex_bg, 64bit, huge_file, dir_nlink, extra_isize, resize_inode); simfs
+ * mounts it, writes a tree of
  * directories and files of random bytes, renames and removes part of it,
  * removes whole directories; the tree seen through simfs is scanned
  * (paths, types, modes, link counts, content hashes); umount, e2fsck -fn
@@ -87,7 +88,7 @@ static int fill_tree(const char *mnt, uint64_t seed)
 enum maker {
 	MAKER_MKE2FS,	   /* mke2fs -t ext4 -O ^metadata_csum */
 	MAKER_MKE2FS_CSUM, /* mke2fs -t ext4 (metadata_csum) */
-	MAKER_SIMFS,	   /* simfs mkfs -t ext4 without what it lacks */
+	MAKER_SIMFS,	   /* simfs mkfs -t ext4 (metadata_csum) */
 };
 
 static void one_size(const char *bs, const char *size, enum maker maker,
@@ -106,8 +107,8 @@ static void one_size(const char *bs, const char *size, enum maker maker,
 	/* the metadata_csum images are mke2fs's plain default, inode tables
 	 * left for lazy zeroing: simfs zeroes them at its first mount */
 	if (maker == MAKER_SIMFS)
-		rc = h_runl(NULL, &err, h_simfs(), "mkfs", "-t", "ext4", "-O",
-			    "^metadata_csum", "-b", bs, img, size, NULL);
+		rc = h_runl(NULL, &err, h_simfs(), "mkfs", "-t", "ext4", "-b",
+			    bs, img, size, NULL);
 	else
 		rc = h_runl(NULL, &err, "mke2fs", "-F", "-q", "-t", "ext4",
 			    "-O", csum ? "metadata_csum" : "^metadata_csum",

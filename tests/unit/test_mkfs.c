@@ -10,6 +10,12 @@
  * free ranges) is equal, `debugfs stat` of inodes 1, 2, 7 and 11 is equal,
  * and the two images are byte-identical (once s_kbytes_written, which
  * mke2fs adds its own I/O to, is copied over: take_kbytes_written).
+ * With group descriptor checksums (plain -t ext4: metadata_csum; -O
+ * uninit_bg on ext3 and ext4), a table of cases (test_mkfs_csum_matches_
+ * mke2fs: sizes up to a 3 GiB sparse file, -b, -G, ^64bit) is compared the
+ * same way, journal included (sfs_mkfs lays it out itself there); the
+ * engine mounts such images read-write, writes files, and e2fsck stays
+ * clean.
  * Also: a 1 TiB sparse image, rejected parameters (one-line message, device
  * untouched), determinism from the seed, zeroing only when the device is
  * not known to be zero, whole-device rounding, a used (garbage) device.
@@ -37,6 +43,8 @@
 
 #include "csum.h"
 #include "format.h"
+#include "fs.h"
+#include "fs_priv.h"
 #include "mkfs.h"
 #include "models/journal/jbd2.h"
 #include "testsupport.h"
@@ -436,7 +444,7 @@ static void make_simfs_dx(const char *path, const struct mkcase *mc,
 	rc = sfs_mkfs(bd, &p, &err);
 	if (rc)
 		fail_msg("sfs_mkfs: %d %s", rc, err);
-	if (p.has_journal) {
+	if (p.has_journal && !sfs_mkfs_makes_journal(&p)) {
 		/* as simfs mkfs -t ext3: mke2fs's journal size and place */
 		rc = sfs_jbd2_add_internal(bd, 0, SFS_JBD2_PLACE_FIRST_FREE,
 					   &err);
@@ -527,9 +535,10 @@ static void compare_with_mke2fs(struct fixture *f, const char *ctx,
 	g_free(d1);
 	g_free(d2);
 
-	/* The root, lost+found and bad-blocks inodes. */
-	const char *stats[] = {"stat <1>",  "stat <2>", "stat <7>",
-			       "stat <11>", "ls -l /",	"ls -l /lost+found"};
+	/* The root, lost+found, bad-blocks, resize and journal inodes. */
+	const char *stats[] = {"stat <1>",	   "stat <2>",	"stat <7>",
+			       "stat <8>",	   "stat <11>", "ls -l /",
+			       "ls -l /lost+found"};
 	for (size_t i = 0; i < G_N_ELEMENTS(stats); i++) {
 		const char *a1[] = {"debugfs", "-R", stats[i], ours, NULL};
 		const char *a2[] = {"debugfs", "-R", stats[i], ref, NULL};
@@ -596,14 +605,16 @@ static void run_case_dx(struct fixture *f, const struct mkcase *mc,
  * `simfs mkfs -t TYPE [-O extra]` (sfs_mkfs_set_type on the whole file)
  * against plain `mke2fs -t TYPE [-O extra]` with the stock mke2fs.conf.
  */
-static void run_case_type_g(struct fixture *f, const char *type, uint64_t size,
-			    const char *extra, uint32_t log_flex,
-			    const char *want)
+static void run_case_type_bg(struct fixture *f, const char *type, uint64_t size,
+			     uint32_t bsize, const char *extra,
+			     uint32_t log_flex, const char *want)
 {
-	char *ctx = g_strdup_printf(
-	    "-t %s %lluM%s%s -G %u", type, (unsigned long long)(size >> 20),
-	    extra ? " -O " : "", extra ? extra : "", 1u << log_flex);
+	char *ctx = g_strdup_printf("-t %s %lluM -b %u%s%s -G %u", type,
+				    (unsigned long long)(size >> 20), bsize,
+				    extra ? " -O " : "", extra ? extra : "",
+				    1u << log_flex);
 	char *gopt = g_strdup_printf("%u", 1u << log_flex);
+	char *bopt = g_strdup_printf("%u", bsize);
 	char *ours = g_build_filename(f->dir, "simfs.img", NULL);
 	char *ref = g_build_filename(f->dir, "mke2fs.img", NULL);
 	struct sfs_mkfs_params p;
@@ -617,13 +628,15 @@ static void run_case_type_g(struct fixture *f, const char *type, uint64_t size,
 	p.seed = 78;
 	p.time = MK_TIME;
 	assert_int_equal(sfs_mkfs_set_type(&p, type, size, NULL), 0);
+	if (bsize)
+		p.block_size = bsize;
 	if (extra)
 		assert_int_equal(sfs_mkfs_parse_features(&p, extra, NULL), 0);
 	p.log_groups_per_flex = log_flex;
 	rc = sfs_mkfs(bd, &p, &err);
 	if (rc)
 		fail_msg("%s: sfs_mkfs: %d %s", ctx, rc, err);
-	if (p.has_journal) {
+	if (p.has_journal && !sfs_mkfs_makes_journal(&p)) {
 		rc = sfs_jbd2_add_internal(bd, 0, SFS_JBD2_PLACE_FIRST_FREE,
 					   &err);
 		if (rc == 0)
@@ -632,15 +645,34 @@ static void run_case_type_g(struct fixture *f, const char *type, uint64_t size,
 			fail_msg("%s: journal: %d %s", ctx, rc, err);
 	}
 	sfs_bdev_close(bd);
-	const char *opts[] = {"-t",  type, "-G", gopt, extra ? "-O" : NULL,
-			      extra, NULL};
-	if (!p.flex_bg)
-		opts[2] = NULL; /* mke2fs takes -G with flex_bg only */
+	const char *opts[9] = {"-t", type};
+	size_t n = 2;
+
+	if (bsize) { /* else the size type's */
+		opts[n++] = "-b";
+		opts[n++] = bopt;
+	}
+	if (p.flex_bg) { /* mke2fs takes -G with flex_bg only */
+		opts[n++] = "-G";
+		opts[n++] = gopt;
+	}
+	if (extra) {
+		opts[n++] = "-O";
+		opts[n++] = extra;
+	}
 	compare_with_mke2fs(f, ctx, ours, ref, size, opts, NULL, want);
 	g_free(gopt);
+	g_free(bopt);
 	g_free(ours);
 	g_free(ref);
 	g_free(ctx);
+}
+
+static void run_case_type_g(struct fixture *f, const char *type, uint64_t size,
+			    const char *extra, uint32_t log_flex,
+			    const char *want)
+{
+	run_case_type_bg(f, type, size, 0, extra, log_flex, want);
 }
 
 /* The same with mke2fs.conf's flex group size (16). */
@@ -810,6 +842,190 @@ static void test_mkfs_flex_bg_matches_mke2fs(void **state)
 	run_case_type(*state, "ext4", 2048 * MiB, not_yet, e4);
 }
 
+/* One `simfs mkfs -t TYPE [-b BS] [-O LIST] [-G 2^log_flex]` case. */
+struct typecase {
+	const char *type;
+	uint64_t size;
+	uint32_t bs;	   /* 0: the size type's */
+	const char *extra; /* -O list, or NULL */
+	uint32_t log_flex;
+	const char *want; /* dumpe2fs's feature list */
+};
+
+#define E4_BASE                                                                \
+	"has_journal ext_attr resize_inode dir_index filetype extent "         \
+	"64bit flex_bg sparse_super large_file huge_file "
+#define E4_CSUM E4_BASE "dir_nlink extra_isize metadata_csum"
+#define E4_UNINIT E4_BASE "uninit_bg dir_nlink extra_isize"
+#define E3_UNINIT                                                              \
+	"has_journal ext_attr resize_inode dir_index filetype sparse_super "   \
+	"large_file uninit_bg"
+
+/* The images with group descriptor checksums sfs_mkfs makes: plain -t
+ * ext4 (metadata_csum), and uninit_bg (crc16) on ext3 and ext4. */
+static const struct typecase csum_cases[] = {
+    {"ext4", 64 * MiB, 0, NULL, 4, E4_CSUM},
+    {"ext4", 1024 * MiB, 0, NULL, 4, E4_CSUM},
+    {"ext4", 3072 * MiB, 0, NULL, 4, E4_CSUM},
+    {"ext4", 64 * MiB, 2048, NULL, 4, E4_CSUM},
+    {"ext4", 64 * MiB, 4096, NULL, 4, E4_CSUM},
+    {"ext4", 1024 * MiB, 1024, NULL, 4, E4_CSUM},
+    {"ext4", 1024 * MiB, 0, NULL, 2, E4_CSUM},
+    {"ext4", 300 * MiB, 0, NULL, 4, E4_CSUM},
+    {"ext4", 1024 * MiB, 0, "^64bit", 4,
+     "has_journal ext_attr resize_inode dir_index filetype extent flex_bg "
+     "sparse_super large_file huge_file dir_nlink extra_isize "
+     "metadata_csum"},
+    /* metadata_csum supersedes uninit_bg, as in mke2fs */
+    {"ext4", 64 * MiB, 0, "uninit_bg", 4, E4_CSUM},
+    {"ext4", 64 * MiB, 0, "uninit_bg,^metadata_csum", 4, E4_UNINIT},
+    {"ext4", 1024 * MiB, 0, "uninit_bg,^metadata_csum", 4, E4_UNINIT},
+    {"ext3", 64 * MiB, 0, "uninit_bg", 4, E3_UNINIT},
+    {"ext3", 300 * MiB, 1024, "uninit_bg", 4, E3_UNINIT},
+    {"ext3", 1024 * MiB, 0, "uninit_bg", 4, E3_UNINIT},
+    {"ext2", 64 * MiB, 0, "metadata_csum", 4,
+     "ext_attr resize_inode dir_index filetype sparse_super large_file "
+     "metadata_csum"},
+};
+
+/*
+ * Each of csum_cases equals what mke2fs makes with the same options, UUID,
+ * hash seed and time: dumpe2fs (group flags BLOCK_UNINIT / INODE_UNINIT,
+ * unused inodes, bitmap and descriptor checksums included), the inodes,
+ * and byte for byte over the data of either sparse file (mke2fs leaves
+ * uninitialised bitmaps and unused inode table blocks unwritten; so does
+ * sfs_mkfs), but for s_kbytes_written; e2fsck is clean.
+ */
+static void test_mkfs_csum_matches_mke2fs(void **state)
+{
+	for (size_t i = 0; i < G_N_ELEMENTS(csum_cases); i++) {
+		const struct typecase *c = &csum_cases[i];
+
+		run_case_type_bg(*state, c->type, c->size, c->bs, c->extra,
+				 c->log_flex, c->want);
+	}
+}
+
+/*
+ * The engine mounts what sfs_mkfs makes with checksums read-write: a
+ * tree of files written (through groups mke2fs left uninitialised),
+ * closed, then e2fsck -fn is clean and the checksums kept.
+ */
+static void test_mkfs_csum_image_mounts_rw(void **state)
+{
+	static const struct typecase cases[] = {
+	    {"ext4", 64 * MiB, 0, NULL, 4, NULL},
+	    {"ext4", 256 * MiB, 4096, NULL, 4, NULL},
+	    {"ext4", 64 * MiB, 0, "uninit_bg,^metadata_csum", 4, NULL},
+	    {"ext3", 64 * MiB, 0, "uninit_bg", 4, NULL},
+	};
+	struct fixture *f = *state;
+	char *path = g_build_filename(f->dir, "rw.img", NULL);
+	uint8_t *buf = g_malloc(1 << 20);
+
+	memset(buf, 0xC3, 1 << 20);
+	for (size_t i = 0; i < G_N_ELEMENTS(cases); i++) {
+		const struct typecase *c = &cases[i];
+		struct sfs_mkfs_params p;
+		struct sfs_bdev *bd;
+		struct sfs_fs *fs;
+		char *err = NULL, *out = NULL;
+
+		unlink(path);
+		assert_int_equal(
+		    sfs_bdev_open_file(path, SFS_BDEV_CREATE, c->size, &bd), 0);
+		sfs_mkfs_defaults(&p);
+		p.seed = 5;
+		p.time = MK_TIME;
+		assert_int_equal(sfs_mkfs_set_type(&p, c->type, c->size, NULL),
+				 0);
+		if (c->bs)
+			p.block_size = c->bs;
+		if (c->extra)
+			assert_int_equal(
+			    sfs_mkfs_parse_features(&p, c->extra, NULL), 0);
+		assert_true(sfs_mkfs_makes_journal(&p));
+		if (sfs_mkfs(bd, &p, &err))
+			fail_msg("sfs_mkfs: %s", err);
+		sfs_bdev_close(bd);
+
+		fs = sfs_test_open(path, "");
+		assert_true(fs->csum || fs->gdt_csum);
+		assert_int_equal(fs->csum, c->extra == NULL);
+		for (unsigned d = 0; d < 4; d++) {
+			struct sfs_attr a;
+			char name[16];
+
+			g_snprintf(name, sizeof(name), "d%u", d);
+			assert_int_equal(
+			    sfs_mkdir(fs, SFS_ROOT_INO, name, 0755, 0, 0, &a),
+			    0);
+			for (unsigned k = 0; k < 20; k++) {
+				size_t w = 0;
+				sfs_ino_t ino;
+
+				g_snprintf(name, sizeof(name), "f%u", k);
+				ino = sfs_test_mkfile(fs, a.ino, name);
+				assert_int_equal(sfs_write(fs, ino, 0, buf,
+							   4096 * (k % 7 + 1),
+							   &w),
+						 0);
+				assert_int_equal(sfs_release(fs, ino), 0);
+			}
+		}
+		{
+			/* a file large enough to reach uninitialised groups */
+			sfs_ino_t ino =
+			    sfs_test_mkfile(fs, SFS_ROOT_INO, "big");
+
+			for (unsigned k = 0; k < c->size / MiB / 2; k++) {
+				size_t w = 0;
+
+				assert_int_equal(sfs_write(fs, ino,
+							   (uint64_t)k << 20,
+							   buf, 1 << 20, &w),
+						 0);
+			}
+			assert_int_equal(sfs_release(fs, ino), 0);
+		}
+		assert_int_equal(sfs_fs_close(fs), 0);
+		if (!sfs_test_fsck_clean(path, &out))
+			fail_msg("-t %s %s: e2fsck -fn not clean:\n%s", c->type,
+				 c->extra ? c->extra : "", out);
+		g_free(out);
+	}
+	unlink(path);
+	g_free(path);
+	g_free(buf);
+}
+
+/* A journal added through the engine would initialise the groups mkfs
+ * left uninitialised: sfs_jbd2_add_internal refuses a checksummed image
+ * and leaves it as it was. */
+static void test_mkfs_csum_image_refuses_engine_journal(void **state)
+{
+	struct sfs_bdev *bd = sfs_ramdev_new(16 * MiB);
+	uint8_t *before = g_malloc(16 * MiB);
+	struct sfs_mkfs_params p;
+	char *err = NULL;
+
+	(void)state;
+	sfs_mkfs_defaults(&p);
+	p.seed = 3;
+	p.time = MK_TIME;
+	assert_int_equal(sfs_mkfs_parse_features(&p, "metadata_csum", NULL), 0);
+	assert_false(sfs_mkfs_makes_journal(&p)); /* no has_journal */
+	assert_int_equal(sfs_mkfs(bd, &p, &err), 0);
+	memcpy(before, sfs_ramdev_data(bd), 16 * MiB);
+	assert_int_equal(
+	    sfs_jbd2_add_internal(bd, 0, SFS_JBD2_PLACE_MIDDLE, &err), -EINVAL);
+	assert_non_null(strstr(err, "group descriptor checksums"));
+	g_free(err);
+	assert_memory_equal(before, sfs_ramdev_data(bd), 16 * MiB);
+	g_free(before);
+	sfs_bdev_close(bd);
+}
+
 /* -O huge_file,dir_nlink,extra_isize (mke2fs spellings): the image mke2fs
  * makes with them, byte for byte but for s_kbytes_written (mke2fs's mark
  * of an ext4 feature plus its own I/O); e2fsck is clean and the engine
@@ -924,25 +1140,32 @@ static void test_mkfs_feature_names_refused(void **state)
 	assert_int_equal(p.inode_ratio, 32768);
 	assert_int_equal(sfs_mkfs_set_type(&p, "ext2", 16ull << 40, NULL), 0);
 	assert_int_equal(p.inode_ratio, 65536);
-	/* ext4: what is not laid out yet is named, with the -O that drops it */
+	/* ext4: metadata_csum, now laid out; uninit_bg switches as well */
 	assert_int_equal(sfs_mkfs_set_type(&p, "ext4", 0, NULL), 0);
 	assert_true(p.extent && p.has_journal);
 	assert_int_equal(p.ro_compat, SFS_FEATURE_RO_COMPAT_HUGE_FILE |
 					  SFS_FEATURE_RO_COMPAT_DIR_NLINK |
-					  SFS_FEATURE_RO_COMPAT_EXTRA_ISIZE);
-	assert_int_equal(sfs_mkfs_check_features(&p, &err), -EINVAL);
-	assert_non_null(strstr(err, "yet: metadata_csum"));
-	assert_non_null(strstr(err, "-O ^metadata_csum"));
-	g_free(err);
-	err = NULL;
+					  SFS_FEATURE_RO_COMPAT_EXTRA_ISIZE |
+					  SFS_FEATURE_RO_COMPAT_METADATA_CSUM);
+	assert_int_equal(sfs_mkfs_check_features(&p, NULL), 0);
+	assert_true(sfs_mkfs_makes_journal(&p));
 	assert_int_equal(sfs_mkfs_parse_features(&p, "^metadata_csum", NULL),
 			 0);
-	assert_int_equal(sfs_mkfs_check_features(&p, NULL), 0);
-	/* an edit undone by a later one is no request, as in mke2fs */
+	assert_false(p.ro_compat & SFS_FEATURE_RO_COMPAT_METADATA_CSUM);
+	assert_false(sfs_mkfs_makes_journal(&p));
 	assert_int_equal(sfs_mkfs_parse_features(&p, "uninit_bg", NULL), 0);
-	assert_int_equal(sfs_mkfs_check_features(&p, NULL), -EINVAL);
-	assert_int_equal(sfs_mkfs_parse_features(&p, "^uninit_bg", NULL), 0);
-	assert_int_equal(sfs_mkfs_check_features(&p, NULL), 0);
+	assert_true(p.ro_compat & SFS_FEATURE_RO_COMPAT_GDT_CSUM);
+	assert_true(sfs_mkfs_makes_journal(&p));
+	p.journal_external = true; /* -J device=: the caller's journal */
+	assert_false(sfs_mkfs_makes_journal(&p));
+	assert_int_equal(sfs_mkfs_parse_features(&p, "^gdt_csum", NULL), 0);
+	assert_false(p.ro_compat & SFS_FEATURE_RO_COMPAT_GDT_CSUM);
+	/* 64bit without extent is refused, as by mke2fs */
+	assert_int_equal(sfs_mkfs_parse_features(&p, "^extent", NULL), 0);
+	assert_int_equal(sfs_mkfs_check_features(&p, &err), -EINVAL);
+	assert_non_null(strstr(err, "64bit needs extent"));
+	g_free(err);
+	err = NULL;
 	assert_int_equal(sfs_mkfs_set_type(&p, "xfs", 0, &err), -EINVAL);
 	assert_non_null(strstr(err, "'xfs'"));
 	g_free(err);
@@ -1392,6 +1615,9 @@ int main(void)
 	    cmocka_unit_test(test_mkfs_extent_matches_mke2fs),
 	    cmocka_unit_test(test_mkfs_type_defaults_match_mke2fs),
 	    cmocka_unit_test(test_mkfs_flex_bg_matches_mke2fs),
+	    cmocka_unit_test(test_mkfs_csum_matches_mke2fs),
+	    cmocka_unit_test(test_mkfs_csum_image_mounts_rw),
+	    cmocka_unit_test(test_mkfs_csum_image_refuses_engine_journal),
 	    cmocka_unit_test(test_mkfs_ro_compat_features),
 	    cmocka_unit_test(test_mkfs_feature_names_refused),
 	    cmocka_unit_test(test_mkfs_1k_matches_mke2fs),
