@@ -50,6 +50,17 @@ static sfs_ino_t mkdir_(struct sfs_fs *fs, sfs_ino_t dir, const char *name)
 	return a.ino;
 }
 
+/* Directory "d" in the root holding files "a", "b" and "c". */
+static sfs_ino_t mkdir_abc(struct sfs_fs *fs)
+{
+	sfs_ino_t d = mkdir_(fs, SFS_ROOT_INO, "d");
+
+	mkfile(fs, d, "a");
+	mkfile(fs, d, "b");
+	mkfile(fs, d, "c");
+	return d;
+}
+
 static uint64_t dir_size(struct sfs_fs *fs, sfs_ino_t ino)
 {
 	struct sfs_attr a;
@@ -460,10 +471,7 @@ static void test_dir_readdir_cookie_of_removed_entry(void **state)
 	sfs_ino_t d;
 
 	(void)state;
-	d = mkdir_(t->fs, SFS_ROOT_INO, "d");
-	mkfile(t->fs, d, "a");
-	mkfile(t->fs, d, "b");
-	mkfile(t->fs, d, "c");
+	d = mkdir_abc(t->fs);
 	r->limit = 3; /* ".", "..", "a"; stops on "b" */
 	assert_int_equal(sfs_readdir(t->fs, d, 0, rd_fill, r), 0);
 	assert_int_equal(r->reported, 3);
@@ -734,10 +742,7 @@ static void test_dir_checked_block_rechecked_after_change(void **state)
 	int want;
 
 	(void)state;
-	d = mkdir_(t->fs, SFS_ROOT_INO, "d");
-	mkfile(t->fs, d, "a");
-	mkfile(t->fs, d, "b");
-	mkfile(t->fs, d, "c");
+	d = mkdir_abc(t->fs);
 	assert_int_equal(sfs_lookup(t->fs, d, "c", &a), 0);
 	sfs_lock(t->fs);
 	b = dir_block0(t->fs, d);
