@@ -473,6 +473,7 @@ static bool is_idle(const struct cbuf *b)
 
 static void mark_dirty(struct sfs_cache *c, struct cbuf *b)
 {
+	b->pub.checked = 0; /* changed: checked again at the next use */
 	if (b->dirty)
 		return;
 	b->dirty = true;
@@ -930,6 +931,7 @@ static int get_new(struct sfs_cache *c, sfs_blk_t blk, enum sfs_io_cat cat,
 		c->ctr.hits++;
 		note_use(c, b, false);
 		b->cat = cat;
+		b->pub.checked = 0; /* the caller rewrites it */
 		grab(c, b);
 		if (data) {
 			memcpy(b->pub.data, data, c->bs);

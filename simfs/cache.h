@@ -57,6 +57,10 @@ struct sfs_clock;
 struct sfs_buf {
 	sfs_blk_t blk; /* block number, read-only for users */
 	uint8_t *data; /* block_size bytes */
+	/* the user's note of what the contents were last checked as (0:
+	 * never); the cache zeroes it whenever it fills the buffer or it
+	 * is marked dirty, so a note survives only unchanged contents */
+	uint64_t checked;
 };
 
 /* Why a block was written back (counted in sfs_cache_counters). */

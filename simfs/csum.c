@@ -347,6 +347,12 @@ bool sfs_csum_dir_ok(struct sfs_fs *fs, uint32_t seed,
 	       sfs_get_le32(blk + end + 8) == sfs_crc32c(seed, blk, end);
 }
 
+void sfs_csum_dir_charge(struct sfs_fs *fs)
+{
+	if (fs->csum)
+		fs->cpu_ctr.csum_bytes += fs->bs - SFS_DIRENT_TAIL_LEN;
+}
+
 void sfs_csum_dir_set(struct sfs_fs *fs, uint32_t seed, uint8_t *blk)
 {
 	uint32_t end = fs->bs - SFS_DIRENT_TAIL_LEN;

@@ -39,6 +39,12 @@
  *     (the kernel's is_dx_dir), is in hash order with cookies DIR_HC |
  *     position (dir_iterate_hashed), which no split or conversion
  *     changes; other directories use byte positions (invariant 1).
+ *  7. A block that passed dir_check_block is not walked again while its
+ *     buffer keeps the contents it was checked with (struct sfs_buf's
+ *     checked note, dir_checked_as; the cache clears it on every fill
+ *     and every dirty, and leaf_dirty, dir.c's own valid change, keeps
+ *     it), as ext4 trusts a buffer_verified block; only a get that
+ *     asks for the block's room checks again.
  *  doc/internals.md, "Directories" and "Hashed directories".
  */
 #include <errno.h>
@@ -287,12 +293,31 @@ static bool dir_dx_shaped(const struct sfs_fs *fs, const struct sfs_inode *dp,
 	       sfs_le16(de->rec_len) == fs->bs - DIR_MIN_REC;
 }
 
-/* Every changed leaf leaves through here: tail and sum, then dirty. */
+/*
+ * What a directory block passed dir_check_block as (struct sfs_buf's
+ * checked, invariant 7): dp's number and generation, whether it is block
+ * 0 and whether dp is indexed, the inputs of the check besides the
+ * block's bytes.  Never 0 (inode numbers start at 1).
+ */
+static uint64_t dir_checked_as(const struct sfs_inode *dp, uint32_t lblk)
+{
+	uint64_t gen = sfs_le32(dp->d.i_generation) & 0x3fffffffu;
+
+	return (uint64_t)dp->ino << 32 | gen << 2 | (uint64_t)(lblk == 0) << 1 |
+	       ((sfs_le32(dp->d.i_flags) & SFS_INDEX_FL) != 0);
+}
+
+/* Every changed leaf leaves through here: tail and sum, then dirty.  The
+ * change is dir.c's own, which keeps the block valid: a check it had
+ * passed still holds (the cache's dirty clears the note). */
 static void leaf_dirty(struct sfs_fs *fs, struct sfs_inode *dp,
 		       struct sfs_buf *b)
 {
+	uint64_t checked = b->checked;
+
 	sfs_csum_dir_set(fs, dir_seed(fs, dp), b->data);
 	sfs_meta_dirty(fs, b);
+	b->checked = checked;
 }
 
 /*
@@ -425,11 +450,21 @@ static int dir_get_block_cat(struct sfs_fs *fs, struct sfs_inode *dp,
 	rc = sfs_cache_get(fs->cache, pblk, cat, &b);
 	if (rc)
 		return rc;
+	if (!room_out && b->checked == dir_checked_as(dp, lblk)) {
+		/* passed as this block of dp and unchanged since (invariant
+		 * 7): not walked again; the modelled CPU is charged the leaf
+		 * checksum the check would verify, as before */
+		if (!dir_dx_shaped(fs, dp, lblk, b->data))
+			sfs_csum_dir_charge(fs);
+		*out = b;
+		return 0;
+	}
 	rc = dir_check_block(fs, dp, lblk, pblk, b->data, room_out);
 	if (rc) {
 		sfs_cache_put(fs->cache, b);
 		return rc;
 	}
+	b->checked = dir_checked_as(dp, lblk);
 	*out = b;
 	return 0;
 }

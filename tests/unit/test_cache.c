@@ -165,6 +165,37 @@ static void test_cache_get_new_does_not_read(void **state)
 	sfs_bdev_close(ram);
 }
 
+/* The user's checked note: kept while the contents stay as they are
+ * (a put and a get from the cache), zeroed when the buffer is dirtied or
+ * handed out by get_new, and 0 on a buffer read from the device. */
+static void test_cache_checked_note_cleared_by_changes(void **state)
+{
+	struct sfs_bdev *ram = sfs_ramdev_new(1 << 20);
+	struct sfs_cache *c = mkcache(ram, BS, 1 << 20);
+	struct sfs_buf *b;
+
+	(void)state;
+	assert_int_equal(sfs_cache_get(c, 5, SFS_IO_DIR, &b), 0);
+	assert_true(b->checked == 0);
+	b->checked = 42;
+	sfs_cache_put(c, b);
+	assert_int_equal(sfs_cache_get(c, 5, SFS_IO_DIR, &b), 0);
+	assert_true(b->checked == 42);
+	b->data[0] ^= 1;
+	sfs_cache_dirty(c, b);
+	assert_true(b->checked == 0);
+	b->checked = 43;
+	sfs_cache_dirty(c, b); /* already dirty: still a change */
+	assert_true(b->checked == 0);
+	b->checked = 44;
+	sfs_cache_put(c, b);
+	assert_int_equal(sfs_cache_get_new(c, 5, SFS_IO_DIR, &b), 0);
+	assert_true(b->checked == 0);
+	sfs_cache_put(c, b);
+	sfs_cache_free(c);
+	sfs_bdev_close(ram);
+}
+
 /*
  * Block memory without a block (delayed data): zeroed, outside
  * cached_bytes; a new buffer takes it over without a copy, a cached one
@@ -1649,6 +1680,7 @@ int main(void)
 	    cmocka_unit_test(test_cache_new_rejects_bad_block_size),
 	    cmocka_unit_test(test_cache_hit_miss_counts),
 	    cmocka_unit_test(test_cache_get_new_does_not_read),
+	    cmocka_unit_test(test_cache_checked_note_cleared_by_changes),
 	    cmocka_unit_test(test_cache_block_memory_taken_by_new_buffer),
 	    cmocka_unit_test(test_cache_block_memory_evicts_clean),
 	    cmocka_unit_test(test_cache_sync_writes_dirty_then_flushes),

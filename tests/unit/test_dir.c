@@ -50,6 +50,17 @@ static sfs_ino_t mkdir_(struct sfs_fs *fs, sfs_ino_t dir, const char *name)
 	return a.ino;
 }
 
+/* Directory "d" in the root holding files "a", "b" and "c". */
+static sfs_ino_t mkdir_abc(struct sfs_fs *fs)
+{
+	sfs_ino_t d = mkdir_(fs, SFS_ROOT_INO, "d");
+
+	mkfile(fs, d, "a");
+	mkfile(fs, d, "b");
+	mkfile(fs, d, "c");
+	return d;
+}
+
 static uint64_t dir_size(struct sfs_fs *fs, sfs_ino_t ino)
 {
 	struct sfs_attr a;
@@ -460,10 +471,7 @@ static void test_dir_readdir_cookie_of_removed_entry(void **state)
 	sfs_ino_t d;
 
 	(void)state;
-	d = mkdir_(t->fs, SFS_ROOT_INO, "d");
-	mkfile(t->fs, d, "a");
-	mkfile(t->fs, d, "b");
-	mkfile(t->fs, d, "c");
+	d = mkdir_abc(t->fs);
 	r->limit = 3; /* ".", "..", "a"; stops on "b" */
 	assert_int_equal(sfs_readdir(t->fs, d, 0, rd_fill, r), 0);
 	assert_int_equal(r->reported, 3);
@@ -704,6 +712,81 @@ static void test_dir_corrupt_rec_len_eio(void **state)
 	sfs_tfs_free(t);
 }
 
+/* Block 0 of directory ino, got from the cache (lock held). */
+static struct sfs_buf *dir_block0(struct sfs_fs *fs, sfs_ino_t ino)
+{
+	struct sfs_inode *dp;
+	struct sfs_buf *b;
+	sfs_blk_t pblk;
+
+	assert_int_equal(sfs_iget(fs, ino, &dp), 0);
+	assert_int_equal(sfs_bmap(fs, dp, 0, false, &pblk), 0);
+	sfs_iput(fs, dp);
+	assert_int_equal(sfs_cache_get(fs->cache, pblk, SFS_IO_DIR, &b), 0);
+	return b;
+}
+
+/*
+ * Invariant 7: a block that passed the check is not walked again while
+ * unchanged (its note survives dir.c's own changes), yet the modelled CPU
+ * is charged the same; a change from outside dir.c (through the cache:
+ * the note is cleared) is checked again and caught.
+ */
+static void test_dir_checked_block_rechecked_after_change(void **state)
+{
+	struct sfs_tfs *t = tfs_new(1024, 32 * MiB);
+	struct sfs_attr a;
+	struct sfs_buf *b;
+	uint64_t note, c0, c1, c2;
+	sfs_ino_t d;
+	int want;
+
+	(void)state;
+	d = mkdir_abc(t->fs);
+	assert_int_equal(sfs_lookup(t->fs, d, "c", &a), 0);
+	sfs_lock(t->fs);
+	b = dir_block0(t->fs, d);
+	note = b->checked;
+	sfs_cache_put(t->fs->cache, b);
+	sfs_unlock(t->fs);
+	assert_true(note != 0);
+
+	/* dir.c's own change keeps the note; the same charge either way */
+	assert_int_equal(sfs_unlink(t->fs, d, "b"), 0);
+	sfs_lock(t->fs);
+	b = dir_block0(t->fs, d);
+	assert_true(b->checked == note);
+	sfs_cache_put(t->fs->cache, b);
+	c0 = t->fs->cpu_ctr.csum_bytes;
+	sfs_unlock(t->fs);
+	assert_int_equal(sfs_lookup(t->fs, d, "c", &a), 0); /* not walked */
+	sfs_lock(t->fs);
+	c1 = t->fs->cpu_ctr.csum_bytes;
+	b = dir_block0(t->fs, d);
+	b->checked = 0; /* forget the check: walked again */
+	sfs_cache_put(t->fs->cache, b);
+	sfs_unlock(t->fs);
+	assert_int_equal(sfs_lookup(t->fs, d, "c", &a), 0);
+	c2 = t->fs->cpu_ctr.csum_bytes;
+	assert_true(c1 - c0 == c2 - c1);
+	assert_true((c1 - c0 > 0) == t->fs->csum);
+
+	/* "a" (the third record) points past the last inode: a change
+	 * that does not stop a lookup of "c" unless the block is checked */
+	sfs_lock(t->fs);
+	b = dir_block0(t->fs, d);
+	memcpy(b->data + 24, &(uint32_t){sfs_cpu_to_le32(0xfffffff0u)}, 4);
+	sfs_cache_dirty(t->fs->cache, b);
+	assert_true(b->checked == 0);
+	sfs_cache_put(t->fs->cache, b);
+	sfs_unlock(t->fs);
+	want = t->fs->csum ? -EBADMSG : -EIO;
+	assert_int_equal(sfs_lookup(t->fs, d, "c", &a), want);
+	sfs_fs_close(t->fs);
+	t->fs = NULL;
+	sfs_tfs_free(t);
+}
+
 /* mke2fs's lost+found: block 0 plus empty blocks (one inode-0 record of
  * rec_len bs each).  Entries fill them before the directory grows. */
 static void test_dir_mke2fs_lost_found(void **state)
@@ -905,6 +988,7 @@ int main(void)
 	    cmocka_unit_test(test_dir_remove_first_in_block),
 	    cmocka_unit_test(test_dir_dots_layout),
 	    cmocka_unit_test(test_dir_corrupt_rec_len_eio),
+	    cmocka_unit_test(test_dir_checked_block_rechecked_after_change),
 	    cmocka_unit_test(test_dir_mke2fs_lost_found),
 	    cmocka_unit_test(test_dir_htree_read_remove_add),
 	};
