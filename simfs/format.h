@@ -273,7 +273,7 @@ struct sfs_dgroup {
 	uint32_t bg_exclude_bitmap_lo;  /* 0x14 */
 	uint16_t bg_block_bitmap_csum;  /* 0x18 */
 	uint16_t bg_inode_bitmap_csum;  /* 0x1A */
-	uint16_t bg_itable_unused;	/* 0x1C never-used inode slots */
+	uint16_t bg_itable_unused;      /* 0x1C never-used inode slots */
 	uint16_t bg_checksum;           /* 0x1E */
 };
 static_assert(sizeof(struct sfs_dgroup) == 32, "group descriptor size");

@@ -381,8 +381,9 @@ void sfs_inode_note_dirty(struct sfs_inode *ip, sfs_blk_t blk, uint32_t n);
 /* The inode-table block holding inode ino. */
 sfs_blk_t sfs_inode_block(struct sfs_fs *fs, sfs_ino_t ino);
 /* Does inode ino's slot lie in the tail of its group's inode table that
- * mke2fs left unzeroed (lazy_itable_init; mount.c)?  Only on a read-only mount:
- * a read-write one zeroes it.  Such a slot is never used, whatever it holds. */
+ * mke2fs left unzeroed (lazy_itable_init; mount.c)?  Only on a read-only
+ * mount: a read-write one zeroes it.  Such a slot is never used, whatever
+ * it holds. */
 bool sfs_inode_slot_unzeroed(const struct sfs_fs *fs, sfs_ino_t ino);
 
 /* ---- inode cache and table (fs.c) ---- */
@@ -426,7 +427,8 @@ static inline bool sfs_i_immutable(const struct sfs_inode *ip)
 /* Time for the superblock's mount and write stamps (sfs_now, but held at
  * the anchor on a virtual clock). */
 void sfs_sb_now(struct sfs_fs *fs, struct timespec *out);
-/* Read (write: write) the group descriptors through the cache. */
+/* Read the group descriptors into fs->gd (write false), or write them
+ * into their buffers, checksummed (write true). */
 int sfs_gdt_io(struct sfs_fs *fs, bool write);
 /* sfs_fs_flush_super_gdt that also stamps the last-write time. */
 int sfs_write_super_and_gdt(struct sfs_fs *fs);

@@ -30,8 +30,10 @@
  *
  * Invariants:
  *  - nothing is written before the image has passed every check, except
- *    what the kernel also writes at that point: the journal replay, and
- *    the bitmaps (and zeroed inode-table tails) of uninitialised groups;
+ *    the journal replay (the kernel's is at the same point) and, on
+ *    read-write mounts, the bitmaps and zeroed inode-table tails of
+ *    uninitialised groups (the kernel builds those bitmaps at first use,
+ *    and its ext4lazyinit thread zeroes the tables after the mount);
  *  - a read-only mount writes nothing at all: no replay (a log that needs
  *    recovery refuses the mount), built bitmaps are pinned in the cache;
  *  - the stats sections appear in the order the sources are added here
