@@ -584,7 +584,7 @@ static int inode_bitmap(struct sfs_fs *fs, uint32_t g, struct sfs_buf **out)
  * (ext4_mb_mark_diskspace_used, __ext4_new_inode) clear BLOCK_UNINIT, and
  * when inode slot idx is taken (inode true) INODE_UNINIT too, lowering
  * bg_itable_unused to the slots past idx.  The bitmaps are valid on disk
- * already (init_uninit_groups).
+ * already (init_uninit_groups, mount.c).
  */
 static void group_first_use(struct sfs_fs *fs, uint32_t g, bool inode,
 			    uint32_t idx)

@@ -482,7 +482,7 @@ static int uninit_bitmap(struct sfs_fs *fs, uint32_t g, bool inode,
  * slot the engine may hand out reads as a never-used inode.  The blocks
  * go through the cache and reach the disk before the descriptors that
  * say INODE_ZEROED (init_uninit_groups syncs first).  A read-only mount
- * writes nothing: it leaves the tail as it is and slot_read answers a
+ * writes nothing: it leaves the tail as it is and slot_read (fs.c) answers a
  * never-used inode for it (sfs_inode_slot_unzeroed): ext4 trusts no byte
  * of a slot bg_itable_unused or INODE_UNINIT calls unused either.
  */
