@@ -2,9 +2,9 @@
  * cache_knobs.c - the page cache's mount options: the knob table of the
  * buffer cache (cache.c) and its write-back policy (doc/cache.md).
  *
- * The values live in struct sfs_config (sfs_fs_cache_policy in fs.c turns
- * them into a struct sfs_cache_policy when the cache is set up and when
- * they change while mounted), so the offsets are into that struct.
+ * The values live in struct sfs_config (sfs_fs_cache_policy in remount.c
+ * turns them into a struct sfs_cache_policy when the cache is set up and
+ * when they change while mounted), so the offsets are into that struct.
  * config.c finds the table through the row flagged CFG_MODEL_ROWS that
  * points at it and treats each knob as one of its rows, as it does the
  * journal's (models/journal/knobs.c): the option parser, --help,

@@ -291,7 +291,7 @@ static void cfg_preset_list(GString *out)
 				       cfg_presets[i].name);
 }
 
-/* device=none stacks no timing device at all (fs.c setup_measurement). */
+/* device=none stacks no timing device at all (mount.c setup_measurement). */
 #define CFG_DEVICE_NONE "none"
 
 static int cfg_device_check(const char *spec, char **err)

@@ -474,7 +474,7 @@ bool crash_image_marked_clean(const char *img)
 	return image_super(img, &sb) && sfs_sb_marked_clean(&sb);
 }
 
-/* The journal policy a mount of img with cfg gets (as fs.c decides);
+/* The journal policy a mount of img with cfg gets (as mount.c decides);
  * NULL for an unknown data= name. */
 const struct sfs_jnl_ops *crash_mount_policy(const struct sfs_config *cfg,
 					     const char *img)

@@ -273,10 +273,16 @@ struct sfs_dgroup {
 	uint32_t bg_exclude_bitmap_lo;  /* 0x14 */
 	uint16_t bg_block_bitmap_csum;  /* 0x18 */
 	uint16_t bg_inode_bitmap_csum;  /* 0x1A */
-	uint16_t bg_itable_unused;      /* 0x1C always 0 */
+	uint16_t bg_itable_unused;      /* 0x1C never-used inode slots */
 	uint16_t bg_checksum;           /* 0x1E */
 };
 static_assert(sizeof(struct sfs_dgroup) == 32, "group descriptor size");
+
+/* bg_flags, meant only under group descriptor checksums (uninit_bg or
+ * metadata_csum; ext4_has_group_desc_csum) */
+#define SFS_BG_INODE_UNINIT 0x1 /* inode bitmap not initialised */
+#define SFS_BG_BLOCK_UNINIT 0x2 /* block bitmap not initialised */
+#define SFS_BG_INODE_ZEROED 0x4 /* inode table zeroed */
 
 /* The second half of a 64-byte descriptor (64bit feature, s_desc_size >=
  * 64): the high 32 bits of the locations, the high 16 of the counts. */

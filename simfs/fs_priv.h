@@ -4,8 +4,12 @@
  * fs.h).
  *
  * Modules and what they own:
- *   fs.c     mount/unmount, superblock, group descriptors, bitmaps, inode
- *            table, inode cache, block and inode allocation bookkeeping
+ *   fs.c     superblock and descriptor write-back, bitmaps, inode table,
+ *            inode cache, block and inode allocation bookkeeping, sync,
+ *            operation boundaries and the flusher
+ *   mount.c  sfs_fs_open / sfs_fs_close: the checks of an image and the
+ *            stack a mount is built of, its stats sources
+ *   remount.c  knob changes on a live mount (sfs_fs_set_knobs)
  *   inode.c  getattr/setattr, open/release, read/write/truncate, fsync,
  *            statfs (file data through the mapping model)
  *   dir.c    linear ext2 directories + in-memory hashed name index
@@ -33,6 +37,7 @@
 #include "lock.h"
 #include "cache.h"
 #include "fs.h"
+#include "journal.h"
 
 struct sfs_dir_index; /* dir.c */
 struct sfs_clock;
@@ -381,8 +386,9 @@ void sfs_inode_note_dirty(struct sfs_inode *ip, sfs_blk_t blk, uint32_t n);
 /* The inode-table block holding inode ino. */
 sfs_blk_t sfs_inode_block(struct sfs_fs *fs, sfs_ino_t ino);
 /* Does inode ino's slot lie in the tail of its group's inode table that
- * mke2fs left unzeroed (lazy_itable_init)?  Only on a read-only mount: a
- * read-write one zeroes it.  Such a slot is never used, whatever it holds. */
+ * mke2fs left unzeroed (lazy_itable_init; mount.c)?  Only on a read-only
+ * mount: a read-write one zeroes it.  Such a slot is never used, whatever
+ * it holds. */
 bool sfs_inode_slot_unzeroed(const struct sfs_fs *fs, sfs_ino_t ino);
 
 /* ---- inode cache and table (fs.c) ---- */
@@ -422,6 +428,30 @@ static inline bool sfs_i_immutable(const struct sfs_inode *ip)
 	return sfs_le32(ip->d.i_flags) & SFS_IMMUTABLE_FL;
 }
 
+/* ---- what mount.c and remount.c use of fs.c, and each other's ---- */
+/* Time for the superblock's mount and write stamps (sfs_now, but held at
+ * the anchor on a virtual clock). */
+void sfs_sb_now(struct sfs_fs *fs, struct timespec *out);
+/* Read the group descriptors into fs->gd (write false), or write them
+ * into their buffers, checksummed (write true). */
+int sfs_gdt_io(struct sfs_fs *fs, bool write);
+/* sfs_fs_flush_super_gdt that also stamps the last-write time. */
+int sfs_write_super_and_gdt(struct sfs_fs *fs);
+/* Write the superblock's block by itself and flush the device. */
+int sfs_write_super_alone(struct sfs_fs *fs);
+/* sync's work with the lock held; a journal commits first (reason why). */
+int sfs_fs_sync_locked(struct sfs_fs *fs, enum sfs_commit_reason why);
+/* The flusher thread of a read-write mount on a real clock. */
+void sfs_flusher_start(struct sfs_fs *fs);
+void sfs_flusher_stop(struct sfs_fs *fs);
+/* Mount: free or truncate what the orphan list holds.  How many, or
+ * -errno. */
+int sfs_orphan_cleanup(struct sfs_fs *fs);
+/* Hand cfg's knobs of the running placement model to it (its configure
+ * verb; remount.c).  0, or -EINVAL with *err. */
+int sfs_alloc_configure(struct sfs_fs *fs, const struct sfs_config *cfg,
+			char **err);
+
 /* ---- blocks (fs.c) ---- */
 /* Mark [start, start+n) used/free in bitmaps and group/super counts.
  * Freeing also discards the blocks from the cache. -EIO on bitmap read. */
@@ -452,6 +482,19 @@ static inline bool sfs_group_bad(const struct sfs_fs *fs, uint32_t g,
 {
 	return fs->gbad &&
 	       (fs->gbad[g] & (inode ? SFS_GBAD_INODE : SFS_GBAD_BLOCK));
+}
+/* Bit i of an on-disk bitmap (block or inode). */
+static inline bool sfs_bit_test(const uint8_t *map, uint32_t i)
+{
+	return map[i >> 3] & (1u << (i & 7));
+}
+static inline void sfs_bit_set(uint8_t *map, uint32_t i)
+{
+	map[i >> 3] |= (uint8_t)(1u << (i & 7));
+}
+static inline void sfs_bit_clear(uint8_t *map, uint32_t i)
+{
+	map[i >> 3] &= (uint8_t) ~(1u << (i & 7));
 }
 /* Group of a block, and the first block of a group. */
 static inline uint32_t sfs_blk_group(const struct sfs_fs *fs, sfs_blk_t b)
