@@ -16,9 +16,11 @@
  * A new allocator is one file plus one line of registry.c; doc/extending.md
  * has the checklist.
  *
- * One door per table: the engine calls placement only through
- * sfs_alloc_blocks (fs.c), mapping only through sfs_bmap / sfs_truncate
- * (inode.c).
+ * The engine calls the models only through doors: placement through
+ * sfs_alloc_blocks (fs.c) and sfs_alloc_release_inode, mapping through the
+ * sfs_map_* functions (model.c, declared in fs_priv.h) and sfs_bmap /
+ * sfs_truncate (inode.c) built on them.  The models see the engine only
+ * through model.h.
  */
 #ifndef SFS_ALLOC_H
 #define SFS_ALLOC_H
@@ -164,6 +166,19 @@ extern const struct sfs_map_ops sfs_blockmap_map_ops;   /* models/alloc/blockmap
 extern const struct sfs_map_ops sfs_extent_map_ops;     /* models/alloc/extent.c */
 extern const struct sfs_alloc_ops sfs_bitmap_alloc_ops; /* models/alloc/bitmap.c */
 extern const struct sfs_alloc_ops sfs_reservation_alloc_ops; /* models/alloc/reservation.c */
+
+/* Make ip (a new file, directory or slow symlink) extent-mapped with an
+ * empty root; the first one sets the `extents` feature (models/alloc/
+ * extent.c; the extent map's init_inode). */
+void sfs_extent_init_root(struct sfs_fs *fs, struct sfs_inode *ip);
+/*
+ * fallocate on an extent-mapped file: every hole of logical blocks
+ * [lblk, lblk+n) gets new blocks as unwritten extents (read as zeros until
+ * written); i_blocks grows, i_size does not change.  -ENOSPC keeps what
+ * was allocated before space ran out; -EFBIG past the map's reach.
+ */
+int sfs_extent_prealloc(struct sfs_fs *fs, struct sfs_inode *ip, uint32_t lblk,
+			uint32_t n);
 
 /* Counters of alloc=reservation (models/alloc/reservation.c). */
 struct sfs_rsv_counters {
