@@ -35,7 +35,6 @@
 #include "fs_priv.h"
 #include "iolog.h"
 #include "journal.h"
-#include "models/journal/jbd2.h"
 #include "stats.h"
 #include "timedev.h"
 
