@@ -20,7 +20,8 @@
  * sfs_alloc_blocks (fs.c) and sfs_alloc_release_inode, mapping through the
  * sfs_map_* functions (model.c, declared in fs_priv.h) and sfs_bmap /
  * sfs_truncate (inode.c) built on them.  The models see the engine only
- * through model.h.
+ * through model.h.  Code outside a model tells models apart by name
+ * (sfs_alloc_is), never by an ops table's address.
  */
 #ifndef SFS_ALLOC_H
 #define SFS_ALLOC_H
@@ -157,6 +158,9 @@ const char *sfs_alloc_names(void);
 const struct sfs_alloc_preset *sfs_alloc_nth(unsigned i);
 /* Iterate the distinct placement models of the registry, in order. */
 const struct sfs_alloc_ops *sfs_alloc_place_nth(unsigned i);
+/* Is a's placement model the one named name (struct sfs_alloc_ops' name)?
+ * How code outside a model tells models apart: never by the ops' address. */
+bool sfs_alloc_is(const struct sfs_alloc *a, const char *name);
 /* The allocator knob called key and the placement model that owns it
  * (*owner, may be NULL); NULL if no registered model has it. */
 const struct sfs_knob *sfs_alloc_knob_find(const char *key,
