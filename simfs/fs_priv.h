@@ -329,7 +329,8 @@ uint64_t sfs_free_blocks(const struct sfs_fs *fs);
  * extent tree, the others the block map, whatever alloc= chose (ext4 reads
  * both); fs->map only decides what new inodes get.  The engine reaches
  * the ops only through the doors below (and sfs_bmap / sfs_truncate built
- * on them); the tests look at a map with it. */
+ * on them; sfs_write_ctx is the one caller left); the tests look at a map
+ * with it. */
 static inline const struct sfs_map_ops *sfs_imap(struct sfs_fs *fs,
 						 const struct sfs_inode *ip)
 {
