@@ -16,9 +16,12 @@
  * A new allocator is one file plus one line of registry.c; doc/extending.md
  * has the checklist.
  *
- * One door per table: the engine calls placement only through
- * sfs_alloc_blocks (fs.c), mapping only through sfs_bmap / sfs_truncate
- * (inode.c).
+ * The engine calls the models only through doors: placement through
+ * sfs_alloc_blocks (fs.c) and sfs_alloc_release_inode, mapping through the
+ * sfs_map_* functions (model.c, declared in fs_priv.h) and sfs_bmap /
+ * sfs_truncate (inode.c) built on them.  The models see the engine only
+ * through model.h.  Code outside a model tells models apart by name
+ * (sfs_alloc_is), never by an ops table's address.
  */
 #ifndef SFS_ALLOC_H
 #define SFS_ALLOC_H
@@ -155,6 +158,9 @@ const char *sfs_alloc_names(void);
 const struct sfs_alloc_preset *sfs_alloc_nth(unsigned i);
 /* Iterate the distinct placement models of the registry, in order. */
 const struct sfs_alloc_ops *sfs_alloc_place_nth(unsigned i);
+/* Is a's placement model the one named name (struct sfs_alloc_ops' name)?
+ * How code outside a model tells models apart: never by the ops' address. */
+bool sfs_alloc_is(const struct sfs_alloc *a, const char *name);
 /* The allocator knob called key and the placement model that owns it
  * (*owner, may be NULL); NULL if no registered model has it. */
 const struct sfs_knob *sfs_alloc_knob_find(const char *key,
@@ -164,6 +170,19 @@ extern const struct sfs_map_ops sfs_blockmap_map_ops;   /* models/alloc/blockmap
 extern const struct sfs_map_ops sfs_extent_map_ops;     /* models/alloc/extent.c */
 extern const struct sfs_alloc_ops sfs_bitmap_alloc_ops; /* models/alloc/bitmap.c */
 extern const struct sfs_alloc_ops sfs_reservation_alloc_ops; /* models/alloc/reservation.c */
+
+/* Make ip (a new file, directory or slow symlink) extent-mapped with an
+ * empty root; the first one sets the `extents` feature (models/alloc/
+ * extent.c; the extent map's init_inode). */
+void sfs_extent_init_root(struct sfs_fs *fs, struct sfs_inode *ip);
+/*
+ * fallocate on an extent-mapped file: every hole of logical blocks
+ * [lblk, lblk+n) gets new blocks as unwritten extents (read as zeros until
+ * written); i_blocks grows, i_size does not change.  -ENOSPC keeps what
+ * was allocated before space ran out; -EFBIG past the map's reach.
+ */
+int sfs_extent_prealloc(struct sfs_fs *fs, struct sfs_inode *ip, uint32_t lblk,
+			uint32_t n);
 
 /* Counters of alloc=reservation (models/alloc/reservation.c). */
 struct sfs_rsv_counters {

@@ -217,6 +217,11 @@ void sfs_csum_bitmap_set(struct sfs_fs *fs, uint32_t g, bool inode,
 	fs->gd_dirty = true;
 }
 
+bool sfs_csum_on(const struct sfs_fs *fs)
+{
+	return fs->csum;
+}
+
 uint32_t sfs_csum_owner_seed(const struct sfs_fs *fs, sfs_ino_t ino,
 			     uint32_t generation_le)
 {

@@ -49,6 +49,9 @@ bool sfs_csum_inode_ok(struct sfs_fs *fs, sfs_ino_t ino,
 		       const void *slot);
 void sfs_csum_inode_set(struct sfs_fs *fs, sfs_ino_t ino, void *slot);
 
+/* Are metadata checksums kept (metadata_csum)? */
+bool sfs_csum_on(const struct sfs_fs *fs);
+
 /* Seed of the blocks an inode owns (extent blocks, directory blocks). */
 uint32_t sfs_csum_owner_seed(const struct sfs_fs *fs, sfs_ino_t ino,
 			     uint32_t generation_le);

@@ -475,8 +475,7 @@ static int place_run(struct sfs_fs *fs, struct sfs_inode *ip, uint32_t lblk,
 		sfs_blk_t pblk;
 		bool isnew = false;
 
-		rc = sfs_imap(fs, ip)->map(fs, ip, lblk + i, true, &pblk,
-					   &isnew);
+		rc = sfs_map_block(fs, ip, lblk + i, true, &pblk, &isnew);
 		if (rc)
 			break;
 		/* a new block's buffer takes the delayed memory itself */
@@ -588,8 +587,8 @@ static int flush_inode(struct sfs_fs *fs, struct sfs_inode *ip,
 		rc = sfs_inode_dirty(fs, ip);
 		/* nothing left to place and nobody has it open: the
 		 * placement model's preallocation goes (ext4_release_file) */
-		if (ip->opens == 0 && fs->alloc->ops->release_inode)
-			fs->alloc->ops->release_inode(fs->alloc, ip);
+		if (ip->opens == 0)
+			sfs_alloc_release_inode(fs, ip);
 	}
 	sfs_iput(fs, ip);
 	return rc;

@@ -61,7 +61,7 @@ int sfs_frag_inode_runs(struct sfs_fs *fs, struct sfs_inode *ip, GArray **out)
 	    g_array_new(FALSE, FALSE, sizeof(struct sfs_frag_run)), -1};
 	int rc;
 
-	rc = sfs_imap(fs, ip)->walk(fs, ip, frag_walk_fn, &fw);
+	rc = sfs_map_walk(fs, ip, frag_walk_fn, &fw);
 	if (rc < 0) {
 		g_array_unref(fw.runs);
 		*out = NULL;
@@ -174,7 +174,7 @@ int sfs_frag_print_extents(struct sfs_fs *fs, sfs_ino_t ino, FILE *out)
 		sfs_unlock(fs);
 		return -EINVAL;
 	}
-	map = sfs_imap(fs, ip)->name;
+	map = sfs_map_name(fs, ip);
 	rc = sfs_frag_inode_runs(fs, ip, &runs);
 	/* unwritten (fallocated) blocks of each data run, as filefrag flags
 	 * them */
@@ -187,8 +187,7 @@ int sfs_frag_print_extents(struct sfs_fs *fs, sfs_ino_t ino, FILE *out)
 		for (uint32_t b = 0; !r->meta && b < r->len && rc == 0; b++) {
 			sfs_blk_t p;
 			bool u = false;
-			rc = sfs_imap(fs, ip)->map(fs, ip, r->lblk + b, false,
-						   &p, &u);
+			rc = sfs_map_block(fs, ip, r->lblk + b, false, &p, &u);
 			k += u;
 		}
 		g_array_append_val(unw, k);

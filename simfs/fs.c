@@ -968,8 +968,7 @@ int sfs_inode_dirty(struct sfs_fs *fs, struct sfs_inode *ip)
 static void inode_evict(struct sfs_fs *fs, struct sfs_inode *ip)
 {
 	sfs_da_drop(fs, ip); /* only after an error: sync placed them */
-	if (fs->alloc->ops->release_inode)
-		fs->alloc->ops->release_inode(fs->alloc, ip);
+	sfs_alloc_release_inode(fs, ip);
 	if (g_hash_table_lookup(fs->icache, GUINT_TO_POINTER(ip->ino)) == ip)
 		g_hash_table_steal(fs->icache, GUINT_TO_POINTER(ip->ino));
 	if (ip->lru_link.data)
@@ -1223,7 +1222,7 @@ int sfs_orphan_cleanup(struct sfs_fs *fs)
 		if (sfs_i_nlink(ip) == 0)
 			continue; /* freed by its sfs_iput below */
 		orphan_del(fs, ip);
-		rc = sfs_imap(fs, ip)->truncate(
+		rc = sfs_map_free_from(
 		    fs, ip,
 		    (uint32_t)((sfs_i_size(ip) + fs->bs - 1) >> fs->bs_log));
 		if (rc == 0)
@@ -1256,7 +1255,7 @@ static int inode_free(struct sfs_fs *fs, struct sfs_inode *ip)
 	uint32_t type = sfs_i_mode(ip) & SFS_S_IFMT;
 	if (type == SFS_S_IFREG || type == SFS_S_IFDIR ||
 	    (type == SFS_S_IFLNK && !sfs_i_fast_symlink(ip))) {
-		rc = sfs_imap(fs, ip)->truncate(fs, ip, 0);
+		rc = sfs_map_free_from(fs, ip, 0);
 		if (rc)
 			return rc;
 	}

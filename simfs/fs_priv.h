@@ -16,8 +16,10 @@
  *   namei.c  the namespace verbs of fs.h (lookup, create, rename, ...)
  *   xattr.c  user.* attributes in xattr blocks (reads in-inode ones too)
  *   delalloc.c  delayed allocation: data held per inode until write-back
+ *   model.c  the doors to the models below, and what they may read
  *   models/alloc/  placement (where new blocks go) and mapping (how a file
- *            finds its blocks) models, chosen by name.
+ *            finds its blocks) models, chosen by name.  They, and the
+ *            journal's jnl.c and jbd2.c, include model.h, not this file.
  *
  * Locking: one mutex per filesystem, fs->lock, taken by every public verb
  * of fs.h on entry and released on return.  Every function declared here
@@ -38,8 +40,8 @@
 #include "cache.h"
 #include "fs.h"
 #include "journal.h"
+#include "model.h"
 
-struct sfs_dir_index; /* dir.c */
 struct sfs_clock;
 struct sfs_stats;
 struct sfs_iolog;
@@ -75,64 +77,6 @@ enum sfs_op {
 	SFS_OP_COUNT
 };
 
-/* A run of blocks. */
-struct sfs_run {
-	sfs_blk_t start;
-	uint32_t n;
-};
-
-/*
- * Work the CPU model charges that no layer counted already (cpucount.c,
- * doc/cpu-model.md).  Plain increments at the site; protected by fs->lock.
- */
-struct sfs_cpu_ctr {
-	uint64_t blocks_mapped; /* map() calls: logical blocks looked up */
-	uint64_t blocks_alloc;	/* blocks handed out by the placement model */
-	uint64_t extent_steps;	/* extent nodes searched, mballoc extents
-				   measured */
-	uint64_t dir_entries;	/* directory records examined */
-	uint64_t dir_blocks;	/* directory blocks fetched by dir.c (leaves
-				   and index blocks) */
-	uint64_t csum_bytes;	/* bytes crc32c'd for metadata_csum (csum.c) */
-	/* not charged: what a change costs the extent tree, for its tests */
-	uint64_t extent_reads; /* extent tree blocks fetched (extent.c) */
-	uint64_t extent_dirty; /* extent tree blocks dirtied (extent.c) */
-};
-
-/* One in-memory inode.  Protected by fs->lock. */
-struct sfs_inode {
-	sfs_ino_t ino;
-	struct sfs_dinode d;   /* on-disk image (little-endian fields) */
-	int refs;              /* sfs_iget references */
-	int opens;             /* sfs_open without sfs_release */
-	bool deleted;          /* freed on disk; only stale references remain */
-	bool orphan;           /* on the on-disk orphan list (fs->orphans) */
-	GList orphan_link;     /* its place there (data = self) */
-	bool linkable;         /* made by sfs_tmpfile and not linked yet:
-				  sfs_link may give it its first name */
-	struct sfs_dir_index *dindex; /* directories: name index, or NULL */
-	/* ext2 allocation goal state (ext2_find_goal's i_next_alloc_*): */
-	uint32_t next_lblk;    /* logical block after the last one allocated */
-	sfs_blk_t next_pblk;   /* physical block after the last one allocated */
-	void *alloc_state;     /* placement model's per-inode state, or NULL */
-	GList lru_link;        /* in fs->ilru while unreferenced (data = self) */
-	GArray *dirty_runs;    /* struct sfs_run: data and indirect blocks
-				  dirtied since the last fsync, or NULL */
-	/* read-ahead stream (sfs_read in inode.c; doc/cache.md): */
-	uint64_t ra_next_off; /* byte after the last read: a read there is
-				 sequential */
-	uint32_t ra_win;      /* newest window, blocks; 0: no stream */
-	uint32_t ra_mark;     /* its first logical block: a read reaching it
-				 issues the next window */
-	uint32_t ra_end;      /* logical block after the newest window */
-	/* delayed allocation (delalloc.c): */
-	struct sfs_da_inode *da; /* blocks written but not placed, or NULL */
-	bool da_flush_on_close;  /* auto_da_alloc: truncated to zero, place
-				    its data when it is closed */
-	uint32_t jtid;           /* journal: the transaction of its last
-				    change (ext4's i_sync_tid) */
-};
-
 /* Why delayed blocks were placed (counted per reason). */
 enum sfs_da_why {
 	SFS_DA_WRITEBACK = 0, /* the cache's write-back (flusher, throttle) */
@@ -159,6 +103,9 @@ struct sfs_da_counters {
 };
 
 struct sfs_fs {
+	/* first: sfs_geom (model.h) casts; filled by check_geometry (fs.c)
+	 * from the fields below of the same name */
+	struct sfs_geom geom;
 	sfs_mutex lock;
 	struct sfs_config cfg;
 	struct sfs_bdev *bd;
@@ -278,6 +225,9 @@ struct sfs_fs {
 	uint64_t host_room_bytes; /* delalloc: host space at the last look */
 	uint32_t host_room_age;   /* delalloc: new blocks before a new look */
 };
+G_STATIC_ASSERT(G_STRUCT_OFFSET(struct sfs_fs, geom) == 0);
+/* Copy the geometry fields into fs->geom, once they are checked (mount). */
+void sfs_geom_fill(struct sfs_fs *fs);
 
 /* ---- locking ---- */
 static inline void sfs_lock(struct sfs_fs *fs) { sfs_mutex_lock(&fs->lock); }
@@ -298,10 +248,9 @@ void sfs_op_begin(struct sfs_fs *fs, enum sfs_op op);
 void sfs_op_end(struct sfs_fs *fs);
 /* sfs_op_begin for the same operation again (a retry): not counted. */
 void sfs_op_resume(struct sfs_fs *fs);
-/* The driver's view of commits (fs.h, struct sfs_fs_driver): false and a
- * no-op without a driver. */
+/* The driver's view of commits (fs.h, struct sfs_fs_driver): false
+ * without a driver; sfs_fs_commit_started is in model.h. */
 bool sfs_fs_commit_busy(struct sfs_fs *fs);
-void sfs_fs_commit_started(struct sfs_fs *fs);
 /* defer_waits: wait, without the lock, until no commit is in flight and
  * the last one is done (group commit, inode.c sfs_fsync). */
 void sfs_fs_commit_wait(struct sfs_fs *fs);
@@ -311,53 +260,16 @@ void sfs_fs_commit_wait(struct sfs_fs *fs);
 int sfs_dirsync_wait(struct sfs_fs *fs, sfs_ino_t dir);
 
 /* ---- the two doors for changed buffers ---- */
-/* A metadata buffer (bitmap, inode table, directory, indirect, xattr,
- * descriptor, superblock) changed: it joins the running transaction. */
-void sfs_meta_dirty(struct sfs_fs *fs, struct sfs_buf *b);
+/* sfs_meta_dirty (model.h), and: */
 /* A file data buffer changed (logged too under data=journal). */
 void sfs_data_dirty(struct sfs_fs *fs, struct sfs_buf *b);
 
-/* ---- time ---- */
-/* Current time for inode stamps: the clock's time since mount, anchored at
- * mount to wall time (real clock) or the image's last write (virtual). */
-void sfs_now(struct sfs_fs *fs, struct timespec *out);
-
 /* ---- inode accessors (host-endian views of struct sfs_dinode) ---- */
-/* Groups per flex group (s_log_groups_per_flex, superblock byte 0x174);
- * 1 without flex_bg.  From SFS_FLEX_SIZE_DIR_ALLOC groups on, ext4 keeps
- * the first group of each flex group for directories and metadata
- * (EXT4_FLEX_SIZE_DIR_ALLOC_SCHEME). */
-#define SFS_FLEX_SIZE_DIR_ALLOC 4
-static inline uint32_t sfs_flex_size(const struct sfs_fs *fs)
-{
-	uint8_t log = ((const uint8_t *)&fs->sb)[0x174];
-
-	if (!(sfs_le32(fs->sb.s_feature_incompat) &
-	      SFS_FEATURE_INCOMPAT_FLEX_BG) ||
-	    log > 31)
-		return 1;
-	return 1u << log;
-}
-
-static inline uint32_t sfs_i_mode(const struct sfs_inode *ip)
-{
-	return sfs_le16(ip->d.i_mode);
-}
+/* (sfs_i_mode, sfs_i_isdir/isreg/islnk, sfs_i_size, sfs_i_add_blocks and
+ * sfs_i_fast_symlink are in model.h) */
 static inline void sfs_i_set_mode(struct sfs_inode *ip, uint32_t mode)
 {
 	ip->d.i_mode = sfs_cpu_to_le16((uint16_t)mode);
-}
-static inline bool sfs_i_isdir(const struct sfs_inode *ip)
-{
-	return (sfs_i_mode(ip) & SFS_S_IFMT) == SFS_S_IFDIR;
-}
-static inline bool sfs_i_isreg(const struct sfs_inode *ip)
-{
-	return (sfs_i_mode(ip) & SFS_S_IFMT) == SFS_S_IFREG;
-}
-static inline bool sfs_i_islnk(const struct sfs_inode *ip)
-{
-	return (sfs_i_mode(ip) & SFS_S_IFMT) == SFS_S_IFLNK;
 }
 static inline uint32_t sfs_i_nlink(const struct sfs_inode *ip)
 {
@@ -367,10 +279,7 @@ static inline void sfs_i_set_nlink(struct sfs_inode *ip, uint32_t n)
 {
 	ip->d.i_links_count = sfs_cpu_to_le16((uint16_t)n);
 }
-uint64_t sfs_i_size(const struct sfs_inode *ip);
 void sfs_i_set_size(struct sfs_inode *ip, uint64_t size);
-/* Add delta fs blocks to i_blocks (kept in 512-byte sectors). */
-void sfs_i_add_blocks(struct sfs_fs *fs, struct sfs_inode *ip, int64_t delta);
 /* Stamp times: any of SFS_SET_ATIME/MTIME/CTIME ORed in `which`. */
 void sfs_i_touch(struct sfs_fs *fs, struct sfs_inode *ip, unsigned which);
 /* A read of ip (file data or directory entries): atime as the policy says. */
@@ -378,13 +287,7 @@ void sfs_i_accessed(struct sfs_fs *fs, struct sfs_inode *ip);
 /* Fill a struct sfs_attr from an inode. */
 void sfs_i_to_attr(struct sfs_fs *fs, const struct sfs_inode *ip,
 		   struct sfs_attr *out);
-/* Is this a fast symlink (target in i_block)? */
-bool sfs_i_fast_symlink(const struct sfs_inode *ip);
 
-/* Remember that blocks [blk, blk+n) of ip were dirtied (for its fsync). */
-void sfs_inode_note_dirty(struct sfs_inode *ip, sfs_blk_t blk, uint32_t n);
-/* The inode-table block holding inode ino. */
-sfs_blk_t sfs_inode_block(struct sfs_fs *fs, sfs_ino_t ino);
 /* Does inode ino's slot lie in the tail of its group's inode table that
  * mke2fs left unzeroed (lazy_itable_init; mount.c)?  Only on a read-only
  * mount: a read-write one zeroes it.  Such a slot is never used, whatever
@@ -402,8 +305,6 @@ void sfs_iput(struct sfs_fs *fs, struct sfs_inode *ip);
 void sfs_kernel_ref(struct sfs_fs *fs, struct sfs_inode *ip);
 /* sfs_reclaim_unlinked under fs->lock. */
 unsigned sfs_reclaim_unlinked_locked(struct sfs_fs *fs);
-/* Copy ip->d into its inode-table block and mark that block dirty. */
-int sfs_inode_dirty(struct sfs_fs *fs, struct sfs_inode *ip);
 /*
  * Allocate a new inode near dir (ext2 policy: directories spread over
  * groups, files in their parent's group), zero it, set mode/uid/gid, times,
@@ -452,20 +353,9 @@ int sfs_orphan_cleanup(struct sfs_fs *fs);
 int sfs_alloc_configure(struct sfs_fs *fs, const struct sfs_config *cfg,
 			char **err);
 
-/* ---- blocks (fs.c) ---- */
-/* Mark [start, start+n) used/free in bitmaps and group/super counts.
- * Freeing also discards the blocks from the cache. -EIO on bitmap read. */
-int sfs_blocks_mark_used(struct sfs_fs *fs, sfs_blk_t start, uint32_t n);
-int sfs_blocks_free(struct sfs_fs *fs, sfs_blk_t start, uint32_t n);
-/* Clear the bits now, bypassing the journal's deferral (journal commit). */
-int sfs_blocks_release(struct sfs_fs *fs, sfs_blk_t start, uint32_t n);
-/* Copy the in-memory group descriptors and superblock into their buffers
- * (only blocks whose bytes change are dirtied). */
-int sfs_fs_flush_super_gdt(struct sfs_fs *fs);
+/* ---- blocks (fs.c; the models' part of them is in model.h) ---- */
 /* fsync's work with the lock held: commit (reason fsync) and write back. */
 int sfs_fs_fsync_locked(struct sfs_fs *fs);
-/* Block bitmap buffer of group g (caller puts it). */
-int sfs_block_bitmap(struct sfs_fs *fs, uint32_t g, struct sfs_buf **out);
 /*
  * Is group g's block (inode false) or inode bitmap marked bad this mount?
  * A bitmap whose checksum does not match, that cannot be read or that
@@ -477,12 +367,6 @@ int sfs_block_bitmap(struct sfs_fs *fs, uint32_t g, struct sfs_buf **out);
  */
 #define SFS_GBAD_BLOCK 0x01
 #define SFS_GBAD_INODE 0x02
-static inline bool sfs_group_bad(const struct sfs_fs *fs, uint32_t g,
-				 bool inode)
-{
-	return fs->gbad &&
-	       (fs->gbad[g] & (inode ? SFS_GBAD_INODE : SFS_GBAD_BLOCK));
-}
 /* Bit i of an on-disk bitmap (block or inode). */
 static inline bool sfs_bit_test(const uint8_t *map, uint32_t i)
 {
@@ -496,31 +380,16 @@ static inline void sfs_bit_clear(uint8_t *map, uint32_t i)
 {
 	map[i >> 3] &= (uint8_t) ~(1u << (i & 7));
 }
-/* Group of a block, and the first block of a group. */
-static inline uint32_t sfs_blk_group(const struct sfs_fs *fs, sfs_blk_t b)
-{
-	return (b - fs->first_data_block) / fs->bpg;
-}
-static inline sfs_blk_t sfs_group_first(const struct sfs_fs *fs, uint32_t g)
-{
-	return fs->first_data_block + g * fs->bpg;
-}
-/* Number of blocks in group g (the last may be short). */
-uint32_t sfs_group_nblocks(const struct sfs_fs *fs, uint32_t g);
 /* Free blocks in the whole filesystem / available to this caller. */
 uint64_t sfs_free_blocks(const struct sfs_fs *fs);
-/*
- * Allocate up to want contiguous blocks near goal for inode ip (ip may be
- * NULL for filesystem metadata) through the placement model, and mark them
- * used.  -ENOSPC when nothing is free.
- */
-int sfs_alloc_blocks(struct sfs_fs *fs, struct sfs_inode *ip, sfs_blk_t goal,
-		     uint32_t want, sfs_blk_t *start_out, uint32_t *got_out);
 
-/* ---- file mapping (inode.c, through sfs_imap) ---- */
+/* ---- file mapping: the doors to the mapping model (model.c) ---- */
 /* The mapping of one inode: extent-mapped inodes (EXTENTS_FL) use the
  * extent tree, the others the block map, whatever alloc= chose (ext4 reads
- * both); fs->map only decides what new inodes get. */
+ * both); fs->map only decides what new inodes get.  The engine reaches
+ * the ops only through the doors below (and sfs_bmap / sfs_truncate built
+ * on them; sfs_write_ctx is the one caller left); the tests look at a map
+ * with it. */
 static inline const struct sfs_map_ops *sfs_imap(struct sfs_fs *fs,
 						 const struct sfs_inode *ip)
 {
@@ -529,18 +398,28 @@ static inline const struct sfs_map_ops *sfs_imap(struct sfs_fs *fs,
 		       ? &sfs_extent_map_ops
 		       : &sfs_blockmap_map_ops;
 }
-/* Make ip (a new file, directory or slow symlink) extent-mapped with an
- * empty root; the first one sets the `extents` feature (models/alloc/
- * extent.c). */
-void sfs_extent_init_root(struct sfs_fs *fs, struct sfs_inode *ip);
-/*
- * fallocate on an extent-mapped file: every hole of logical blocks
- * [lblk, lblk+n) gets new blocks as unwritten extents (read as zeros until
- * written); i_blocks grows, i_size does not change.  -ENOSPC keeps what
- * was allocated before space ran out; -EFBIG past the map's reach.
- */
-int sfs_extent_prealloc(struct sfs_fs *fs, struct sfs_inode *ip,
-			uint32_t lblk, uint32_t n);
+/* The map op of ip's mapping, as struct sfs_map_ops describes it. */
+int sfs_map_block(struct sfs_fs *fs, struct sfs_inode *ip, uint32_t lblk,
+		  bool create, sfs_blk_t *pblk_out, bool *new_out);
+/* Its truncate op: free every block mapped at lblk >= from. */
+int sfs_map_free_from(struct sfs_fs *fs, struct sfs_inode *ip, uint32_t from);
+/* Its walk op: sfs_map_walk (model.h). */
+/* Its name ("blockmap", "extent"). */
+const char *sfs_map_name(struct sfs_fs *fs, const struct sfs_inode *ip);
+/* Largest file size (bytes) it can address. */
+uint64_t sfs_map_max_bytes(struct sfs_fs *fs, const struct sfs_inode *ip);
+/* Range edits for fallocate: mode is one of SFS_FALLOC_PUNCH_HOLE,
+ * _ZERO_RANGE (the unwrite op), _COLLAPSE_RANGE, _INSERT_RANGE.  Does
+ * ip's mapping have the op?  Run it: -EOPNOTSUPP without. */
+bool sfs_map_can_edit(struct sfs_fs *fs, const struct sfs_inode *ip, int mode);
+int sfs_map_edit(struct sfs_fs *fs, struct sfs_inode *ip, int mode,
+		 uint32_t from, uint32_t to);
+/* Set a new file's, directory's or slow symlink's map up as the mount's
+ * mapping model (fs->map) wants it. */
+void sfs_map_init_inode(struct sfs_fs *fs, struct sfs_inode *ip);
+/* The placement model's door besides sfs_alloc_blocks: ip was closed,
+ * truncated or freed, drop the model's state for it. */
+void sfs_alloc_release_inode(struct sfs_fs *fs, struct sfs_inode *ip);
 /*
  * Physical block for logical block lblk of ip.  With create, a hole is
  * filled (allocated and zeroed on disk view, i_blocks updated); without,
@@ -647,15 +526,10 @@ int sfs_acl_chmod_inode(struct sfs_fs *fs, struct sfs_inode *ip);
 /* ---- checks shared by the verbs ---- */
 /* 0, -ENAMETOOLONG (> 255 bytes) or -EINVAL (empty, contains '/'). */
 int sfs_check_name(const char *name, size_t *len_out);
-/* -EROFS if the filesystem is read-only or in the sticky error state. */
-int sfs_check_writable(struct sfs_fs *fs);
 /* What a metadata checksum mismatch returns: ext4's EFSBADCRC, which is
  * EBADMSG ("Bad message"), for an inode, a directory leaf, an htree block
  * or an xattr block.  (A bad extent block is -EIO, as ext4's callers see
  * it; a bad bitmap marks its group, sfs_group_bad.) */
 #define SFS_EFSBADCRC EBADMSG
-/* Enter the sticky error state (read-only from here), with a message. */
-void sfs_fs_error(struct sfs_fs *fs, int err, const char *fmt, ...)
-	G_GNUC_PRINTF(3, 4);
 
 #endif /* SFS_FS_PRIV_H */

@@ -244,7 +244,7 @@ int sfs_bmap(struct sfs_fs *fs, struct sfs_inode *ip, uint32_t lblk,
 
 	if (create && sfs_check_writable(fs))
 		return -EROFS;
-	return sfs_imap(fs, ip)->map(fs, ip, lblk, create, pblk_out, &isnew);
+	return sfs_map_block(fs, ip, lblk, create, pblk_out, &isnew);
 }
 
 /* Zero bytes [from, bs) of the block holding byte `size` if mapped. */
@@ -258,8 +258,8 @@ static int zero_tail(struct sfs_fs *fs, struct sfs_inode *ip, uint64_t size)
 
 	if (off == 0)
 		return 0;
-	rc = sfs_imap(fs, ip)->map(fs, ip, (uint32_t)(size >> fs->bs_log),
-				   false, &pblk, &isnew);
+	rc = sfs_map_block(fs, ip, (uint32_t)(size >> fs->bs_log), false, &pblk,
+			   &isnew);
 	if (rc || pblk == 0)
 		return rc;
 	rc = sfs_cache_get(fs->cache, pblk, SFS_IO_DATA, &b);
@@ -277,7 +277,7 @@ int sfs_truncate(struct sfs_fs *fs, struct sfs_inode *ip, uint64_t new_size)
 	uint64_t old = sfs_i_size(ip);
 	int rc;
 
-	if (new_size > sfs_imap(fs, ip)->max_bytes(fs->bs))
+	if (new_size > sfs_map_max_bytes(fs, ip))
 		return -EFBIG;
 	if (new_size < old) {
 		uint64_t first = (new_size + fs->bs - 1) >> fs->bs_log;
@@ -285,11 +285,11 @@ int sfs_truncate(struct sfs_fs *fs, struct sfs_inode *ip, uint64_t new_size)
 		rc = zero_tail(fs, ip, new_size);
 		if (rc)
 			return rc;
-		rc = sfs_imap(fs, ip)->truncate(fs, ip, (uint32_t)first);
+		rc = sfs_map_free_from(fs, ip, (uint32_t)first);
 		if (rc)
 			return rc;
-		if (fs->alloc->ops->release_inode && !ip->da)
-			fs->alloc->ops->release_inode(fs->alloc, ip);
+		if (!ip->da)
+			sfs_alloc_release_inode(fs, ip);
 	}
 	/* auto_da_alloc: a file truncated to zero is likely being rewritten
 	 * in place of its old contents; place its data when it is closed */
@@ -471,8 +471,8 @@ int sfs_release(struct sfs_fs *fs, sfs_ino_t ino)
 	}
 	/* a file still holding delayed blocks keeps its preallocation for
 	 * them (ext4_release_file) */
-	if (ip->opens == 0 && !ip->da && fs->alloc->ops->release_inode)
-		fs->alloc->ops->release_inode(fs->alloc, ip);
+	if (ip->opens == 0 && !ip->da)
+		sfs_alloc_release_inode(fs, ip);
 	sfs_iput(fs, ip);
 	sfs_op_end(fs);
 	return rc;
@@ -490,8 +490,7 @@ static void ra_window(struct sfs_fs *fs, struct sfs_inode *ip, uint32_t from,
 	for (uint32_t i = 0; i < n; i++) {
 		sfs_blk_t pblk;
 
-		if (sfs_imap(fs, ip)->map(fs, ip, from + i, false, &pblk,
-					  &isnew))
+		if (sfs_map_block(fs, ip, from + i, false, &pblk, &isnew))
 			break;
 		if (len && pblk == run + len) {
 			len++;
@@ -663,7 +662,7 @@ int sfs_read_ctx(struct sfs_fs *fs, sfs_ino_t ino, uint64_t off, size_t len,
 		sfs_blk_t pblk;
 		bool isnew;
 
-		rc = sfs_imap(fs, ip)->map(fs, ip, lblk, false, &pblk, &isnew);
+		rc = sfs_map_block(fs, ip, lblk, false, &pblk, &isnew);
 		if (rc)
 			goto out_put;
 		if (pblk == 0 && ip->da) {
@@ -684,8 +683,8 @@ int sfs_read_ctx(struct sfs_fs *fs, sfs_ino_t ino, uint64_t off, size_t len,
 			uint64_t max = (end - off) >> fs->bs_log;
 			while (n < max && n < 256) {
 				sfs_blk_t next;
-				rc = sfs_imap(fs, ip)->map(
-				    fs, ip, lblk + n, false, &next, &isnew);
+				rc = sfs_map_block(fs, ip, lblk + n, false,
+						   &next, &isnew);
 				if (rc)
 					goto out_put;
 				if (next != pblk + n)
@@ -740,7 +739,7 @@ static int write_partial(struct sfs_fs *fs, struct sfs_inode *ip, uint32_t lblk,
 	bool isnew = false;
 	int rc;
 
-	rc = sfs_imap(fs, ip)->map(fs, ip, lblk, true, &pblk, &isnew);
+	rc = sfs_map_block(fs, ip, lblk, true, &pblk, &isnew);
 	if (rc)
 		return rc;
 	if (isnew)
@@ -1084,8 +1083,8 @@ static int zero_in_block(struct sfs_fs *fs, struct sfs_inode *ip, uint64_t off,
 
 	if (n == 0)
 		return 0;
-	rc = sfs_imap(fs, ip)->map(fs, ip, (uint32_t)(off >> fs->bs_log), false,
-				   &pblk, &isnew);
+	rc = sfs_map_block(fs, ip, (uint32_t)(off >> fs->bs_log), false, &pblk,
+			   &isnew);
 	if (rc || pblk == 0)
 		return rc;
 	rc = sfs_cache_get(fs->cache, pblk, SFS_IO_DATA, &b);
@@ -1135,8 +1134,8 @@ static int falloc_punch(struct sfs_fs *fs, struct sfs_inode *ip, uint64_t off,
 	first = (off + mask) >> fs->bs_log;
 	last = end >> fs->bs_log;
 	if (first < last)
-		rc = sfs_imap(fs, ip)->punch(fs, ip, (uint32_t)first,
-					     (uint32_t)last);
+		rc = sfs_map_edit(fs, ip, SFS_FALLOC_PUNCH_HOLE,
+				  (uint32_t)first, (uint32_t)last);
 	return rc;
 }
 
@@ -1152,8 +1151,8 @@ static int falloc_zero(struct sfs_fs *fs, struct sfs_inode *ip, uint64_t off,
 				     (uint32_t)(last - first + 1));
 
 	if (rc == 0 && a < b)
-		rc =
-		    sfs_imap(fs, ip)->unwrite(fs, ip, (uint32_t)a, (uint32_t)b);
+		rc = sfs_map_edit(fs, ip, SFS_FALLOC_ZERO_RANGE, (uint32_t)a,
+				  (uint32_t)b);
 	if (rc == 0)
 		rc = zero_edges(fs, ip, off, end);
 	return rc;
@@ -1164,21 +1163,9 @@ static int falloc_zero(struct sfs_fs *fs, struct sfs_inode *ip, uint64_t off,
 static bool falloc_supported(struct sfs_fs *fs, const struct sfs_inode *ip,
 			     int op)
 {
-	const struct sfs_map_ops *m = sfs_imap(fs, ip);
-
-	switch (op) {
-	case 0:
+	if (op == 0)
 		return sfs_le32(ip->d.i_flags) & SFS_EXTENTS_FL;
-	case SFS_FALLOC_PUNCH_HOLE:
-		return m->punch != NULL;
-	case SFS_FALLOC_ZERO_RANGE:
-		return m->unwrite != NULL;
-	case SFS_FALLOC_COLLAPSE_RANGE:
-		return m->collapse != NULL;
-	case SFS_FALLOC_INSERT_RANGE:
-		return m->insert != NULL;
-	}
-	return false;
+	return sfs_map_can_edit(fs, ip, op);
 }
 
 int sfs_fallocate(struct sfs_fs *fs, sfs_ino_t ino, int mode, uint64_t off,
@@ -1226,7 +1213,7 @@ int sfs_fallocate(struct sfs_fs *fs, sfs_ino_t ino, int mode, uint64_t off,
 		rc = sfs_i_isdir(ip) ? -EISDIR : -ENODEV;
 		goto out_put;
 	}
-	max = sfs_imap(fs, ip)->max_bytes(fs->bs);
+	max = sfs_map_max_bytes(fs, ip);
 	if (end < off || end > max) {
 		rc = -EFBIG;
 		goto out_put;
@@ -1273,16 +1260,16 @@ int sfs_fallocate(struct sfs_fs *fs, sfs_ino_t ino, int mode, uint64_t off,
 		rc = falloc_zero(fs, ip, off, end);
 		break;
 	case SFS_FALLOC_COLLAPSE_RANGE:
-		rc = sfs_imap(fs, ip)->collapse(fs, ip,
-						(uint32_t)(off >> fs->bs_log),
-						(uint32_t)(end >> fs->bs_log));
+		rc = sfs_map_edit(fs, ip, SFS_FALLOC_COLLAPSE_RANGE,
+				  (uint32_t)(off >> fs->bs_log),
+				  (uint32_t)(end >> fs->bs_log));
 		if (rc == 0)
 			set_size(fs, ip, size - len);
 		break;
 	case SFS_FALLOC_INSERT_RANGE:
-		rc = sfs_imap(fs, ip)->insert(fs, ip,
-					      (uint32_t)(off >> fs->bs_log),
-					      (uint32_t)(end >> fs->bs_log));
+		rc = sfs_map_edit(fs, ip, SFS_FALLOC_INSERT_RANGE,
+				  (uint32_t)(off >> fs->bs_log),
+				  (uint32_t)(end >> fs->bs_log));
 		if (rc == 0)
 			set_size(fs, ip, size + len);
 		break;
@@ -1291,8 +1278,8 @@ int sfs_fallocate(struct sfs_fs *fs, sfs_ino_t ino, int mode, uint64_t off,
 	    end > size)
 		set_size(fs, ip, end);
 	/* placement state (windows, preallocations) no longer matches */
-	if (op && fs->alloc->ops->release_inode && !ip->da)
-		fs->alloc->ops->release_inode(fs->alloc, ip);
+	if (op && !ip->da)
+		sfs_alloc_release_inode(fs, ip);
 	if (op || sfs_i_size(ip) != size)
 		sfs_i_touch(fs, ip, SFS_SET_MTIME | SFS_SET_CTIME);
 	else

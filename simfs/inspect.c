@@ -807,8 +807,8 @@ static int ins_inode(struct sfs_fs *fs, sfs_ino_t ino, const char *path)
 		       (const char *)d.i_block);
 
 	if (has_map) {
-		printf("block map (%s):\n", sfs_imap(fs, ip)->name);
-		rc = sfs_imap(fs, ip)->walk(fs, ip, ins_map_fn, &m);
+		printf("block map (%s):\n", sfs_map_name(fs, ip));
+		rc = sfs_map_walk(fs, ip, ins_map_fn, &m);
 	}
 	sfs_iput(fs, ip);
 	sfs_unlock(fs);

@@ -19,6 +19,9 @@
  * Triggers, each counted: the commit interval (from the transaction's
  * first change), the transaction reaching its maximum size, low log space,
  * fsync, sync and unmount.  doc/journal.md explains the model.
+ *
+ * Also the engine's door to the jbd2 log below (models/journal/jbd2.h):
+ * sfs_jlog_mount_recover, the mount-time replay.
  */
 #ifndef SFS_JOURNAL_H
 #define SFS_JOURNAL_H
@@ -31,6 +34,7 @@
 #include "cache.h"
 #include "format.h"
 
+struct sfs_bdev;
 struct sfs_fs;
 struct sfs_jnl;
 struct sfs_txn;
@@ -206,5 +210,39 @@ sfs_ns_t sfs_jnl_next_deadline(const struct sfs_jnl *j);
 
 /* Stats section "journal". */
 void sfs_jnl_stats(void *ctx, struct sfs_stats_writer *w);
+
+/* ---- mount-time recovery of the jbd2 log (models/journal/jbd2.c) ---- */
+/* What recovery found and did. */
+struct sfs_jrecover_info {
+	bool was_clean;		/* s_start was 0: nothing to do */
+	bool skipped;		/* RECOVER clear: log discarded, not replayed */
+	uint32_t start_tid;	/* s_sequence found */
+	uint32_t end_tid;	/* first tid without a commit block */
+	uint32_t next_tid;	/* s_sequence written: end_tid + 1 */
+	uint32_t n_txns;	/* committed transactions found */
+	uint32_t n_replayed;	/* blocks written home */
+	uint32_t n_revokes;	/* revoke records read */
+	uint32_t n_revoke_hits; /* logged copies skipped as revoked */
+	uint32_t n_csum_bad;	/* blocks whose jbd2 checksum was wrong */
+	uint32_t csum_end_block; /* journal block where a bad descriptor or
+				  * commit checksum ended the log; 0 none */
+	char csum_note[192];	 /* then: what was wrong there, one line */
+	int32_t journal_errno;	 /* s_errno found (0 = none) */
+};
+
+/*
+ * The whole mount-time sequence on raw devices, before sfs_fs_open: if the
+ * filesystem has a journal, open it; with RECOVER set replay it
+ * (sfs_jlog_recover), with RECOVER clear but a non-empty log discard it as
+ * the kernel does (jbd2_journal_wipe); an s_errno found is moved into the
+ * filesystem's s_state (ERROR) as ext4 and e2fsck do; then clear RECOVER in
+ * the primary superblock (re-read after replay: the superblock may itself
+ * have been logged) and flush.  A filesystem without a journal is left
+ * alone (RECOVER set there is -EINVAL).  out may be NULL.  A bad checksum
+ * that ended the log early is no failure (the kernel goes on too): see
+ * out->csum_end_block and out->csum_note.
+ */
+int sfs_jlog_mount_recover(struct sfs_bdev *fs_bd, struct sfs_bdev *jdev,
+			   struct sfs_jrecover_info *out, char **err);
 
 #endif /* SFS_JOURNAL_H */

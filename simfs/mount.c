@@ -58,7 +58,6 @@
 #include "fs_priv.h"
 #include "iolog.h"
 #include "journal.h"
-#include "models/journal/jbd2.h"
 #include "stats.h"
 #include "timedev.h"
 
@@ -328,6 +327,7 @@ static int check_geometry(struct sfs_fs *fs, uint64_t dev_bytes, char **err)
 	fs->desc_blocks =
 	    (uint32_t)(((uint64_t)fs->groups * fs->desc_size + fs->bs - 1) /
 		       fs->bs);
+	sfs_geom_fill(fs);
 	return 0;
 }
 
@@ -641,8 +641,7 @@ static void icache_drop_state(struct sfs_fs *fs)
 	g_hash_table_iter_init(&it, fs->icache);
 	while (g_hash_table_iter_next(&it, NULL, &ip)) {
 		sfs_da_drop(fs, ip);
-		if (fs->alloc->ops->release_inode)
-			fs->alloc->ops->release_inode(fs->alloc, ip);
+		sfs_alloc_release_inode(fs, ip);
 	}
 }
 

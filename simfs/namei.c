@@ -160,8 +160,7 @@ static void nm_encode_dev(struct sfs_inode *ip, uint32_t rdev)
  * devices). */
 static void nm_map_init(struct sfs_fs *fs, struct sfs_inode *ip)
 {
-	if (fs->map->init_inode)
-		fs->map->init_inode(fs, ip);
+	sfs_map_init_inode(fs, ip);
 }
 
 /* Symlink target: in i_block if it fits (fast), else in data block 0. */

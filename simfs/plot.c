@@ -967,7 +967,7 @@ static void layout_inode(struct layout *l, struct sfs_inode *ip, int data_kind,
 	sfs_blk_t acl = sfs_le32(ip->d.i_file_acl);
 
 	if (data_kind >= 0) {
-		if (sfs_imap(fs, ip)->walk(fs, ip, walk_cb, &w))
+		if (sfs_map_walk(fs, ip, walk_cb, &w))
 			l->bad_maps++;
 		l->files++;
 	}

@@ -30,7 +30,7 @@ static int seek_is_data(struct sfs_fs *fs, struct sfs_inode *ip, uint32_t lblk,
 	bool unwritten = false;
 	int rc;
 
-	rc = sfs_imap(fs, ip)->map(fs, ip, lblk, false, &pblk, &unwritten);
+	rc = sfs_map_block(fs, ip, lblk, false, &pblk, &unwritten);
 	if (rc == -EFBIG) { /* beyond the map's reach: nothing there */
 		*data_out = false;
 		return 0;

@@ -19,7 +19,7 @@
 #include <errno.h>
 #include <string.h>
 
-#include "fs_priv.h"
+#include "model.h"
 #include "models/alloc/bitmap_search.h"
 
 int sfs_bm_grant(struct sfs_alloc *a, sfs_blk_t start, uint32_t n,
@@ -31,7 +31,7 @@ int sfs_bm_grant(struct sfs_alloc *a, sfs_blk_t start, uint32_t n,
 		return rc;
 	*start_out = start;
 	*got_out = n;
-	a->fs->cpu_ctr.blocks_alloc += n;
+	sfs_cpu_ctr(a->fs)->blocks_alloc += n;
 	return 0;
 }
 
@@ -102,19 +102,19 @@ static int bitmap_new_blocks(struct sfs_alloc *a, struct sfs_inode *ip,
 	uint32_t goal_bit = goal - sfs_group_first(fs, g0);
 
 	(void)ip;
-	for (uint32_t i = 0; i <= fs->groups; i++) {
-		uint32_t g = (g0 + i) % fs->groups;
+	for (uint32_t i = 0; i <= sfs_geom(fs)->groups; i++) {
+		uint32_t g = (g0 + i) % sfs_geom(fs)->groups;
 		uint32_t end = sfs_group_nblocks(fs, g);
 		uint32_t from = i == 0 ? goal_bit : 0;
 		struct sfs_buf *b;
 		uint32_t bit, n;
 		int rc;
 
-		if (i == fs->groups && goal_bit == 0)
+		if (i == sfs_geom(fs)->groups && goal_bit == 0)
 			break; /* the first group was searched whole */
-		if (i == fs->groups)
+		if (i == sfs_geom(fs)->groups)
 			from = 0, end = goal_bit; /* wrap: its head */
-		if (fs->gd[g].bg_free_blocks_count == 0 ||
+		if (sfs_group_desc(fs, g)->bg_free_blocks_count == 0 ||
 		    sfs_group_bad(fs, g, false))
 			continue;
 		rc = sfs_block_bitmap(fs, g, &b);
@@ -122,11 +122,11 @@ static int bitmap_new_blocks(struct sfs_alloc *a, struct sfs_inode *ip,
 			return rc;
 		bit = bm_search(a, b->data, from, end);
 		if (bit == UINT32_MAX) {
-			sfs_cache_put(fs->cache, b);
+			sfs_cache_put(sfs_fs_cache(fs), b);
 			continue;
 		}
 		n = sfs_bm_run(b->data, bit, want, sfs_group_nblocks(fs, g));
-		sfs_cache_put(fs->cache, b);
+		sfs_cache_put(sfs_fs_cache(fs), b);
 		return sfs_bm_grant(a, sfs_group_first(fs, g) + bit, n,
 				    start_out, got_out);
 	}

@@ -21,12 +21,12 @@
 #include <errno.h>
 #include <string.h>
 
-#include "fs_priv.h"
+#include "model.h"
 
 /* Split lblk into the path of array indices; returns depth 0..3 or -1. */
 static int bm_path(const struct sfs_fs *fs, uint32_t lblk, uint32_t off[4])
 {
-	uint64_t a = fs->addr_per_block, l = lblk;
+	uint64_t a = sfs_geom(fs)->addr_per_block, l = lblk;
 
 	if (l < SFS_NDIR_BLOCKS) {
 		off[0] = (uint32_t)l;
@@ -58,7 +58,8 @@ static int bm_path(const struct sfs_fs *fs, uint32_t lblk, uint32_t off[4])
 
 static bool bm_valid(const struct sfs_fs *fs, sfs_blk_t b)
 {
-	return b >= fs->first_data_block && b < fs->blocks_count;
+	return b >= sfs_geom(fs)->first_data_block &&
+	       b < sfs_geom(fs)->blocks_count;
 }
 
 static int bm_bad_ptr(struct sfs_fs *fs, struct sfs_inode *ip, sfs_blk_t b)
@@ -82,8 +83,8 @@ static sfs_blk_t bm_goal(struct sfs_fs *fs, struct sfs_inode *ip,
 	if (arr_blk)
 		return arr_blk;
 	/* the group's start plus the writer's colour: 16 slots per group */
-	uint32_t g = (ip->ino - 1) / fs->ipg;
-	uint32_t colour = (fs->cur_pid % 16) * (fs->bpg / 16);
+	uint32_t g = (ip->ino - 1) / sfs_geom(fs)->ipg;
+	uint32_t colour = (sfs_fs_cur_pid(fs) % 16) * (sfs_geom(fs)->bpg / 16);
 	if (colour >= sfs_group_nblocks(fs, g))
 		colour = 0;
 	return sfs_group_first(fs, g) + colour;
@@ -122,7 +123,7 @@ static int bm_map(struct sfs_fs *fs, struct sfs_inode *ip, uint32_t lblk,
 
 	*pblk_out = 0;
 	*new_out = false;
-	fs->cpu_ctr.blocks_mapped++;
+	sfs_cpu_ctr(fs)->blocks_mapped++;
 	if (depth < 0)
 		return -EFBIG;
 	for (k = 0;; k++) {
@@ -139,11 +140,11 @@ static int bm_map(struct sfs_fs *fs, struct sfs_inode *ip, uint32_t lblk,
 			*pblk_out = p;
 			goto out_put;
 		}
-		rc = sfs_cache_get(fs->cache, p, SFS_IO_INDIRECT, &nb);
+		rc = sfs_cache_get(sfs_fs_cache(fs), p, SFS_IO_INDIRECT, &nb);
 		if (rc)
 			goto out_put;
 		if (arrbuf)
-			sfs_cache_put(fs->cache, arrbuf);
+			sfs_cache_put(sfs_fs_cache(fs), arrbuf);
 		arrbuf = nb;
 		arr = (uint32_t *)nb->data;
 		arr_blk = p;
@@ -160,18 +161,18 @@ static int bm_map(struct sfs_fs *fs, struct sfs_inode *ip, uint32_t lblk,
 		goto out_put;
 	for (uint32_t j = 0; j + 1 < need; j++) {
 		struct sfs_buf *ib;
-		rc = sfs_cache_get_new(fs->cache, chain[j], SFS_IO_INDIRECT,
-				       &ib);
+		rc = sfs_cache_get_new(sfs_fs_cache(fs), chain[j],
+				       SFS_IO_INDIRECT, &ib);
 		if (rc) {
 			for (uint32_t i = 0; i < need; i++)
 				sfs_blocks_free(fs, chain[i], 1);
 			goto out_put;
 		}
-		memset(ib->data, 0, fs->bs);
+		memset(ib->data, 0, sfs_geom(fs)->bs);
 		((uint32_t *)ib->data)[off[k + 1 + j]] =
 			sfs_cpu_to_le32(chain[j + 1]);
 		sfs_meta_dirty(fs, ib);
-		sfs_cache_put(fs->cache, ib);
+		sfs_cache_put(sfs_fs_cache(fs), ib);
 	}
 	arr[off[k]] = sfs_cpu_to_le32(chain[0]);
 	if (arrbuf) {
@@ -188,7 +189,7 @@ static int bm_map(struct sfs_fs *fs, struct sfs_inode *ip, uint32_t lblk,
 	rc = sfs_inode_dirty(fs, ip);
 out_put:
 	if (arrbuf)
-		sfs_cache_put(fs->cache, arrbuf);
+		sfs_cache_put(sfs_fs_cache(fs), arrbuf);
 	return rc;
 }
 
@@ -230,20 +231,21 @@ static int bm_free_tree(struct sfs_fs *fs, struct sfs_inode *ip, sfs_blk_t p,
 		return bm_bad_ptr(fs, ip, p);
 	if (level > 0) {
 		struct sfs_buf *b;
-		int rc = sfs_cache_get(fs->cache, p, SFS_IO_INDIRECT, &b);
+		int rc =
+		    sfs_cache_get(sfs_fs_cache(fs), p, SFS_IO_INDIRECT, &b);
 		if (rc)
 			return rc;
 		const uint32_t *e = (const uint32_t *)b->data;
-		for (uint32_t i = 0; i < fs->addr_per_block; i++) {
+		for (uint32_t i = 0; i < sfs_geom(fs)->addr_per_block; i++) {
 			if (!e[i])
 				continue;
 			rc = bm_free_tree(fs, ip, sfs_le32(e[i]), level - 1, f);
 			if (rc) {
-				sfs_cache_put(fs->cache, b);
+				sfs_cache_put(sfs_fs_cache(fs), b);
 				return rc;
 			}
 		}
-		sfs_cache_put(fs->cache, b);
+		sfs_cache_put(sfs_fs_cache(fs), b);
 	}
 	bm_free_one(fs, f, p);
 	return 0;
@@ -281,15 +283,16 @@ static int bm_trunc_array(struct sfs_fs *fs, struct sfs_inode *ip,
 		bool sub = false;
 		if (!bm_valid(fs, p))
 			return bm_bad_ptr(fs, ip, p);
-		rc = sfs_cache_get(fs->cache, p, SFS_IO_INDIRECT, &b);
+		rc = sfs_cache_get(sfs_fs_cache(fs), p, SFS_IO_INDIRECT, &b);
 		if (rc)
 			return rc;
-		rc = bm_trunc_array(
-		    fs, ip, (uint32_t *)b->data, fs->addr_per_block, start,
-		    span / fs->addr_per_block, level - 1, from, to, &sub, f);
+		rc = bm_trunc_array(fs, ip, (uint32_t *)b->data,
+				    sfs_geom(fs)->addr_per_block, start,
+				    span / sfs_geom(fs)->addr_per_block,
+				    level - 1, from, to, &sub, f);
 		if (sub)
 			sfs_meta_dirty(fs, b);
-		sfs_cache_put(fs->cache, b);
+		sfs_cache_put(sfs_fs_cache(fs), b);
 		if (rc)
 			return rc;
 	}
@@ -301,7 +304,7 @@ static int bm_trunc_array(struct sfs_fs *fs, struct sfs_inode *ip,
 static int bm_free_range(struct sfs_fs *fs, struct sfs_inode *ip, uint64_t from,
 			 uint64_t to)
 {
-	uint64_t a = fs->addr_per_block;
+	uint64_t a = sfs_geom(fs)->addr_per_block;
 	struct bm_freer f = {0};
 	bool changed = false;
 	int rc;
@@ -396,17 +399,17 @@ static int bm_walk_tree(struct sfs_fs *fs, struct sfs_inode *ip,
 		rc = w->fn(w->ctx, (uint32_t)base, p, 1, true);
 	if (rc)
 		return rc;
-	rc = sfs_cache_get(fs->cache, p, SFS_IO_INDIRECT, &b);
+	rc = sfs_cache_get(sfs_fs_cache(fs), p, SFS_IO_INDIRECT, &b);
 	if (rc)
 		return rc;
-	uint64_t sub = span / fs->addr_per_block;
-	for (uint32_t i = 0; i < fs->addr_per_block && !rc; i++) {
+	uint64_t sub = span / sfs_geom(fs)->addr_per_block;
+	for (uint32_t i = 0; i < sfs_geom(fs)->addr_per_block && !rc; i++) {
 		sfs_blk_t q = sfs_le32(((uint32_t *)b->data)[i]);
 		if (q)
 			rc = bm_walk_tree(fs, ip, w, q, level - 1,
 					  base + i * sub, sub);
 	}
-	sfs_cache_put(fs->cache, b);
+	sfs_cache_put(sfs_fs_cache(fs), b);
 	return rc;
 }
 
@@ -416,7 +419,7 @@ static int bm_walk(struct sfs_fs *fs, struct sfs_inode *ip,
 		   void *ctx)
 {
 	struct bm_walker w = {.fn = fn, .ctx = ctx};
-	uint64_t a = fs->addr_per_block;
+	uint64_t a = sfs_geom(fs)->addr_per_block;
 	uint64_t base[3] = {SFS_NDIR_BLOCKS, SFS_NDIR_BLOCKS + a,
 			    SFS_NDIR_BLOCKS + a + a * a};
 	uint64_t span[3] = {a, a * a, a * a * a};

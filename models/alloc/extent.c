@@ -58,7 +58,7 @@
 #include <string.h>
 
 #include "csum.h"
-#include "fs_priv.h"
+#include "model.h"
 
 #define EX_MAGIC 0xF30A
 #define EX_ROOT_MAX 4
@@ -88,7 +88,7 @@ struct ex_pool {
 
 static uint32_t ex_cap(const struct sfs_fs *fs)
 {
-	return (fs->bs - sizeof(struct sfs_dextent_header)) /
+	return (sfs_geom(fs)->bs - sizeof(struct sfs_dextent_header)) /
 	       sizeof(struct sfs_dextent);
 }
 
@@ -182,14 +182,16 @@ static int ex_check(struct sfs_fs *fs, struct sfs_inode *ip, sfs_blk_t blk,
 
 static bool ex_valid_blk(const struct sfs_fs *fs, sfs_blk_t b)
 {
-	return b >= fs->first_data_block && b < fs->blocks_count;
+	return b >= sfs_geom(fs)->first_data_block &&
+	       b < sfs_geom(fs)->blocks_count;
 }
 
 /* metadata_csum: the seed of ip's tree blocks (its number, generation). */
 static uint32_t ex_seed(const struct sfs_fs *fs, const struct sfs_inode *ip)
 {
-	return fs->csum ? sfs_csum_owner_seed(fs, ip->ino, ip->d.i_generation)
-			: 0;
+	return sfs_csum_on(fs)
+		   ? sfs_csum_owner_seed(fs, ip->ino, ip->d.i_generation)
+		   : 0;
 }
 
 /* Every changed tree block leaves through here: its tail sum, dirty. */
@@ -198,7 +200,7 @@ static void ex_blk_dirty(struct sfs_fs *fs, struct sfs_inode *ip,
 {
 	sfs_csum_extent_set(fs, ex_seed(fs, ip), b->data);
 	sfs_meta_dirty(fs, b);
-	fs->cpu_ctr.extent_dirty++;
+	sfs_cpu_ctr(fs)->extent_dirty++;
 	sfs_inode_note_dirty(ip, blk, 1);
 }
 
@@ -210,15 +212,15 @@ static int ex_read_node(struct sfs_fs *fs, struct sfs_inode *ip, sfs_blk_t blk,
 
 	if (!ex_valid_blk(fs, blk))
 		return ex_corrupt(fs, ip, blk, "outside the filesystem");
-	fs->cpu_ctr.extent_reads++;
-	rc = sfs_cache_get(fs->cache, blk, SFS_IO_INDIRECT, out);
+	sfs_cpu_ctr(fs)->extent_reads++;
+	rc = sfs_cache_get(sfs_fs_cache(fs), blk, SFS_IO_INDIRECT, out);
 	if (rc)
 		return rc;
 	rc = ex_check(fs, ip, blk, (void *)(*out)->data, depth, ex_cap(fs));
 	if (!rc && !sfs_csum_extent_ok(fs, ex_seed(fs, ip), (*out)->data))
 		rc = ex_corrupt(fs, ip, blk, "checksum mismatch");
 	if (rc) {
-		sfs_cache_put(fs->cache, *out);
+		sfs_cache_put(sfs_fs_cache(fs), *out);
 		*out = NULL;
 	}
 	return rc;
@@ -228,7 +230,7 @@ static void ex_path_put(struct sfs_fs *fs, struct ex_path *p)
 {
 	for (int l = 1; l <= p->depth; l++)
 		if (p->n[l].buf)
-			sfs_cache_put(fs->cache, p->n[l].buf);
+			sfs_cache_put(sfs_fs_cache(fs), p->n[l].buf);
 	p->depth = 0;
 }
 
@@ -265,7 +267,7 @@ static int ex_find(struct sfs_fs *fs, struct sfs_inode *ip, uint32_t lblk,
 		int depth = sfs_le16(h->eh_depth);
 		int i = ex_search(h, lblk);
 
-		fs->cpu_ctr.extent_steps++;
+		sfs_cpu_ctr(fs)->extent_steps++;
 
 		if (depth == 0) {
 			p->n[l].idx = i;
@@ -359,12 +361,13 @@ static int ex_pool_take(struct sfs_fs *fs, struct sfs_inode *ip,
 
 	assert(pool->used < pool->n);
 	*blk_out = pool->b[pool->used++];
-	rc = sfs_cache_get_new(fs->cache, *blk_out, SFS_IO_INDIRECT, out);
+	rc =
+	    sfs_cache_get_new(sfs_fs_cache(fs), *blk_out, SFS_IO_INDIRECT, out);
 	if (rc) {
 		sfs_blocks_free(fs, *blk_out, 1);
 		return rc;
 	}
-	memset((*out)->data, 0, fs->bs);
+	memset((*out)->data, 0, sfs_geom(fs)->bs);
 	ex_hdr_init((void *)(*out)->data, (uint16_t)ex_cap(fs), depth);
 	sfs_i_add_blocks(fs, ip, 1);
 	return 0;
@@ -448,7 +451,7 @@ static int ex_insert(struct sfs_fs *fs, struct sfs_inode *ip, struct ex_path *p,
 	ex_blk_dirty(fs, ip, nb, nblk);
 	ix.ei_block = sfs_cpu_to_le32(ex_key(nh, 0));
 	ix.ei_leaf_lo = sfs_cpu_to_le32(nblk);
-	sfs_cache_put(fs->cache, nb);
+	sfs_cache_put(sfs_fs_cache(fs), nb);
 	return ex_insert(fs, ip, p, l - 1, (uint32_t)p->n[l - 1].idx + 1, &ix,
 			 pool, reshaped);
 }
@@ -476,7 +479,7 @@ static int ex_collect_node(struct sfs_fs *fs, struct sfs_inode *ip,
 			return rc;
 		g_array_append_val(blks, child);
 		rc = ex_collect_node(fs, ip, (void *)b->data, exts, blks);
-		sfs_cache_put(fs->cache, b);
+		sfs_cache_put(sfs_fs_cache(fs), b);
 		if (rc)
 			return rc;
 	}
@@ -509,7 +512,7 @@ static int ex_levels(struct sfs_fs *fs, struct sfs_inode *ip,
 		if (rc)
 			return rc;
 		rc = ex_levels(fs, ip, (void *)b->data, level + 1, num, max);
-		sfs_cache_put(fs->cache, b);
+		sfs_cache_put(sfs_fs_cache(fs), b);
 		if (rc)
 			return rc;
 	}
@@ -542,11 +545,12 @@ static int ex_shape_ok(struct sfs_fs *fs, struct sfs_inode *ip, bool *ok_out)
  * group, one group further on for a regular file. */
 static sfs_blk_t ex_inode_goal(struct sfs_fs *fs, struct sfs_inode *ip)
 {
-	uint32_t g = (ip->ino - 1) / fs->ipg, flex = sfs_flex_size(fs);
+	uint32_t g = (ip->ino - 1) / sfs_geom(fs)->ipg,
+		 flex = sfs_flex_size(fs);
 
 	if (flex >= SFS_FLEX_SIZE_DIR_ALLOC) {
 		g &= ~(flex - 1);
-		if (sfs_i_isreg(ip) && g + 1 < fs->groups)
+		if (sfs_i_isreg(ip) && g + 1 < sfs_geom(fs)->groups)
 			g++;
 	}
 	return sfs_group_first(fs, g);
@@ -611,8 +615,8 @@ static int ex_build(struct sfs_fs *fs, struct sfs_inode *ip, GArray *exts,
 			struct sfs_dextent_idx ix = {0};
 			struct sfs_buf *b;
 			used++;
-			rc = sfs_cache_get_new(fs->cache, blk, SFS_IO_INDIRECT,
-					       &b);
+			rc = sfs_cache_get_new(sfs_fs_cache(fs), blk,
+					       SFS_IO_INDIRECT, &b);
 			if (rc) {
 				sfs_fs_error(fs, rc,
 					     "inode %u: cannot "
@@ -621,14 +625,14 @@ static int ex_build(struct sfs_fs *fs, struct sfs_inode *ip, GArray *exts,
 				g_array_free(next, TRUE);
 				goto out;
 			}
-			memset(b->data, 0, fs->bs);
+			memset(b->data, 0, sfs_geom(fs)->bs);
 			ex_hdr_init((void *)b->data, (uint16_t)cap,
 				    (uint16_t)d);
 			memcpy(b->data + 12, cur->data + 12 * i, 12 * k);
 			((struct sfs_dextent_header *)b->data)->eh_entries =
 			    sfs_cpu_to_le16((uint16_t)k);
 			ex_blk_dirty(fs, ip, b, blk);
-			sfs_cache_put(fs->cache, b);
+			sfs_cache_put(sfs_fs_cache(fs), b);
 			memcpy(&ix.ei_block, cur->data + 12 * i, 4);
 			ix.ei_leaf_lo = sfs_cpu_to_le32(blk);
 			g_array_append_val(next, ix);
@@ -692,14 +696,14 @@ static int ex_shrink(struct sfs_fs *fs, struct sfs_inode *ip)
 			return rc;
 		ch = (struct sfs_dextent_header *)b->data;
 		if (ex_entries(ch) > EX_ROOT_MAX) {
-			sfs_cache_put(fs->cache, b);
+			sfs_cache_put(sfs_fs_cache(fs), b);
 			return 0;
 		}
 		memset(root + 1, 0, 12 * EX_ROOT_MAX);
 		memcpy(root + 1, ch + 1, 12 * ex_entries(ch));
 		root->eh_entries = ch->eh_entries;
 		root->eh_depth = sfs_cpu_to_le16((uint16_t)(depth - 1));
-		sfs_cache_put(fs->cache, b);
+		sfs_cache_put(sfs_fs_cache(fs), b);
 		rc = sfs_blocks_free(fs, child, 1);
 		sfs_i_add_blocks(fs, ip, -1);
 		if (rc)
@@ -922,7 +926,7 @@ static sfs_blk_t ex_goal(struct sfs_fs *fs, struct sfs_inode *ip,
 		    ex_ext(leaf->h, leaf->idx < 0 ? 0 : (uint32_t)leaf->idx);
 		uint32_t k = sfs_le32(e->ee_block);
 		int64_t g = (int64_t)ex_pblk(e) + ((int64_t)lblk - k);
-		if (g > 0 && g < fs->blocks_count)
+		if (g > 0 && g < sfs_geom(fs)->blocks_count)
 			goal = (sfs_blk_t)g;
 	}
 	if (!goal && leaf->blk)
@@ -946,7 +950,7 @@ static int ex_map(struct sfs_fs *fs, struct sfs_inode *ip, uint32_t lblk,
 
 	*pblk_out = 0;
 	*new_out = false;
-	fs->cpu_ctr.blocks_mapped++;
+	sfs_cpu_ctr(fs)->blocks_mapped++;
 	if (lblk == UINT32_MAX)
 		return -EFBIG;
 	rc = ex_find(fs, ip, lblk, &p);
@@ -1086,7 +1090,7 @@ static int ex_walk_node(struct sfs_fs *fs, struct sfs_inode *ip,
 		if (rc)
 			break;
 		rc = ex_walk_node(fs, ip, (void *)b->data, fn, ctx);
-		sfs_cache_put(fs->cache, b);
+		sfs_cache_put(sfs_fs_cache(fs), b);
 	}
 	return rc;
 }
@@ -1126,7 +1130,7 @@ static int ex_node_remove(struct sfs_fs *fs, struct sfs_inode *ip,
 	assert(i < cnt);
 	if (cnt == 1 && l > 0) {
 		sfs_blk_t blk = n->blk;
-		sfs_cache_put(fs->cache, n->buf);
+		sfs_cache_put(sfs_fs_cache(fs), n->buf);
 		n->buf = NULL;
 		rc = sfs_blocks_free(fs, blk, 1);
 		sfs_i_add_blocks(fs, ip, -1);
@@ -1221,7 +1225,7 @@ static int ex_range_next(struct sfs_fs *fs, struct sfs_inode *ip, uint32_t *a,
 				return 0;
 			}
 			if (!ex_valid_blk(fs, h->pb) ||
-			    h->pb + h->len > fs->blocks_count) {
+			    h->pb + h->len > sfs_geom(fs)->blocks_count) {
 				ex_path_put(fs, p);
 				return ex_corrupt(fs, ip, h->pb,
 						  "extent outside the "
@@ -1421,7 +1425,7 @@ static int ex_truncate(struct sfs_fs *fs, struct sfs_inode *ip, uint32_t from)
 			if ((uint64_t)k + len <= from)
 				break;
 			if (!ex_valid_blk(fs, pb) ||
-			    pb + len > fs->blocks_count) {
+			    pb + len > sfs_geom(fs)->blocks_count) {
 				rc =
 				    ex_corrupt(fs, ip, pb,
 					       "extent outside the filesystem");
@@ -1608,7 +1612,8 @@ static int ex_unwrite(struct sfs_fs *fs, struct sfs_inode *ip, uint32_t from,
 			if (rc)
 				break;
 		}
-		sfs_cache_discard(fs->cache, h.pb + (h.lo - h.k), h.hi - h.lo);
+		sfs_cache_discard(sfs_fs_cache(fs), h.pb + (h.lo - h.k),
+				  h.hi - h.lo);
 		a = h.hi;
 	}
 	return ex_edit_done(fs, ip, rc, merged);
@@ -1749,16 +1754,10 @@ static int ex_insert_range(struct sfs_fs *fs, struct sfs_inode *ip,
 
 void sfs_extent_init_root(struct sfs_fs *fs, struct sfs_inode *ip)
 {
-	uint32_t incompat = sfs_le32(fs->sb.s_feature_incompat);
-
 	memset(ip->d.i_block, 0, sizeof(ip->d.i_block));
 	ex_hdr_init(ex_root(ip), EX_ROOT_MAX, 0);
 	ip->d.i_flags |= sfs_cpu_to_le32(SFS_EXTENTS_FL);
-	if (!(incompat & SFS_FEATURE_INCOMPAT_EXTENTS)) {
-		fs->sb.s_feature_incompat =
-		    sfs_cpu_to_le32(incompat | SFS_FEATURE_INCOMPAT_EXTENTS);
-		fs->sb_dirty = true;
-	}
+	sfs_fs_add_incompat(fs, SFS_FEATURE_INCOMPAT_EXTENTS);
 }
 
 const struct sfs_map_ops sfs_extent_map_ops = {

@@ -26,7 +26,7 @@
 #include <string.h>
 
 #include "devmodel.h"
-#include "fs_priv.h"
+#include "model.h"
 #include "mballoc.h"
 #include "stats.h"
 
@@ -53,7 +53,7 @@ struct mb_pa {
 
 struct mb_priv {
 	struct sfs_mballoc_params p;
-	struct mb_group *grp; /* fs->groups entries */
+	struct mb_group *grp; /* one per group of the filesystem */
 	uint32_t max_order;   /* log2(bpg) */
 	GHashTable *ipas;     /* struct sfs_inode * -> its struct mb_pa
 				 (also ip->alloc_state) */
@@ -235,7 +235,7 @@ static int mb_load_bits(struct sfs_alloc *a, uint32_t gi, uint8_t **out,
 		return rc;
 	uint8_t *bits = g_malloc(bytes);
 	memcpy(bits, b->data, bytes);
-	sfs_cache_put(fs->cache, b);
+	sfs_cache_put(sfs_fs_cache(fs), b);
 	for (uint32_t i = nb; i < bytes * 8; i++) /* past the group's end */
 		bits[i >> 3] |= (uint8_t)(1u << (i & 7));
 	a->words_scanned += bytes;
@@ -272,7 +272,8 @@ static int mb_group_load(struct sfs_alloc *a, uint32_t gi)
 {
 	struct mb_priv *m = a->priv;
 	struct mb_group *g = &m->grp[gi];
-	uint16_t now = sfs_le16(a->fs->gd[gi].bg_free_blocks_count);
+	uint16_t now =
+	    sfs_le16(sfs_group_desc(a->fs, gi)->bg_free_blocks_count);
 	int rc;
 
 	if (g->bits && g->seen_free == now)
@@ -301,7 +302,7 @@ static bool mb_disk_free(struct sfs_alloc *a, uint32_t gi, uint32_t s,
 		return false;
 	for (uint32_t i = s; i < s + n && ok; i++)
 		ok = !mb_test(b->data, i);
-	sfs_cache_put(a->fs->cache, b);
+	sfs_cache_put(sfs_fs_cache(a->fs), b);
 	return ok;
 }
 
@@ -315,7 +316,7 @@ static int mb_mark_disk(struct sfs_alloc *a, sfs_blk_t blk, uint32_t n)
 	if (rc)
 		return rc;
 	m->grp[gi].seen_free = (uint16_t)(m->grp[gi].seen_free - n);
-	a->fs->cpu_ctr.blocks_alloc += n;
+	sfs_cpu_ctr(a->fs)->blocks_alloc += n;
 	return 0;
 }
 
@@ -424,7 +425,7 @@ static void mb_complex_scan(struct sfs_alloc *a, struct mb_ac *ac, uint32_t gi)
 		while (e < g->nblocks && !mb_test(g->bits, e))
 			e++;
 		a->words_scanned += (e - i) / 8;
-		a->fs->cpu_ctr.extent_steps++;
+		sfs_cpu_ctr(a->fs)->extent_steps++;
 		mb_measure(m, ac, gi, i, e - i);
 		i = e;
 	}
@@ -546,7 +547,7 @@ static int mb_regular(struct sfs_alloc *a, sfs_blk_t goal, uint32_t g0,
 	uint32_t order = mb_fls(len) - 1;
 	int rc, cr0 = 1;
 
-	len = MIN(len, fs->bpg);
+	len = MIN(len, sfs_geom(fs)->bpg);
 	ac.goal_len = len;
 	m->ctr.allocs_regular++;
 	rc = mb_group_load(a, gg);
@@ -573,8 +574,9 @@ static int mb_regular(struct sfs_alloc *a, sfs_blk_t goal, uint32_t g0,
 	if ((len & (len - 1)) == 0 && order + 1 >= m->p.order2_req)
 		cr0 = 0;
 	for (int cr = cr0; cr < 4 && !ac.done; cr++) {
-		for (uint32_t i = 0; i < fs->groups && !ac.done; i++) {
-			uint32_t gi = (g0 + i) % fs->groups;
+		for (uint32_t i = 0; i < sfs_geom(fs)->groups && !ac.done;
+		     i++) {
+			uint32_t gi = (g0 + i) % sfs_geom(fs)->groups;
 			uint32_t s;
 
 			rc = mb_group_load(a, gi);
@@ -615,7 +617,8 @@ found:
 static uint32_t mb_normalise(struct sfs_fs *fs, uint32_t lblk, uint32_t pred,
 			     uint32_t want)
 {
-	uint64_t bytes = (uint64_t)pred << fs->bs_log, size, start = 0;
+	uint64_t bytes = (uint64_t)pred << sfs_geom(fs)->bs_log, size,
+		 start = 0;
 	uint64_t s_blk, e_blk;
 
 	if (bytes <= 16 << 10)
@@ -629,12 +632,13 @@ static uint32_t mb_normalise(struct sfs_fs *fs, uint32_t lblk, uint32_t pred,
 	else
 		size = 8 << 20;
 	if (size >= 2 << 20)
-		start = (((uint64_t)lblk << fs->bs_log) / size) * size;
-	s_blk = start >> fs->bs_log;
-	e_blk = (start + size) >> fs->bs_log;
+		start =
+		    (((uint64_t)lblk << sfs_geom(fs)->bs_log) / size) * size;
+	s_blk = start >> sfs_geom(fs)->bs_log;
+	e_blk = (start + size) >> sfs_geom(fs)->bs_log;
 	if (lblk < s_blk || lblk + want > e_blk)
 		return want;
-	return (uint32_t)MIN(e_blk - lblk, fs->bpg);
+	return (uint32_t)MIN(e_blk - lblk, sfs_geom(fs)->bpg);
 }
 
 static int mb_try(struct sfs_alloc *a, struct sfs_inode *ip, sfs_blk_t goal,
@@ -663,7 +667,8 @@ static int mb_try(struct sfs_alloc *a, struct sfs_inode *ip, sfs_blk_t goal,
 		}
 		/* 1. classify by predicted size (logical block ~ next_lblk) */
 		uint32_t lblk = ip->next_lblk;
-		uint64_t isz = (sfs_i_size(ip) + fs->bs - 1) >> fs->bs_log;
+		uint64_t isz = (sfs_i_size(ip) + sfs_geom(fs)->bs - 1) >>
+			       sfs_geom(fs)->bs_log;
 		uint32_t pred = (uint32_t)MAX((uint64_t)lblk + want, isz);
 
 		if (pred <= m->p.stream_req) {
@@ -684,7 +689,7 @@ static int mb_try(struct sfs_alloc *a, struct sfs_inode *ip, sfs_blk_t goal,
 	if (stream) /* after a try at the exact goal, stream requests
 		       start where the last one ended */
 		g0 = m->last_group;
-	rc = mb_regular(a, goal, g0, MIN(len, fs->bpg), data, &s, &n);
+	rc = mb_regular(a, goal, g0, MIN(len, sfs_geom(fs)->bpg), data, &s, &n);
 	if (rc)
 		return rc;
 	uint32_t gi = sfs_blk_group(fs, s);
@@ -839,14 +844,15 @@ int sfs_mballoc_check(struct sfs_alloc *a, struct sfs_mballoc_counters *out)
 	if (out)
 		*out = c;
 	bytes = m->ctr.buddy_build_bytes; /* checking is not allocator work */
-	for (uint32_t gi = 0; gi < a->fs->groups; gi++) {
+	for (uint32_t gi = 0; gi < sfs_geom(a->fs)->groups; gi++) {
 		struct mb_group *g = &m->grp[gi], fresh = {0};
 		uint64_t held;
 		bool same;
 
 		if (!g->bits ||
 		    g->seen_free !=
-			sfs_le16(a->fs->gd[gi].bg_free_blocks_count) ||
+			sfs_le16(
+			    sfs_group_desc(a->fs, gi)->bg_free_blocks_count) ||
 		    sfs_group_bad(a->fs, gi, false))
 			continue;
 		fresh.nblocks = g->nblocks;
@@ -876,8 +882,8 @@ static int mb_init(struct sfs_alloc *a)
 	struct mb_priv *m = g_new0(struct mb_priv, 1);
 
 	sfs_mballoc_default_params(&m->p);
-	m->grp = g_new0(struct mb_group, a->fs->groups);
-	m->max_order = MIN(mb_fls(a->fs->bpg) - 1, MB_MAX_ORDER);
+	m->grp = g_new0(struct mb_group, sfs_geom(a->fs)->groups);
+	m->max_order = MIN(mb_fls(sfs_geom(a->fs)->bpg) - 1, MB_MAX_ORDER);
 	m->ipas = g_hash_table_new(g_direct_hash, g_direct_equal);
 	a->priv = m;
 	return 0;
@@ -897,7 +903,7 @@ static void mb_fini(struct sfs_alloc *a)
 	while (g_hash_table_iter_next(&it, NULL, &pa))
 		g_free(pa);
 	g_hash_table_destroy(m->ipas);
-	for (uint32_t gi = 0; gi < a->fs->groups; gi++)
+	for (uint32_t gi = 0; gi < sfs_geom(a->fs)->groups; gi++)
 		g_free(m->grp[gi].bits);
 	g_free(m->grp);
 	g_free(m);

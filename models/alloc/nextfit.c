@@ -29,7 +29,7 @@
 #include <stddef.h>
 
 #include "devmodel.h"
-#include "fs_priv.h"
+#include "model.h"
 #include "models/alloc/bitmap_search.h"
 #include "stats.h"
 
@@ -82,7 +82,7 @@ static int nf_init(struct sfs_alloc *a)
 		g_free(n);
 		return -EINVAL;
 	}
-	n->rover = a->fs->first_data_block;
+	n->rover = sfs_geom(a->fs)->first_data_block;
 	a->priv = n;
 	return 0;
 }
@@ -120,33 +120,34 @@ static int nf_new_blocks(struct sfs_alloc *a, struct sfs_inode *ip,
 	struct sfs_fs *fs = a->fs;
 	struct nf_priv *n = a->priv;
 	sfs_blk_t from_blk =
-	    n->p.mode == NF_FIRST ? fs->first_data_block : n->rover;
+	    n->p.mode == NF_FIRST ? sfs_geom(fs)->first_data_block : n->rover;
 	uint32_t g0 = sfs_blk_group(fs, from_blk), bit0;
 
 	(void)ip;
 	(void)goal; /* the point of the model: no goal, no groups */
-	if (from_blk < fs->first_data_block || g0 >= fs->groups) {
-		from_blk = fs->first_data_block;
+	if (from_blk < sfs_geom(fs)->first_data_block ||
+	    g0 >= sfs_geom(fs)->groups) {
+		from_blk = sfs_geom(fs)->first_data_block;
 		g0 = 0;
 	}
 	bit0 = (uint32_t)(from_blk - sfs_group_first(fs, g0));
 	want = MIN(want, n->p.run);
 	n->requests++;
-	for (uint32_t i = 0; i <= fs->groups; i++) {
-		uint32_t g = (g0 + i) % fs->groups;
+	for (uint32_t i = 0; i <= sfs_geom(fs)->groups; i++) {
+		uint32_t g = (g0 + i) % sfs_geom(fs)->groups;
 		uint32_t end = sfs_group_nblocks(fs, g);
 		uint32_t from = i == 0 ? MIN(bit0, end) : 0;
 		struct sfs_buf *b;
 		uint32_t bit;
 		int rc;
 
-		if (i == fs->groups && bit0 == 0)
+		if (i == sfs_geom(fs)->groups && bit0 == 0)
 			break; /* the first group was searched whole */
-		if (i == fs->groups)
+		if (i == sfs_geom(fs)->groups)
 			end = MIN(bit0, end); /* wrapped: its head */
 		if (i > 0 && g == 0)
 			n->wraps++; /* past the last block, on from the first */
-		if (fs->gd[g].bg_free_blocks_count == 0 ||
+		if (sfs_group_desc(fs, g)->bg_free_blocks_count == 0 ||
 		    sfs_group_bad(fs, g, false))
 			continue;
 		rc = sfs_block_bitmap(fs, g, &b);
@@ -156,7 +157,7 @@ static int nf_new_blocks(struct sfs_alloc *a, struct sfs_inode *ip,
 		if (bit < end)
 			rc = nf_take(a, g, b->data, bit, want, start_out,
 				     got_out);
-		sfs_cache_put(fs->cache, b);
+		sfs_cache_put(sfs_fs_cache(fs), b);
 		if (rc)
 			return rc;
 		if (bit < end) {

@@ -47,6 +47,11 @@ const struct sfs_alloc_preset *sfs_alloc_find(const char *name)
 	return NULL;
 }
 
+bool sfs_alloc_is(const struct sfs_alloc *a, const char *name)
+{
+	return a && a->ops && name && strcmp(a->ops->name, name) == 0;
+}
+
 const struct sfs_alloc_ops *sfs_alloc_place_nth(unsigned i)
 {
 	const struct sfs_alloc_preset *p;

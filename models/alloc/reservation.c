@@ -31,7 +31,7 @@
 #include <string.h>
 
 #include "devmodel.h"
-#include "fs_priv.h"
+#include "model.h"
 #include "models/alloc/bitmap_search.h"
 #include "stats.h"
 
@@ -221,7 +221,7 @@ static int rsv_alloc_in_group(struct sfs_alloc *a, struct rsv_fs *r,
 			     st->win.end, want, &s);
 		if (n == 0)
 			continue; /* window used up: a new one */
-		sfs_cache_put(fs->cache, b);
+		sfs_cache_put(sfs_fs_cache(fs), b);
 		rc = sfs_bm_grant(a, s, n, start_out, got_out);
 		if (rc)
 			return rc;
@@ -229,7 +229,7 @@ static int rsv_alloc_in_group(struct sfs_alloc *a, struct rsv_fs *r,
 		r->ctr.allocs_in_window++;
 		return 0;
 	}
-	sfs_cache_put(fs->cache, b);
+	sfs_cache_put(sfs_fs_cache(fs), b);
 	return -ENOSPC;
 }
 
@@ -254,7 +254,7 @@ static int rsv_plain_in_group(struct sfs_alloc *a, uint32_t g,
 	if (n == 0 && goal_bit > 0)
 		n = rsv_take(a, g, b->data, first, first + goal_bit - 1, want,
 			     &s);
-	sfs_cache_put(fs->cache, b);
+	sfs_cache_put(sfs_fs_cache(fs), b);
 	if (n == 0)
 		return -ENOSPC;
 	return sfs_bm_grant(a, s, n, start_out, got_out);
@@ -278,9 +278,10 @@ static int rsv_new_blocks(struct sfs_alloc *a, struct sfs_inode *ip,
 	st = rsv_state(r, ip);
 	if (want > st->goal_size)
 		st->goal_size = MIN(want, MAX(r->p.max, 1u));
-	for (uint32_t i = 0; i < fs->groups; i++) {
-		uint32_t g = (g0 + i) % fs->groups;
-		uint32_t nfree = sfs_le16(fs->gd[g].bg_free_blocks_count);
+	for (uint32_t i = 0; i < sfs_geom(fs)->groups; i++) {
+		uint32_t g = (g0 + i) % sfs_geom(fs)->groups;
+		uint32_t nfree =
+		    sfs_le16(sfs_group_desc(fs, g)->bg_free_blocks_count);
 		uint32_t goal_bit =
 		    i == 0 ? (uint32_t)(goal - sfs_group_first(fs, g))
 			   : UINT32_MAX;

@@ -40,7 +40,7 @@
 #include <glib.h>
 
 #include "csum.h"
-#include "fs_priv.h"
+#include "model.h"
 #include "jbd2.h"
 
 #define JL_HDR 12	   /* journal header bytes */
@@ -253,11 +253,11 @@ static int jl_read_meta(const struct jl_reader *r, uint64_t blk,
 		return sfs_bdev_read(r->bd, cat, blk * r->bs, buf, r->bs);
 	if (blk > UINT32_MAX)
 		return -EINVAL;
-	rc = sfs_cache_get(r->fs->cache, (sfs_blk_t)blk, cat, &b);
+	rc = sfs_cache_get(sfs_fs_cache(r->fs), (sfs_blk_t)blk, cat, &b);
 	if (rc)
 		return rc;
 	memcpy(buf, b->data, r->bs);
-	sfs_cache_put(r->fs->cache, b);
+	sfs_cache_put(sfs_fs_cache(r->fs), b);
 	return 0;
 }
 
@@ -468,14 +468,14 @@ static int jl_read_inode(const struct jl_reader *r, const struct sfs_dsuper *sb,
 	g = (ino - 1) / ipg;
 	idx = (ino - 1) % ipg;
 	if (r->fs) {
-		if (g >= r->fs->groups) {
+		if (g >= sfs_geom(r->fs)->groups) {
 			set_err(err,
 				"journal inode %u lies beyond the last "
 				"group",
 				ino);
 			return -EINVAL;
 		}
-		tbl = sfs_le32(r->fs->gd[g].bg_inode_table);
+		tbl = sfs_le32(sfs_group_desc(r->fs, g)->bg_inode_table);
 	} else {
 		uint64_t gd_byte = (uint64_t)g * sfs_sb_desc_size(sb);
 		struct sfs_dgroup gd;
@@ -564,7 +564,7 @@ static int jl_map_inode(struct sfs_jlog *log, const struct jl_reader *r,
 				     sizeof(d.i_block), -1);
 	} else if (r->fs) {
 		struct sfs_inode tmp = {.ino = log->ino, .d = d};
-		rc = sfs_imap(r->fs, &tmp)->walk(r->fs, &tmp, jl_map_cb, &m);
+		rc = sfs_map_walk(r->fs, &tmp, jl_map_cb, &m);
 	} else {
 		rc = jl_walk_blockmap(r, &m, &d);
 	}
@@ -1150,7 +1150,7 @@ static int jl_open(struct sfs_bdev *fs_bd, struct sfs_fs *fs,
 	int rc;
 
 	if (fs) {
-		sb = &fs->sb;
+		sb = sfs_fs_super(fs);
 	} else {
 		rc = jl_read_fs_super(fs_bd, &sbuf, err);
 		if (rc)
@@ -1240,7 +1240,7 @@ int sfs_jlog_open_fs(struct sfs_fs *fs, struct sfs_bdev *jdev,
 {
 	if (!fs || !out)
 		return -EINVAL;
-	return jl_open(fs->bd, fs, jdev, out, err);
+	return jl_open(sfs_fs_bdev(fs), fs, jdev, out, err);
 }
 
 void sfs_jlog_close(struct sfs_jlog *log)
@@ -1755,12 +1755,12 @@ static int jl_write_home(struct sfs_jlog *log, uint32_t home,
 	if (!log->fs)
 		return sfs_bdev_write(log->fs_bd, SFS_IO_JOURNAL,
 				      (uint64_t)home * log->bs, data, log->bs);
-	rc = sfs_cache_get_new(log->fs->cache, home, SFS_IO_JOURNAL, &b);
+	rc = sfs_cache_get_new(sfs_fs_cache(log->fs), home, SFS_IO_JOURNAL, &b);
 	if (rc)
 		return rc;
 	memcpy(b->data, data, log->bs);
-	sfs_cache_dirty(log->fs->cache, b);
-	sfs_cache_put(log->fs->cache, b);
+	sfs_cache_dirty(sfs_fs_cache(log->fs), b);
+	sfs_cache_put(sfs_fs_cache(log->fs), b);
 	return 0;
 }
 
@@ -2024,7 +2024,7 @@ int sfs_jlog_recover(struct sfs_jlog *log, struct sfs_jrecover_info *out)
 		rc = r.replay_err;
 		goto out;
 	}
-	rc = log->fs ? sfs_cache_sync(log->fs->cache)
+	rc = log->fs ? sfs_cache_sync(sfs_fs_cache(log->fs))
 		     : sfs_bdev_flush(log->fs_bd);
 	if (rc) {
 		jl_set_msg(log, "cannot flush replayed blocks: %s",

@@ -40,6 +40,7 @@
 
 #include "blockdev.h"
 #include "format.h"
+#include "journal.h"
 
 struct sfs_fs;
 struct sfs_jlog;
@@ -218,22 +219,7 @@ int sfs_jlog_write_txn(struct sfs_jlog *log, uint32_t tid, uint32_t start_block,
 
 /* ---- recovery ---- */
 
-struct sfs_jrecover_info {
-	bool was_clean;		/* s_start was 0: nothing to do */
-	bool skipped;		/* RECOVER clear: log discarded, not replayed */
-	uint32_t start_tid;	/* s_sequence found */
-	uint32_t end_tid;	/* first tid without a commit block */
-	uint32_t next_tid;	/* s_sequence written: end_tid + 1 */
-	uint32_t n_txns;	/* committed transactions found */
-	uint32_t n_replayed;	/* blocks written home */
-	uint32_t n_revokes;	/* revoke records read */
-	uint32_t n_revoke_hits; /* logged copies skipped as revoked */
-	uint32_t n_csum_bad;	/* blocks whose jbd2 checksum was wrong */
-	uint32_t csum_end_block; /* journal block where a bad descriptor or
-				  * commit checksum ended the log; 0 none */
-	char csum_note[192];	 /* then: what was wrong there, one line */
-	int32_t journal_errno;	/* s_errno found (0 = none) */
-};
+/* struct sfs_jrecover_info: journal.h */
 
 /*
  * jbd2_journal_recover: if s_start != 0, scan from s_start expecting
@@ -255,20 +241,7 @@ struct sfs_jrecover_info {
  */
 int sfs_jlog_recover(struct sfs_jlog *log, struct sfs_jrecover_info *out);
 
-/*
- * The whole mount-time sequence on raw devices, before sfs_fs_open: if the
- * filesystem has a journal, open it; with RECOVER set replay it
- * (sfs_jlog_recover), with RECOVER clear but a non-empty log discard it as
- * the kernel does (jbd2_journal_wipe); an s_errno found is moved into the
- * filesystem's s_state (ERROR) as ext4 and e2fsck do; then clear RECOVER in
- * the primary superblock (re-read after replay: the superblock may itself
- * have been logged) and flush.  A filesystem without a journal is left
- * alone (RECOVER set there is -EINVAL).  out may be NULL.  A bad checksum
- * that ended the log early is no failure (the kernel goes on too): see
- * out->csum_end_block and out->csum_note.
- */
-int sfs_jlog_mount_recover(struct sfs_bdev *fs_bd, struct sfs_bdev *jdev,
-			   struct sfs_jrecover_info *out, char **err);
+/* sfs_jlog_mount_recover, the whole mount-time step: journal.h */
 
 /* Set or clear RECOVER (needs_recovery) in the primary superblock on fs_bd
  * (not flushed).  -EINVAL if fs_bd holds no ext2 superblock, -EIO. */

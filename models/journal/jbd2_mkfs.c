@@ -24,6 +24,11 @@
  * block it maps, the higher level first:
  *   data 0-11, IND, data 12..11+a, DIND, IND, data ..., IND, data ...
  * (a = bs / 4).  On a fresh image the result is one contiguous run.
+ *
+ * The one file under models/ that includes fs_priv.h instead of model.h:
+ * it is no model but a mkfs-time tool that drives the engine over an
+ * image (sfs_fs_open, sfs_iget, the group descriptors and superblock) to
+ * build inode 8, which no model may do.
  */
 #include <errno.h>
 #include <string.h>

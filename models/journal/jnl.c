@@ -42,7 +42,7 @@
 #include <errno.h>
 #include <string.h>
 
-#include "fs_priv.h"
+#include "model.h"
 #include "journal.h"
 #include "models/journal/jbd2.h"
 #include "models/journal/jnl_priv.h"
@@ -128,8 +128,8 @@ static void txn_release_bufs(struct sfs_jnl *j, struct sfs_txn *t)
 	g_hash_table_iter_init(&it, t->meta);
 	while (g_hash_table_iter_next(&it, NULL, &v)) {
 		struct sfs_buf *b = v;
-		sfs_cache_unpin(j->fs->cache, b);
-		sfs_cache_put(j->fs->cache, b);
+		sfs_cache_unpin(sfs_fs_cache(j->fs), b);
+		sfs_cache_put(sfs_fs_cache(j->fs), b);
 	}
 	g_hash_table_remove_all(t->meta);
 }
@@ -150,7 +150,7 @@ static void txn_touch(struct sfs_jnl *j)
 {
 	if (!j->run->started) {
 		j->run->started = true;
-		j->run->start_ns = sfs_clock_now_ns(j->fs->clock);
+		j->run->start_ns = sfs_clock_now_ns(sfs_fs_clock(j->fs));
 	}
 }
 
@@ -192,7 +192,7 @@ struct sfs_jlog *sfs_jnl_log(struct sfs_jnl *j)
 
 void sfs_jnl_meta_dirty(struct sfs_jnl *j, struct sfs_buf *b)
 {
-	struct sfs_cache *c = j->fs->cache;
+	struct sfs_cache *c = sfs_fs_cache(j->fs);
 
 	sfs_cache_dirty(c, b);
 	if (!j->log)
@@ -214,7 +214,7 @@ void sfs_jnl_data_dirty(struct sfs_jnl *j, struct sfs_buf *b)
 	if (j->ops->data_dirty)
 		j->ops->data_dirty(j, b);
 	else
-		sfs_cache_dirty(j->fs->cache, b);
+		sfs_cache_dirty(sfs_fs_cache(j->fs), b);
 }
 
 void sfs_jnl_data_run(struct sfs_jnl *j, sfs_blk_t blk, uint32_t n)
@@ -233,7 +233,7 @@ void sfs_jnl_data_log(struct sfs_jnl *j, struct sfs_buf *b)
 
 void sfs_jnl_data_order(struct sfs_jnl *j, struct sfs_buf *b)
 {
-	sfs_cache_dirty(j->fs->cache, b);
+	sfs_cache_dirty(sfs_fs_cache(j->fs), b);
 	txn_touch(j);
 	g_hash_table_add(j->run->data, GUINT_TO_POINTER(b->blk));
 }
@@ -266,7 +266,7 @@ int sfs_jnl_write_runs(struct sfs_jnl *j, struct sfs_inode *ip,
 	}
 	if (inode_block)
 		list[n++] = sfs_inode_block(fs, ip->ino);
-	rc = sfs_cache_write_blocks(fs->cache, list, n);
+	rc = sfs_cache_write_blocks(sfs_fs_cache(fs), list, n);
 	g_free(list);
 	return rc;
 }
@@ -299,7 +299,7 @@ int sfs_jnl_free_blocks(struct sfs_jnl *j, sfs_blk_t start, uint32_t n)
 		 */
 		if (!g_hash_table_contains(t->meta, key) &&
 		    !g_hash_table_contains(j->owner, key))
-			sfs_cache_discard(j->fs->cache, start + i, 1);
+			sfs_cache_discard(sfs_fs_cache(j->fs), start + i, 1);
 		/* a copy that may still be replayed must be revoked */
 		if (g_hash_table_lookup_extended(j->logged, key, NULL, &v)) {
 			uint32_t blk = start + i;
@@ -328,7 +328,7 @@ static void frees_done(struct sfs_jnl *j, GArray *frees)
 				g_hash_table_remove(j->owner, key);
 			}
 		}
-		sfs_cache_discard(j->fs->cache, f->start, f->n);
+		sfs_cache_discard(sfs_fs_cache(j->fs), f->start, f->n);
 	}
 }
 
@@ -442,7 +442,7 @@ static int checkpoint(struct sfs_jnl *j, uint32_t need)
 		while (g_hash_table_iter_next(&pit, &pk, NULL))
 			list[i++] = GPOINTER_TO_UINT(pk);
 		qsort(list, n, sizeof(*list), cmp_blk);
-		rc = sfs_cache_write_blocks(fs->cache, list, n);
+		rc = sfs_cache_write_blocks(sfs_fs_cache(fs), list, n);
 		g_free(list);
 		if (rc)
 			return rc;
@@ -457,7 +457,7 @@ static int checkpoint(struct sfs_jnl *j, uint32_t need)
 		j->checkpoints++;
 		advance_tail(j);
 	}
-	rc = sfs_bdev_flush(fs->bd);
+	rc = sfs_bdev_flush(sfs_fs_bdev(fs));
 	if (rc)
 		return rc;
 	return write_jsb(j);
@@ -484,8 +484,8 @@ int sfs_jnl_write_ordered(struct sfs_jnl *j)
 	qsort(list, n, sizeof(*list), cmp_blk);
 	uint64_t before = 0;
 	for (i = 0; i < n; i++)
-		before += sfs_cache_is_dirty(j->fs->cache, list[i]);
-	rc = sfs_cache_write_blocks(j->fs->cache, list, n);
+		before += sfs_cache_is_dirty(sfs_fs_cache(j->fs), list[i]);
+	rc = sfs_cache_write_blocks(sfs_fs_cache(j->fs), list, n);
 	if (rc == 0)
 		j->ordered_blocks += before;
 	g_free(list);
@@ -502,7 +502,7 @@ int sfs_jnl_commit(struct sfs_jnl *j, enum sfs_commit_reason why)
 	struct sfs_fs *fs = j->fs;
 	struct sfs_txn *t = j->run;
 	struct sfs_jtxn_blocks jb = {0};
-	uint32_t bs = fs->bs, next, used;
+	uint32_t bs = sfs_geom(fs)->bs, next, used;
 	GHashTable *freed = NULL; /* blk -> pinned buffer, freed here */
 	GArray *frees = NULL;
 	int rc;
@@ -585,7 +585,7 @@ int sfs_jnl_commit(struct sfs_jnl *j, enum sfs_commit_reason why)
 		struct ctxn *c = g_queue_peek_head(&j->live);
 		uint32_t want = c ? c->log_start : 0;
 		if (want != j->sb_start) {
-			rc = sfs_bdev_flush(fs->bd);
+			rc = sfs_bdev_flush(sfs_fs_bdev(fs));
 			if (!rc)
 				rc = write_jsb(j);
 			if (rc)
@@ -693,8 +693,8 @@ int sfs_jnl_commit(struct sfs_jnl *j, enum sfs_commit_reason why)
 	gpointer fv;
 	g_hash_table_iter_init(&fit, freed);
 	while (g_hash_table_iter_next(&fit, NULL, &fv)) {
-		sfs_cache_unpin(fs->cache, fv);
-		sfs_cache_put(fs->cache, fv);
+		sfs_cache_unpin(sfs_fs_cache(fs), fv);
+		sfs_cache_put(sfs_fs_cache(fs), fv);
 	}
 	g_hash_table_destroy(freed);
 	frees_done(j, frees);
@@ -728,11 +728,10 @@ int sfs_jnl_tick(struct sfs_jnl *j)
 {
 	int rc = 0;
 
-	if (!j->log || j->fs->error)
+	if (!j->log || sfs_fs_failed(j->fs))
 		return 0;
-	if (j->run->started &&
-	    sfs_clock_now_ns(j->fs->clock) >=
-		    j->run->start_ns + j->p.commit_interval_ns) {
+	if (j->run->started && sfs_clock_now_ns(sfs_fs_clock(j->fs)) >=
+				   j->run->start_ns + j->p.commit_interval_ns) {
 		rc = sfs_jnl_commit(j, SFS_COMMIT_INTERVAL);
 		if (rc)
 			return rc;
@@ -747,7 +746,7 @@ int sfs_jnl_tick(struct sfs_jnl *j)
 
 int sfs_jnl_op_end(struct sfs_jnl *j)
 {
-	if (!j->log || j->fs->error)
+	if (!j->log || sfs_fs_failed(j->fs))
 		return 0;
 	if (g_hash_table_size(j->run->meta) >= j->p.max_txn_blocks)
 		return sfs_jnl_commit(j, SFS_COMMIT_FULL);
@@ -769,7 +768,7 @@ int sfs_jnl_open_log(struct sfs_jnl *j, struct sfs_bdev *jdev, char **err)
 	struct sfs_jlog_super s;
 	int rc;
 
-	if (!(sfs_le32(fs->sb.s_feature_compat) &
+	if (!(sfs_le32(sfs_fs_super(fs)->s_feature_compat) &
 	      SFS_FEATURE_COMPAT_HAS_JOURNAL)) {
 		*err = g_strdup_printf("data=%s needs a journal, and this image"
 				       " has none (make one with simfs mkfs "
@@ -802,7 +801,7 @@ int sfs_jnl_open_log(struct sfs_jnl *j, struct sfs_bdev *jdev, char **err)
 		j->p.max_txn_blocks = j->capacity / 4;
 	if (j->p.commit_interval_ns == 0)
 		j->p.commit_interval_ns = 5 * SFS_NS_PER_S;
-	sfs_cache_set_written_cb(fs->cache, jnl_written, j);
+	sfs_cache_set_written_cb(sfs_fs_cache(fs), jnl_written, j);
 	return 0;
 }
 
@@ -827,7 +826,7 @@ int sfs_jnl_open(struct sfs_fs *fs, const struct sfs_jnl_ops *ops,
 	rc = ops->open_log(j, jdev, err);
 	if (rc) {
 		if (j->log) {
-			sfs_cache_set_written_cb(fs->cache, NULL, NULL);
+			sfs_cache_set_written_cb(sfs_fs_cache(fs), NULL, NULL);
 			sfs_jlog_close(j->log);
 		}
 		txn_free(j, j->run);
@@ -857,7 +856,7 @@ void sfs_jnl_free(struct sfs_jnl *j)
 	if (!j)
 		return;
 	if (j->log)
-		sfs_cache_set_written_cb(j->fs->cache, NULL, NULL);
+		sfs_cache_set_written_cb(sfs_fs_cache(j->fs), NULL, NULL);
 	txn_free(j, j->run);
 	while ((c = g_queue_pop_head(&j->live)))
 		ctxn_free(c);
@@ -872,15 +871,15 @@ int sfs_jnl_close(struct sfs_jnl *j)
 {
 	int rc = 0;
 
-	if (j->log && !j->fs->error && !j->fs->ro) {
+	if (j->log && sfs_check_writable(j->fs) == 0) {
 		rc = sfs_jnl_commit(j, SFS_COMMIT_UNMOUNT);
 		if (!rc)
-			rc = sfs_cache_sync(j->fs->cache);
+			rc = sfs_cache_sync(sfs_fs_cache(j->fs));
 		if (!rc)
 			rc = checkpoint(j, UINT32_MAX);
 		/* the empty log must be durable before needs_recovery goes */
 		if (!rc)
-			rc = sfs_bdev_flush(j->fs->bd);
+			rc = sfs_bdev_flush(sfs_fs_bdev(j->fs));
 	}
 	return rc;
 }

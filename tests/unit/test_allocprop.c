@@ -499,7 +499,7 @@ static void prop_check(struct sfs_fs *fs, struct prop_report *r)
 		    " blocks set in the bitmaps with no owner, %" PRIu64
 		    " frees pending",
 		    r->extra, r->pending);
-	if (fs->alloc->ops == &sfs_mballoc_alloc_ops) {
+	if (sfs_alloc_is(fs->alloc, "mballoc")) {
 		/* every PA's unused blocks: free on disk, owned by nobody,
 		 * in no other PA */
 		if (sfs_mballoc_pa_walk(fs->alloc, prop_claim_pa, &c))
@@ -523,7 +523,7 @@ static void prop_check(struct sfs_fs *fs, struct prop_report *r)
 	if (fs->da_ctr.failed_blocks)
 		prop_problem(r, "delalloc: %" PRIu64 " blocks failed to place",
 			     fs->da_ctr.failed_blocks);
-	if (fs->alloc->ops == &sfs_reservation_alloc_ops &&
+	if (sfs_alloc_is(fs->alloc, "reservation") &&
 	    sfs_reservation_check(fs->alloc, NULL))
 		prop_problem(r, "reservation: window set broken");
 	if (fs->error)
@@ -827,7 +827,7 @@ static void prop_assert_released(struct prop_state *st)
 	struct sfs_fs *fs = st->fs;
 
 	sfs_lock(fs);
-	if (fs->alloc->ops == &sfs_mballoc_alloc_ops) {
+	if (sfs_alloc_is(fs->alloc, "mballoc")) {
 		struct sfs_mballoc_counters mc;
 
 		assert_int_equal(sfs_mballoc_check(fs->alloc, &mc), 0);
@@ -837,7 +837,7 @@ static void prop_assert_released(struct prop_state *st)
 				 " PAs live after the last close",
 				 st->opts, st->seed, mc.pas_live);
 	}
-	if (fs->alloc->ops == &sfs_reservation_alloc_ops) {
+	if (sfs_alloc_is(fs->alloc, "reservation")) {
 		struct sfs_rsv_counters rc;
 
 		assert_int_equal(sfs_reservation_check(fs->alloc, &rc), 0);
@@ -910,14 +910,14 @@ static void prop_one_run(const char *opts, const struct prop_run *run,
 		sfs_unlock(st.fs);
 	}
 	sfs_lock(st.fs);
-	if (st.fs->alloc->ops == &sfs_mballoc_alloc_ops) {
+	if (sfs_alloc_is(st.fs->alloc, "mballoc")) {
 		struct sfs_mballoc_counters mc;
 
 		sfs_mballoc_check(st.fs->alloc, &mc);
 		tot->discard_all += mc.discard_all;
 		tot->pas_made += mc.pas_made;
 	}
-	if (st.fs->alloc->ops == &sfs_reservation_alloc_ops) {
+	if (sfs_alloc_is(st.fs->alloc, "reservation")) {
 		struct sfs_rsv_counters rc;
 
 		sfs_reservation_check(st.fs->alloc, &rc);
