@@ -756,16 +756,19 @@ static void wctx_advance(struct sfs_wctx *w, size_t n)
 	w->done += n;
 }
 
-/* Write one partial block [boff, boff+n) of logical block lblk. */
-static int write_partial(struct sfs_fs *fs, struct sfs_inode *ip, uint32_t lblk,
-			 uint32_t boff, const uint8_t *src, size_t n)
+/* Write [boff, boff+n) of logical block lblk from w's next byte, filling
+ * a hole; dirty marks the buffer dirty. */
+static int write_partial(struct sfs_wctx *w, uint32_t lblk, uint32_t boff,
+			 size_t n,
+			 void (*dirty)(struct sfs_fs *, struct sfs_buf *))
 {
+	struct sfs_fs *fs = w->fs;
 	struct sfs_buf *b;
 	sfs_blk_t pblk;
 	bool isnew = false;
 	int rc;
 
-	rc = sfs_imap(fs, ip)->map(fs, ip, lblk, true, &pblk, &isnew);
+	rc = sfs_imap(fs, w->ip)->map(fs, w->ip, lblk, true, &pblk, &isnew);
 	if (rc)
 		return rc;
 	if (isnew)
@@ -776,10 +779,11 @@ static int write_partial(struct sfs_fs *fs, struct sfs_inode *ip, uint32_t lblk,
 		return rc;
 	if (isnew)
 		memset(b->data, 0, fs->bs);
-	memcpy(b->data + boff, src, n);
-	sfs_data_dirty(fs, b);
-	sfs_inode_note_dirty(ip, pblk, 1);
+	memcpy(b->data + boff, w->src, n);
+	dirty(fs, b);
+	sfs_inode_note_dirty(w->ip, pblk, 1);
 	sfs_cache_put(fs->cache, b);
+	wctx_advance(w, n);
 	return 0;
 }
 
@@ -842,11 +846,7 @@ static int cached_blocks(struct sfs_wctx *w, uint32_t lblk, uint32_t max)
 static int cached_partial(struct sfs_wctx *w, uint32_t lblk, uint32_t boff,
 			  size_t n)
 {
-	int rc = write_partial(w->fs, w->ip, lblk, boff, w->src, n);
-
-	if (rc == 0)
-		wctx_advance(w, n);
-	return rc;
+	return write_partial(w, lblk, boff, n, sfs_data_dirty);
 }
 
 static const struct sfs_write_ops write_cached = {
@@ -919,13 +919,29 @@ static const struct sfs_write_ops write_delalloc = {
 };
 
 /*
- * data=journal (ext4_journalled_aops): every block, whole or not, is
- * written alone and joins the running transaction (sfs_data_dirty, the
- * policy's data_dirty verb logs it); no runs, no delayed allocation.
+ * data=journal, or chattr +j without delalloc (ext4_journalled_aops):
+ * every block, whole or not, is written alone and joins the running
+ * transaction as a metadata block does, whatever the policy does with
+ * data (sfs_jnl_data_log, data=journal's data_dirty verb); no runs, no
+ * delayed allocation.  fsync is a commit.
  */
+static void journal_dirty(struct sfs_fs *fs, struct sfs_buf *b)
+{
+	if (fs->jnl && !fs->jnl_off)
+		sfs_jnl_data_log(fs->jnl, b);
+	else
+		sfs_cache_dirty(fs->cache, b);
+}
+
+static int journal_partial(struct sfs_wctx *w, uint32_t lblk, uint32_t boff,
+			   size_t n)
+{
+	return write_partial(w, lblk, boff, n, journal_dirty);
+}
+
 static const struct sfs_write_ops write_journal = {
     .name = "journal",
-    .write_partial = cached_partial,
+    .write_partial = journal_partial,
 };
 
 /*
@@ -1025,6 +1041,11 @@ const struct sfs_write_ops *sfs_write_choose(const struct sfs_fs *fs,
 	if (!sfs_i_isreg(ip))
 		return NULL;
 	if (sfs_jnl_data_path(fs->jnl) == SFS_JNL_DATA_JOURNALLED)
+		return &write_journal;
+	/* chattr +j journals a file's data on a journaled filesystem
+	 * without delalloc (ext4_inode_journal_mode, fs/ext4/ext4_jbd2.c) */
+	if ((sfs_le32(ip->d.i_flags) & SFS_JOURNAL_DATA_FL) &&
+	    sfs_jnl_journaled(fs->jnl) && !fs->da_on)
 		return &write_journal;
 	/* sfs_da_setup turns delalloc off under data=journal, as ext4 */
 	if (sfs_da_wanted(fs, ip))
@@ -1172,7 +1193,8 @@ static int fsync_file(struct sfs_fs *fs, struct sfs_inode *ip)
 		return rc;
 	runs = ip->dirty_runs;
 	ip->dirty_runs = NULL;
-	if (runs && fs->jnl)
+	/* journalled data: the commit carries it (ext4_sync_file) */
+	if (runs && fs->jnl && sfs_write_ops_of(fs, ip, 0) != &write_journal)
 		rc = sfs_jnl_fsync_data(fs->jnl, ip, runs);
 	if (rc == 0 && journaled && (fs->driver || fs->defer_waits)) {
 		/* group commit under a driver (fs.h, struct sfs_fs_driver),
@@ -1496,13 +1518,43 @@ int sfs_get_flags(struct sfs_fs *fs, sfs_ino_t ino, uint32_t *flags_out)
 	return rc;
 }
 
+/*
+ * New i_flags for ip (chattr): chattr +j/-j may change its write strategy
+ * (ext4_change_inode_journal_flag, fs/ext4/inode.c).  Leaving the journal
+ * strategy, the journal is flushed first (jbd2_journal_flush): a logged
+ * copy of the file's data must not be replayed over a later write in
+ * place.  Delayed data never meets +j (it takes effect only without
+ * delalloc).
+ */
+static int set_i_flags(struct sfs_fs *fs, struct sfs_inode *ip, uint32_t flags)
+{
+	const struct sfs_write_ops *was = NULL, *next = NULL;
+	uint32_t old = ip->d.i_flags;
+	int rc;
+
+	if (sfs_i_isreg(ip))
+		was = sfs_write_ops_of(fs, ip, 0);
+	ip->d.i_flags = sfs_cpu_to_le32(flags);
+	if (was)
+		next = sfs_write_choose(fs, ip);
+	if (next != was && was == &write_journal) {
+		rc = sfs_jnl_flush(fs->jnl);
+		if (rc) {
+			ip->d.i_flags = old;
+			return rc;
+		}
+	}
+	ip->wops = next;
+	sfs_i_touch(fs, ip, SFS_SET_CTIME);
+	return sfs_inode_dirty(fs, ip);
+}
+
 int sfs_set_flags(struct sfs_fs *fs, sfs_ino_t ino, uint32_t flags,
 		  bool cap_immutable)
 {
 	/* changes simfs cannot carry out: ext4 migrates between block map
-	 * and extents, switches a file's data journalling, casefolds */
-	const uint32_t refused =
-	    SFS_EXTENTS_FL | SFS_JOURNAL_DATA_FL | SFS_CASEFOLD_FL;
+	 * and extents, casefolds */
+	const uint32_t refused = SFS_EXTENTS_FL | SFS_CASEFOLD_FL;
 	struct sfs_inode *ip;
 	uint32_t old, now;
 	int rc;
@@ -1536,11 +1588,8 @@ int sfs_set_flags(struct sfs_fs *fs, sfs_ino_t ino, uint32_t flags,
 	}
 	now =
 	    (old & ~SFS_FL_USER_MODIFIABLE) | (flags & SFS_FL_USER_MODIFIABLE);
-	if (now != old) {
-		ip->d.i_flags = sfs_cpu_to_le32(now);
-		sfs_i_touch(fs, ip, SFS_SET_CTIME);
-		rc = sfs_inode_dirty(fs, ip);
-	}
+	if (now != old)
+		rc = set_i_flags(fs, ip, now);
 out_put:
 	sfs_iput(fs, ip);
 out_unlock:
