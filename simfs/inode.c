@@ -3,11 +3,15 @@
  * read/write/truncate, fsync and statfs.
  *
  * File data goes through the inode's mapping model (sfs_imap: which
- * physical block holds logical block n) and the buffer cache.  A write fills
- * holes first (sfs_bmap with create), then copies whole blocks as runs of
- * physically contiguous blocks (sfs_cache_write_run) and partial blocks through
- * a buffer.  A block allocated for a partial write is zeroed around the bytes
- * written, so holes and the space past EOF always read as zeros.
+ * physical block holds logical block n) and the buffer cache.  How a write
+ * puts data in is the inode's write strategy (struct sfs_write_ops, chosen
+ * once per inode as ext4_set_aops chooses a file's address-space
+ * operations; O_DIRECT per call): cached, delalloc, journal or direct.
+ * sfs_write_ctx is the frame around it.  The cached strategy fills holes
+ * first (sfs_bmap with create), then copies whole blocks as runs of
+ * physically contiguous blocks (sfs_cache_write_run) and partial blocks
+ * through a buffer.  A block allocated for a partial write is zeroed around
+ * the bytes written, so holes and the space past EOF always read as zeros.
  *
  * Sizes: regular files keep i_size_high; a file reaching 2 GiB sets the
  * large_file feature.  i_blocks counts 512-byte sectors of every block the
