@@ -303,10 +303,11 @@ int sfs_fallocate(struct sfs_fs *fs, sfs_ino_t ino, int mode, uint64_t off,
  * as ext4 shows them (SFS_FL_USER_VISIBLE) and sets them.  Setting or
  * clearing append-only or immutable needs cap_immutable
  * (CAP_LINUX_IMMUTABLE: -EPERM); bits outside the visible set, and changes
- * simfs cannot carry out (extents migration, per-file data journalling,
- * casefolding), are -EOPNOTSUPP; the other modifiable bits are stored.
- * Honoured: i, a (EPERM on changes, as the kernel), A (no atime), S
- * (writes synchronous), D (directory changes synchronous).  ctime is
+ * simfs cannot carry out (extents migration, casefolding), are
+ * -EOPNOTSUPP; the other modifiable bits are stored.  Honoured: i, a
+ * (EPERM on changes, as the kernel), A (no atime), S (writes
+ * synchronous), D (directory changes synchronous), j (the file's data
+ * journalled, without delalloc: its write strategy, inode.c).  ctime is
  * updated.
  */
 int sfs_get_flags(struct sfs_fs *fs, sfs_ino_t ino, uint32_t *flags_out);

@@ -388,8 +388,7 @@ uint64_t sfs_free_blocks(const struct sfs_fs *fs);
  * extent tree, the others the block map, whatever alloc= chose (ext4 reads
  * both); fs->map only decides what new inodes get.  The engine reaches
  * the ops only through the doors below (and sfs_bmap / sfs_truncate built
- * on them; sfs_write_ctx is the one caller left); the tests look at a map
- * with it. */
+ * on them); only the tests look at a map with it. */
 static inline const struct sfs_map_ops *sfs_imap(struct sfs_fs *fs,
 						 const struct sfs_inode *ip)
 {
@@ -431,6 +430,45 @@ int sfs_bmap(struct sfs_fs *fs, struct sfs_inode *ip, uint32_t lblk,
 /* Free every block of ip at or after the one holding byte new_size, then
  * set i_size = new_size; zero the tail of the last partial block. */
 int sfs_truncate(struct sfs_fs *fs, struct sfs_inode *ip, uint64_t new_size);
+
+/* ---- write strategies (inode.c) ---- */
+/*
+ * How sfs_write_ctx puts a regular file's data in, as ext4_set_aops
+ * chooses a file's address_space_operations once (Linux fs/ext4/inode.c).
+ * The frame (sfs_write_ctx) checks the call, then walks the range: whole
+ * blocks from a block boundary go to write_blocks (when the strategy has
+ * it), anything else one block or part of one at a time to write_partial;
+ * then it sets the size and timestamps, calls end, runs a chattr +S
+ * fsync, and calls finish.  The verbs write from their context's next
+ * byte and advance it; they return 0 (go on), a negative errno, or 1 to
+ * end the write short without an error.
+ */
+struct sfs_wctx;
+struct sfs_write_ops {
+	const char *name;
+	/* before the first byte (may fail: nothing is written) [nothing] */
+	int (*begin)(struct sfs_wctx *w);
+	/* whole blocks from lblk, at most max of them, at least one unless
+	 * it fails or ends the write [NULL: block by block, write_partial] */
+	int (*write_blocks)(struct sfs_wctx *w, uint32_t lblk, uint32_t max);
+	/* [boff, boff+n) of block lblk */
+	int (*write_partial)(struct sfs_wctx *w, uint32_t lblk, uint32_t boff,
+			     size_t n);
+	/* the size and inode are updated; returns the write's result
+	 * [rc] */
+	int (*end)(struct sfs_wctx *w, int rc);
+	/* last, after begin succeeded or failed, even after an error;
+	 * returns the write's result [rc] */
+	int (*finish)(struct sfs_wctx *w, int rc);
+};
+/* The strategy ip's buffered writes take (NULL: not a regular file):
+ * data=journal's, delalloc's or the cached one. */
+const struct sfs_write_ops *sfs_write_choose(const struct sfs_fs *fs,
+					     const struct sfs_inode *ip);
+/* The strategy of a write to ip with sfs_ioctx flags ioflags: the inode's
+ * (chosen now if it has none), or O_DIRECT's for this call. */
+const struct sfs_write_ops *
+sfs_write_ops_of(struct sfs_fs *fs, struct sfs_inode *ip, unsigned ioflags);
 
 /* ---- delayed allocation (delalloc.c) ---- */
 /* Decide whether delalloc is in effect and hook it into the cache. */

@@ -3,11 +3,15 @@
  * read/write/truncate, fsync and statfs.
  *
  * File data goes through the inode's mapping model (sfs_imap: which
- * physical block holds logical block n) and the buffer cache.  A write fills
- * holes first (sfs_bmap with create), then copies whole blocks as runs of
- * physically contiguous blocks (sfs_cache_write_run) and partial blocks through
- * a buffer.  A block allocated for a partial write is zeroed around the bytes
- * written, so holes and the space past EOF always read as zeros.
+ * physical block holds logical block n) and the buffer cache.  How a write
+ * puts data in is the inode's write strategy (struct sfs_write_ops, chosen
+ * once per inode as ext4_set_aops chooses a file's address-space
+ * operations; O_DIRECT per call): cached, delalloc, journal or direct.
+ * sfs_write_ctx is the frame around it.  The cached strategy fills holes
+ * first (sfs_bmap with create), then copies whole blocks as runs of
+ * physically contiguous blocks (sfs_cache_write_run) and partial blocks
+ * through a buffer.  A block allocated for a partial write is zeroed around
+ * the bytes written, so holes and the space past EOF always read as zeros.
  *
  * Sizes: regular files keep i_size_high; a file reaching 2 GiB sets the
  * large_file feature.  i_blocks counts 512-byte sectors of every block the
@@ -730,16 +734,44 @@ out_unlock:
 	return rc;
 }
 
-/* Write one partial block [boff, boff+n) of logical block lblk. */
-static int write_partial(struct sfs_fs *fs, struct sfs_inode *ip, uint32_t lblk,
-			 uint32_t boff, const uint8_t *src, size_t n)
+/* ---- write strategies ---- */
+
+/* One sfs_write_ctx call, as the strategies see it. */
+struct sfs_wctx {
+	struct sfs_fs *fs;
+	struct sfs_inode *ip;
+	const uint8_t *src; /* the next byte to write */
+	uint64_t off, end;  /* file offsets: next byte, end of the write */
+	size_t done;	    /* bytes written */
+	/* direct: the strategy whose blocks it writes through, and the
+	 * physical runs written (struct sfs_run) */
+	const struct sfs_write_ops *base;
+	GArray *runs;
+};
+
+/* A strategy's return: stop the write here, short, without an error. */
+#define WR_STOP 1
+
+static void wctx_advance(struct sfs_wctx *w, size_t n)
 {
+	w->off += n;
+	w->src += n;
+	w->done += n;
+}
+
+/* Write [boff, boff+n) of logical block lblk from w's next byte, filling
+ * a hole; dirty marks the buffer dirty. */
+static int write_partial(struct sfs_wctx *w, uint32_t lblk, uint32_t boff,
+			 size_t n,
+			 void (*dirty)(struct sfs_fs *, struct sfs_buf *))
+{
+	struct sfs_fs *fs = w->fs;
 	struct sfs_buf *b;
 	sfs_blk_t pblk;
 	bool isnew = false;
 	int rc;
 
-	rc = sfs_map_block(fs, ip, lblk, true, &pblk, &isnew);
+	rc = sfs_map_block(fs, w->ip, lblk, true, &pblk, &isnew);
 	if (rc)
 		return rc;
 	if (isnew)
@@ -750,11 +782,285 @@ static int write_partial(struct sfs_fs *fs, struct sfs_inode *ip, uint32_t lblk,
 		return rc;
 	if (isnew)
 		memset(b->data, 0, fs->bs);
-	memcpy(b->data + boff, src, n);
-	sfs_data_dirty(fs, b);
-	sfs_inode_note_dirty(ip, pblk, 1);
+	memcpy(b->data + boff, w->src, n);
+	dirty(fs, b);
+	sfs_inode_note_dirty(w->ip, pblk, 1);
 	sfs_cache_put(fs->cache, b);
+	wctx_advance(w, n);
 	return 0;
+}
+
+/*
+ * Map up to max whole blocks from lblk (holes filled, or with
+ * first_only only the first: a later hole ends the run) and copy them
+ * as one physically contiguous run through the cache.  *run_out is the
+ * run copied.  A map error after the first block still copies the run
+ * and returns the error after it.
+ */
+static int write_run(struct sfs_wctx *w, uint32_t lblk, uint32_t max,
+		     bool first_only, struct sfs_run *run_out)
+{
+	struct sfs_fs *fs = w->fs;
+	sfs_blk_t first = 0;
+	uint32_t n = 0;
+	int rc = 0;
+
+	max = MIN(max, 256);
+	while (n < max) {
+		sfs_blk_t pblk;
+		bool isnew;
+		rc = sfs_map_block(fs, w->ip, lblk + n, !first_only || n == 0,
+				   &pblk, &isnew);
+		if (rc)
+			break;
+		if (pblk == 0)
+			break;
+		if (n == 0)
+			first = pblk;
+		else if (pblk != first + n)
+			break; /* not contiguous: write what we have */
+		n++;
+	}
+	if (n == 0)
+		return rc ? rc : WR_STOP;
+	int wrc = sfs_cache_write_run(fs->cache, first, n, SFS_IO_DATA, w->src);
+	if (wrc)
+		return wrc;
+	if (fs->jnl)
+		sfs_jnl_data_run(fs->jnl, first, n);
+	sfs_inode_note_dirty(w->ip, first, n);
+	run_out->start = first;
+	run_out->n = n;
+	wctx_advance(w, (size_t)n << fs->bs_log);
+	/* A block mapped past the run (not contiguous) is rewritten by the
+	 * next call: map is idempotent. */
+	return rc;
+}
+
+/* buffered, cached: blocks are chosen at write time, whole blocks copied
+ * as runs (ext4_aops under nodelalloc, ext2 and ext3 ordered/writeback) */
+static int cached_blocks(struct sfs_wctx *w, uint32_t lblk, uint32_t max)
+{
+	struct sfs_run r;
+
+	return write_run(w, lblk, max, false, &r);
+}
+
+static int cached_partial(struct sfs_wctx *w, uint32_t lblk, uint32_t boff,
+			  size_t n)
+{
+	return write_partial(w, lblk, boff, n, sfs_data_dirty);
+}
+
+static const struct sfs_write_ops write_cached = {
+    .name = "cached",
+    .write_blocks = cached_blocks,
+    .write_partial = cached_partial,
+};
+
+/*
+ * delalloc (ext4_da_aops; delalloc.c): a hole takes the data into the
+ * inode's delayed store, block by block, and reserves a block for it; a
+ * mapped block, or a fallocated (unwritten) one, is rewritten in place
+ * as the cached strategy does, a run ending at the next hole.
+ */
+static int da_hole(struct sfs_wctx *w, uint32_t lblk, uint32_t boff, bool *hole)
+{
+	sfs_blk_t pblk;
+	bool nw;
+	int rc = sfs_map_block(w->fs, w->ip, lblk, false, &pblk, &nw);
+	size_t n;
+
+	/* nw: fallocated (unwritten), its block exists and is converted
+	 * when written, nothing to reserve */
+	*hole = rc == 0 && pblk == 0 && !nw;
+	if (!*hole)
+		return rc;
+	n = (size_t)MIN((uint64_t)(w->fs->bs - boff), w->end - w->off);
+	rc = sfs_da_write(w->fs, w->ip, lblk, boff, w->src, n);
+	if (rc == 0)
+		wctx_advance(w, n);
+	return rc;
+}
+
+static int da_blocks(struct sfs_wctx *w, uint32_t lblk, uint32_t max)
+{
+	struct sfs_run r;
+	bool hole;
+	int rc = da_hole(w, lblk, 0, &hole);
+
+	if (rc || hole)
+		return rc;
+	return write_run(w, lblk, max, true, &r);
+}
+
+static int da_partial(struct sfs_wctx *w, uint32_t lblk, uint32_t boff,
+		      size_t n)
+{
+	bool hole;
+	int rc = da_hole(w, lblk, boff, &hole);
+
+	if (rc || hole)
+		return rc;
+	return cached_partial(w, lblk, boff, n);
+}
+
+/* delayed data is dirty data: over the limit, the writer writes */
+static int da_end(struct sfs_wctx *w, int rc)
+{
+	if (w->ip->da)
+		sfs_cache_balance(w->fs->cache);
+	return rc;
+}
+
+static const struct sfs_write_ops write_delalloc = {
+    .name = "delalloc",
+    .write_blocks = da_blocks,
+    .write_partial = da_partial,
+    .end = da_end,
+};
+
+/*
+ * data=journal, or chattr +j without delalloc (ext4_journalled_aops):
+ * every block, whole or not, is written alone and joins the running
+ * transaction as a metadata block does, whatever the policy does with
+ * data (sfs_jnl_data_log, data=journal's data_dirty verb); no runs, no
+ * delayed allocation.  fsync is a commit.
+ */
+static void journal_dirty(struct sfs_fs *fs, struct sfs_buf *b)
+{
+	if (fs->jnl && !fs->jnl_off)
+		sfs_jnl_data_log(fs->jnl, b);
+	else
+		sfs_cache_dirty(fs->cache, b);
+}
+
+static int journal_partial(struct sfs_wctx *w, uint32_t lblk, uint32_t boff,
+			   size_t n)
+{
+	return write_partial(w, lblk, boff, n, journal_dirty);
+}
+
+static const struct sfs_write_ops write_journal = {
+    .name = "journal",
+    .write_partial = journal_partial,
+};
+
+/*
+ * O_DIRECT: the blocks are written as the inode's buffered strategy
+ * without delay writes them (cached or journal), then written through to
+ * the disk when the call ends and dropped from the cache, as the kernel
+ * invalidates the page cache after a direct write.  Delayed data of the
+ * file is placed first: a direct write must not pass cached data.
+ */
+static int direct_begin(struct sfs_wctx *w)
+{
+	w->base =
+	    w->ip->wops == &write_journal ? &write_journal : &write_cached;
+	w->runs = g_array_new(FALSE, FALSE, sizeof(struct sfs_run));
+	if (w->ip->da)
+		return sfs_da_flush_inode(w->fs, w->ip, SFS_DA_DIRECT);
+	return 0;
+}
+
+static int direct_partial(struct sfs_wctx *w, uint32_t lblk, uint32_t boff,
+			  size_t n)
+{
+	sfs_blk_t pb;
+	bool nw;
+	int rc = w->base->write_partial(w, lblk, boff, n);
+
+	if (rc == 0 &&
+	    sfs_map_block(w->fs, w->ip, lblk, false, &pb, &nw) == 0 && pb) {
+		struct sfs_run r = {pb, 1};
+		g_array_append_val(w->runs, r);
+	}
+	return rc;
+}
+
+static int direct_blocks(struct sfs_wctx *w, uint32_t lblk, uint32_t max)
+{
+	struct sfs_run r = {0, 0};
+	int rc;
+
+	if (!w->base->write_blocks)
+		return direct_partial(w, lblk, 0, w->fs->bs);
+	rc = write_run(w, lblk, max, false, &r);
+	if (r.n)
+		g_array_append_val(w->runs, r);
+	return rc;
+}
+
+/* Write the data blocks of this call's runs through now. */
+static int direct_finish(struct sfs_wctx *w, int rc)
+{
+	GArray *runs = w->runs;
+	uint64_t n = 0;
+	sfs_blk_t *list;
+	int wrc;
+
+	for (guint i = 0; i < runs->len; i++)
+		n += g_array_index(runs, struct sfs_run, i).n;
+	if (n == 0)
+		goto out;
+	list = g_try_new(sfs_blk_t, n);
+	if (!list) {
+		wrc = -ENOMEM;
+		goto out_rc;
+	}
+	n = 0;
+	for (guint i = 0; i < runs->len; i++) {
+		struct sfs_run *r = &g_array_index(runs, struct sfs_run, i);
+		for (uint32_t k = 0; k < r->n; k++)
+			list[n++] = r->start + k;
+	}
+	wrc = sfs_cache_write_blocks(w->fs->cache, list, n);
+	/* the data leaves memory (metadata and other files' data stay) */
+	if (wrc == 0)
+		sfs_cache_drop_clean(w->fs->cache, list, n);
+	g_free(list);
+out_rc:
+	if (rc == 0)
+		rc = wrc;
+out:
+	g_array_free(runs, TRUE);
+	return rc;
+}
+
+static const struct sfs_write_ops write_direct = {
+    .name = "direct",
+    .begin = direct_begin,
+    .write_blocks = direct_blocks,
+    .write_partial = direct_partial,
+    .finish = direct_finish,
+};
+
+const struct sfs_write_ops *sfs_write_choose(const struct sfs_fs *fs,
+					     const struct sfs_inode *ip)
+{
+	if (!sfs_i_isreg(ip))
+		return NULL;
+	if (sfs_jnl_data_path(fs->jnl) == SFS_JNL_DATA_JOURNALLED)
+		return &write_journal;
+	/* chattr +j journals a file's data on a journaled filesystem
+	 * without delalloc (ext4_inode_journal_mode, fs/ext4/ext4_jbd2.c) */
+	if ((sfs_le32(ip->d.i_flags) & SFS_JOURNAL_DATA_FL) &&
+	    sfs_jnl_journaled(fs->jnl) && !fs->da_on)
+		return &write_journal;
+	/* sfs_da_setup turns delalloc off under data=journal, as ext4 */
+	if (sfs_da_wanted(fs, ip))
+		return &write_delalloc;
+	return &write_cached;
+}
+
+const struct sfs_write_ops *
+sfs_write_ops_of(struct sfs_fs *fs, struct sfs_inode *ip, unsigned ioflags)
+{
+	if (!ip->wops)
+		ip->wops = sfs_write_choose(fs, ip);
+	if (ip->wops && (ioflags & SFS_IOCTX_DIRECT))
+		return &write_direct;
+	return ip->wops;
 }
 
 int sfs_write(struct sfs_fs *fs, sfs_ino_t ino, uint64_t off, const void *buf,
@@ -763,47 +1069,20 @@ int sfs_write(struct sfs_fs *fs, sfs_ino_t ino, uint64_t off, const void *buf,
 	return sfs_write_ctx(fs, ino, off, buf, len, NULL, written_out);
 }
 
-/* O_DIRECT: write the data blocks of this call's runs through now. */
-static int write_through(struct sfs_fs *fs, GArray *runs)
-{
-	uint64_t n = 0;
-	sfs_blk_t *list;
-	int rc;
-
-	for (guint i = 0; i < runs->len; i++)
-		n += g_array_index(runs, struct sfs_run, i).n;
-	if (n == 0)
-		return 0;
-	list = g_try_new(sfs_blk_t, n);
-	if (!list)
-		return -ENOMEM;
-	n = 0;
-	for (guint i = 0; i < runs->len; i++) {
-		struct sfs_run *r = &g_array_index(runs, struct sfs_run, i);
-		for (uint32_t k = 0; k < r->n; k++)
-			list[n++] = r->start + k;
-	}
-	rc = sfs_cache_write_blocks(fs->cache, list, n);
-	/* as the kernel invalidates the page cache after a direct write:
-	 * the data leaves memory (metadata and other files' data stay) */
-	if (rc == 0)
-		sfs_cache_drop_clean(fs->cache, list, n);
-	g_free(list);
-	return rc;
-}
-
 static int fsync_file(struct sfs_fs *fs, struct sfs_inode *ip);
 
+/*
+ * The frame of every write: the checks, then the inode's strategy (or
+ * O_DIRECT's) writes the bytes block by block, then the size, the
+ * timestamps and, under chattr +S, the fsync.
+ */
 int sfs_write_ctx(struct sfs_fs *fs, sfs_ino_t ino, uint64_t off,
 		  const void *buf, size_t len, const struct sfs_ioctx *ctx,
 		  size_t *written_out)
 {
-	const uint8_t *src = buf;
+	const struct sfs_write_ops *ops = NULL;
+	struct sfs_wctx w = {0};
 	struct sfs_inode *ip;
-	size_t done = 0;
-	uint64_t end;
-	GArray *direct_runs = NULL; /* O_DIRECT: runs to write through */
-	bool delay = false;	    /* delalloc: holes wait in memory */
 	int rc;
 
 	if (!fs || (!buf && len) || !written_out)
@@ -815,8 +1094,6 @@ int sfs_write_ctx(struct sfs_fs *fs, sfs_ino_t ino, uint64_t off,
 		goto out_unlock;
 	fs->cur_pid = ctx ? ctx->pid : 0;
 	sfs_io_set_stream(fs->cur_pid);
-	if (ctx && (ctx->flags & SFS_IOCTX_DIRECT))
-		direct_runs = g_array_new(FALSE, FALSE, sizeof(struct sfs_run));
 	rc = sfs_check_writable(fs);
 	if (rc)
 		goto out_put;
@@ -830,121 +1107,41 @@ int sfs_write_ctx(struct sfs_fs *fs, sfs_ino_t ino, uint64_t off,
 	}
 	if (len == 0)
 		goto out_put;
-	end = off + len;
-	if (end < off || end > sfs_imap(fs, ip)->max_bytes(fs->bs)) {
+	w = (struct sfs_wctx){
+	    .fs = fs, .ip = ip, .src = buf, .off = off, .end = off + len};
+	if (w.end < off || w.end > sfs_map_max_bytes(fs, ip)) {
 		rc = -EFBIG;
 		goto out_put;
 	}
-	/* O_DIRECT goes to disk at once: cached delayed data of the file is
-	 * placed first, and the direct write allocates as it goes */
-	delay = sfs_da_wanted(fs, ip) && !direct_runs;
-	if (direct_runs && ip->da) {
-		rc = sfs_da_flush_inode(fs, ip, SFS_DA_DIRECT);
+	ops = sfs_write_ops_of(fs, ip, ctx ? ctx->flags : 0);
+	if (ops->begin) {
+		rc = ops->begin(&w);
 		if (rc)
 			goto out_put;
 	}
-	while (off < end) {
-		uint32_t lblk = (uint32_t)(off >> fs->bs_log);
-		uint32_t boff = (uint32_t)(off & (fs->bs - 1));
+	while (w.off < w.end) {
+		uint32_t lblk = (uint32_t)(w.off >> fs->bs_log);
+		uint32_t boff = (uint32_t)(w.off & (fs->bs - 1));
 
-		if (delay) {
-			/* a hole: the data waits in memory, a block is
-			 * reserved for it; a mapped block is rewritten in
-			 * place below */
-			sfs_blk_t pblk;
-			bool nw;
-			rc = sfs_imap(fs, ip)->map(fs, ip, lblk, false, &pblk,
-						   &nw);
-			if (rc)
-				goto out_size;
-			/* nw: fallocated (unwritten), its block exists and is
-			 * converted below, nothing to reserve */
-			if (pblk == 0 && !nw) {
-				size_t chunk = (size_t)MIN(
-				    (uint64_t)(fs->bs - boff), end - off);
-				rc = sfs_da_write(fs, ip, lblk, boff,
-						  src + done, chunk);
-				if (rc)
-					goto out_size;
-				off += chunk;
-				done += chunk;
-				continue;
-			}
+		if (boff == 0 && w.end - w.off >= fs->bs && ops->write_blocks)
+			rc = ops->write_blocks(
+			    &w, lblk,
+			    (uint32_t)MIN((w.end - w.off) >> fs->bs_log,
+					  UINT32_MAX));
+		else
+			rc = ops->write_partial(
+			    &w, lblk, boff,
+			    (size_t)MIN((uint64_t)(fs->bs - boff),
+					w.end - w.off));
+		if (rc) {
+			if (rc == WR_STOP)
+				rc = 0;
+			break;
 		}
-		if (boff == 0 && end - off >= fs->bs &&
-		    sfs_jnl_data_path(fs->jnl) == SFS_JNL_DATA_CACHED) {
-			/* Map whole blocks, then copy them as one run. */
-			uint64_t max = MIN((end - off) >> fs->bs_log, 256);
-			sfs_blk_t first = 0;
-			uint32_t n = 0;
-			while (n < max) {
-				sfs_blk_t pblk;
-				bool isnew;
-				/* delalloc: the first block is mapped or
-				 * unwritten (converted here); a later hole
-				 * ends the run */
-				rc = sfs_imap(fs, ip)->map(fs, ip, lblk + n,
-							   !delay || n == 0,
-							   &pblk, &isnew);
-				if (rc)
-					break;
-				if (pblk == 0)
-					break;
-				if (n == 0)
-					first = pblk;
-				else if (pblk != first + n) {
-					/* not contiguous: write what we have */
-					break;
-				}
-				n++;
-			}
-			if (n == 0)
-				goto out_size;
-			int wrc = sfs_cache_write_run(fs->cache, first, n,
-						      SFS_IO_DATA, src + done);
-			if (wrc) {
-				rc = wrc;
-				goto out_size;
-			}
-			if (fs->jnl)
-				sfs_jnl_data_run(fs->jnl, first, n);
-			sfs_inode_note_dirty(ip, first, n);
-			if (direct_runs) {
-				struct sfs_run r = {first, n};
-				g_array_append_val(direct_runs, r);
-			}
-			off += (uint64_t)n << fs->bs_log;
-			done += (size_t)n << fs->bs_log;
-			if (rc)
-				goto out_size;
-			/* A block mapped past the run (not contiguous) is
-			 * rewritten by the next iteration: map is idempotent.
-			 */
-			continue;
-		}
-		size_t chunk =
-		    (size_t)MIN((uint64_t)(fs->bs - boff), end - off);
-		rc = write_partial(fs, ip, lblk, boff, src + done, chunk);
-		if (rc)
-			goto out_size;
-		if (direct_runs) {
-			sfs_blk_t pb;
-			bool nw;
-			if (sfs_imap(fs, ip)->map(fs, ip, lblk, false, &pb,
-						  &nw) == 0 &&
-			    pb) {
-				struct sfs_run r = {pb, 1};
-				g_array_append_val(direct_runs, r);
-			}
-		}
-		off += chunk;
-		done += chunk;
 	}
-out_size:
-	if (done > 0) {
-		uint64_t new_end = off;
-		if (new_end > sfs_i_size(ip))
-			set_size(fs, ip, new_end);
+	if (w.done > 0) {
+		if (w.off > sfs_i_size(ip))
+			set_size(fs, ip, w.off);
 		sfs_i_touch(fs, ip, SFS_SET_MTIME | SFS_SET_CTIME);
 	}
 	{
@@ -952,11 +1149,10 @@ out_size:
 		if (rc == 0)
 			rc = drc;
 	}
-	/* delayed data is dirty data: over the limit, the writer writes */
-	if (delay && ip->da)
-		sfs_cache_balance(fs->cache);
+	if (ops->end)
+		rc = ops->end(&w, rc);
 	/* chattr +S: the write is synchronous (generic_write_sync) */
-	if (rc == 0 && done > 0 && (sfs_le32(ip->d.i_flags) & SFS_SYNC_FL)) {
+	if (rc == 0 && w.done > 0 && (sfs_le32(ip->d.i_flags) & SFS_SYNC_FL)) {
 		rc = fsync_file(fs, ip);
 		/* group commit with a commit in flight: the next one takes
 		 * the write along; the writer does not wait for it here */
@@ -964,16 +1160,12 @@ out_size:
 			rc = 0;
 	}
 out_put:
-	if (direct_runs) {
-		int wrc = write_through(fs, direct_runs);
-		if (rc == 0)
-			rc = wrc;
-		g_array_free(direct_runs, TRUE);
-	}
+	if (ops && ops->finish)
+		rc = ops->finish(&w, rc);
 	fs->cur_pid = 0;
 	sfs_io_set_stream(0);
-	*written_out = done;
-	fs->bytes_written += done;
+	*written_out = w.done;
+	fs->bytes_written += w.done;
 	sfs_iput(fs, ip);
 out_unlock:
 	sfs_op_end(fs);
@@ -1001,7 +1193,8 @@ static int fsync_file(struct sfs_fs *fs, struct sfs_inode *ip)
 		return rc;
 	runs = ip->dirty_runs;
 	ip->dirty_runs = NULL;
-	if (runs && fs->jnl)
+	/* journalled data: the commit carries it (ext4_sync_file) */
+	if (runs && fs->jnl && sfs_write_ops_of(fs, ip, 0) != &write_journal)
 		rc = sfs_jnl_fsync_data(fs->jnl, ip, runs);
 	if (rc == 0 && journaled && (fs->driver || fs->defer_waits)) {
 		/* group commit under a driver (fs.h, struct sfs_fs_driver),
@@ -1313,13 +1506,43 @@ int sfs_get_flags(struct sfs_fs *fs, sfs_ino_t ino, uint32_t *flags_out)
 	return rc;
 }
 
+/*
+ * New i_flags for ip (chattr): chattr +j/-j may change its write strategy
+ * (ext4_change_inode_journal_flag, fs/ext4/inode.c).  Leaving the journal
+ * strategy, the journal is flushed first (jbd2_journal_flush): a logged
+ * copy of the file's data must not be replayed over a later write in
+ * place.  Delayed data never meets +j (it takes effect only without
+ * delalloc).
+ */
+static int set_i_flags(struct sfs_fs *fs, struct sfs_inode *ip, uint32_t flags)
+{
+	const struct sfs_write_ops *was = NULL, *next = NULL;
+	uint32_t old = ip->d.i_flags;
+	int rc;
+
+	if (sfs_i_isreg(ip))
+		was = sfs_write_ops_of(fs, ip, 0);
+	ip->d.i_flags = sfs_cpu_to_le32(flags);
+	if (was)
+		next = sfs_write_choose(fs, ip);
+	if (next != was && was == &write_journal) {
+		rc = sfs_jnl_flush(fs->jnl);
+		if (rc) {
+			ip->d.i_flags = old;
+			return rc;
+		}
+	}
+	ip->wops = next;
+	sfs_i_touch(fs, ip, SFS_SET_CTIME);
+	return sfs_inode_dirty(fs, ip);
+}
+
 int sfs_set_flags(struct sfs_fs *fs, sfs_ino_t ino, uint32_t flags,
 		  bool cap_immutable)
 {
 	/* changes simfs cannot carry out: ext4 migrates between block map
-	 * and extents, switches a file's data journalling, casefolds */
-	const uint32_t refused =
-	    SFS_EXTENTS_FL | SFS_JOURNAL_DATA_FL | SFS_CASEFOLD_FL;
+	 * and extents, casefolds */
+	const uint32_t refused = SFS_EXTENTS_FL | SFS_CASEFOLD_FL;
 	struct sfs_inode *ip;
 	uint32_t old, now;
 	int rc;
@@ -1353,11 +1576,8 @@ int sfs_set_flags(struct sfs_fs *fs, sfs_ino_t ino, uint32_t flags,
 	}
 	now =
 	    (old & ~SFS_FL_USER_MODIFIABLE) | (flags & SFS_FL_USER_MODIFIABLE);
-	if (now != old) {
-		ip->d.i_flags = sfs_cpu_to_le32(now);
-		sfs_i_touch(fs, ip, SFS_SET_CTIME);
-		rc = sfs_inode_dirty(fs, ip);
-	}
+	if (now != old)
+		rc = set_i_flags(fs, ip, now);
 out_put:
 	sfs_iput(fs, ip);
 out_unlock:

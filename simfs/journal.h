@@ -182,6 +182,12 @@ void sfs_jnl_meta_dirty(struct sfs_jnl *j, struct sfs_buf *b);
 void sfs_jnl_data_dirty(struct sfs_jnl *j, struct sfs_buf *b);
 /* n file data blocks from blk were written with sfs_cache_write_run. */
 void sfs_jnl_data_run(struct sfs_jnl *j, sfs_blk_t blk, uint32_t n);
+/* A file data buffer changed that the log carries, whatever the policy
+ * does with data: it joins the running transaction as a metadata block
+ * does, counted as logged data.  The data_dirty verb of a policy that
+ * journals data, and the door of a file whose data alone is journalled
+ * (chattr +j, ext4_inode_journal_mode). */
+void sfs_jnl_data_log(struct sfs_jnl *j, struct sfs_buf *b);
 /*
  * Blocks [start, start+n) are freed.  Journaled: the bitmap is cleared when
  * the running transaction commits (so they cannot be reused before it is
@@ -203,6 +209,9 @@ int sfs_jnl_tick(struct sfs_jnl *j);
 int sfs_jnl_op_end(struct sfs_jnl *j);
 /* Commit the running transaction now (nothing to commit: 0). */
 int sfs_jnl_commit(struct sfs_jnl *j, enum sfs_commit_reason why);
+/* Commit, then checkpoint every committed transaction: nothing in the
+ * log is left to replay (jbd2_journal_flush; a file's chattr -j). */
+int sfs_jnl_flush(struct sfs_jnl *j);
 /* The running transaction's id (the next commit's tid). */
 uint32_t sfs_jnl_running_tid(const struct sfs_jnl *j);
 /* When the next timed commit is due (UINT64_MAX: none). */

@@ -119,6 +119,9 @@ struct sfs_inode {
 				    its data when it is closed */
 	uint32_t jtid;		 /* journal: the transaction of its last
 				    change (ext4's i_sync_tid) */
+	/* regular files: how a write puts data in (inode.c), chosen at the
+	 * first write after the inode is read in or made; NULL: not yet */
+	const struct sfs_write_ops *wops;
 };
 
 /* ---- inodes ---- */

@@ -480,7 +480,11 @@ int sfs_jnl_write_ordered(struct sfs_jnl *j)
 	list = g_new(sfs_blk_t, n);
 	g_hash_table_iter_init(&it, t->data);
 	while (g_hash_table_iter_next(&it, &k, NULL))
-		list[i++] = GPOINTER_TO_UINT(k);
+		/* a block the log carries (a chattr +j file's data,
+		 * sfs_jnl_data_log) is not ordered data */
+		if (!g_hash_table_contains(t->meta, k))
+			list[i++] = GPOINTER_TO_UINT(k);
+	n = i;
 	qsort(list, n, sizeof(*list), cmp_blk);
 	uint64_t before = 0;
 	for (i = 0; i < n; i++)
@@ -719,6 +723,18 @@ out_error:
 	if (frees)
 		g_array_free(frees, TRUE);
 	sfs_fs_error(fs, rc, "journal commit of transaction %u failed", t->tid);
+	return rc;
+}
+
+int sfs_jnl_flush(struct sfs_jnl *j)
+{
+	int rc;
+
+	if (!j || !j->log)
+		return 0;
+	rc = sfs_jnl_commit(j, SFS_COMMIT_SYNC);
+	if (rc == 0)
+		rc = checkpoint(j, UINT32_MAX);
 	return rc;
 }
 

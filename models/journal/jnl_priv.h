@@ -25,9 +25,8 @@ void sfs_jnl_data_order_run(struct sfs_jnl *j, sfs_blk_t blk, uint32_t n);
  * blocks sfs_jnl_data_order took into the running transaction. */
 int sfs_jnl_write_ordered(struct sfs_jnl *j);
 
-/* data_dirty of a policy that journals data: the block joins the running
- * transaction as a metadata block does, counted as logged data. */
-void sfs_jnl_data_log(struct sfs_jnl *j, struct sfs_buf *b);
+/* data_dirty of a policy that journals data: sfs_jnl_data_log, declared
+ * in journal.h (the write path of a chattr +j file calls it too). */
 
 /* The promise of a policy that logs file data with the metadata
  * (data=journal and its variants): every block as of the last commit,

@@ -492,6 +492,105 @@ static void test_da_off_with_data_journal(void **state)
 	sfs_tfs_free(t);
 }
 
+/* The name of the write strategy of ino for a write with ioflags. */
+static const char *strategy(struct sfs_fs *fs, sfs_ino_t ino, unsigned ioflags)
+{
+	const struct sfs_write_ops *ops;
+	struct sfs_inode *ip;
+
+	assert_int_equal(sfs_iget(fs, ino, &ip), 0);
+	ops = sfs_write_ops_of(fs, ip, ioflags);
+	sfs_iput(fs, ip);
+	return ops ? ops->name : "none";
+}
+
+/* chattr: set (or clear) flag on ino. */
+static int chattr(struct sfs_fs *fs, sfs_ino_t ino, uint32_t flag, bool on)
+{
+	uint32_t fl;
+
+	assert_int_equal(sfs_get_flags(fs, ino, &fl), 0);
+	return sfs_set_flags(fs, ino, on ? fl | flag : fl & ~flag, false);
+}
+
+/*
+ * The write strategy is chosen per inode from the journal's data mode,
+ * delalloc and chattr +j (ext4_set_aops, ext4_inode_journal_mode), O_DIRECT
+ * per call; chattr +j/-j chooses again, and the data written under each
+ * strategy reads back, before and after a remount.
+ */
+static void test_write_strategy_choice(void **state)
+{
+	(void)state;
+	static const struct {
+		const char *opts;
+		const char *plain, *with_j; /* a file's, before and after +j */
+	} cases[] = {
+	    {"alloc=delalloc,data=ordered", "delalloc", "delalloc"},
+	    {"alloc=delalloc,data=none", "delalloc", "delalloc"},
+	    {"nodelalloc,data=ordered", "cached", "journal"},
+	    {"nodelalloc,data=writeback", "cached", "journal"},
+	    {"nodelalloc,data=none", "cached", "cached"},
+	    {"alloc=delalloc,data=journal", "journal", "journal"},
+	};
+	struct sfs_ioctx direct = {.flags = SFS_IOCTX_DIRECT};
+
+	for (size_t i = 0; i < G_N_ELEMENTS(cases); i++) {
+		struct sfs_tfs *t = open_fs(4096, 64 * MiB, cases[i].opts);
+		struct sfs_fs *fs = t->fs;
+		sfs_ino_t f = sfs_test_mkfile(fs, SFS_ROOT_INO, "f");
+		uint8_t buf[4096];
+		size_t done;
+		struct sfs_attr d;
+
+		assert_int_equal(
+		    sfs_mkdir(fs, SFS_ROOT_INO, "d", 0755, 0, 0, &d), 0);
+		assert_string_equal(strategy(fs, d.ino, 0), "none");
+		assert_string_equal(strategy(fs, f, 0), cases[i].plain);
+		assert_string_equal(strategy(fs, f, SFS_IOCTX_DIRECT),
+				    "direct");
+		/* O_DIRECT is per call: the inode keeps its strategy */
+		assert_string_equal(strategy(fs, f, 0), cases[i].plain);
+		assert_int_equal(put(fs, f, 1, 0, 5 * 4096 + 100), 0);
+
+		assert_int_equal(chattr(fs, f, SFS_JOURNAL_DATA_FL, true), 0);
+		assert_string_equal(strategy(fs, f, 0), cases[i].with_j);
+		assert_int_equal(put(fs, f, 2, 2 * 4096 + 7, 6 * 4096), 0);
+		memset(buf, 0x5A, sizeof(buf));
+		assert_int_equal(sfs_write_ctx(fs, f, 12 * 4096, buf,
+					       sizeof(buf), &direct, &done),
+				 0);
+		assert_int_equal(put(fs, f, 3, 13 * 4096, 3 * 4096), 0);
+		assert_string_equal(strategy(fs, f, 0), cases[i].with_j);
+
+		assert_int_equal(chattr(fs, f, SFS_JOURNAL_DATA_FL, false), 0);
+		assert_string_equal(strategy(fs, f, 0), cases[i].plain);
+		assert_int_equal(put(fs, f, 4, 3 * 4096, 4096), 0);
+		assert_int_equal(sfs_release(fs, f), 0);
+
+		/* a remount reads +j back from the inode */
+		assert_int_equal(chattr(fs, f, SFS_JOURNAL_DATA_FL, true), 0);
+		sfs_tfs_assert_clean(t);
+		t->fs = sfs_test_open(t->img, cases[i].opts);
+		assert_non_null(t->fs);
+		fs = t->fs;
+		assert_string_equal(strategy(fs, f, 0), cases[i].with_j);
+		expect(fs, f, 1, 0, 2 * 4096 + 7, false);
+		expect(fs, f, 2, 2 * 4096 + 7, 4096 - 7, false);
+		expect(fs, f, 4, 3 * 4096, 4096, false);
+		expect(fs, f, 2, 4 * 4096, 4 * 4096 + 7, false);
+		expect(fs, f, 0, 8 * 4096 + 7, 4 * 4096 - 7, true);
+		assert_int_equal(
+		    sfs_read(fs, f, 12 * 4096, sizeof(buf), buf, &done), 0);
+		assert_int_equal(done, sizeof(buf));
+		for (size_t k = 0; k < sizeof(buf); k++)
+			assert_int_equal(buf[k], 0x5A);
+		expect(fs, f, 3, 13 * 4096, 3 * 4096, false);
+		sfs_tfs_assert_clean(t);
+		sfs_tfs_free(t);
+	}
+}
+
 /* Many small files: placed files end up packed, the image stays clean. */
 static void test_da_small_files_and_remount(void **state)
 {
@@ -617,6 +716,7 @@ int main(void)
 	    cmocka_unit_test(test_da_direct_write_places_first),
 	    cmocka_unit_test(test_da_cache_writeback),
 	    cmocka_unit_test(test_da_off_with_data_journal),
+	    cmocka_unit_test(test_write_strategy_choice),
 	    cmocka_unit_test(test_da_small_files_and_remount),
 	    cmocka_unit_test(test_da_device_errors),
 	};

@@ -361,6 +361,51 @@ static void test_journal_data_written_twice(void **state)
 	g_free(bytes);
 }
 
+/*
+ * chattr +j under data=ordered without delalloc (ext4_inode_journal_mode):
+ * the file's data goes through the log, none of it ordered; chattr -j
+ * first commits and checkpoints the journal (ext4_change_inode_journal_flag)
+ * and the data is ordered again.  The image stays clean, the data whole.
+ */
+static void test_journal_chattr_j(void **state)
+{
+	struct ctx *c = *state;
+	uint8_t *bytes = g_malloc(IMG_BYTES);
+	struct sfs_fs *fs = open_ram(c, "ordered", NULL, bytes, NULL, true);
+	sfs_ino_t ino = mkfile(fs, SFS_ROOT_INO, "j");
+	uint64_t ordered, logged, passes;
+	uint32_t fl;
+
+	wr(fs, ino, 0, 65536, 'a');
+	assert_int_equal(sfs_fsync(fs, ino, false), 0);
+	assert_int_equal(stat_u64(fs, "journal", "log_blocks.data"), 0);
+	ordered = stat_u64(fs, "journal", "ordered_data_blocks");
+	assert_true(ordered >= 64);
+
+	assert_int_equal(sfs_get_flags(fs, ino, &fl), 0);
+	assert_int_equal(
+	    sfs_set_flags(fs, ino, fl | SFS_JOURNAL_DATA_FL, false), 0);
+	wr(fs, ino, 0, 65536, 'b');
+	assert_int_equal(sfs_fsync(fs, ino, false), 0);
+	logged = stat_u64(fs, "journal", "log_blocks.data");
+	assert_int_equal(logged, 64);
+	assert_int_equal(stat_u64(fs, "journal", "ordered_data_blocks"),
+			 ordered);
+
+	passes = stat_u64(fs, "journal", "checkpoint_passes");
+	assert_int_equal(sfs_set_flags(fs, ino, fl, false), 0);
+	assert_true(stat_u64(fs, "journal", "checkpoint_passes") > passes);
+	wr(fs, ino, 0, 65536, 'c');
+	assert_int_equal(sfs_fsync(fs, ino, false), 0);
+	assert_int_equal(stat_u64(fs, "journal", "log_blocks.data"), logged);
+	assert_true(stat_u64(fs, "journal", "ordered_data_blocks") >=
+		    ordered + 64);
+	check_bytes(fs, ino, 65536, 'c');
+	assert_int_equal(sfs_fs_close(fs), 0);
+	check_clean(c, bytes, "chattr +j");
+	g_free(bytes);
+}
+
 /* Commit reasons: the interval on the clock, a full transaction. */
 static void test_journal_commit_reasons(void **state)
 {
@@ -1008,6 +1053,8 @@ int main(void)
 						setup, teardown),
 		cmocka_unit_test_setup_teardown(test_journal_orphan_list_broken,
 						setup, teardown),
+		cmocka_unit_test_setup_teardown(test_journal_chattr_j, setup,
+						teardown),
 		cmocka_unit_test(test_journal_promises),
 		cmocka_unit_test_setup_teardown(test_journal_dirsync_waits,
 						setup, teardown),
