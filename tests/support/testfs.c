@@ -466,13 +466,42 @@ void sfs_tfs_free(struct sfs_tfs *t)
 	g_free(t);
 }
 
+int sfs_tfs_setup(void **state, uint32_t bs, uint64_t size_bytes,
+		  const char *opts)
+{
+	*state = sfs_tfs_new(bs, size_bytes, opts);
+	return 0;
+}
+
+int sfs_tfs_teardown(void **state)
+{
+	sfs_tfs_assert_clean(*state);
+	sfs_tfs_free(*state);
+	return 0;
+}
+
 sfs_ino_t sfs_test_mkfile(struct sfs_fs *fs, sfs_ino_t dir, const char *name)
+{
+	sfs_ino_t ino = sfs_test_mknod(fs, dir, name);
+
+	assert_int_equal(sfs_open(fs, ino, O_RDWR), 0);
+	return ino;
+}
+
+sfs_ino_t sfs_test_mknod(struct sfs_fs *fs, sfs_ino_t dir, const char *name)
 {
 	struct sfs_attr a;
 
 	assert_int_equal(
 	    sfs_mknod(fs, dir, name, SFS_S_IFREG | 0644, 0, 0, 0, &a), 0);
-	assert_int_equal(sfs_open(fs, a.ino, O_RDWR), 0);
+	return a.ino;
+}
+
+sfs_ino_t sfs_test_mkdir(struct sfs_fs *fs, sfs_ino_t dir, const char *name)
+{
+	struct sfs_attr a;
+
+	assert_int_equal(sfs_mkdir(fs, dir, name, 0755, 0, 0, &a), 0);
 	return a.ino;
 }
 

@@ -99,6 +99,10 @@ char *sfs_test_run(char **argv);
 
 /* A regular file `name` in dir, created and opened O_RDWR (release it). */
 sfs_ino_t sfs_test_mkfile(struct sfs_fs *fs, sfs_ino_t dir, const char *name);
+/* A regular file `name` (0644) in dir, created and not opened. */
+sfs_ino_t sfs_test_mknod(struct sfs_fs *fs, sfs_ino_t dir, const char *name);
+/* A directory `name` (0755) in dir. */
+sfs_ino_t sfs_test_mkdir(struct sfs_fs *fs, sfs_ino_t dir, const char *name);
 /* The filesystem's free-block count, under its lock. */
 uint64_t sfs_test_free_blocks(struct sfs_fs *fs);
 
@@ -123,5 +127,11 @@ void sfs_tfs_reopen(struct sfs_tfs *t);
 void sfs_tfs_cycle(struct sfs_tfs *t);
 /* Close without asserting, remove the dir, free. */
 void sfs_tfs_free(struct sfs_tfs *t);
+/* cmocka fixtures around them: setup makes *state an sfs_tfs_new(bs,
+ * size_bytes, opts); teardown asserts the image e2fsck-clean and frees
+ * it. */
+int sfs_tfs_setup(void **state, uint32_t bs, uint64_t size_bytes,
+		  const char *opts);
+int sfs_tfs_teardown(void **state);
 
 #endif /* SFS_TESTSUPPORT_H */
