@@ -52,6 +52,7 @@
 #include "mkfs.h"
 #include "models/journal/jbd2.h"
 #include "testsupport.h"
+#include "workload.h"
 
 #define SFS_TEST_SEED 0x5EEDu /* test images get reproducible UUIDs */
 
@@ -478,6 +479,38 @@ int sfs_tfs_teardown(void **state)
 	sfs_tfs_assert_clean(*state);
 	sfs_tfs_free(*state);
 	return 0;
+}
+
+char *sfs_test_tmp_file(const char *name, const char *text)
+{
+	char *dir = sfs_test_tmpdir();
+	char *path = g_build_filename(dir, name, NULL);
+
+	assert_true(g_file_set_contents(path, text, -1, NULL));
+	g_free(dir);
+	return path;
+}
+
+void sfs_test_rm_tmp_file(char *path)
+{
+	char *dir = g_path_get_dirname(path);
+
+	sfs_test_rmtree(dir);
+	g_free(dir);
+	g_free(path);
+}
+
+struct sfs_workload *sfs_test_workload(const char *spec)
+{
+	struct sfs_workload *w = NULL;
+	char *err = NULL;
+	int rc = sfs_workload_new(spec, &w, &err);
+
+	if (rc)
+		print_error("%s: %s\n", spec, err ? err : "?");
+	assert_int_equal(rc, 0);
+	g_free(err);
+	return w;
 }
 
 sfs_ino_t sfs_test_mkfile(struct sfs_fs *fs, sfs_ino_t dir, const char *name)

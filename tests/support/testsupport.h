@@ -99,6 +99,15 @@ char *sfs_test_run(char **argv);
 
 /* A regular file `name` in dir, created and opened O_RDWR (release it). */
 sfs_ino_t sfs_test_mkfile(struct sfs_fs *fs, sfs_ino_t dir, const char *name);
+/* A file `name` holding text in a fresh private temp dir: its path
+ * (remove both and free it with sfs_test_rm_tmp_file). */
+char *sfs_test_tmp_file(const char *name, const char *text);
+void sfs_test_rm_tmp_file(char *path);
+/* The workload of spec (sfs_workload_new); fails the test, printing the
+ * message, if spec is refused. */
+struct sfs_workload;
+struct sfs_workload *sfs_test_workload(const char *spec);
+
 /* A regular file `name` (0644) in dir, created and not opened. */
 sfs_ino_t sfs_test_mknod(struct sfs_fs *fs, sfs_ino_t dir, const char *name);
 /* A directory `name` (0755) in dir. */
