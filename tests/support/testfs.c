@@ -481,6 +481,20 @@ int sfs_tfs_teardown(void **state)
 	return 0;
 }
 
+char *sfs_test_which(const char *name)
+{
+	static const char *const dirs[] = {"/usr/sbin", "/sbin", "/usr/bin",
+					   "/bin"};
+	char *p = g_find_program_in_path(name);
+
+	for (size_t i = 0; !p && i < G_N_ELEMENTS(dirs); i++) {
+		p = g_build_filename(dirs[i], name, NULL);
+		if (!g_file_test(p, G_FILE_TEST_IS_EXECUTABLE))
+			g_clear_pointer(&p, g_free);
+	}
+	return p;
+}
+
 char *sfs_test_tmp_file(const char *name, const char *text)
 {
 	char *dir = sfs_test_tmpdir();

@@ -93,6 +93,10 @@ bool sfs_test_fsck_clean(const char *path, char **output);
  * be shorter" (which exits 0 under -n; the kernel leaves such trees after
  * random inserts, punches and truncates) is allowed. */
 bool sfs_test_fsck_clean_shape(const char *path, char **output);
+/* The path of program name: PATH first, then the sbin and bin folders
+ * root's PATH usually has (a test's PATH may not); NULL if none has it.
+ * g_free it. */
+char *sfs_test_which(const char *name);
 /* Run argv (searched in PATH); its stdout (g_free).  Fails the test, with
  * its stderr, unless it exits 0. */
 char *sfs_test_run(char **argv);
