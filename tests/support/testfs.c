@@ -481,6 +481,18 @@ int sfs_tfs_teardown(void **state)
 	return 0;
 }
 
+int sfs_tfs_setup_alloc(void **state)
+{
+	*state = sfs_tfs_alloc();
+	return 0;
+}
+
+int sfs_tfs_teardown_free(void **state)
+{
+	sfs_tfs_free(*state);
+	return 0;
+}
+
 char *sfs_test_which(const char *name)
 {
 	static const char *const dirs[] = {"/usr/sbin", "/sbin", "/usr/bin",

@@ -146,5 +146,9 @@ void sfs_tfs_free(struct sfs_tfs *t);
 int sfs_tfs_setup(void **state, uint32_t bs, uint64_t size_bytes,
 		  const char *opts);
 int sfs_tfs_teardown(void **state);
+/* The same for tests that make their own image: *state an sfs_tfs_alloc;
+ * teardown_free frees it without asserting anything. */
+int sfs_tfs_setup_alloc(void **state);
+int sfs_tfs_teardown_free(void **state);
 
 #endif /* SFS_TESTSUPPORT_H */
