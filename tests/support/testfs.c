@@ -539,6 +539,19 @@ struct sfs_workload *sfs_test_workload(const char *spec)
 	return w;
 }
 
+int sfs_test_next(struct sfs_workload *w, unsigned c, sfs_ns_t now,
+		  struct sfs_wop *op)
+{
+	char *err = NULL;
+	int rc = sfs_workload_next(w, c, now, op, &err);
+
+	if (rc < 0)
+		print_error("next: %s\n", err ? err : "?");
+	assert_true(rc >= 0);
+	g_free(err);
+	return rc;
+}
+
 sfs_ino_t sfs_test_mkfile(struct sfs_fs *fs, sfs_ino_t dir, const char *name)
 {
 	sfs_ino_t ino = sfs_test_mknod(fs, dir, name);

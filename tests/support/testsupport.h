@@ -111,6 +111,11 @@ void sfs_test_rm_tmp_file(char *path);
  * message, if spec is refused. */
 struct sfs_workload;
 struct sfs_workload *sfs_test_workload(const char *spec);
+/* Client c's next op at now (sfs_workload_next): 1 with *op filled, 0
+ * when c is done; fails the test, printing the message, on an error. */
+struct sfs_wop;
+int sfs_test_next(struct sfs_workload *w, unsigned c, sfs_ns_t now,
+		  struct sfs_wop *op);
 
 /* A regular file `name` (0644) in dir, created and not opened. */
 sfs_ino_t sfs_test_mknod(struct sfs_fs *fs, sfs_ino_t dir, const char *name);

@@ -70,13 +70,8 @@ static void pull(struct sfs_workload *w, sfs_ns_t step,
 				c = i;
 		if (c < n) {
 			struct sfs_wop op;
-			char *err = NULL;
-			int rc = sfs_workload_next(w, c, clk[c], &op, &err);
 
-			if (rc < 0)
-				print_error("next: %s\n", err ? err : "?");
-			assert_true(rc >= 0);
-			if (rc == 0) {
+			if (sfs_test_next(w, c, clk[c], &op) == 0) {
 				done[c] = true;
 				live--;
 				continue;

@@ -115,12 +115,8 @@ static struct pulled *pull(struct sfs_workload *w)
 			if (done[c] || waiting[c])
 				continue;
 			struct sfs_wop op;
-			char *err = NULL;
-			int rc = sfs_workload_next(w, c, now, &op, &err);
-			if (rc < 0)
-				print_error("next: %s\n", err ? err : "?");
-			assert_true(rc >= 0);
-			if (rc == 0) {
+
+			if (sfs_test_next(w, c, now, &op) == 0) {
 				done[c] = true;
 				live--;
 				continue;
