@@ -34,21 +34,10 @@ SIZE_MIB=1024
 REPS=5
 EXTRA=""
 
-usage() {
-	sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'
-}
+. "$root/bench/lib.sh"
 
-while getopts "B:d:s:r:o:h" opt; do
-	case $opt in
-	B) BUILD=$OPTARG ;;
-	d) WORK=$OPTARG ;;
-	s) SIZE_MIB=$OPTARG ;;
-	r) REPS=$OPTARG ;;
-	o) EXTRA=",$OPTARG" ;;
-	h) usage; exit 0 ;;
-	*) usage >&2; exit 2 ;;
-	esac
-done
+parse_opts B=BUILD d=WORK s=SIZE_MIB r=REPS o=EXTRA -- "$@"
+EXTRA=${EXTRA:+,$EXTRA}
 
 SIMFS=${SIMFS:-$BUILD/simfs}
 [ -x "$SIMFS" ] || { echo "accounting.sh: no simfs at $SIMFS (-B BUILDDIR)" >&2; exit 2; }

@@ -34,46 +34,19 @@ BYTES=64
 START_MIB=1024
 REPS=3
 
-usage() {
-	sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'
-	exit "${1:-0}"
-}
+. "$root/bench/lib.sh"
 
-while getopts "B:d:n:b:s:r:h" opt; do
-	case $opt in
-	B) BUILD=$OPTARG ;;
-	d) WORK=$OPTARG ;;
-	n) N=$OPTARG ;;
-	b) BYTES=$OPTARG ;;
-	s) START_MIB=$OPTARG ;;
-	r) REPS=$OPTARG ;;
-	h) usage 0 ;;
-	*) usage 2 >&2 ;;
-	esac
-done
+parse_opts B=BUILD d=WORK n=N b=BYTES s=START_MIB r=REPS -- "$@"
 
-SIMFS=$BUILD/simfs
-FSBENCH=$BUILD/bench/fsbench
-if [[ ! -x $SIMFS || ! -x $FSBENCH ]]; then
-	[[ -f $BUILD/build.ninja ]] || meson setup "$BUILD" "$root" >/dev/null
-	meson compile -C "$BUILD" >/dev/null
-fi
+build_missing
 
 tmp=$(mktemp -d "$WORK/simfs-append.XXXXXX")
 declare -A mounted=() # mountpoint -> simfs | fuse
 declare -A pid=()     # target -> daemon PID
 
 cleanup() {
-	local m
 	set +e
-	for m in "${!mounted[@]}"; do
-		mountpoint -q "$m" || continue
-		if [[ ${mounted[$m]} == simfs ]]; then
-			"$SIMFS" umount "$m" || fusermount3 -u -z "$m"
-		else
-			fusermount3 -u "$m" || fusermount3 -u -z "$m"
-		fi
-	done
+	umount_all
 	rm -rf "$tmp"
 }
 trap cleanup EXIT

@@ -27,41 +27,14 @@ OPTS=""
 BS=4096
 WORK=${TMPDIR:-/tmp}
 
-usage() {
-	sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'
-	exit "${1:-0}"
-}
+. "$(dirname "$0")/lib.sh"
 
-while getopts "m:s:l:b:o:d:h" opt; do
-	case $opt in
-	m) MEM=$OPTARG ;;
-	s) SIZE_MIB=$OPTARG ;;
-	l) LIMIT_MIB=$OPTARG ;;
-	b) BS=$OPTARG ;;
-	o) OPTS=$OPTARG ;;
-	d) WORK=$OPTARG ;;
-	h) usage 0 ;;
-	*) usage 2 >&2 ;;
-	esac
-done
-shift $((OPTIND - 1))
-[[ $# -eq 1 ]] || usage 2 >&2
-BUILD=$1
+parse_opts m=MEM s=SIZE_MIB l=LIMIT_MIB b=BS o=OPTS d=WORK -- "$@"
+[[ ${#ARGS[@]} -eq 1 ]] || usage 2 >&2
+BUILD=${ARGS[0]}
 SIMFS=$BUILD/simfs
-[[ -x $SIMFS ]] || {
-	echo "cache_memory.sh: $SIMFS not found (build first)" >&2
-	exit 2
-}
+[[ -x $SIMFS ]] || die "$SIMFS not found (build first)"
 
-to_kib() { # 128M -> 131072
-	local v=${1%[KkMmGg]} u=${1: -1}
-	case $u in
-	K | k) echo "$v" ;;
-	M | m) echo $((v * 1024)) ;;
-	G | g) echo $((v * 1024 * 1024)) ;;
-	*) echo $(($1 / 1024)) ;;
-	esac
-}
 mem_kib=$(to_kib "$MEM")
 
 tmp=$(mktemp -d "$WORK/simfs-cachemem.XXXXXX")
@@ -87,20 +60,9 @@ img_mib=$((SIZE_MIB + SIZE_MIB / 2 + 256))
 "$SIMFS" mkfs -b "$BS" "$img" "${img_mib}M" >/dev/null
 mkdir -p "$mnt"
 
-# Foreground daemon in the background: $! is its PID.
+# Foreground daemon in the background: $pid is its PID.
 mopts="mem=$MEM${OPTS:+,$OPTS}"
-"$SIMFS" mount -f -o "$mopts" "$img" "$mnt" 2>"$tmp/daemon.err" &
-pid=$!
-mounted=1
-for _ in $(seq 100); do
-	mountpoint -q "$mnt" && break
-	kill -0 "$pid" 2>/dev/null || {
-		cat "$tmp/daemon.err" >&2
-		exit 1
-	}
-	sleep 0.1
-done
-mountpoint -q "$mnt" || {
+mount_fg "$img" "$mnt" "$mopts" || {
 	echo "cache_memory.sh: mount did not appear" >&2
 	exit 1
 }

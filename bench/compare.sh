@@ -59,32 +59,10 @@ DB_TIME=10
 TARGETS=simfs,simfs-ext4,passthrough,fuse2fs,ext4
 DBLOAD=/usr/share/dbench/client.txt
 
-usage() {
-	sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'
-	exit "${1:-0}"
-}
-die() {
-	echo "compare.sh: $*" >&2
-	exit 2
-}
+. "$root/bench/lib.sh"
 
-while getopts "B:d:s:r:f:T:n:D:t:h" opt; do
-	case $opt in
-	B) BUILD=$OPTARG ;;
-	d) WORK=$OPTARG ;;
-	s) SIZE=$OPTARG ;;
-	r) REPS=$OPTARG ;;
-	f) FIO_SIZE=$OPTARG ;;
-	T) FIO_TIME=$OPTARG ;;
-	n) NFILES=$OPTARG ;;
-	D) DB_TIME=$OPTARG ;;
-	t) TARGETS=$OPTARG ;;
-	h) usage 0 ;;
-	*) usage 2 >&2 ;;
-	esac
-done
-shift $((OPTIND - 1))
-[[ $# -eq 0 ]] || usage 2 >&2
+parse_opts B=BUILD d=WORK s=SIZE r=REPS f=FIO_SIZE T=FIO_TIME n=NFILES D=DB_TIME t=TARGETS -- "$@"
+[[ ${#ARGS[@]} -eq 0 ]] || usage 2 >&2
 
 shopt -s extglob
 to_mib() { # 1G -> 1024, 256M -> 256
@@ -128,12 +106,7 @@ need mkfs.ext4
 [[ -n ${want[fuse2fs]:-} ]] && need fuse2fs
 [[ -n ${want[ext4]:-} ]] && need losetup
 
-SIMFS=$BUILD/simfs
-FSBENCH=$BUILD/bench/fsbench
-if [[ ! -x $SIMFS || ! -x $FSBENCH ]]; then
-	[[ -f $BUILD/build.ninja ]] || meson setup "$BUILD" "$root" >/dev/null
-	meson compile -C "$BUILD" >/dev/null
-fi
+build_missing
 
 tmp=$(mktemp -d "$WORK/simfs-compare.XXXXXX")
 declare -A mnt_kind=() # mountpoint -> fuse | kernel

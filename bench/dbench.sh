@@ -14,24 +14,13 @@ B=$root/build
 W=${TMPDIR:-/tmp}
 T=30
 CLIENTS="1 4 16"
-while getopts "B:d:t:c:" o; do
-	case $o in
-	B) B=$OPTARG ;;
-	d) W=$OPTARG ;;
-	t) T=$OPTARG ;;
-	c) CLIENTS=$OPTARG ;;
-	*) echo "usage: $0 [-B BUILDDIR] [-d WORKDIR] [-t SECONDS] [-c CLIENTS]" >&2; exit 2 ;;
-	esac
-done
+. "$root/bench/lib.sh"
+parse_opts B=B d=W t=T c=CLIENTS -- "$@"
 SIMFS=$B/simfs
 LOAD=/usr/share/dbench/client.txt
 command -v dbench >/dev/null || { echo "dbench is not installed (apt-get install dbench)" >&2; exit 1; }
 [[ -x $SIMFS ]] || { echo "no $SIMFS: build first (meson setup build && ninja -C build)" >&2; exit 1; }
-dir=$(mktemp -d "$W/simfs-dbench.XXXXXX")
-mnt=$dir/mnt
-mkdir -p "$mnt"
-cleanup() { mountpoint -q "$mnt" && "$SIMFS" umount "$mnt" >/dev/null 2>&1; rm -rf "$dir"; }
-trap cleanup EXIT
+scratch_mount dbench
 
 common="device=scsi-2002,clock=emulate,mem=1G"
 declare -A opts=(

@@ -23,26 +23,14 @@ W=${TMPDIR:-/tmp}
 SRC=/usr/include
 JOBS=8
 SIZE=32
-while getopts "B:d:t:j:s:" o; do
-	case $o in
-	B) B=$OPTARG ;;
-	d) W=$OPTARG ;;
-	t) SRC=$OPTARG ;;
-	j) JOBS=$OPTARG ;;
-	s) SIZE=$OPTARG ;;
-	*) echo "usage: $0 [-B BUILDDIR] [-d WORKDIR] [-t SRC_TREE] [-j JOBS] [-s MB_PER_JOB]" >&2; exit 2 ;;
-	esac
-done
+. "$root/bench/lib.sh"
+parse_opts B=B d=W t=SRC j=JOBS s=SIZE -- "$@"
 SIMFS=$B/simfs
 [ -x "$SIMFS" ] || { echo "no simfs binary at $SIMFS (build first, or -B)" >&2; exit 1; }
 [ -d "$SRC" ] || { echo "source tree $SRC not found (-t)" >&2; exit 1; }
 command -v fio >/dev/null || { echo "fio is not installed (apt-get install fio)" >&2; exit 1; }
 command -v python3 >/dev/null || { echo "python3 is not installed" >&2; exit 1; }
-dir=$(mktemp -d "$W/simfs-delalloc.XXXXXX")
-mnt=$dir/mnt
-mkdir -p "$mnt"
-cleanup() { mountpoint -q "$mnt" && "$SIMFS" umount "$mnt" >/dev/null 2>&1; rm -rf "$dir"; }
-trap cleanup EXIT
+scratch_mount delalloc
 
 # label:preset:extra options
 ROWS="ext3rs-ordered:ext3rs-ordered: ext4-nodelalloc:ext4:,nodelalloc ext4:ext4:"

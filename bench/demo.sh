@@ -26,16 +26,8 @@ BUILD=${BUILD:-$root/build}
 KEEP=0
 HOST_TIMES=0
 OUT=${TMPDIR:-/tmp}/simfs-demo-bench
-while getopts "B:o:kth" opt; do
-	case $opt in
-	B) BUILD=$OPTARG ;;
-	o) OUT=$OPTARG ;;
-	k) KEEP=1 ;;
-	t) HOST_TIMES=1 ;;
-	h) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
-	*) exit 2 ;;
-	esac
-done
+. "$root/bench/lib.sh"
+parse_opts B=BUILD o=OUT k=KEEP=1 t=HOST_TIMES=1 -- "$@"
 BUILD=$(realpath -m "$BUILD") # the script works in its temp dir
 OUT=$(realpath -m "$OUT")
 SIMFS=$BUILD/simfs

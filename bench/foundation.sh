@@ -36,50 +36,19 @@ FILE_BYTES=1024
 SIMFS_OPTS=""
 REPS=3
 
-usage() {
-	sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'
-	exit "${1:-0}"
-}
+. "$root/bench/lib.sh"
 
-while getopts "B:d:s:n:o:r:h" opt; do
-	case $opt in
-	r) REPS=$OPTARG ;;
-	B) BUILD=$OPTARG ;;
-	d) WORK=$OPTARG ;;
-	s) SIZE_MIB=$OPTARG ;;
-	n) NFILES=$OPTARG ;;
-	o) SIMFS_OPTS=$OPTARG ;;
-	h) usage 0 ;;
-	*) usage 2 >&2 ;;
-	esac
-done
-
-SIMFS=$BUILD/simfs
-FSBENCH=$BUILD/bench/fsbench
+parse_opts r=REPS B=BUILD d=WORK s=SIZE_MIB n=NFILES o=SIMFS_OPTS -- "$@"
 
 # ---- build what is missing -------------------------------------------
-if [[ ! -x $SIMFS || ! -x $FSBENCH ]]; then
-	if [[ ! -f $BUILD/build.ninja ]]; then
-		meson setup "$BUILD" "$root" >/dev/null
-	fi
-	meson compile -C "$BUILD" >/dev/null
-fi
+build_missing
 
 tmp=$(mktemp -d "$WORK/simfs-foundation.XXXXXX")
 declare -A mounted=() # mountpoint -> simfs | fuse
 
 cleanup() {
-	local m
 	set +e
-	for m in "${!mounted[@]}"; do
-		if mountpoint -q "$m"; then
-			if [[ ${mounted[$m]} == simfs ]]; then
-				"$SIMFS" umount "$m" || fusermount3 -u -z "$m"
-			else
-				fusermount3 -u "$m" || fusermount3 -u -z "$m"
-			fi
-		fi
-	done
+	umount_all
 	rm -rf "$tmp"
 }
 trap cleanup EXIT

@@ -25,23 +25,11 @@ W=${TMPDIR:-/tmp}
 SIZE=128
 JOBS="1 8"
 PRESETS="ext2 ext3 ext2rs ext3rs-ordered ext4"
-while getopts "B:d:s:j:p:" o; do
-	case $o in
-	B) B=$OPTARG ;;
-	d) W=$OPTARG ;;
-	s) SIZE=$OPTARG ;;
-	j) JOBS=$OPTARG ;;
-	p) PRESETS=$OPTARG ;;
-	*) echo "usage: $0 [-B BUILDDIR] [-d WORKDIR] [-s MB_PER_FILE] [-j JOBS] [-p PRESETS]" >&2; exit 2 ;;
-	esac
-done
+. "$root/bench/lib.sh"
+parse_opts B=B d=W s=SIZE j=JOBS p=PRESETS -- "$@"
 SIMFS=$B/simfs
 command -v fio >/dev/null || { echo "fio is not installed (apt-get install fio)" >&2; exit 1; }
-dir=$(mktemp -d "$W/simfs-iozone.XXXXXX")
-mnt=$dir/mnt
-mkdir -p "$mnt"
-cleanup() { mountpoint -q "$mnt" && "$SIMFS" umount "$mnt" >/dev/null 2>&1; rm -rf "$dir"; }
-trap cleanup EXIT
+scratch_mount iozone
 
 # fio's terse output: field 7 is the read bandwidth, 48 the write
 # bandwidth (KiB/s); printed as MB/s (10^6 B/s), as seed A's tables.

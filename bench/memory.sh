@@ -33,32 +33,12 @@ SIZE_MIB=2048
 LIMIT_MIB=""
 WORK=${TMPDIR:-/tmp}
 
-usage() {
-	sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'
-	exit "${1:-0}"
-}
+. "$(dirname "$0")/lib.sh"
 
-while getopts "p:m:w:n:s:l:d:h" opt; do
-	case $opt in
-	p) PRESET=$OPTARG ;;
-	m) MEM=$OPTARG ;;
-	w) WORKLOAD=$OPTARG ;;
-	n) NFILES=$OPTARG ;;
-	s) SIZE_MIB=$OPTARG ;;
-	l) LIMIT_MIB=$OPTARG ;;
-	d) WORK=$OPTARG ;;
-	h) usage 0 ;;
-	*) usage 2 >&2 ;;
-	esac
-done
-shift $((OPTIND - 1))
-[[ $# -eq 1 ]] || usage 2 >&2
-BUILD=$1
+parse_opts p=PRESET m=MEM w=WORKLOAD n=NFILES s=SIZE_MIB l=LIMIT_MIB d=WORK -- "$@"
+[[ ${#ARGS[@]} -eq 1 ]] || usage 2 >&2
+BUILD=${ARGS[0]}
 SIMFS=$BUILD/simfs
-die() {
-	echo "memory.sh: $*" >&2
-	exit 2
-}
 [[ -x $SIMFS ]] || die "$SIMFS not found (build first)"
 [[ $WORKLOAD == create || $WORKLOAD == write ]] || die "-w: create or write, not '$WORKLOAD'"
 [[ $NFILES =~ ^[0-9]+$ && $NFILES -gt 0 ]] || die "-n: a positive number of files, not '$NFILES'"
@@ -67,15 +47,6 @@ die() {
 [[ $MEM =~ ^[0-9]+[KkMmGg]?$ ]] || die "-m: a size such as 64M, not '$MEM'"
 command -v python3 >/dev/null || die "python3 is needed (tests/setup-debian.sh)"
 
-to_kib() { # 64M -> 65536
-	local v=${1%[KkMmGg]} u=${1: -1}
-	case $u in
-	K | k) echo "$v" ;;
-	M | m) echo $((v * 1024)) ;;
-	G | g) echo $((v * 1024 * 1024)) ;;
-	*) echo $(($1 / 1024)) ;;
-	esac
-}
 mem_kib=$(to_kib "$MEM")
 
 tmp=$(mktemp -d "$WORK/simfs-memory.XXXXXX")
@@ -114,19 +85,8 @@ else
 fi
 mkdir -p "$mnt"
 
-# Foreground daemon in the background: $! is its PID.
-"$SIMFS" mount -f -o "$mopts" "$img" "$mnt" 2>"$tmp/daemon.err" &
-pid=$!
-mounted=1
-for _ in $(seq 100); do
-	mountpoint -q "$mnt" && break
-	kill -0 "$pid" 2>/dev/null || {
-		cat "$tmp/daemon.err" >&2
-		exit 1
-	}
-	sleep 0.1
-done
-mountpoint -q "$mnt" || die "the mount did not appear"
+# Foreground daemon in the background: $pid is its PID.
+mount_fg "$img" "$mnt" "$mopts" || die "the mount did not appear"
 
 status_kib() { awk -v k="$1:" '$1 == k { print $2 }' "/proc/$pid/status"; }
 mib() { awk -v k="$1" 'BEGIN { printf "%.1f MiB", k / 1024 }'; }

@@ -25,18 +25,8 @@ SIZE=256
 PRESETS="ext2 ext3 ext4"
 EXTRA=
 CHECKS=123
-while getopts "B:d:s:p:o:1c:" o; do
-	case $o in
-	B) B=$OPTARG ;;
-	d) W=$OPTARG ;;
-	s) SIZE=$OPTARG ;;
-	p) PRESETS=$OPTARG ;;
-	o) EXTRA=$OPTARG ;;
-	1) CHECKS=1 ;;
-	c) CHECKS=$OPTARG ;;
-	*) echo "usage: $0 [-B BUILDDIR] [-d WORKDIR] [-s SIZE_MIB] [-p PRESETS] [-o MOUNT_OPTS] [-1] [-c CHECKS]" >&2; exit 2 ;;
-	esac
-done
+. "$root/bench/lib.sh"
+parse_opts B=B d=W s=SIZE p=PRESETS o=EXTRA 1=CHECKS=1 c=CHECKS -- "$@"
 SIMFS=$B/simfs
 [[ $CHECKS =~ ^[123]+$ ]] || { echo "-c: digits 1, 2 and 3 only" >&2; exit 2; }
 tools=

@@ -23,24 +23,13 @@ B=$root/build
 W=${TMPDIR:-/tmp}
 T=20
 R=3
-while getopts "B:d:t:r:" o; do
-	case $o in
-	B) B=$OPTARG ;;
-	d) W=$OPTARG ;;
-	t) T=$OPTARG ;;
-	r) R=$OPTARG ;;
-	*) echo "usage: $0 [-B BUILDDIR] [-d WORKDIR] [-t SECONDS] [-r REPS]" >&2; exit 2 ;;
-	esac
-done
+. "$root/bench/lib.sh"
+parse_opts B=B d=W t=T r=R -- "$@"
 SIMFS=$B/simfs
 LOAD=/usr/share/dbench/client.txt
 command -v dbench >/dev/null || { echo "dbench is not installed (apt-get install dbench)" >&2; exit 1; }
 [[ -x $SIMFS ]] || { echo "no $SIMFS: build first (meson setup build && meson compile -C build)" >&2; exit 1; }
-dir=$(mktemp -d "$W/simfs-runspeed.XXXXXX")
-mnt=$dir/mnt
-mkdir -p "$mnt"
-cleanup() { mountpoint -q "$mnt" && "$SIMFS" umount "$mnt" >/dev/null 2>&1; rm -rf "$dir"; }
-trap cleanup EXIT
+scratch_mount runspeed
 
 now() { date +%s.%N; }
 calc() { awk "BEGIN { print $1 }"; }

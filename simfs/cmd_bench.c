@@ -34,6 +34,7 @@
 #include <glib.h>
 
 #include "bench_render.h"
+#include "cli.h"
 #include "clock.h"
 #include "config.h"
 #include "experiment.h"
@@ -62,17 +63,6 @@ struct bench_progress {
 	unsigned done, failed, total;
 	struct sfs_clock *clk; /* real: the ETA */
 };
-
-static void G_GNUC_PRINTF(1, 2) bench_err(const char *fmt, ...)
-{
-	va_list ap;
-
-	fprintf(stderr, "simfs bench: ");
-	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
-	va_end(ap);
-	fputc('\n', stderr);
-}
 
 static void bench_usage(FILE *out)
 {
@@ -219,14 +209,15 @@ static int bench_start(struct bench_slot *sl, const struct sfs_experiment *x,
 	memcpy(full + 1, argv, n * sizeof(char *));
 	if (g_mkdir_with_parents(sl->dir, 0777) < 0) {
 		rc = -errno;
-		bench_err("cannot make %s: %s", sl->dir, g_strerror(errno));
+		sfs_err("bench", "cannot make %s: %s", sl->dir,
+			g_strerror(errno));
 		goto out;
 	}
 	bench_clean_cell(sl->dir);
 	fd = open(out, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
 	if (fd < 0) {
 		rc = -errno;
-		bench_err("cannot write %s: %s", out, g_strerror(errno));
+		sfs_err("bench", "cannot write %s: %s", out, g_strerror(errno));
 		goto out;
 	}
 	fflush(stdout);
@@ -234,8 +225,8 @@ static int bench_start(struct bench_slot *sl, const struct sfs_experiment *x,
 	pid = fork();
 	if (pid < 0) {
 		rc = -errno;
-		bench_err("cannot start cell %s: %s", sl->cell->id,
-			  g_strerror(errno));
+		sfs_err("bench", "cannot start cell %s: %s", sl->cell->id,
+			g_strerror(errno));
 		close(fd);
 		goto out;
 	}
@@ -283,14 +274,16 @@ static bool bench_finish(struct bench_slot *sl, int st, bool keep_images,
 		if (pg->tty)
 			fputs("\r\033[K", stderr);
 		if (WIFEXITED(st))
-			bench_err("cell %s failed (exit %d); the end of "
-				  "%s/stdout.txt:",
-				  sl->cell->id, WEXITSTATUS(st), sl->dir);
+			sfs_err("bench",
+				"cell %s failed (exit %d); the end of "
+				"%s/stdout.txt:",
+				sl->cell->id, WEXITSTATUS(st), sl->dir);
 		else
-			bench_err("cell %s killed by signal %d; the end of "
-				  "%s/stdout.txt:",
-				  sl->cell->id,
-				  WIFSIGNALED(st) ? WTERMSIG(st) : 0, sl->dir);
+			sfs_err("bench",
+				"cell %s killed by signal %d; the end of "
+				"%s/stdout.txt:",
+				sl->cell->id,
+				WIFSIGNALED(st) ? WTERMSIG(st) : 0, sl->dir);
 		p = g_build_filename(sl->dir, "stdout.txt", NULL);
 		bench_tail(p, BENCH_TAIL_LINES);
 		g_free(p);
@@ -344,8 +337,8 @@ static unsigned bench_run_cells(const struct sfs_experiment *x,
 		if (pid < 0) {
 			if (errno == EINTR)
 				continue;
-			bench_err("waiting for the cells: %s",
-				  g_strerror(errno));
+			sfs_err("bench", "waiting for the cells: %s",
+				g_strerror(errno));
 			break;
 		}
 		for (unsigned i = 0; i < jobs; i++)
@@ -387,8 +380,9 @@ static unsigned bench_run_kernel(const struct sfs_experiment *x,
 		FILE *f = fopen(res, "a");
 		if (f) {
 			if (sfs_kref_simfs_rows(stats, f, wname) != 0)
-				bench_err("cell %s: no device counters in %s",
-					  c->id, stats);
+				sfs_err("bench",
+					"cell %s: no device counters in %s",
+					c->id, stats);
 			fclose(f);
 		}
 		g_free(wname);
@@ -396,8 +390,8 @@ static unsigned bench_run_kernel(const struct sfs_experiment *x,
 		g_free(stats);
 		rc = sfs_kref_cell(x, c, dir, exe, &err);
 		if (rc) {
-			bench_err("kernel reference of cell %s: %s", c->id,
-				  err ? err : g_strerror(-rc));
+			sfs_err("bench", "kernel reference of cell %s: %s",
+				c->id, err ? err : g_strerror(-rc));
 			failed++;
 		} else {
 			fprintf(stderr, "kernel %u/%u done: %s\n", i + 1,
@@ -456,9 +450,10 @@ static int bench_gather_file(const struct sfs_experiment *x,
 			continue;
 		char **f = g_strsplit(l, ",", -1);
 		if (g_strv_length(f) != 5) {
-			bench_err("%s:%u: not a row workload,phase,metric,"
-				  "value,unit",
-				  path, i + 1);
+			sfs_err("bench",
+				"%s:%u: not a row workload,phase,metric,"
+				"value,unit",
+				path, i + 1);
 			g_strfreev(f);
 			rc = -EINVAL;
 			goto out;
@@ -511,7 +506,7 @@ static int bench_write_results(const struct sfs_experiment *x,
 		char *p = g_build_filename(dir, "results.csv", NULL);
 		int rc = bench_gather_file(x, c, p, c->sys->name, csv);
 		if (rc == -ENOENT)
-			bench_err("cell %s: no results (%s)", c->id, p);
+			sfs_err("bench", "cell %s: no results (%s)", c->id, p);
 		if (rc)
 			missing++;
 		g_free(p);
@@ -521,8 +516,9 @@ static int bench_write_results(const struct sfs_experiment *x,
 					     NULL);
 			rc = bench_gather_file(x, c, p, ks, csv);
 			if (rc == -ENOENT)
-				bench_err("cell %s: no kernel results (%s)",
-					  c->id, p);
+				sfs_err("bench",
+					"cell %s: no kernel results (%s)",
+					c->id, p);
 			g_free(p);
 			g_free(ks);
 		}
@@ -530,7 +526,7 @@ static int bench_write_results(const struct sfs_experiment *x,
 	}
 	path = g_build_filename(outdir, "results.csv", NULL);
 	if (!g_file_set_contents(path, csv->str, (gssize)csv->len, &ge)) {
-		bench_err("%s", ge->message);
+		sfs_err("bench", "%s", ge->message);
 		g_clear_error(&ge);
 		missing = -1;
 	}
@@ -541,7 +537,7 @@ static int bench_write_results(const struct sfs_experiment *x,
 	path = g_build_filename(outdir, "experiment.ini", NULL);
 	if (!g_file_get_contents(x->path, &text, &len, &ge) ||
 	    !g_file_set_contents(path, text, (gssize)len, &ge)) {
-		bench_err("%s", ge->message);
+		sfs_err("bench", "%s", ge->message);
 		g_clear_error(&ge);
 		missing = -1;
 	}
@@ -570,7 +566,7 @@ static int bench_copy(const char *from, const char *to, bool required)
 		rc = -1;
 	}
 	if (rc) {
-		bench_err("%s", ge->message);
+		sfs_err("bench", "%s", ge->message);
 		g_error_free(ge);
 	}
 	g_free(text);
@@ -639,9 +635,10 @@ static int bench_merge(const struct sfs_experiment *x, const char *outdir,
 			g_free(from);
 		}
 		if (!found) {
-			bench_err("cell %s: no cells/%s/results.csv in any "
-				  "folder given (not run yet, or it failed)",
-				  c->id, c->id);
+			sfs_err("bench",
+				"cell %s: no cells/%s/results.csv in any "
+				"folder given (not run yet, or it failed)",
+				c->id, c->id);
 			if (missing >= 0)
 				missing++;
 		}
@@ -711,11 +708,12 @@ static int bench_render(const struct sfs_experiment *x, const char *outdir,
 	int rc = sfs_bench_render(x, outdir, report, stdout, &err);
 
 	if (rc == -ENOSYS)
-		bench_err("note: no tables, plots or report: the renderer is "
-			  "not built yet");
+		sfs_err("bench",
+			"note: no tables, plots or report: the renderer is "
+			"not built yet");
 	else if (rc)
-		bench_err("drawing the tables: %s",
-			  err ? err : g_strerror(-rc));
+		sfs_err("bench", "drawing the tables: %s",
+			err ? err : g_strerror(-rc));
 	g_free(err);
 	return rc && rc != -ENOSYS ? -1 : 0;
 }
@@ -726,7 +724,7 @@ static int bench_diff(char **dirs)
 	int rc = sfs_bench_diff(dirs[0], dirs[1], stdout, &err);
 
 	if (rc)
-		bench_err("%s", err ? err : g_strerror(-rc));
+		sfs_err("bench", "%s", err ? err : g_strerror(-rc));
 	g_free(err);
 	/* folders that are missing or do not parse: the run failed (1), as
 	 * simfs stats --diff says of its files */
@@ -764,8 +762,8 @@ int sfs_cmd_bench(int argc, char **argv)
 			guint64 n = g_ascii_strtoull(optarg, &end, 10);
 			if (errno || *end || !g_ascii_isdigit(*optarg) ||
 			    n < 1 || n > BENCH_MAX_JOBS) {
-				bench_err("bad -j '%s' (1..%d)", optarg,
-					  BENCH_MAX_JOBS);
+				sfs_err("bench", "bad -j '%s' (1..%d)", optarg,
+					BENCH_MAX_JOBS);
 				goto usage;
 			}
 			jobs = (unsigned)n;
@@ -792,10 +790,10 @@ int sfs_cmd_bench(int argc, char **argv)
 			break;
 		case 'R':
 			if (strcmp(optarg, "kernel") != 0) {
-				bench_err(
-				    "--reference %s: the one reference is "
-				    "'kernel'",
-				    optarg);
+				sfs_err("bench",
+					"--reference %s: the one reference is "
+					"'kernel'",
+					optarg);
 				goto usage;
 			}
 			kernel = true;
@@ -805,53 +803,57 @@ int sfs_cmd_bench(int argc, char **argv)
 			status = 0;
 			goto out;
 		case ':':
-			bench_err("option '%s' needs a value (see simfs bench "
-				  "--help)",
-				  argv[optind - 1]);
+			sfs_err("bench",
+				"option '%s' needs a value (see simfs bench "
+				"--help)",
+				argv[optind - 1]);
 			goto usage;
 		default:
-			bench_err(
-			    "unknown option '%s' (see simfs bench --help)",
-			    argv[optind - 1]);
+			sfs_err("bench",
+				"unknown option '%s' (see simfs bench --help)",
+				argv[optind - 1]);
 			goto usage;
 		}
 	}
 	argc -= optind;
 	argv += optind;
 	if (list + merge + diff > 1) {
-		bench_err("give one of --list-cells, --merge, --diff");
+		sfs_err("bench", "give one of --list-cells, --merge, --diff");
 		goto usage;
 	}
 	if (diff) {
 		if (argc != 2) {
-			bench_err("--diff compares two output folders: "
-				  "--diff DIR1 DIR2");
+			sfs_err("bench", "--diff compares two output folders: "
+					 "--diff DIR1 DIR2");
 			goto usage;
 		}
 		status = sfs_parse_only() ? 0 : bench_diff(argv);
 		goto out;
 	}
 	if (argc < 1) {
-		bench_err("no experiment file (simfs bench FILE; the format: "
-			  "doc/experiments.md)");
+		sfs_err("bench",
+			"no experiment file (simfs bench FILE; the format: "
+			"doc/experiments.md)");
 		goto usage;
 	}
 	if (argc > 1 && !merge) {
-		bench_err("one experiment file at a time (folders go after "
-			  "--merge)");
+		sfs_err("bench",
+			"one experiment file at a time (folders go after "
+			"--merge)");
 		goto usage;
 	}
 	if (sfs_experiment_load(argv[0], &x, &err)) {
-		bench_err("%s", err);
+		sfs_err("bench", "%s", err);
 		goto usage;
 	}
 	if (!outarg)
 		outarg = g_build_filename("bench-out", x->name, NULL);
 	outdir = g_canonicalize_filename(outarg, NULL);
 	if (strchr(outdir, ',')) {
-		bench_err("output folder %s: a comma would split the cells' "
-			  "mount options",
-			  outdir);
+		sfs_err("bench",
+			"output folder %s: a comma would split the cells' "
+			"mount options",
+			outdir);
 		goto usage;
 	}
 	if (sfs_parse_only()) {
@@ -865,7 +867,8 @@ int sfs_cmd_bench(int argc, char **argv)
 		goto out;
 	}
 	if (g_mkdir_with_parents(outdir, 0777) < 0) {
-		bench_err("cannot make %s: %s", outdir, g_strerror(errno));
+		sfs_err("bench", "cannot make %s: %s", outdir,
+			g_strerror(errno));
 		goto out;
 	}
 	int bad;

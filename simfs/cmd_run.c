@@ -27,6 +27,7 @@
 
 #include <glib.h>
 
+#include "cli.h"
 #include "config.h"
 #include "cpumodel.h"
 #include "fs.h"
@@ -40,17 +41,6 @@
 #define RUN_EXIT_USAGE 2
 #define RUN_DEFAULT_SIZE (1ULL << 30)
 #define RUN_MKFS_TIME 1230768000u /* 2009-01-01: a fixed stamp */
-
-static void G_GNUC_PRINTF(1, 2) run_err(const char *fmt, ...)
-{
-	va_list ap;
-
-	fprintf(stderr, "simfs run: ");
-	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
-	va_end(ap);
-	fputc('\n', stderr);
-}
 
 static void run_usage(FILE *out)
 {
@@ -155,7 +145,7 @@ static int write_results(const char *path, struct sfs_workload *w,
 	FILE *f = fopen(path, "w");
 
 	if (!f) {
-		run_err("cannot write %s: %s", path, g_strerror(errno));
+		sfs_err("run", "cannot write %s: %s", path, g_strerror(errno));
 		return -1;
 	}
 	sfs_workload_write_metrics(w, res, f);
@@ -175,7 +165,7 @@ static int write_results(const char *path, struct sfs_workload *w,
 	sfs_wl_metric_row(f, wl, "all", "mismatches", (double)res->mismatches,
 			  "ops");
 	if (fclose(f) != 0) {
-		run_err("cannot write %s: %s", path, g_strerror(errno));
+		sfs_err("run", "cannot write %s: %s", path, g_strerror(errno));
 		return -1;
 	}
 	return 0;
@@ -205,7 +195,7 @@ static int run_on_path(struct sfs_workload *w, const char *dir, uint64_t seed,
 
 	rc = sfs_pathrun(w, dir, &po, &res, &err);
 	if (rc && !res.nphases) {
-		run_err("%s", err ? err : g_strerror(-rc));
+		sfs_err("run", "%s", err ? err : g_strerror(-rc));
 		g_free(err);
 		return RUN_EXIT_FAIL;
 	}
@@ -215,10 +205,10 @@ static int run_on_path(struct sfs_workload *w, const char *dir, uint64_t seed,
 	       dir);
 	sfs_wl_result_print(&res, stdout);
 	if (rc) {
-		run_err("%s", err ? err : g_strerror(-rc));
+		sfs_err("run", "%s", err ? err : g_strerror(-rc));
 	} else if (fatal_errno(res.first_error)) {
 		/* as the benchmark would: it stopped on the error */
-		run_err("%s", res.first_error_what);
+		sfs_err("run", "%s", res.first_error_what);
 		rc = res.first_error;
 	}
 	if (results) {
@@ -230,7 +220,7 @@ static int run_on_path(struct sfs_workload *w, const char *dir, uint64_t seed,
 			ok = fclose(f) == 0;
 		}
 		if (!ok) {
-			run_err("cannot write %s: %s", results,
+			sfs_err("run", "cannot write %s: %s", results,
 				g_strerror(errno));
 			rc = rc ? rc : -EIO;
 		}
@@ -277,7 +267,8 @@ int sfs_cmd_run(int argc, char **argv)
 		case 'T':
 		case 'L':
 			if (spec) {
-				run_err("give one of -w, --trace, --loadfile");
+				sfs_err("run",
+					"give one of -w, --trace, --loadfile");
 				goto usage;
 			}
 			spec =
@@ -293,7 +284,7 @@ int sfs_cmd_run(int argc, char **argv)
 		case 'J':
 			if (sfs_parse_size(optarg, c == 'S' ? &size : &jsize) ||
 			    (c == 'S' && size == 0)) {
-				run_err("bad size '%s' (like 512M, 2G)",
+				sfs_err("run", "bad size '%s' (like 512M, 2G)",
 					optarg);
 				goto usage;
 			}
@@ -306,7 +297,7 @@ int sfs_cmd_run(int argc, char **argv)
 			errno = 0;
 			seed = g_ascii_strtoull(optarg, &end, 10);
 			if (errno || *end || !g_ascii_isdigit(*optarg)) {
-				run_err("bad seed '%s'", optarg);
+				sfs_err("run", "bad seed '%s'", optarg);
 				goto usage;
 			}
 			break;
@@ -331,34 +322,37 @@ int sfs_cmd_run(int argc, char **argv)
 			status = 0;
 			goto out;
 		case ':':
-			run_err("option '%s' needs a value (see simfs run "
+			sfs_err("run",
+				"option '%s' needs a value (see simfs run "
 				"--help)",
 				argv[optind - 1]);
 			goto usage;
 		default:
-			run_err("unknown option '%s' (see simfs run --help)",
+			sfs_err("run",
+				"unknown option '%s' (see simfs run --help)",
 				argv[optind - 1]);
 			goto usage;
 		}
 	}
 	if (!spec) {
-		run_err("no workload: give -w WORKLOAD, --trace FILE or "
-			"--loadfile FILE (simfs run --list)");
+		sfs_err("run", "no workload: give -w WORKLOAD, --trace FILE or "
+			       "--loadfile FILE (simfs run --list)");
 		goto usage;
 	}
 	if (argc - optind > 1) {
-		run_err("too many arguments (one IMAGE at most)");
+		sfs_err("run", "too many arguments (one IMAGE at most)");
 		goto usage;
 	}
 	image = optind < argc ? argv[optind] : NULL;
 	rc = sfs_workload_new(spec, &w, &err);
 	if (rc) {
-		run_err("%s", err);
+		sfs_err("run", "%s", err);
 		goto usage;
 	}
 	if (path) {
 		if (image) {
-			run_err("--path runs against a directory: no IMAGE");
+			sfs_err("run",
+				"--path runs against a directory: no IMAGE");
 			goto usage;
 		}
 		status = sfs_parse_only() ? 0
@@ -368,17 +362,19 @@ int sfs_cmd_run(int argc, char **argv)
 
 	sfs_config_defaults(&cfg);
 	if (sfs_config_parse(&cfg, opts->str, NULL, &err) < 0) {
-		run_err("%s", err);
+		sfs_err("run", "%s", err);
 		goto usage;
 	}
 	if (strcmp(cfg.clock, "virtual") != 0) {
-		run_err("clock=%s: simfs run runs in virtual time "
+		sfs_err("run",
+			"clock=%s: simfs run runs in virtual time "
 			"(clock=virtual); use simfs mount for the real clock",
 			cfg.clock);
 		goto usage;
 	}
 	if (cfg.trace_path[0]) {
-		run_err("trace= records a mount; simfs run replays traces "
+		sfs_err("run",
+			"trace= records a mount; simfs run replays traces "
 			"(--trace FILE)");
 		goto usage;
 	}
@@ -389,7 +385,7 @@ int sfs_cmd_run(int argc, char **argv)
 	if (!image) {
 		tmpdir = g_dir_make_tmp("simfs-run-XXXXXX", NULL);
 		if (!tmpdir) {
-			run_err("cannot make a temporary folder");
+			sfs_err("run", "cannot make a temporary folder");
 			goto out;
 		}
 	}
@@ -398,14 +394,14 @@ int sfs_cmd_run(int argc, char **argv)
 	if (!image || fresh || !has_fs(img)) {
 		rc = make_image(img, size, cfg_journaled(&cfg), jsize, &err);
 		if (rc) {
-			run_err("%s", err ? err : g_strerror(-rc));
+			sfs_err("run", "%s", err ? err : g_strerror(-rc));
 			g_free(img);
 			goto out;
 		}
 	}
 	rc = sfs_bdev_open_file(img, SFS_BDEV_EXCL | SFS_BDEV_NOSYNC, 0, &bd);
 	if (rc) {
-		run_err("cannot open %s: %s", img,
+		sfs_err("run", "cannot open %s: %s", img,
 			rc == -EBUSY ? "in use (mounted?)" : g_strerror(-rc));
 		g_free(img);
 		goto out;
@@ -418,7 +414,7 @@ int sfs_cmd_run(int argc, char **argv)
 	}
 	rc = sfs_fs_open(bd, &cfg, &fs, &err);
 	if (rc) {
-		run_err("%s: %s", img, err ? err : g_strerror(-rc));
+		sfs_err("run", "%s: %s", img, err ? err : g_strerror(-rc));
 		g_free(img);
 		goto out;
 	}
@@ -444,11 +440,11 @@ int sfs_cmd_run(int argc, char **argv)
 	if (results && write_results(results, w, &res, &cnt) < 0)
 		status = RUN_EXIT_FAIL;
 	if (rc) {
-		run_err("%s", rerr ? rerr : g_strerror(-rc));
+		sfs_err("run", "%s", rerr ? rerr : g_strerror(-rc));
 		status = RUN_EXIT_FAIL;
 	} else if (cnt.clients_stopped) {
 		/* as the benchmark would: its process stopped on the error */
-		run_err("%s", cnt.stop_what);
+		sfs_err("run", "%s", cnt.stop_what);
 		status = RUN_EXIT_FAIL;
 	}
 	g_free(rerr);
@@ -456,7 +452,8 @@ int sfs_cmd_run(int argc, char **argv)
 	rc = sfs_fs_close(fs);
 	fs = NULL;
 	if (rc) {
-		run_err("writing the image back failed: %s", g_strerror(-rc));
+		sfs_err("run", "writing the image back failed: %s",
+			g_strerror(-rc));
 		status = RUN_EXIT_FAIL;
 	}
 	goto out;

@@ -31,6 +31,7 @@
 
 #include <glib.h>
 
+#include "cli.h"
 #include "config.h"
 #include "frag.h"
 #include "fs_priv.h"
@@ -40,17 +41,6 @@
 #define SFS_EXIT_FAIL 1
 #define SFS_EXIT_USAGE 2
 #define SFS_HIST_BUCKETS 33 /* run lengths 1, 2-3, 4-7, ... 2^32-1 */
-
-static void G_GNUC_PRINTF(1, 2) ins_err(const char *fmt, ...)
-{
-	va_list ap;
-
-	fputs("simfs inspect: ", stderr);
-	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
-	va_end(ap);
-	fputc('\n', stderr);
-}
 
 static void ins_usage(FILE *out)
 {
@@ -103,7 +93,7 @@ static int ins_journal(struct sfs_bdev *bd, bool all)
 
 	rc = sfs_jlog_open_dev(bd, NULL, &log, &err);
 	if (rc < 0) {
-		ins_err("%s", err ? err : g_strerror(-rc));
+		sfs_err("inspect", "%s", err ? err : g_strerror(-rc));
 		g_free(err);
 		sfs_bdev_close(bd);
 		return SFS_EXIT_FAIL;
@@ -112,29 +102,13 @@ static int ins_journal(struct sfs_bdev *bd, bool all)
 	sfs_jlog_close(log);
 	sfs_bdev_close(bd);
 	if (rc < 0) {
-		ins_err("reading the journal: %s", g_strerror(-rc));
+		sfs_err("inspect", "reading the journal: %s", g_strerror(-rc));
 		return SFS_EXIT_FAIL;
 	}
 	return 0;
 }
 
 /* ---- small formatting helpers ---- */
-
-static void ins_human(uint64_t bytes, char *buf, size_t len)
-{
-	static const char *const units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
-	double v = (double)bytes;
-	unsigned u = 0;
-
-	while (v >= 1024 && u + 1 < G_N_ELEMENTS(units)) {
-		v /= 1024;
-		u++;
-	}
-	if (u == 0 || v == (double)(uint64_t)v)
-		g_snprintf(buf, len, "%.0f %s", v, units[u]);
-	else
-		g_snprintf(buf, len, "%.1f %s", v, units[u]);
-}
 
 static void ins_time(uint32_t t, char *buf, size_t len)
 {
@@ -338,7 +312,7 @@ static int ins_summary(struct sfs_fs *fs, const char *image,
 		  G_N_ELEMENTS(ins_incompat), "incompat:");
 	ins_flags(feat, sfs_le32(sb->s_feature_ro_compat), ins_ro_compat,
 		  G_N_ELEMENTS(ins_ro_compat), "ro_compat:");
-	ins_human((uint64_t)fs->blocks_count * fs->bs, size, sizeof(size));
+	sfs_human_size((uint64_t)fs->blocks_count * fs->bs, size, sizeof(size));
 
 	printf("image:           %s\n", image);
 	printf("volume name:     %.16s\n",
@@ -473,7 +447,8 @@ static int ins_groups(struct sfs_fs *fs)
 		rc = ins_scan_group(fs, g, &st);
 		if (rc < 0) {
 			sfs_unlock(fs);
-			ins_err("reading the block bitmap of group %u: %s", g,
+			sfs_err("inspect",
+				"reading the block bitmap of group %u: %s", g,
 				g_strerror(-rc));
 			return SFS_EXIT_FAIL;
 		}
@@ -538,7 +513,8 @@ static int ins_free(struct sfs_fs *fs)
 		rc = sfs_block_bitmap(fs, g, &b);
 		if (rc < 0) {
 			sfs_unlock(fs);
-			ins_err("reading the block bitmap of group %u: %s", g,
+			sfs_err("inspect",
+				"reading the block bitmap of group %u: %s", g,
 				g_strerror(-rc));
 			return SFS_EXIT_FAIL;
 		}
@@ -578,7 +554,7 @@ static int ins_free(struct sfs_fs *fs)
 		}
 	}
 
-	ins_human(total * fs->bs, human, sizeof(human));
+	sfs_human_size(total * fs->bs, human, sizeof(human));
 	printf("free space: %" G_GUINT64_FORMAT
 	       " blocks (%s) in %" G_GUINT64_FORMAT " run%s\n",
 	       total, human, nruns, nruns == 1 ? "" : "s");
@@ -739,11 +715,11 @@ static int ins_inode(struct sfs_fs *fs, sfs_ino_t ino, const char *path)
 
 	rc = sfs_getattr(fs, ino, &a);
 	if (rc == -ESTALE) {
-		ins_err("inode %u is not in use", ino);
+		sfs_err("inspect", "inode %u is not in use", ino);
 		return SFS_EXIT_FAIL;
 	}
 	if (rc < 0) {
-		ins_err("inode %u: %s", ino, g_strerror(-rc));
+		sfs_err("inspect", "inode %u: %s", ino, g_strerror(-rc));
 		return SFS_EXIT_FAIL;
 	}
 
@@ -772,7 +748,7 @@ static int ins_inode(struct sfs_fs *fs, sfs_ino_t ino, const char *path)
 	rc = sfs_iget(fs, ino, &ip);
 	if (rc < 0) {
 		sfs_unlock(fs);
-		ins_err("inode %u: %s", ino, g_strerror(-rc));
+		sfs_err("inspect", "inode %u: %s", ino, g_strerror(-rc));
 		return SFS_EXIT_FAIL;
 	}
 	d = ip->d;
@@ -817,7 +793,8 @@ static int ins_inode(struct sfs_fs *fs, sfs_ino_t ino, const char *path)
 		uint64_t size_blocks = (a.size + fs->bs - 1) / fs->bs;
 
 		if (rc < 0) {
-			ins_err("walking the block map of inode %u: %s", ino,
+			sfs_err("inspect",
+				"walking the block map of inode %u: %s", ino,
 				g_strerror(-rc));
 			return SFS_EXIT_FAIL;
 		}
@@ -867,8 +844,8 @@ static int ins_resolve(struct sfs_fs *fs, const char *path, sfs_ino_t *out)
 			continue;
 		rc = sfs_lookup(fs, ino, parts[i], &a);
 		if (rc < 0) {
-			ins_err("%s: component '%s': %s", path, parts[i],
-				g_strerror(-rc));
+			sfs_err("inspect", "%s: component '%s': %s", path,
+				parts[i], g_strerror(-rc));
 			g_strfreev(parts);
 			return SFS_EXIT_FAIL;
 		}
@@ -899,12 +876,13 @@ static int ins_extents(struct sfs_fs *fs, const char *path)
 	printf("path: %s\n", path);
 	rc = sfs_frag_print_extents(fs, ino, stdout);
 	if (rc == -EINVAL) {
-		ins_err("%s: no block map (device, FIFO or fast symlink)",
+		sfs_err("inspect",
+			"%s: no block map (device, FIFO or fast symlink)",
 			path);
 		return SFS_EXIT_FAIL;
 	}
 	if (rc < 0) {
-		ins_err("%s: %s", path, g_strerror(-rc));
+		sfs_err("inspect", "%s: %s", path, g_strerror(-rc));
 		return SFS_EXIT_FAIL;
 	}
 	return 0;
@@ -915,7 +893,7 @@ static int ins_frag(struct sfs_fs *fs)
 	int rc = sfs_frag_print_summary(fs, stdout);
 
 	if (rc < 0) {
-		ins_err("surveying the files: %s", g_strerror(-rc));
+		sfs_err("inspect", "surveying the files: %s", g_strerror(-rc));
 		return SFS_EXIT_FAIL;
 	}
 	return 0;
@@ -944,18 +922,21 @@ int sfs_inspect_main(int argc, char **argv)
 			return 0;
 		}
 		if (optopt)
-			ins_err("unknown option '-%c' (see simfs inspect "
+			sfs_err("inspect",
+				"unknown option '-%c' (see simfs inspect "
 				"--help)",
 				optopt);
 		else
-			ins_err("unknown option '%s' (see simfs inspect "
+			sfs_err("inspect",
+				"unknown option '%s' (see simfs inspect "
 				"--help)",
 				argv[optind - 1]);
 		return SFS_EXIT_USAGE;
 	}
 	nargs = argc - optind;
 	if (nargs < 1) {
-		ins_err("IMAGE missing (usage: simfs inspect IMAGE [WHAT])");
+		sfs_err("inspect",
+			"IMAGE missing (usage: simfs inspect IMAGE [WHAT])");
 		return SFS_EXIT_USAGE;
 	}
 	image = argv[optind];
@@ -964,8 +945,8 @@ int sfs_inspect_main(int argc, char **argv)
 	if (strcmp(what, "inode") == 0 || strcmp(what, "file") == 0 ||
 	    strcmp(what, "extents") == 0) {
 		if (nargs != 3) {
-			ins_err("usage: simfs inspect IMAGE %s %s", what,
-				what[0] == 'i' ? "INO" : "PATH");
+			sfs_err("inspect", "usage: simfs inspect IMAGE %s %s",
+				what, what[0] == 'i' ? "INO" : "PATH");
 			return SFS_EXIT_USAGE;
 		}
 		arg = argv[optind + 2];
@@ -974,7 +955,8 @@ int sfs_inspect_main(int argc, char **argv)
 			ino = strtoull(arg, &end, 10);
 			if (!g_ascii_isdigit(arg[0]) || *end || errno ||
 			    ino == 0 || ino > UINT32_MAX) {
-				ins_err("bad inode number '%s'", arg);
+				sfs_err("inspect", "bad inode number '%s'",
+					arg);
 				return SFS_EXIT_USAGE;
 			}
 		}
@@ -984,11 +966,12 @@ int sfs_inspect_main(int argc, char **argv)
 		   strcmp(what, "journal") == 0 ||
 		   strcmp(what, "journal-all") == 0) {
 		if (nargs > 2) {
-			ins_err("too many arguments for '%s'", what);
+			sfs_err("inspect", "too many arguments for '%s'", what);
 			return SFS_EXIT_USAGE;
 		}
 	} else {
-		ins_err("unknown view '%s' (summary, groups, inode INO, file "
+		sfs_err("inspect",
+			"unknown view '%s' (summary, groups, inode INO, file "
 			"PATH, free, extents PATH, frag, journal, "
 			"journal-all)",
 			what);
@@ -999,7 +982,8 @@ int sfs_inspect_main(int argc, char **argv)
 
 	rc = sfs_bdev_open_file(image, SFS_BDEV_RDONLY, 0, &bd);
 	if (rc < 0) {
-		ins_err("cannot open %s: %s", image, g_strerror(-rc));
+		sfs_err("inspect", "cannot open %s: %s", image,
+			g_strerror(-rc));
 		return SFS_EXIT_FAIL;
 	}
 	if (strncmp(what, "journal", 7) == 0)
@@ -1016,20 +1000,22 @@ int sfs_inspect_main(int argc, char **argv)
 	}
 	rc = sfs_fs_open(bd, &cfg, &fs, &err);
 	if (rc < 0) {
-		ins_err("%s", err ? err : g_strerror(-rc));
+		sfs_err("inspect", "%s", err ? err : g_strerror(-rc));
 		g_free(err);
 		return SFS_EXIT_FAIL;
 	}
 	mounted = ins_mounted(image, &where);
 	if (mounted)
-		ins_err("warning: %s is mounted at %s: this view shows only "
+		sfs_err("inspect",
+			"warning: %s is mounted at %s: this view shows only "
 			"what has been written back so far%s",
 			image, where,
 			recover ? ", with the journal's committed "
 				  "transactions applied"
 				: "");
 	if (recover)
-		ins_err("note: the journal needed recovery; it was replayed "
+		sfs_err("inspect",
+			"note: the journal needed recovery; it was replayed "
 			"in memory, so this view shows the image as a mount "
 			"or e2fsck would after recovery (the image itself is "
 			"unchanged)");

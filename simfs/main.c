@@ -62,6 +62,7 @@
 #include <json-glib/json-glib.h>
 
 #include "blockdev.h"
+#include "cli.h"
 #include "config.h"
 #include "devmodel.h"
 #include "format.h"
@@ -91,17 +92,6 @@
 #define SFS_UMOUNT_POLL_US 20000   /* between lock attempts */
 #define SFS_UMOUNT_TICK_US 500000  /* between progress checks and lines */
 #define SFS_FUSE_TYPE "fuse.simfs" /* /proc/mounts type of our mounts */
-
-static void G_GNUC_PRINTF(2, 3) sfs_err(const char *cmd, const char *fmt, ...)
-{
-	va_list ap;
-
-	fprintf(stderr, "simfs %s: ", cmd);
-	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
-	va_end(ap);
-	fputc('\n', stderr);
-}
 
 /* Report getopt's complaint about argv (opterr is off); returns 2. */
 static int sfs_opt_error(const char *cmd, char **argv, int c)
@@ -136,23 +126,6 @@ static int sfs_parse_u64(const char *text, uint64_t *out)
 	}
 	*out = v;
 	return 0;
-}
-
-/* "64 MiB", "1.5 GiB": a size for people. */
-static void sfs_human_size(uint64_t bytes, char *buf, size_t len)
-{
-	static const char *const units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
-	double v = (double)bytes;
-	unsigned u = 0;
-
-	while (v >= 1024 && u + 1 < G_N_ELEMENTS(units)) {
-		v /= 1024;
-		u++;
-	}
-	if (u == 0 || v == (double)(uint64_t)v)
-		g_snprintf(buf, len, "%.0f %s", v, units[u]);
-	else
-		g_snprintf(buf, len, "%.1f %s", v, units[u]);
 }
 
 /* ================================================================ mkfs */

@@ -38,6 +38,7 @@
 #include <glib.h>
 #include <glib/gstdio.h>
 
+#include "cli.h"
 #include "config.h"
 #include "fs_priv.h"
 #include "iolog.h"
@@ -1400,17 +1401,6 @@ int sfs_plot_layout(const char *image_path, const char *out_path,
 #define PLOT_EXIT_FAIL 1
 #define PLOT_EXIT_USAGE 2
 
-static void G_GNUC_PRINTF(1, 2) plot_err(const char *fmt, ...)
-{
-	va_list ap;
-
-	fputs("simfs plot: ", stderr);
-	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
-	va_end(ap);
-	fputc('\n', stderr);
-}
-
 static void plot_usage(FILE *out)
 {
 	fputs("usage: simfs plot iolog LOG -o OUT [options]\n"
@@ -1607,22 +1597,24 @@ int sfs_plot_main(int argc, char **argv)
 			break;
 		case 'k':
 			if (sfs_plot_parse_kinds(optarg, &o.kinds, &err)) {
-				plot_err("%s", err);
+				sfs_err("plot", "%s", err);
 				g_free(err);
 				return PLOT_EXIT_USAGE;
 			}
 			break;
 		case 'b':
 			if (parse_duration(optarg, &o.bucket_ns)) {
-				plot_err("bad bucket '%s' (e.g. 10ms, 1s, "
-					 "250us, 100ns)",
-					 optarg);
+				sfs_err("plot",
+					"bad bucket '%s' (e.g. 10ms, 1s, "
+					"250us, 100ns)",
+					optarg);
 				return PLOT_EXIT_USAGE;
 			}
 			break;
 		case 'i':
 			if (parse_u64_arg(optarg, 1, UINT32_MAX, &v)) {
-				plot_err("bad inode number '%s'", optarg);
+				sfs_err("plot", "bad inode number '%s'",
+					optarg);
 				return PLOT_EXIT_USAGE;
 			}
 			o.inode = (sfs_ino_t)v;
@@ -1632,8 +1624,9 @@ int sfs_plot_main(int argc, char **argv)
 			break;
 		case 'w':
 			if (parse_u64_arg(optarg, 1, 1 << 20, &v)) {
-				plot_err("bad width '%s' (1 to 1048576 cells)",
-					 optarg);
+				sfs_err("plot",
+					"bad width '%s' (1 to 1048576 cells)",
+					optarg);
 				return PLOT_EXIT_USAGE;
 			}
 			o.width_cells = (uint32_t)v;
@@ -1652,9 +1645,10 @@ int sfs_plot_main(int argc, char **argv)
 			else if (strcmp(optarg, "auto") == 0)
 				o.time = SFS_PLOT_TIME_AUTO;
 			else {
-				plot_err("bad time axis '%s' (issue, busy or "
-					 "auto)",
-					 optarg);
+				sfs_err("plot",
+					"bad time axis '%s' (issue, busy or "
+					"auto)",
+					optarg);
 				return PLOT_EXIT_USAGE;
 			}
 			break;
@@ -1667,7 +1661,8 @@ int sfs_plot_main(int argc, char **argv)
 		case OPT_MAX_POINTS:
 			if (parse_u64_arg(optarg, 1, UINT64_MAX,
 					  &o.max_points)) {
-				plot_err("bad --max-points '%s'", optarg);
+				sfs_err("plot", "bad --max-points '%s'",
+					optarg);
 				return PLOT_EXIT_USAGE;
 			}
 			break;
@@ -1675,25 +1670,29 @@ int sfs_plot_main(int argc, char **argv)
 			plot_usage(stdout);
 			return 0;
 		case ':':
-			plot_err("option '%s' needs a value (see simfs plot "
-				 "--help)",
-				 argv[optind - 1]);
+			sfs_err("plot",
+				"option '%s' needs a value (see simfs plot "
+				"--help)",
+				argv[optind - 1]);
 			return PLOT_EXIT_USAGE;
 		default:
 			if (optopt)
-				plot_err("unknown option '-%c' (see simfs plot "
-					 "--help)",
-					 optopt);
+				sfs_err("plot",
+					"unknown option '-%c' (see simfs plot "
+					"--help)",
+					optopt);
 			else
-				plot_err("unknown option '%s' (see simfs plot "
-					 "--help)",
-					 argv[optind - 1]);
+				sfs_err("plot",
+					"unknown option '%s' (see simfs plot "
+					"--help)",
+					argv[optind - 1]);
 			return PLOT_EXIT_USAGE;
 		}
 	}
 	if (argc - optind != 2) {
-		plot_err("usage: simfs plot iolog LOG -o OUT | simfs plot "
-			 "layout IMAGE -o OUT (see --help)");
+		sfs_err("plot",
+			"usage: simfs plot iolog LOG -o OUT | simfs plot "
+			"layout IMAGE -o OUT (see --help)");
 		return PLOT_EXIT_USAGE;
 	}
 	what = argv[optind];
@@ -1703,23 +1702,24 @@ int sfs_plot_main(int argc, char **argv)
 	} else if (strcmp(what, "layout") == 0) {
 		is_iolog = false;
 	} else {
-		plot_err("unknown picture '%s' (iolog or layout)", what);
+		sfs_err("plot", "unknown picture '%s' (iolog or layout)", what);
 		return PLOT_EXIT_USAGE;
 	}
 	if (!out) {
-		plot_err("no output: give -o OUT.svg (or .png, .pdf)");
+		sfs_err("plot", "no output: give -o OUT.svg (or .png, .pdf)");
 		return PLOT_EXIT_USAGE;
 	}
 	if (is_iolog && (o.inode || path || o.width_cells != PLOT_DEF_CELLS)) {
-		plot_err("--inode, --file and --width are for layout maps");
+		sfs_err("plot",
+			"--inode, --file and --width are for layout maps");
 		return PLOT_EXIT_USAGE;
 	}
 	if (!is_iolog && (o.kinds != SFS_PLOT_ALL || o.bucket_ns || o.time)) {
-		plot_err("--kind, --bucket and --time are for I/O logs");
+		sfs_err("plot", "--kind, --bucket and --time are for I/O logs");
 		return PLOT_EXIT_USAGE;
 	}
 	if (path && o.inode) {
-		plot_err("give --inode or --file, not both");
+		sfs_err("plot", "give --inode or --file, not both");
 		return PLOT_EXIT_USAGE;
 	}
 	if (sfs_parse_only())
@@ -1731,7 +1731,7 @@ int sfs_plot_main(int argc, char **argv)
 	else
 		rc = sfs_plot_layout(input, out, &o, &err);
 	if (rc) {
-		plot_err("%s", err ? err : g_strerror(-rc));
+		sfs_err("plot", "%s", err ? err : g_strerror(-rc));
 		g_free(err);
 		return PLOT_EXIT_FAIL;
 	}

@@ -177,6 +177,11 @@ void sfs_wl_result_print(const struct sfs_wl_result *r, FILE *out);
 
 struct sfs_workload;
 
+/* What a workload's metrics hook calls once per figure: the phase, the
+ * metric's name, its value and unit. */
+typedef void sfs_wl_emit_fn(void *ctx, const char *phase, const char *metric,
+			    double value, const char *unit);
+
 struct sfs_workload_ops {
 	const char *name;
 	const char *help; /* one line */
@@ -201,10 +206,7 @@ struct sfs_workload_ops {
 	 * "throughput_mb_s" of phase "run", iozone "children_kb_s" of each
 	 * test), for tables: emit(ctx, phase, metric, value, unit) each. */
 	void (*metrics)(void *st, const struct sfs_wl_result *r,
-			void (*emit)(void *ctx, const char *phase,
-				     const char *metric, double value,
-				     const char *unit),
-			void *ctx);
+			sfs_wl_emit_fn *emit, void *ctx);
 	void (*fini)(void *st);
 };
 

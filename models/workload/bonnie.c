@@ -673,10 +673,7 @@ static void bon_report(void *st, const struct sfs_wl_result *r, FILE *out)
  * did not run, or ran under 0.5 s (printed "+++++"), gives no row.
  */
 static void bon_metrics(void *st, const struct sfs_wl_result *r,
-			void (*emit)(void *ctx, const char *phase,
-				     const char *metric, double value,
-				     const char *unit),
-			void *ctx)
+			sfs_wl_emit_fn *emit, void *ctx)
 {
 	static const char *const io_k[] = {"block write", "rewrite",
 					   "block read"};

@@ -812,10 +812,7 @@ static void cb_report(void *st, const struct sfs_wl_result *r, FILE *out)
  * mix the two.
  */
 static void cb_metrics(void *st, const struct sfs_wl_result *r,
-		       void (*emit)(void *ctx, const char *phase,
-				    const char *metric, double value,
-				    const char *unit),
-		       void *ctx)
+		       sfs_wl_emit_fn *emit, void *ctx)
 {
 	struct cb_state *s = st;
 	struct cb_sum sum[RK_NKINDS] = {{0}};

@@ -1254,10 +1254,7 @@ static void db_report(void *vst, const struct sfs_wl_result *r, FILE *out)
 /* The Throughput figure of db_report as a metric: phase "run",
  * throughput_mb_s (10^6 bytes read and written per second of the run). */
 static void db_metrics(void *vst, const struct sfs_wl_result *r,
-		       void (*emit)(void *ctx, const char *phase,
-				    const char *metric, double value,
-				    const char *unit),
-		       void *ctx)
+		       sfs_wl_emit_fn *emit, void *ctx)
 {
 	const struct sfs_wl_phase *ph = sfs_wl_result_phase(r, "run");
 	double mbs = 0;

@@ -337,10 +337,7 @@ static void dd_report(void *vst, const struct sfs_wl_result *r, FILE *out)
  * prints "Infinity B/s").
  */
 static void dd_metrics(void *vst, const struct sfs_wl_result *r,
-		       void (*emit)(void *ctx, const char *phase,
-				    const char *metric, double value,
-				    const char *unit),
-		       void *ctx)
+		       sfs_wl_emit_fn *emit, void *ctx)
 {
 	static const char *const names[] = {"write", "read"};
 

@@ -599,10 +599,7 @@ static void fsm_report(void *st, const struct sfs_wl_result *r, FILE *out)
  * the report leaves out gives no row.
  */
 static void fsm_metrics(void *st, const struct sfs_wl_result *r,
-			void (*emit)(void *ctx, const char *phase,
-				     const char *metric, double value,
-				     const char *unit),
-			void *ctx)
+			sfs_wl_emit_fn *emit, void *ctx)
 {
 	struct fsm_state *s = st;
 

@@ -550,10 +550,7 @@ static void iz_report(void *vst, const struct sfs_wl_result *r, FILE *out)
  * the MB/s of published tables.  A test no child finished gives no rows.
  */
 static void iz_metrics(void *vst, const struct sfs_wl_result *r,
-		       void (*emit)(void *ctx, const char *phase,
-				    const char *metric, double value,
-				    const char *unit),
-		       void *ctx)
+		       sfs_wl_emit_fn *emit, void *ctx)
 {
 	struct iz_state *st = vst;
 

@@ -487,10 +487,7 @@ static void pm_report(void *st, const struct sfs_wl_result *r, FILE *out)
  * rate unless hires, as printed.  No transactions phase: no row.
  */
 static void pm_metrics(void *st, const struct sfs_wl_result *r,
-		       void (*emit)(void *ctx, const char *phase,
-				    const char *metric, double value,
-				    const char *unit),
-		       void *ctx)
+		       sfs_wl_emit_fn *emit, void *ctx)
 {
 	struct pm_state *s = st;
 	const struct sfs_wl_phase *pt = sfs_wl_result_phase(r, "transactions");

@@ -404,10 +404,7 @@ static void tb_report(void *vst, const struct sfs_wl_result *r, FILE *out)
  * phase's own time and every op.  A test not run gives no rows.
  */
 static void tb_metrics(void *vst, const struct sfs_wl_result *r,
-		       void (*emit)(void *ctx, const char *phase,
-				    const char *metric, double value,
-				    const char *unit),
-		       void *ctx)
+		       sfs_wl_emit_fn *emit, void *ctx)
 {
 	struct tb_state *st = vst;
 

@@ -578,10 +578,7 @@ static void tw_report(void *vst, const struct sfs_wl_result *r, FILE *out)
  * last, recorded and replayed), differed (results unlike the recording).
  */
 static void tw_metrics(void *vst, const struct sfs_wl_result *r,
-		       void (*emit)(void *ctx, const char *phase,
-				    const char *metric, double value,
-				    const char *unit),
-		       void *ctx)
+		       sfs_wl_emit_fn *emit, void *ctx)
 {
 	struct tw_state *st = vst;
 	sfs_ns_t span = r ? r->elapsed_ns : 0;

@@ -927,10 +927,7 @@ static void ut_report(void *vst, const struct sfs_wl_result *r, FILE *out)
  * Unrounded, where bash prints milliseconds.
  */
 static void ut_metrics(void *vst, const struct sfs_wl_result *r,
-		       void (*emit)(void *ctx, const char *phase,
-				    const char *metric, double value,
-				    const char *unit),
-		       void *ctx)
+		       sfs_wl_emit_fn *emit, void *ctx)
 {
 	const struct sfs_wl_phase *t = sfs_wl_result_phase(r, "untar");
 	const struct sfs_wl_phase *s = sfs_wl_result_phase(r, "sync");

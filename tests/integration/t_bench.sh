@@ -15,15 +15,7 @@ SIMFS=${1:?usage: t_bench.sh SIMFS}
 dir=$(mktemp -d "${TMPDIR:-/tmp}/simfs-tbench.XXXXXX")
 cleanup() { rm -rf "$dir"; }
 trap cleanup EXIT INT TERM
-n=0
-failed=0
-ok() { n=$((n + 1)); echo "ok $n - $*"; }
-fail() { n=$((n + 1)); failed=$((failed + 1)); echo "not ok $n - $*"; }
-check() { # check DESCRIPTION CMD...
-	local what=$1
-	shift
-	if "$@"; then ok "$what"; else fail "$what"; fi
-}
+. "$(dirname "$0")/tap.sh"
 
 xp=$dir/small.ini
 cat >"$xp" <<'EOF'
@@ -157,5 +149,4 @@ check "a missing file: exit 2" test $? -eq 2
 "$SIMFS" bench --help >"$dir/help.out" 2>&1
 check "bench --help: exit 0, usage" grep -q "^usage: simfs bench FILE" "$dir/help.out"
 
-echo "1..$n"
-[[ $failed == 0 ]]
+tap_done

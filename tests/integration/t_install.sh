@@ -20,15 +20,7 @@ dir=$(mktemp -d "${TMPDIR:-/tmp}/simfs-install.XXXXXX")
 cleanup() { rm -rf "$dir"; }
 trap cleanup EXIT
 trap 'exit 1' INT TERM HUP
-n=0
-failed=0
-ok() { n=$((n + 1)); echo "ok $n - $*"; }
-fail() { n=$((n + 1)); failed=$((failed + 1)); echo "not ok $n - $*"; }
-check() { # check DESCRIPTION CMD...
-	local what=$1
-	shift
-	if "$@"; then ok "$what"; else fail "$what"; fi
-}
+. "$(dirname "$0")/tap.sh"
 
 dest=$dir/dest
 if "$MESON" install -C "$BUILD" --no-rebuild --quiet --destdir "$dest" \
@@ -184,5 +176,4 @@ check "simfs plot <TAB>: its actions, as its usage names them ($got)" \
 got=$(complete_words simfs plot -o '')
 check "simfs plot -o <TAB>: a file, not a knob" test "$got" != "alloc="
 
-echo "1..$n"
-[[ $failed == 0 ]]
+tap_done

@@ -31,15 +31,7 @@ cleanup() {
 	rm -rf "$dir"
 }
 trap cleanup EXIT INT TERM
-n=0
-failed=0
-ok() { n=$((n + 1)); echo "ok $n - $*"; }
-fail() { n=$((n + 1)); failed=$((failed + 1)); echo "not ok $n - $*"; }
-check() { # check DESCRIPTION CMD...
-	local what=$1
-	shift
-	if "$@"; then ok "$what"; else fail "$what"; fi
-}
+. "$(dirname "$0")/tap.sh"
 metric() { # metric CSV NAME: its value in phase "all"
 	awk -F, -v m="$2" '$2 == "all" && $3 == m { print $4 }' "$1"
 }

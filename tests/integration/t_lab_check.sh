@@ -14,10 +14,7 @@ SIMFS=${1:?usage: t_lab_check.sh SIMFS [LAB]}
 LAB=${2:-alloc}
 dir=$(mktemp -d "${TMPDIR:-/tmp}/simfs-tlabchk.XXXXXX")
 trap 'rm -rf "$dir"' EXIT INT TERM
-n=0
-failed=0
-ok() { n=$((n + 1)); echo "ok $n - $*"; }
-fail() { n=$((n + 1)); failed=$((failed + 1)); echo "not ok $n - $*"; }
+. "$(dirname "$0")/tap.sh"
 S=(--seed 7 --level 2)
 
 "$SIMFS" lab "$LAB" "${S[@]}" --answers >"$dir/sheet" || fail "--answers"
@@ -156,5 +153,4 @@ if ! grep -q "answer:" "$dir/q" && grep -q "simfs lab check $LAB --seed 7 --leve
 else
 	fail "the sheet without --answers"
 fi
-echo "1..$n"
-[[ $failed == 0 ]]
+tap_done

@@ -13,10 +13,7 @@ LAB=${2:?usage: t_lab_golden.sh SIMFS NAME}
 GOLDEN=$(cd "$(dirname "$0")/../golden/lab" && pwd)
 dir=$(mktemp -d "${TMPDIR:-/tmp}/simfs-tlab.XXXXXX")
 trap 'rm -rf "$dir"' EXIT INT TERM
-n=0
-failed=0
-ok() { n=$((n + 1)); echo "ok $n - $*"; }
-fail() { n=$((n + 1)); failed=$((failed + 1)); echo "not ok $n - $*"; }
+. "$(dirname "$0")/tap.sh"
 
 # an answer file from the --answers output: "N: answer" per question
 answers_of() {
@@ -72,5 +69,4 @@ for ((L = 1; L <= levels; L++)); do
 		sed 's/^/#   /' "$dir/chk"
 	fi
 done
-echo "1..$n"
-[[ $failed == 0 ]]
+tap_done

@@ -17,12 +17,8 @@
 #
 #   tests/integration/t_mount8.sh BUILD/simfs
 set -uo pipefail
-# internal time limits stretch as meson's timeout does (tests/run-all.sh)
-tscale=${SIMFS_TEST_TIMEOUT_MULTIPLIER:-1}
-[[ $tscale =~ ^[1-9][0-9]{0,5}$ ]] || {
-	echo "Bail out! SIMFS_TEST_TIMEOUT_MULTIPLIER must be an integer from 1 to 999999, not '$tscale'"
-	exit 1
-}
+. "$(dirname "$0")/tap.sh"
+tap_tscale
 PATH=$PATH:/usr/sbin:/sbin
 if [[ ${1:-} == --inner ]]; then
 	inner=1
@@ -55,10 +51,6 @@ cleanup() {
 	rm -rf "$dir"
 }
 trap cleanup EXIT INT TERM
-n=0
-failed=0
-ok() { n=$((n + 1)); echo "ok $n - $*"; }
-fail() { n=$((n + 1)); failed=$((failed + 1)); echo "not ok $n - $*"; }
 
 mkdir -p "$mnt" "$dir/bin"
 ln -s "$SIMFS" "$dir/bin/simfs"
@@ -132,5 +124,4 @@ one_case "simfs#IMAGE" mount -t fuse "simfs#$dir/img" "$mnt" -o preset=ext4
 one_case "simfs mount -o generic" \
 	"$SIMFS" mount -o "preset=ext4,$generic" "$dir/img" "$mnt"
 
-echo "1..$n"
-[[ $failed == 0 ]]
+tap_done

@@ -14,25 +14,12 @@
 # Chromium is required: where it is not installed the test fails and says
 # so (tests/setup-debian.sh installs Debian's chromium package).
 set -uo pipefail
-# internal time limits stretch as meson's timeout does (tests/run-all.sh)
-tscale=${SIMFS_TEST_TIMEOUT_MULTIPLIER:-1}
-[[ $tscale =~ ^[1-9][0-9]{0,5}$ ]] || {
-	echo "Bail out! SIMFS_TEST_TIMEOUT_MULTIPLIER must be an integer from 1 to 999999, not '$tscale'"
-	exit 1
-}
+. "$(dirname "$0")/tap.sh"
+tap_tscale
 SIMFS=${1:?usage: t_report.sh SIMFS T_REPORT_RENDER}
 RENDER=${2:?usage: t_report.sh SIMFS T_REPORT_RENDER}
 dir=$(mktemp -d "${TMPDIR:-/tmp}/simfs-treport.XXXXXX")
 trap 'rm -rf "$dir"' EXIT INT TERM
-n=0
-failed=0
-ok() { n=$((n + 1)); echo "ok $n - $*"; }
-fail() { n=$((n + 1)); failed=$((failed + 1)); echo "not ok $n - $*"; }
-check() { # check DESCRIPTION CMD...
-	local what=$1
-	shift
-	if "$@"; then ok "$what"; else fail "$what"; fi
-}
 
 chrome=
 for c in chromium chromium-browser google-chrome; do
@@ -153,5 +140,4 @@ else
 	fail "chromium --screenshot: no PNG ($(tail -3 "$dir/chrome.err"))"
 fi
 
-echo "1..$n"
-[[ $failed == 0 ]]
+tap_done

@@ -16,15 +16,7 @@ cleanup() {
 	[[ -n $shm ]] && rm -rf "$shm"
 }
 trap cleanup EXIT INT TERM
-n=0
-failed=0
-ok() { n=$((n + 1)); echo "ok $n - $*"; }
-fail() { n=$((n + 1)); failed=$((failed + 1)); echo "not ok $n - $*"; }
-check() { # check DESCRIPTION CMD...
-	local what=$1
-	shift
-	if "$@"; then ok "$what"; else fail "$what"; fi
-}
+. "$(dirname "$0")/tap.sh"
 fsck_clean() { e2fsck -fn "$1" >"$dir/fsck.out" 2>&1 || { cat "$dir/fsck.out"; return 1; }; }
 
 # usage errors: exit 2, and a message that names the problem

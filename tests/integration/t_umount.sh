@@ -13,12 +13,8 @@
 #
 #   tests/integration/t_umount.sh BUILD/simfs
 set -uo pipefail
-# internal time limits stretch as meson's timeout does (tests/run-all.sh)
-tscale=${SIMFS_TEST_TIMEOUT_MULTIPLIER:-1}
-[[ $tscale =~ ^[1-9][0-9]{0,5}$ ]] || {
-	echo "Bail out! SIMFS_TEST_TIMEOUT_MULTIPLIER must be an integer from 1 to 999999, not '$tscale'"
-	exit 1
-}
+. "$(dirname "$0")/tap.sh"
+tap_tscale
 SIMFS=${1:?usage: t_umount.sh SIMFS}
 SIMFS=$(realpath "$SIMFS")
 PATH=$PATH:/usr/sbin:/sbin
@@ -37,10 +33,6 @@ cleanup() {
 	rm -rf "$dir"
 }
 trap cleanup EXIT INT TERM
-n=0
-failed=0
-ok() { n=$((n + 1)); echo "ok $n - $*"; }
-fail() { n=$((n + 1)); failed=$((failed + 1)); echo "not ok $n - $*"; }
 mkdir -p "$mnt"
 
 for cmd in umount sync; do
@@ -154,5 +146,4 @@ if command -v script >/dev/null &&
 	fi
 fi
 
-echo "1..$n"
-[[ $failed == 0 ]]
+tap_done

@@ -52,6 +52,7 @@
 #include "mkfs.h"
 #include "models/journal/jbd2.h"
 #include "testsupport.h"
+#include "workload.h"
 
 #define SFS_TEST_SEED 0x5EEDu /* test images get reproducible UUIDs */
 
@@ -466,13 +467,113 @@ void sfs_tfs_free(struct sfs_tfs *t)
 	g_free(t);
 }
 
+int sfs_tfs_setup(void **state, uint32_t bs, uint64_t size_bytes,
+		  const char *opts)
+{
+	*state = sfs_tfs_new(bs, size_bytes, opts);
+	return 0;
+}
+
+int sfs_tfs_teardown(void **state)
+{
+	sfs_tfs_assert_clean(*state);
+	sfs_tfs_free(*state);
+	return 0;
+}
+
+int sfs_tfs_setup_alloc(void **state)
+{
+	*state = sfs_tfs_alloc();
+	return 0;
+}
+
+int sfs_tfs_teardown_free(void **state)
+{
+	sfs_tfs_free(*state);
+	return 0;
+}
+
+char *sfs_test_which(const char *name)
+{
+	static const char *const dirs[] = {"/usr/sbin", "/sbin", "/usr/bin",
+					   "/bin"};
+	char *p = g_find_program_in_path(name);
+
+	for (size_t i = 0; !p && i < G_N_ELEMENTS(dirs); i++) {
+		p = g_build_filename(dirs[i], name, NULL);
+		if (!g_file_test(p, G_FILE_TEST_IS_EXECUTABLE))
+			g_clear_pointer(&p, g_free);
+	}
+	return p;
+}
+
+char *sfs_test_tmp_file(const char *name, const char *text)
+{
+	char *dir = sfs_test_tmpdir();
+	char *path = g_build_filename(dir, name, NULL);
+
+	assert_true(g_file_set_contents(path, text, -1, NULL));
+	g_free(dir);
+	return path;
+}
+
+void sfs_test_rm_tmp_file(char *path)
+{
+	char *dir = g_path_get_dirname(path);
+
+	sfs_test_rmtree(dir);
+	g_free(dir);
+	g_free(path);
+}
+
+struct sfs_workload *sfs_test_workload(const char *spec)
+{
+	struct sfs_workload *w = NULL;
+	char *err = NULL;
+	int rc = sfs_workload_new(spec, &w, &err);
+
+	if (rc)
+		print_error("%s: %s\n", spec, err ? err : "?");
+	assert_int_equal(rc, 0);
+	g_free(err);
+	return w;
+}
+
+int sfs_test_next(struct sfs_workload *w, unsigned c, sfs_ns_t now,
+		  struct sfs_wop *op)
+{
+	char *err = NULL;
+	int rc = sfs_workload_next(w, c, now, op, &err);
+
+	if (rc < 0)
+		print_error("next: %s\n", err ? err : "?");
+	assert_true(rc >= 0);
+	g_free(err);
+	return rc;
+}
+
 sfs_ino_t sfs_test_mkfile(struct sfs_fs *fs, sfs_ino_t dir, const char *name)
+{
+	sfs_ino_t ino = sfs_test_mknod(fs, dir, name);
+
+	assert_int_equal(sfs_open(fs, ino, O_RDWR), 0);
+	return ino;
+}
+
+sfs_ino_t sfs_test_mknod(struct sfs_fs *fs, sfs_ino_t dir, const char *name)
 {
 	struct sfs_attr a;
 
 	assert_int_equal(
 	    sfs_mknod(fs, dir, name, SFS_S_IFREG | 0644, 0, 0, 0, &a), 0);
-	assert_int_equal(sfs_open(fs, a.ino, O_RDWR), 0);
+	return a.ino;
+}
+
+sfs_ino_t sfs_test_mkdir(struct sfs_fs *fs, sfs_ino_t dir, const char *name)
+{
+	struct sfs_attr a;
+
+	assert_int_equal(sfs_mkdir(fs, dir, name, 0755, 0, 0, &a), 0);
 	return a.ino;
 }
 

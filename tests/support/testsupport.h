@@ -93,6 +93,10 @@ bool sfs_test_fsck_clean(const char *path, char **output);
  * be shorter" (which exits 0 under -n; the kernel leaves such trees after
  * random inserts, punches and truncates) is allowed. */
 bool sfs_test_fsck_clean_shape(const char *path, char **output);
+/* The path of program name: PATH first, then the sbin and bin folders
+ * root's PATH usually has (a test's PATH may not); NULL if none has it.
+ * g_free it. */
+char *sfs_test_which(const char *name);
 /* Run argv (searched in PATH); its stdout (g_free).  Fails the test, with
  * its stderr, unless it exits 0. */
 char *sfs_test_run(char **argv);
@@ -102,6 +106,24 @@ sfs_ino_t sfs_test_mkfile(struct sfs_fs *fs, sfs_ino_t dir, const char *name);
 /* Write n bytes of `fill` at off of the open file ino, all of them. */
 void sfs_test_fill(struct sfs_fs *fs, sfs_ino_t ino, uint64_t off, size_t n,
 		   uint8_t fill);
+/* A file `name` holding text in a fresh private temp dir: its path
+ * (remove both and free it with sfs_test_rm_tmp_file). */
+char *sfs_test_tmp_file(const char *name, const char *text);
+void sfs_test_rm_tmp_file(char *path);
+/* The workload of spec (sfs_workload_new); fails the test, printing the
+ * message, if spec is refused. */
+struct sfs_workload;
+struct sfs_workload *sfs_test_workload(const char *spec);
+/* Client c's next op at now (sfs_workload_next): 1 with *op filled, 0
+ * when c is done; fails the test, printing the message, on an error. */
+struct sfs_wop;
+int sfs_test_next(struct sfs_workload *w, unsigned c, sfs_ns_t now,
+		  struct sfs_wop *op);
+
+/* A regular file `name` (0644) in dir, created and not opened. */
+sfs_ino_t sfs_test_mknod(struct sfs_fs *fs, sfs_ino_t dir, const char *name);
+/* A directory `name` (0755) in dir. */
+sfs_ino_t sfs_test_mkdir(struct sfs_fs *fs, sfs_ino_t dir, const char *name);
 /* The filesystem's free-block count, under its lock. */
 uint64_t sfs_test_free_blocks(struct sfs_fs *fs);
 
@@ -126,5 +148,15 @@ void sfs_tfs_reopen(struct sfs_tfs *t);
 void sfs_tfs_cycle(struct sfs_tfs *t);
 /* Close without asserting, remove the dir, free. */
 void sfs_tfs_free(struct sfs_tfs *t);
+/* cmocka fixtures around them: setup makes *state an sfs_tfs_new(bs,
+ * size_bytes, opts); teardown asserts the image e2fsck-clean and frees
+ * it. */
+int sfs_tfs_setup(void **state, uint32_t bs, uint64_t size_bytes,
+		  const char *opts);
+int sfs_tfs_teardown(void **state);
+/* The same for tests that make their own image: *state an sfs_tfs_alloc;
+ * teardown_free frees it without asserting anything. */
+int sfs_tfs_setup_alloc(void **state);
+int sfs_tfs_teardown_free(void **state);
 
 #endif /* SFS_TESTSUPPORT_H */

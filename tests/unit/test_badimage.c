@@ -143,20 +143,6 @@ static void expect_refused(struct fixture *f, const uint8_t *img, gsize len,
 	expect_refused_words(f, img, len, what, want, NULL);
 }
 
-/* mke2fs (e2fsprogs), or NULL if it is not installed; g_free it. */
-static char *find_mke2fs(void)
-{
-	static const char *const dirs[] = {"/sbin", "/usr/sbin"};
-	char *p = g_find_program_in_path("mke2fs");
-
-	for (size_t i = 0; !p && i < G_N_ELEMENTS(dirs); i++) {
-		p = g_build_filename(dirs[i], "mke2fs", NULL);
-		if (!g_file_test(p, G_FILE_TEST_IS_EXECUTABLE))
-			g_clear_pointer(&p, g_free);
-	}
-	return p;
-}
-
 /* mke2fs -F -q ARGS... path 32M; fails the test if mke2fs does. */
 static void run_mke2fs(const char *mke2fs, const char *path,
 		       const char *const *args)
@@ -207,7 +193,7 @@ static void test_badimage_mke2fs_features_all_named(void **state)
 	    {{"-t", "ext2", "-O", "meta_bg,^resize_inode"}, {"meta_bg"}},
 	};
 	struct fixture *f = *state;
-	char *mke2fs = find_mke2fs();
+	char *mke2fs = sfs_test_which("mke2fs");
 	char *path = g_build_filename(f->dir, "mke2fs.img", NULL);
 
 	if (!mke2fs)
@@ -244,7 +230,7 @@ static void test_badimage_mke2fs_defaults_open(void **state)
 	    {"-t", "ext4", "-O", "^metadata_csum,^64bit", "-G", "4"},
 	};
 	struct fixture *f = *state;
-	char *mke2fs = find_mke2fs();
+	char *mke2fs = sfs_test_which("mke2fs");
 	char *path = g_build_filename(f->dir, "mke2fs.img", NULL);
 
 	if (!mke2fs)

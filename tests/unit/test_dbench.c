@@ -27,48 +27,19 @@
 #include <unistd.h>
 
 #include <glib.h>
-#include <glib/gstdio.h>
 
+#include "testsupport.h"
 #include "workload.h"
 
 #define CLIENT_TXT "/usr/share/dbench/client.txt"
 #define SEC 1000000000ULL
 
-/* A loadfile in a fresh temp dir; rm_tmp() removes both. */
-static char *mk_loadfile(const char *name, const char *text)
-{
-	char *dir = g_dir_make_tmp("test_dbench-XXXXXX", NULL);
-	char *path;
-
-	assert_non_null(dir);
-	path = g_build_filename(dir, name, NULL);
-	assert_true(g_file_set_contents(path, text, -1, NULL));
-	g_free(dir);
-	return path;
-}
-
-static void rm_tmp(char *path)
-{
-	char *dir = g_path_get_dirname(path);
-
-	g_unlink(path);
-	g_rmdir(dir);
-	g_free(dir);
-	g_free(path);
-}
-
 /* The workload "spec,loadfile=loadfile". */
 static struct sfs_workload *mk(const char *spec0, const char *loadfile)
 {
 	char *spec = g_strconcat(spec0, ",loadfile=", loadfile, NULL);
-	struct sfs_workload *w = NULL;
-	char *err = NULL;
-	int rc = sfs_workload_new(spec, &w, &err);
+	struct sfs_workload *w = sfs_test_workload(spec);
 
-	if (rc)
-		print_error("%s: %s\n", spec, err ? err : "?");
-	assert_int_equal(rc, 0);
-	g_free(err);
 	g_free(spec);
 	return w;
 }
@@ -374,7 +345,7 @@ static const char small_load[] =
 
 static void test_dbench_two_clients_loop_warmup_and_stop(void **state)
 {
-	char *lf = mk_loadfile("small.txt", small_load);
+	char *lf = sfs_test_tmp_file("small.txt", small_load);
 	struct sfs_workload *w =
 	    mk("dbench,clients=2,time=10,warmup=2,cleanup=no", lf);
 	struct sfs_wop op;
@@ -449,12 +420,12 @@ static void test_dbench_two_clients_loop_warmup_and_stop(void **state)
 	/* client 1 still runs, with cleanup=no nothing more */
 	next_op(w, 1, 5 * SEC, &op);
 	sfs_workload_free(w);
-	rm_tmp(lf);
+	sfs_test_rm_tmp_file(lf);
 }
 
 static void test_dbench_cleanup_phase(void **state)
 {
-	char *lf = mk_loadfile("small.txt", small_load);
+	char *lf = sfs_test_tmp_file("small.txt", small_load);
 	struct sfs_workload *w = mk("dbench,clients=1,time=1,warmup=0", lf);
 	struct sfs_wop op;
 	char *err = NULL;
@@ -474,12 +445,12 @@ static void test_dbench_cleanup_phase(void **state)
 	assert_int_equal(rc, 0);
 	assert_true(rmdir_clients);
 	sfs_workload_free(w);
-	rm_tmp(lf);
+	sfs_test_rm_tmp_file(lf);
 }
 
 static void test_dbench_statuses_and_done(void **state)
 {
-	char *lf = mk_loadfile(
+	char *lf = sfs_test_tmp_file(
 	    "st.txt",
 	    "NTCreateX \"\\clients\\client1\\x\" 0x40 0x1 5 "
 	    "NT_STATUS_OBJECT_NAME_NOT_FOUND\n"
@@ -553,16 +524,16 @@ static void test_dbench_statuses_and_done(void **state)
 	assert_int_equal(op.type, SFS_WOP_STATFS);
 	assert_int_equal(op.think_ns, 1500000000ULL);
 	sfs_workload_free(w);
-	rm_tmp(lf);
+	sfs_test_rm_tmp_file(lf);
 }
 
 static void test_dbench_flush_and_fsync_options(void **state)
 {
-	char *lf =
-	    mk_loadfile("f.txt", "NTCreateX \"\\clients\\client1\\f\" 0x40 0x2 "
-				 "9 NT_STATUS_OK\n"
-				 "WriteX 9 0 10 10 NT_STATUS_OK\n"
-				 "Flush 9 NT_STATUS_OK\n");
+	char *lf = sfs_test_tmp_file(
+	    "f.txt", "NTCreateX \"\\clients\\client1\\f\" 0x40 0x2 "
+		     "9 NT_STATUS_OK\n"
+		     "WriteX 9 0 10 10 NT_STATUS_OK\n"
+		     "Flush 9 NT_STATUS_OK\n");
 	struct sfs_workload *w;
 	struct sfs_wop op;
 
@@ -589,13 +560,14 @@ static void test_dbench_flush_and_fsync_options(void **state)
 	assert_string_equal(op.label, "Flush");
 	assert_int_equal(op.think_ns, 0);
 	sfs_workload_free(w);
-	rm_tmp(lf);
+	sfs_test_rm_tmp_file(lf);
 }
 
 static void test_dbench_unknown_handle_fails(void **state)
 {
-	char *lf = mk_loadfile("h.txt", "QUERY_FS_INFORMATION 1 NT_STATUS_OK\n"
-					"Close 42 NT_STATUS_OK\n");
+	char *lf =
+	    sfs_test_tmp_file("h.txt", "QUERY_FS_INFORMATION 1 NT_STATUS_OK\n"
+				       "Close 42 NT_STATUS_OK\n");
 	struct sfs_workload *w =
 	    mk("dbench,clients=1,time=10,warmup=0,cleanup=no", lf);
 	struct sfs_wop op;
@@ -609,12 +581,12 @@ static void test_dbench_unknown_handle_fails(void **state)
 	assert_non_null(strstr(err, "handle 42 is not open"));
 	g_free(err);
 	sfs_workload_free(w);
-	rm_tmp(lf);
+	sfs_test_rm_tmp_file(lf);
 }
 
 static void expect_refused(const char *text, int want_rc, const char *want)
 {
-	char *lf = mk_loadfile("bad.txt", text);
+	char *lf = sfs_test_tmp_file("bad.txt", text);
 	char *spec = g_strconcat("dbench,loadfile=", lf, NULL);
 	struct sfs_workload *w = NULL;
 	char *err = NULL;
@@ -627,7 +599,7 @@ static void expect_refused(const char *text, int want_rc, const char *want)
 	assert_non_null(strstr(err, want));
 	g_free(err);
 	g_free(spec);
-	rm_tmp(lf);
+	sfs_test_rm_tmp_file(lf);
 }
 
 static void test_dbench_malformed_line_refused(void **state)
@@ -669,7 +641,7 @@ static void test_dbench_malformed_line_refused(void **state)
 
 static void test_dbench_report_throughput(void **state)
 {
-	char *lf = mk_loadfile("small.txt", small_load);
+	char *lf = sfs_test_tmp_file("small.txt", small_load);
 	/* no warmup given: dbench's timelimit / 5 */
 	struct sfs_workload *w = mk("dbench,clients=2,time=10", lf);
 	struct sfs_wl_result r;
@@ -724,7 +696,7 @@ static void test_dbench_report_throughput(void **state)
 	next_op(w, 0, 0, &first);
 	assert_string_equal(first.phase, "run");
 	sfs_workload_free(w);
-	rm_tmp(lf);
+	sfs_test_rm_tmp_file(lf);
 }
 
 int main(void)

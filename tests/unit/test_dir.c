@@ -33,31 +33,14 @@ static struct sfs_tfs *tfs_new(uint32_t bs, uint64_t size)
 	return sfs_tfs_new(bs, size, "");
 }
 
-static sfs_ino_t mkfile(struct sfs_fs *fs, sfs_ino_t dir, const char *name)
-{
-	struct sfs_attr a;
-
-	assert_int_equal(
-	    sfs_mknod(fs, dir, name, SFS_S_IFREG | 0644, 0, 0, 0, &a), 0);
-	return a.ino;
-}
-
-static sfs_ino_t mkdir_(struct sfs_fs *fs, sfs_ino_t dir, const char *name)
-{
-	struct sfs_attr a;
-
-	assert_int_equal(sfs_mkdir(fs, dir, name, 0755, 0, 0, &a), 0);
-	return a.ino;
-}
-
 /* Directory "d" in the root holding files "a", "b" and "c". */
 static sfs_ino_t mkdir_abc(struct sfs_fs *fs)
 {
-	sfs_ino_t d = mkdir_(fs, SFS_ROOT_INO, "d");
+	sfs_ino_t d = sfs_test_mkdir(fs, SFS_ROOT_INO, "d");
 
-	mkfile(fs, d, "a");
-	mkfile(fs, d, "b");
-	mkfile(fs, d, "c");
+	sfs_test_mknod(fs, d, "a");
+	sfs_test_mknod(fs, d, "b");
+	sfs_test_mknod(fs, d, "c");
 	return d;
 }
 
@@ -147,10 +130,10 @@ static void test_dir_insert_lookup_remove_many_blocks(void **state)
 	struct sfs_attr a;
 
 	(void)state;
-	d = mkdir_(t->fs, SFS_ROOT_INO, "d");
+	d = sfs_test_mkdir(t->fs, SFS_ROOT_INO, "d");
 	for (unsigned i = 0; i < n; i++) {
 		name_of(name, sizeof(name), i);
-		inos[i] = mkfile(t->fs, d, name);
+		inos[i] = sfs_test_mknod(t->fs, d, name);
 	}
 	/* ~700 records of 16..56 bytes: far more than one 1 KiB block */
 	assert_true(dir_size(t->fs, d) >= 20 * 1024);
@@ -204,8 +187,8 @@ static void test_dir_twenty_thousand_entries(void **state)
 	char name[32];
 
 	(void)state;
-	d = mkdir_(t->fs, SFS_ROOT_INO, "big");
-	f = mkfile(t->fs, d, "target");
+	d = sfs_test_mkdir(t->fs, SFS_ROOT_INO, "big");
+	f = sfs_test_mknod(t->fs, d, "target");
 	/* hard links: 20,000 names without 20,000 inodes */
 	for (unsigned i = 0; i < n; i++) {
 		snprintf(name, sizeof(name), "entry-%05u", i);
@@ -300,8 +283,8 @@ static void test_dir_random_ops_match_model(void **state)
 		nm[len + 7] = '\0';
 		pool[i] = nm;
 	}
-	d = mkdir_(t->fs, SFS_ROOT_INO, "d");
-	f = mkfile(t->fs, SFS_ROOT_INO, "f");
+	d = sfs_test_mkdir(t->fs, SFS_ROOT_INO, "d");
+	f = sfs_test_mknod(t->fs, SFS_ROOT_INO, "f");
 	for (unsigned op = 0; op < 12000; op++) {
 		char *nm = pool[g_rand_int_range(rnd, 0, npool)];
 		bool in = g_hash_table_contains(model, nm);
@@ -369,7 +352,7 @@ static void test_dir_enospc_on_grow(void **state)
 	int rc;
 
 	(void)state;
-	d = mkdir_(t->fs, SFS_ROOT_INO, "d");
+	d = sfs_test_mkdir(t->fs, SFS_ROOT_INO, "d");
 	fill_fs(t->fs);
 	size = dir_size(t->fs, d);
 	for (;;) {
@@ -390,7 +373,7 @@ static void test_dir_enospc_on_grow(void **state)
 	}
 	/* room comes back: the directory grows */
 	assert_int_equal(sfs_unlink(t->fs, SFS_ROOT_INO, "filler"), 0);
-	mkfile(t->fs, d, "entry-with-a-long-name-last");
+	sfs_test_mknod(t->fs, d, "entry-with-a-long-name-last");
 	assert_int_equal(dir_size(t->fs, d), size + 1024);
 	sfs_tfs_assert_clean(t);
 	sfs_tfs_free(t);
@@ -410,11 +393,11 @@ static void test_dir_readdir_stable_cookies(void **state)
 	sfs_ino_t d;
 
 	(void)state;
-	d = mkdir_(t->fs, SFS_ROOT_INO, "d");
+	d = sfs_test_mkdir(t->fs, SFS_ROOT_INO, "d");
 	for (unsigned i = 0; i < n; i++) {
 		snprintf(name, sizeof(name), "f%03u%.*s", i, (int)(i % 13),
 			 "zzzzzzzzzzzzz");
-		mkfile(t->fs, d, name);
+		sfs_test_mknod(t->fs, d, name);
 	}
 	r->limit = 7;
 	r->next = 0;
@@ -440,7 +423,7 @@ static void test_dir_readdir_stable_cookies(void **state)
 		}
 		for (int k = 0; k < 2; k++) {
 			snprintf(name, sizeof(name), "new%04u", added++);
-			mkfile(t->fs, d, name);
+			sfs_test_mknod(t->fs, d, name);
 		}
 	}
 	assert_true(calls > n / 7 / 2);
@@ -502,10 +485,10 @@ static void test_dir_reuses_freed_space(void **state)
 	sfs_ino_t d;
 
 	(void)state;
-	d = mkdir_(t->fs, SFS_ROOT_INO, "d");
+	d = sfs_test_mkdir(t->fs, SFS_ROOT_INO, "d");
 	for (unsigned i = 0; i < 300; i++) {
 		snprintf(name, sizeof(name), "old-%04u", i);
-		mkfile(t->fs, d, name);
+		sfs_test_mknod(t->fs, d, name);
 	}
 	size = dir_size(t->fs, d);
 	assert_true(size >= 5 * 1024);
@@ -516,13 +499,13 @@ static void test_dir_reuses_freed_space(void **state)
 	}
 	for (unsigned i = 0; i < 300; i++) {
 		snprintf(name, sizeof(name), "new-%04u", i);
-		mkfile(t->fs, d, name);
+		sfs_test_mknod(t->fs, d, name);
 	}
 	assert_int_equal(dir_size(t->fs, d), size);
 	/* a longer name fits where two short ones were merged */
 	assert_int_equal(sfs_unlink(t->fs, d, "new-0100"), 0);
 	assert_int_equal(sfs_unlink(t->fs, d, "new-0101"), 0);
-	mkfile(t->fs, d, "a-longer-name-than-before");
+	sfs_test_mknod(t->fs, d, "a-longer-name-than-before");
 	assert_int_equal(dir_size(t->fs, d), size);
 	sfs_tfs_assert_clean(t);
 	sfs_tfs_free(t);
@@ -542,10 +525,10 @@ static void test_dir_remove_first_in_block(void **state)
 	sfs_ino_t d;
 
 	(void)state;
-	d = mkdir_(t->fs, SFS_ROOT_INO, "d");
+	d = sfs_test_mkdir(t->fs, SFS_ROOT_INO, "d");
 	for (unsigned i = 0; i < 100; i++) {
 		snprintf(name, sizeof(name), "e%03u", i);
-		mkfile(t->fs, d, name);
+		sfs_test_mknod(t->fs, d, name);
 	}
 	size = dir_size(t->fs, d);
 	assert_true(size >= 2048);
@@ -577,7 +560,7 @@ static void test_dir_remove_first_in_block(void **state)
 	rd_free(r);
 	sfs_tfs_assert_clean(t);
 	t->fs = sfs_test_open(t->img, "");
-	mkfile(t->fs, d, "zz1"); /* fits the inode-0 record */
+	sfs_test_mknod(t->fs, d, "zz1"); /* fits the inode-0 record */
 	assert_int_equal(dir_size(t->fs, d), size);
 	sfs_tfs_assert_clean(t);
 	sfs_tfs_free(t);
@@ -596,7 +579,7 @@ static void test_dir_dots_layout(void **state)
 	bool empty;
 
 	(void)state;
-	d = mkdir_(t->fs, SFS_ROOT_INO, "d");
+	d = sfs_test_mkdir(t->fs, SFS_ROOT_INO, "d");
 	sfs_lock(t->fs);
 	assert_int_equal(sfs_iget(t->fs, d, &dp), 0);
 	assert_int_equal(sfs_bmap(t->fs, dp, 0, false, &pblk), 0);
@@ -621,7 +604,7 @@ static void test_dir_dots_layout(void **state)
 	for (unsigned i = 24; i < sizeof(blk); i++)
 		assert_int_equal(blk[i], 0);
 
-	mkfile(t->fs, d, "x");
+	sfs_test_mknod(t->fs, d, "x");
 	sfs_lock(t->fs);
 	assert_int_equal(sfs_cache_get(t->fs->cache, pblk, SFS_IO_DIR, &b), 0);
 	assert_int_equal(b->data[16] | b->data[17] << 8, 12);
@@ -669,11 +652,11 @@ static void test_dir_corrupt_rec_len_eio(void **state)
 	struct rd *r;
 
 	(void)state;
-	bad = mkdir_(t->fs, SFS_ROOT_INO, "bad");
-	good = mkdir_(t->fs, SFS_ROOT_INO, "good");
-	mkfile(t->fs, bad, "victim");
-	mkfile(t->fs, bad, "other");
-	mkfile(t->fs, good, "fine");
+	bad = sfs_test_mkdir(t->fs, SFS_ROOT_INO, "bad");
+	good = sfs_test_mkdir(t->fs, SFS_ROOT_INO, "good");
+	sfs_test_mknod(t->fs, bad, "victim");
+	sfs_test_mknod(t->fs, bad, "other");
+	sfs_test_mknod(t->fs, good, "fine");
 	sfs_lock(t->fs);
 	assert_int_equal(sfs_iget(t->fs, bad, &dp), 0);
 	assert_int_equal(sfs_bmap(t->fs, dp, 0, false, &pblk), 0);
@@ -828,7 +811,7 @@ static void test_dir_mke2fs_lost_found(void **state)
 				 0);
 	}
 	assert_int_equal(dir_size(t->fs, lf), size);
-	mkfile(t->fs, lf, "one-more");
+	sfs_test_mknod(t->fs, lf, "one-more");
 	assert_int_equal(dir_size(t->fs, lf), size + 1024);
 	sfs_tfs_assert_clean(t);
 	sfs_tfs_free(t);
@@ -943,7 +926,7 @@ static void test_dir_htree_read_remove_add(void **state)
 	 * (test_htree.c covers splits and the nodir_index knob) */
 	for (unsigned i = 0; i < N / 3; i++) {
 		snprintf(name, sizeof(name), "g%05u-a-longer-name", i);
-		mkfile(t->fs, d, name);
+		sfs_test_mknod(t->fs, d, name);
 		added[i] = true;
 	}
 	assert_true(dir_indexed(t->fs, d));

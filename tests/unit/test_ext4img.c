@@ -30,19 +30,6 @@
 #define NDIRS 24
 #define NFILES 30
 
-static char *find_mke2fs(void)
-{
-	static const char *const dirs[] = {"/sbin", "/usr/sbin"};
-	char *p = g_find_program_in_path("mke2fs");
-
-	for (size_t i = 0; !p && i < G_N_ELEMENTS(dirs); i++) {
-		p = g_build_filename(dirs[i], "mke2fs", NULL);
-		if (!g_file_test(p, G_FILE_TEST_IS_EXECUTABLE))
-			g_clear_pointer(&p, g_free);
-	}
-	return p;
-}
-
 /* The image really has the layout under test: 64-byte descriptors, and
  * group 1's block bitmap packed into group 0 by flex_bg. */
 static void check_layout(const char *path, uint32_t bs)
@@ -74,7 +61,7 @@ static void check_layout(const char *path, uint32_t bs)
 /* mke2fs -F -q -t ext4 -O ^metadata_csum -b BS path SIZE: eight groups. */
 static void make_ext4(const char *path, uint32_t bs)
 {
-	char *mke2fs = find_mke2fs();
+	char *mke2fs = sfs_test_which("mke2fs");
 	char bsarg[16], size[32];
 	char *out = NULL, *errtext = NULL;
 	int status = -1;

@@ -22,62 +22,20 @@
 #include "fs_priv.h"
 #include "testsupport.h"
 
-struct ctx {
-	char *dir;
-	char *img;
-	struct sfs_fs *fs;
-	uint32_t bs;
-};
-
-static int setup_bs(void **state, uint32_t bs, uint64_t size)
-{
-	struct ctx *c = g_new0(struct ctx, 1);
-
-	c->dir = sfs_test_tmpdir();
-	c->img = g_build_filename(c->dir, "extent.img", NULL);
-	c->bs = bs;
-	assert_int_equal(sfs_test_mkimage(c->img, size, bs), 0);
-	c->fs = sfs_test_open(c->img, "alloc=extent");
-	*state = c;
-	return 0;
-}
-
 static int setup4k(void **state)
 {
-	return setup_bs(state, 4096, 256 << 20);
+	return sfs_tfs_setup(state, 4096, 256 << 20, "alloc=extent");
 }
 
 static int setup1k(void **state)
 {
-	return setup_bs(state, 1024, 64 << 20);
+	return sfs_tfs_setup(state, 1024, 64 << 20, "alloc=extent");
 }
 
-static int teardown(void **state)
+/* Close, assert e2fsck finds the image clean, open again with opts. */
+static void reopen(struct sfs_tfs *c, const char *opts)
 {
-	struct ctx *c = *state;
-	char *out = NULL;
-
-	if (c->fs)
-		assert_int_equal(sfs_fs_close(c->fs), 0);
-	if (!sfs_test_fsck_clean(c->img, &out))
-		fail_msg("e2fsck not clean:\n%s", out ? out : "");
-	g_free(out);
-	sfs_test_rmtree(c->dir);
-	g_free(c->img);
-	g_free(c->dir);
-	g_free(c);
-	return 0;
-}
-
-static void reopen(struct ctx *c, const char *opts)
-{
-	char *out = NULL;
-
-	assert_int_equal(sfs_fs_close(c->fs), 0);
-	c->fs = NULL;
-	if (!sfs_test_fsck_clean(c->img, &out))
-		fail_msg("e2fsck not clean:\n%s", out ? out : "");
-	g_free(out);
+	sfs_tfs_assert_clean(c);
 	c->fs = sfs_test_open(c->img, opts);
 }
 
@@ -172,9 +130,9 @@ static void exinfo(struct sfs_fs *fs, sfs_ino_t ino, struct exinfo *x)
 }
 
 /* i_blocks counts exactly the data and tree blocks. */
-static void assert_iblocks(struct ctx *c, const struct exinfo *x)
+static void assert_iblocks(struct sfs_tfs *c, const struct exinfo *x)
 {
-	assert_int_equal(x->i_blocks, (x->data + x->meta) * (c->bs / 512));
+	assert_int_equal(x->i_blocks, (x->data + x->meta) * (c->fs->bs / 512));
 }
 
 static void check_read(struct sfs_fs *fs, sfs_ino_t ino, const uint8_t *ref,
@@ -192,7 +150,7 @@ static void check_read(struct sfs_fs *fs, sfs_ino_t ino, const uint8_t *ref,
 /* A sequential file is a few maximal extents in the inode. */
 static void test_extent_sequential(void **state)
 {
-	struct ctx *c = *state;
+	struct sfs_tfs *c = *state;
 	sfs_ino_t ino = mkfile(c->fs, "seq");
 	const size_t chunk = 1 << 20, total = 100 << 20;
 	uint8_t *buf = g_malloc(chunk);
@@ -210,7 +168,7 @@ static void test_extent_sequential(void **state)
 	assert_int_equal(x.meta, 0);
 	assert_true(x.extents >= 1 && x.extents <= 4);
 	assert_true(x.maximal);
-	assert_int_equal(x.data, total / c->bs);
+	assert_int_equal(x.data, total / c->fs->bs);
 	assert_iblocks(c, &x);
 	reopen(c, "alloc=extent");
 	for (size_t off = 0; off < total; off += 16 * chunk) {
@@ -227,14 +185,14 @@ static void test_extent_sequential(void **state)
 }
 
 /* Every other block: n extents; returns the file's contents model. */
-static uint8_t *write_sparse(struct ctx *c, sfs_ino_t ino, uint32_t n)
+static uint8_t *write_sparse(struct sfs_tfs *c, sfs_ino_t ino, uint32_t n)
 {
-	uint8_t *ref = g_malloc0((size_t)2 * n * c->bs);
+	uint8_t *ref = g_malloc0((size_t)2 * n * c->fs->bs);
 
 	for (uint32_t i = 0; i < n; i++) {
-		uint8_t *p = ref + (size_t)2 * i * c->bs;
-		fill(p, c->bs, i);
-		wr(c->fs, ino, (uint64_t)2 * i * c->bs, p, c->bs);
+		uint8_t *p = ref + (size_t)2 * i * c->fs->bs;
+		fill(p, c->fs->bs, i);
+		wr(c->fs, ino, (uint64_t)2 * i * c->fs->bs, p, c->fs->bs);
 	}
 	return ref;
 }
@@ -242,7 +200,7 @@ static uint8_t *write_sparse(struct ctx *c, sfs_ino_t ino, uint32_t n)
 /* Five extents: the root becomes one index over one leaf (depth 1). */
 static void test_extent_depth1(void **state)
 {
-	struct ctx *c = *state;
+	struct sfs_tfs *c = *state;
 	sfs_ino_t ino = mkfile(c->fs, "d1");
 	uint8_t *ref = write_sparse(c, ino, 4);
 	struct exinfo x;
@@ -258,43 +216,43 @@ static void test_extent_depth1(void **state)
 	assert_int_equal(x.meta, 1);
 	assert_int_equal(x.extents, 40);
 	assert_iblocks(c, &x);
-	check_read(c->fs, ino, ref, (size_t)79 * c->bs);
+	check_read(c->fs, ino, ref, (size_t)79 * c->fs->bs);
 	/* filling the holes: blocks land elsewhere, the data stays */
 	for (uint32_t i = 0; i < 39; i++) {
-		uint8_t *p = ref + (size_t)(2 * i + 1) * c->bs;
-		fill(p, c->bs, 1000 + i);
-		wr(c->fs, ino, (uint64_t)(2 * i + 1) * c->bs, p, c->bs);
+		uint8_t *p = ref + (size_t)(2 * i + 1) * c->fs->bs;
+		fill(p, c->fs->bs, 1000 + i);
+		wr(c->fs, ino, (uint64_t)(2 * i + 1) * c->fs->bs, p, c->fs->bs);
 	}
 	exinfo(c->fs, ino, &x);
 	assert_iblocks(c, &x);
-	check_read(c->fs, ino, ref, (size_t)79 * c->bs);
+	check_read(c->fs, ino, ref, (size_t)79 * c->fs->bs);
 	g_free(ref);
 }
 
 /* Two files written in turn interleave their blocks: depth 1 each. */
 static void test_extent_interleaved(void **state)
 {
-	struct ctx *c = *state;
+	struct sfs_tfs *c = *state;
 	sfs_ino_t a = mkfile(c->fs, "a"), b = mkfile(c->fs, "b");
-	uint8_t *ra = g_malloc((size_t)64 * c->bs),
-		*rb = g_malloc((size_t)64 * c->bs);
+	uint8_t *ra = g_malloc((size_t)64 * c->fs->bs),
+		*rb = g_malloc((size_t)64 * c->fs->bs);
 	struct exinfo x;
 
 	for (uint32_t i = 0; i < 64; i++) {
-		fill(ra + (size_t)i * c->bs, c->bs, i);
-		fill(rb + (size_t)i * c->bs, c->bs, 500 + i);
-		wr(c->fs, a, (uint64_t)i * c->bs, ra + (size_t)i * c->bs,
-		   c->bs);
-		wr(c->fs, b, (uint64_t)i * c->bs, rb + (size_t)i * c->bs,
-		   c->bs);
+		fill(ra + (size_t)i * c->fs->bs, c->fs->bs, i);
+		fill(rb + (size_t)i * c->fs->bs, c->fs->bs, 500 + i);
+		wr(c->fs, a, (uint64_t)i * c->fs->bs,
+		   ra + (size_t)i * c->fs->bs, c->fs->bs);
+		wr(c->fs, b, (uint64_t)i * c->fs->bs,
+		   rb + (size_t)i * c->fs->bs, c->fs->bs);
 	}
 	exinfo(c->fs, a, &x);
 	assert_true(x.extents > 4);
 	assert_int_equal(x.depth, 1);
 	assert_iblocks(c, &x);
 	reopen(c, "alloc=extent");
-	check_read(c->fs, a, ra, (size_t)64 * c->bs);
-	check_read(c->fs, b, rb, (size_t)64 * c->bs);
+	check_read(c->fs, a, ra, (size_t)64 * c->fs->bs);
+	check_read(c->fs, b, rb, (size_t)64 * c->fs->bs);
 	g_free(ra);
 	g_free(rb);
 }
@@ -302,8 +260,8 @@ static void test_extent_interleaved(void **state)
 /* More extents than 4 leaves hold: depth 2 (1 KiB: 84 per leaf). */
 static void test_extent_depth2(void **state)
 {
-	struct ctx *c = *state;
-	uint32_t cap = (c->bs - 12) / 12, n = 4 * cap + 60;
+	struct sfs_tfs *c = *state;
+	uint32_t cap = (c->fs->bs - 12) / 12, n = 4 * cap + 60;
 	sfs_ino_t ino = mkfile(c->fs, "d2");
 	uint8_t *ref = write_sparse(c, ino, n);
 	struct exinfo x;
@@ -313,36 +271,36 @@ static void test_extent_depth2(void **state)
 	assert_int_equal(x.extents, n);
 	assert_iblocks(c, &x);
 	reopen(c, "alloc=extent");
-	check_read(c->fs, ino, ref, (size_t)(2 * n - 1) * c->bs);
+	check_read(c->fs, ino, ref, (size_t)(2 * n - 1) * c->fs->bs);
 	/* back to 3 extents: the tree returns into the inode */
-	set_size(c->fs, ino, (uint64_t)5 * c->bs);
+	set_size(c->fs, ino, (uint64_t)5 * c->fs->bs);
 	exinfo(c->fs, ino, &x);
 	assert_int_equal(x.depth, 0);
 	assert_int_equal(x.extents, 3);
 	assert_int_equal(x.meta, 0);
 	assert_iblocks(c, &x);
-	check_read(c->fs, ino, ref, (size_t)5 * c->bs);
+	check_read(c->fs, ino, ref, (size_t)5 * c->fs->bs);
 	g_free(ref);
 }
 
 /* Truncating a depth-1 file to <= 4 extents frees the leaf. */
 static void test_extent_truncate_pulls_back(void **state)
 {
-	struct ctx *c = *state;
+	struct sfs_tfs *c = *state;
 	sfs_ino_t ino = mkfile(c->fs, "t");
 	uint8_t *ref = write_sparse(c, ino, 12);
 	struct exinfo x;
 
 	exinfo(c->fs, ino, &x);
 	assert_int_equal(x.depth, 1);
-	set_size(c->fs, ino, (uint64_t)8 * c->bs - 100);
+	set_size(c->fs, ino, (uint64_t)8 * c->fs->bs - 100);
 	exinfo(c->fs, ino, &x);
 	assert_int_equal(x.depth, 0);
 	assert_int_equal(x.extents, 4);
 	assert_int_equal(x.meta, 0);
 	assert_iblocks(c, &x);
-	memset(ref + (size_t)8 * c->bs - 100, 0, 100);
-	check_read(c->fs, ino, ref, (size_t)8 * c->bs - 100);
+	memset(ref + (size_t)8 * c->fs->bs - 100, 0, 100);
+	check_read(c->fs, ino, ref, (size_t)8 * c->fs->bs - 100);
 	/* a partial truncate inside an extent shortens it */
 	set_size(c->fs, ino, 1);
 	exinfo(c->fs, ino, &x);
@@ -359,8 +317,8 @@ static void test_extent_truncate_pulls_back(void **state)
 /* Seeded random writes and truncates on two files against a model. */
 static void test_extent_random(void **state)
 {
-	struct ctx *c = *state;
-	const size_t span = (size_t)3000 * c->bs;
+	struct sfs_tfs *c = *state;
+	const size_t span = (size_t)3000 * c->fs->bs;
 	sfs_ino_t ino[2] = {mkfile(c->fs, "r0"), mkfile(c->fs, "r1")};
 	uint8_t *ref[2] = {g_malloc0(span), g_malloc0(span)};
 	size_t size[2] = {0, 0};
@@ -383,7 +341,7 @@ static void test_extent_random(void **state)
 			size_t off =
 			    (size_t)g_rand_int_range(r, 0, (gint32)span - 1);
 			size_t len = (size_t)g_rand_int_range(
-			    r, 1, (gint32)MIN(3 * c->bs, span - off) + 1);
+			    r, 1, (gint32)MIN(3 * c->fs->bs, span - off) + 1);
 			fill(buf, len, (unsigned)op);
 			memcpy(ref[f] + off, buf, len);
 			wr(c->fs, ino[f], off, buf, len);
@@ -411,11 +369,11 @@ static void test_extent_random(void **state)
 /* A sparse file far out (past the block map's reach): holes are zeros. */
 static void test_extent_sparse_holes(void **state)
 {
-	struct ctx *c = *state;
+	struct sfs_tfs *c = *state;
 	sfs_ino_t ino = mkfile(c->fs, "sparse");
 	uint64_t far = 3ULL << 40; /* 3 TiB */
 	uint8_t buf[8192], z[8192] = {0};
-	uint64_t max = sfs_extent_map_ops.max_bytes(c->bs);
+	uint64_t max = sfs_extent_map_ops.max_bytes(c->fs->bs);
 	struct sfs_attr a;
 	struct exinfo x;
 	size_t n;
@@ -437,7 +395,7 @@ static void test_extent_sparse_holes(void **state)
 	assert_int_equal(n, 100);
 	assert_int_equal(buf[99], 0xab);
 	/* the extent map's reach: 2^32 - 1 blocks */
-	assert_int_equal(max, ((1ULL << 32) - 1) * c->bs);
+	assert_int_equal(max, ((1ULL << 32) - 1) * c->fs->bs);
 	assert_int_equal(sfs_write(c->fs, ino, max, buf, 1, &n), -EFBIG);
 }
 
@@ -445,7 +403,7 @@ static void test_extent_sparse_holes(void **state)
  * special files are not. */
 static void test_extent_dirs_symlinks(void **state)
 {
-	struct ctx *c = *state;
+	struct sfs_tfs *c = *state;
 	char target[200], got[256], name[64];
 	struct sfs_attr d, s, f, p;
 	struct exinfo x;
@@ -497,7 +455,7 @@ static void test_extent_dirs_symlinks(void **state)
  * keeps its own mapping whatever alloc= says. */
 static void test_extent_mixed_dispatch(void **state)
 {
-	struct ctx *c = *state;
+	struct sfs_tfs *c = *state;
 	uint8_t *ref_e, *ref_b;
 	sfs_ino_t e = mkfile(c->fs, "ext"), b;
 	struct exinfo x;
@@ -517,8 +475,8 @@ static void test_extent_mixed_dispatch(void **state)
 	assert_int_equal(x.extents, 30);
 	assert_iblocks(c, &x);
 	reopen(c, "alloc=extent");
-	check_read(c->fs, e, ref_e, (size_t)59 * c->bs);
-	check_read(c->fs, b, ref_b, (size_t)39 * c->bs);
+	check_read(c->fs, e, ref_e, (size_t)59 * c->fs->bs);
+	check_read(c->fs, b, ref_b, (size_t)39 * c->fs->bs);
 	assert_int_equal(sfs_unlink(c->fs, SFS_ROOT_INO, "blk"), 0);
 	assert_int_equal(sfs_unlink(c->fs, SFS_ROOT_INO, "ext"), 0);
 	g_free(ref_e);
@@ -547,7 +505,7 @@ static int run(const char *const *argv, char **err_out)
 	return g_spawn_check_wait_status(status, NULL) ? 0 : 1;
 }
 
-static void kmount(struct ctx *c, const char *mnt, bool rw)
+static void kmount(struct sfs_tfs *c, const char *mnt, bool rw)
 {
 	const char *argv[] = {
 	    "mount", "-t", "ext4", "-o", rw ? "loop" : "loop,ro",
@@ -577,9 +535,10 @@ static void kumount(const char *mnt)
  */
 static void test_extent_kernel_mount(void **state)
 {
-	struct ctx *c = *state;
+	struct sfs_tfs *c = *state;
+	uint32_t bs = c->fs->bs; /* still needed after the close */
 	char *mnt = g_build_filename(c->dir, "mnt", NULL);
-	uint32_t cap = (c->bs - 12) / 12, n2 = 4 * cap + 10;
+	uint32_t cap = (bs - 12) / 12, n2 = 4 * cap + 10;
 	sfs_ino_t seq = mkfile(c->fs, "seq"), d1 = mkfile(c->fs, "d1"),
 		  d2 = mkfile(c->fs, "d2");
 	size_t seq_len = (size_t)3 << 20;
@@ -616,13 +575,13 @@ static void test_extent_kernel_mount(void **state)
 	g_free(path);
 	path = g_build_filename(mnt, "d1", NULL);
 	assert_true(g_file_get_contents(path, &data, &len, NULL));
-	assert_int_equal(len, (size_t)59 * c->bs);
+	assert_int_equal(len, (size_t)59 * bs);
 	assert_memory_equal(data, r1, len);
 	g_free(data);
 	g_free(path);
 	path = g_build_filename(mnt, "d2", NULL);
 	assert_true(g_file_get_contents(path, &data, &len, NULL));
-	assert_int_equal(len, (size_t)(2 * n2 - 1) * c->bs);
+	assert_int_equal(len, (size_t)(2 * n2 - 1) * bs);
 	assert_memory_equal(data, r2, len);
 	g_free(data);
 	g_free(path);
@@ -702,29 +661,29 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test_setup_teardown(test_extent_sequential, setup4k,
-					    teardown),
+					    sfs_tfs_teardown),
 	    cmocka_unit_test_setup_teardown(test_extent_depth1, setup1k,
-					    teardown),
+					    sfs_tfs_teardown),
 	    cmocka_unit_test_setup_teardown(test_extent_interleaved, setup1k,
-					    teardown),
+					    sfs_tfs_teardown),
 	    cmocka_unit_test_setup_teardown(test_extent_depth2, setup1k,
-					    teardown),
-	    {"test_extent_depth2_4k", test_extent_depth2, setup4k, teardown,
-	     NULL},
+					    sfs_tfs_teardown),
+	    {"test_extent_depth2_4k", test_extent_depth2, setup4k,
+	     sfs_tfs_teardown, NULL},
 	    cmocka_unit_test_setup_teardown(test_extent_truncate_pulls_back,
-					    setup1k, teardown),
+					    setup1k, sfs_tfs_teardown),
 	    cmocka_unit_test_setup_teardown(test_extent_random, setup1k,
-					    teardown),
-	    {"test_extent_random_4k", test_extent_random, setup4k, teardown,
-	     NULL},
+					    sfs_tfs_teardown),
+	    {"test_extent_random_4k", test_extent_random, setup4k,
+	     sfs_tfs_teardown, NULL},
 	    cmocka_unit_test_setup_teardown(test_extent_sparse_holes, setup4k,
-					    teardown),
+					    sfs_tfs_teardown),
 	    cmocka_unit_test_setup_teardown(test_extent_dirs_symlinks, setup1k,
-					    teardown),
+					    sfs_tfs_teardown),
 	    cmocka_unit_test_setup_teardown(test_extent_mixed_dispatch, setup1k,
-					    teardown),
+					    sfs_tfs_teardown),
 	    cmocka_unit_test_setup_teardown(test_extent_kernel_mount, setup4k,
-					    teardown),
+					    sfs_tfs_teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -22,23 +22,14 @@
 #include "fs_priv.h"
 #include "testsupport.h"
 
-struct ctx {
-	char *dir;
-	char *img;
-	struct sfs_fs *fs;
-};
-
 static int setup_opts(void **state, const char *opts)
 {
-	struct ctx *c = g_new0(struct ctx, 1);
+	struct sfs_tfs *t;
 
-	c->dir = sfs_test_tmpdir();
-	c->img = g_build_filename(c->dir, "frag.img", NULL);
-	assert_int_equal(sfs_test_mkimage(c->img, 64 << 20, 4096), 0);
-	c->fs = sfs_test_open(c->img, opts);
+	sfs_tfs_setup(state, 4096, 64 << 20, opts);
+	t = *state;
 	/* every filesystem reports the section */
-	assert_true(sfs_stats_has_source(sfs_fs_stats(c->fs), "alloc_layout"));
-	*state = c;
+	assert_true(sfs_stats_has_source(sfs_fs_stats(t->fs), "alloc_layout"));
 	return 0;
 }
 
@@ -52,34 +43,13 @@ static int setup_extent(void **state)
 	return setup_opts(state, "alloc=extent");
 }
 
-static int teardown(void **state)
-{
-	struct ctx *c = *state;
-	char *out = NULL;
-
-	assert_int_equal(sfs_fs_close(c->fs), 0);
-	if (!sfs_test_fsck_clean(c->img, &out))
-		fail_msg("e2fsck not clean:\n%s", out ? out : "");
-	g_free(out);
-	sfs_test_rmtree(c->dir);
-	g_free(c->img);
-	g_free(c->dir);
-	g_free(c);
-	return 0;
-}
-
 /* Without the e2fsck oracle: at HEAD an alloc=extent image closes without
  * the `extents` feature (test_extent fails the same way), which is not
  * what this file tests. */
 static int teardown_nofsck(void **state)
 {
-	struct ctx *c = *state;
-
-	assert_int_equal(sfs_fs_close(c->fs), 0);
-	sfs_test_rmtree(c->dir);
-	g_free(c->img);
-	g_free(c->dir);
-	g_free(c);
+	sfs_tfs_close(*state);
+	sfs_tfs_free(*state);
 	return 0;
 }
 
@@ -149,7 +119,7 @@ static uint64_t hist_member(JsonObject *o, const char *hist, const char *m)
 
 static void test_contiguous_blockmap(void **state)
 {
-	struct ctx *c = *state;
+	struct sfs_tfs *c = *state;
 	sfs_ino_t ino = mkfile(c->fs, "small");
 
 	write_blocks(c->fs, ino, 0, 8); /* direct blocks only */
@@ -158,7 +128,7 @@ static void test_contiguous_blockmap(void **state)
 
 static void test_contiguous_extent(void **state)
 {
-	struct ctx *c = *state;
+	struct sfs_tfs *c = *state;
 	sfs_ino_t ino = mkfile(c->fs, "big");
 
 	write_blocks(c->fs, ino, 0, 200);
@@ -167,7 +137,7 @@ static void test_contiguous_extent(void **state)
 
 static void test_interleaved_blockmap(void **state)
 {
-	struct ctx *c = *state;
+	struct sfs_tfs *c = *state;
 	sfs_ino_t a = mkfile(c->fs, "a"), b = mkfile(c->fs, "b");
 	uint32_t na, nb;
 	JsonParser *p;
@@ -196,7 +166,7 @@ static void test_interleaved_blockmap(void **state)
 
 static void test_free_hist_sums(void **state)
 {
-	struct ctx *c = *state;
+	struct sfs_tfs *c = *state;
 	sfs_ino_t a = mkfile(c->fs, "a"), b = mkfile(c->fs, "b");
 	struct sfs_frag_free ff;
 	struct sfs_statfs sf;
@@ -244,7 +214,7 @@ static char *print_extents(struct sfs_fs *fs, sfs_ino_t ino, int *rc)
 /* fallocated blocks are flagged unwritten, per run, until written. */
 static void test_print_unwritten(void **state)
 {
-	struct ctx *c = *state;
+	struct sfs_tfs *c = *state;
 	sfs_ino_t a = mkfile(c->fs, "pre");
 	char *text;
 	int rc;
@@ -265,7 +235,7 @@ static void test_print_unwritten(void **state)
 
 static void test_print_extents(void **state)
 {
-	struct ctx *c = *state;
+	struct sfs_tfs *c = *state;
 	sfs_ino_t a = mkfile(c->fs, "known");
 	struct sfs_inode *ip;
 	GArray *runs;
@@ -309,7 +279,7 @@ static void test_print_extents(void **state)
 /* The summary view: one known file, counts and the free histogram. */
 static void test_print_summary(void **state)
 {
-	struct ctx *c = *state;
+	struct sfs_tfs *c = *state;
 	sfs_ino_t a = mkfile(c->fs, "one");
 	char *text = NULL;
 	size_t len = 0;
@@ -331,19 +301,19 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test_setup_teardown(test_contiguous_blockmap,
-					    setup_blockmap, teardown),
+					    setup_blockmap, sfs_tfs_teardown),
 	    cmocka_unit_test_setup_teardown(test_contiguous_extent,
 					    setup_extent, teardown_nofsck),
 	    cmocka_unit_test_setup_teardown(test_interleaved_blockmap,
-					    setup_blockmap, teardown),
+					    setup_blockmap, sfs_tfs_teardown),
 	    cmocka_unit_test_setup_teardown(test_free_hist_sums, setup_blockmap,
-					    teardown),
+					    sfs_tfs_teardown),
 	    cmocka_unit_test_setup_teardown(test_print_unwritten, setup_extent,
-					    teardown),
+					    sfs_tfs_teardown),
 	    cmocka_unit_test_setup_teardown(test_print_extents, setup_blockmap,
-					    teardown),
+					    sfs_tfs_teardown),
 	    cmocka_unit_test_setup_teardown(test_print_summary, setup_blockmap,
-					    teardown),
+					    sfs_tfs_teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -16,32 +16,6 @@
 #include "fs_priv.h"
 #include "testsupport.h"
 
-struct ctx {
-	char *dir;
-	char *img;
-};
-
-static int setup(void **state)
-{
-	struct ctx *c = g_new0(struct ctx, 1);
-
-	c->dir = sfs_test_tmpdir();
-	c->img = g_build_filename(c->dir, "fs.img", NULL);
-	*state = c;
-	return 0;
-}
-
-static int teardown(void **state)
-{
-	struct ctx *c = *state;
-
-	sfs_test_rmtree(c->dir);
-	g_free(c->img);
-	g_free(c->dir);
-	g_free(c);
-	return 0;
-}
-
 static void read_super(const char *img, struct sfs_dsuper *sb)
 {
 	int fd = open(img, O_RDONLY);
@@ -55,7 +29,7 @@ static void read_super(const char *img, struct sfs_dsuper *sb)
 /* Open marks the image not clean and counts the mount; close restores. */
 static void test_fs_state_clean_after_close(void **state)
 {
-	struct ctx *c = *state;
+	struct sfs_tfs *c = *state;
 	struct sfs_dsuper sb;
 
 	assert_int_equal(sfs_test_mkimage(c->img, 32 << 20, 4096), 0);
@@ -77,7 +51,7 @@ static void test_fs_state_clean_after_close(void **state)
 /* A read-only open writes nothing at all. */
 static void test_fs_readonly_writes_nothing(void **state)
 {
-	struct ctx *c = *state;
+	struct sfs_tfs *c = *state;
 	struct sfs_attr a;
 
 	assert_int_equal(sfs_test_mkimage(c->img, 32 << 20, 1024), 0);
@@ -95,7 +69,7 @@ static void test_fs_readonly_writes_nothing(void **state)
 /* Unused, reserved and out-of-range inode numbers are -ESTALE. */
 static void test_fs_iget_stale(void **state)
 {
-	struct ctx *c = *state;
+	struct sfs_tfs *c = *state;
 	struct sfs_attr a;
 
 	assert_int_equal(sfs_test_mkimage(c->img, 32 << 20, 4096), 0);
@@ -115,7 +89,7 @@ static void test_fs_iget_stale(void **state)
 /* Inodes allocated and freed keep every count exact (e2fsck pass 5). */
 static void test_fs_inode_alloc_free_counts(void **state)
 {
-	struct ctx *c = *state;
+	struct sfs_tfs *c = *state;
 	struct sfs_statfs st0, st1;
 	struct sfs_attr a;
 	char name[32];
@@ -163,7 +137,7 @@ static void test_fs_inode_alloc_free_counts(void **state)
 /* Running out of inodes is -ENOSPC, and the filesystem stays usable. */
 static void test_fs_inode_enospc(void **state)
 {
-	struct ctx *c = *state;
+	struct sfs_tfs *c = *state;
 	struct sfs_statfs st;
 	struct sfs_attr a;
 	char name[32];
@@ -192,7 +166,7 @@ static void test_fs_inode_enospc(void **state)
 /* A device write error is -EIO for that call; the fs keeps serving. */
 static void test_fs_io_error_is_eio(void **state)
 {
-	struct ctx *c = *state;
+	struct sfs_tfs *c = *state;
 	struct sfs_config cfg;
 	struct sfs_bdev *bd, *fd;
 	struct sfs_fs *fs;
@@ -239,7 +213,7 @@ static void test_fs_io_error_is_eio(void **state)
  * sync and close succeed, the image is e2fsck clean and the data reads
  * back.
  */
-static void host_full_case(struct ctx *c, const char *mode, bool delalloc)
+static void host_full_case(struct sfs_tfs *c, const char *mode, bool delalloc)
 {
 	const size_t big = 2 << 20; /* past the 1 MiB reserve-ahead window */
 	struct sfs_config cfg;
@@ -344,7 +318,7 @@ static void host_full_case(struct ctx *c, const char *mode, bool delalloc)
 
 static void test_fs_host_full_enospc(void **state)
 {
-	struct ctx *c = *state;
+	struct sfs_tfs *c = *state;
 
 	host_full_case(c, "none", false);
 	host_full_case(c, "ordered", false);
@@ -358,7 +332,7 @@ static void test_fs_host_full_enospc(void **state)
  * device recovers the same calls succeed. */
 static void test_fs_read_error_loop(void **state)
 {
-	struct ctx *c = *state;
+	struct sfs_tfs *c = *state;
 	struct sfs_config cfg;
 	struct sfs_bdev *bd, *fd;
 	struct sfs_fs *fs;
@@ -415,7 +389,7 @@ static void test_fs_read_error_loop(void **state)
 /* Geometry variety: every block size formats, mounts and checks clean. */
 static void test_fs_block_sizes(void **state)
 {
-	struct ctx *c = *state;
+	struct sfs_tfs *c = *state;
 	const uint32_t sizes[] = {1024, 2048, 4096};
 
 	for (size_t i = 0; i < 3; i++) {
@@ -437,7 +411,7 @@ static void test_fs_block_sizes(void **state)
 /* Bad options never reach the image. */
 static void test_fs_bad_alloc_name(void **state)
 {
-	struct ctx *c = *state;
+	struct sfs_tfs *c = *state;
 	struct sfs_config cfg;
 	struct sfs_bdev *bd;
 	struct sfs_fs *fs;
@@ -464,26 +438,35 @@ int main(void)
 	    "failed commit aborts it, as jbd2's does)",
 	    NULL};
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test_setup_teardown(test_fs_state_clean_after_close,
-						setup, teardown),
-		cmocka_unit_test_setup_teardown(test_fs_readonly_writes_nothing,
-						setup, teardown),
-		cmocka_unit_test_setup_teardown(test_fs_iget_stale, setup,
-						teardown),
-		cmocka_unit_test_setup_teardown(test_fs_inode_alloc_free_counts,
-						setup, teardown),
-		cmocka_unit_test_setup_teardown(test_fs_inode_enospc, setup,
-						teardown),
-		cmocka_unit_test_setup_teardown(test_fs_io_error_is_eio, setup,
-						teardown),
-		cmocka_unit_test_setup_teardown(test_fs_host_full_enospc, setup,
-						teardown),
-		cmocka_unit_test_setup_teardown(test_fs_read_error_loop, setup,
-						teardown),
-		cmocka_unit_test_setup_teardown(test_fs_block_sizes, setup,
-						teardown),
-		cmocka_unit_test_setup_teardown(test_fs_bad_alloc_name, setup,
-						teardown),
+	    cmocka_unit_test_setup_teardown(test_fs_state_clean_after_close,
+					    sfs_tfs_setup_alloc,
+					    sfs_tfs_teardown_free),
+	    cmocka_unit_test_setup_teardown(test_fs_readonly_writes_nothing,
+					    sfs_tfs_setup_alloc,
+					    sfs_tfs_teardown_free),
+	    cmocka_unit_test_setup_teardown(
+		test_fs_iget_stale, sfs_tfs_setup_alloc, sfs_tfs_teardown_free),
+	    cmocka_unit_test_setup_teardown(test_fs_inode_alloc_free_counts,
+					    sfs_tfs_setup_alloc,
+					    sfs_tfs_teardown_free),
+	    cmocka_unit_test_setup_teardown(test_fs_inode_enospc,
+					    sfs_tfs_setup_alloc,
+					    sfs_tfs_teardown_free),
+	    cmocka_unit_test_setup_teardown(test_fs_io_error_is_eio,
+					    sfs_tfs_setup_alloc,
+					    sfs_tfs_teardown_free),
+	    cmocka_unit_test_setup_teardown(test_fs_host_full_enospc,
+					    sfs_tfs_setup_alloc,
+					    sfs_tfs_teardown_free),
+	    cmocka_unit_test_setup_teardown(test_fs_read_error_loop,
+					    sfs_tfs_setup_alloc,
+					    sfs_tfs_teardown_free),
+	    cmocka_unit_test_setup_teardown(test_fs_block_sizes,
+					    sfs_tfs_setup_alloc,
+					    sfs_tfs_teardown_free),
+	    cmocka_unit_test_setup_teardown(test_fs_bad_alloc_name,
+					    sfs_tfs_setup_alloc,
+					    sfs_tfs_teardown_free),
 	};
 	size_t n = G_N_ELEMENTS(tests);
 	struct CMUnitTest *run = sfs_test_select(tests, &n, only_simfs);

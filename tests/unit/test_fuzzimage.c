@@ -200,14 +200,6 @@ static void fill(uint8_t *buf, size_t len, unsigned seed)
 		buf[i] = (uint8_t)(seed * 131 + i * 7 + (i >> 9) + 1);
 }
 
-static sfs_ino_t mkdir_in(struct sfs_fs *fs, sfs_ino_t dir, const char *name)
-{
-	struct sfs_attr a;
-
-	assert_int_equal(sfs_mkdir(fs, dir, name, 0755, 0, 0, &a), 0);
-	return a.ino;
-}
-
 /* A file of len bytes of pattern `seed` (closed again). */
 static sfs_ino_t mkfile_len(struct sfs_fs *fs, sfs_ino_t dir, const char *name,
 			    size_t len, unsigned seed)
@@ -246,12 +238,12 @@ static void populate(struct sfs_fs *fs, bool extents)
 	d = SFS_ROOT_INO;
 	for (int i = 0; i < 4; i++) {
 		snprintf(name, sizeof(name), "level%d", i);
-		d = mkdir_in(fs, d, name);
+		d = sfs_test_mkdir(fs, d, name);
 		snprintf(name, sizeof(name), "file%d", i);
 		mkfile_len(fs, d, name, 100u + 900u * (unsigned)i, (unsigned)i);
 	}
 	/* a directory of about 20 blocks (an indirect block when mapped) */
-	big = mkdir_in(fs, SFS_ROOT_INO, "big");
+	big = sfs_test_mkdir(fs, SFS_ROOT_INO, "big");
 	for (int i = 0; i < 500; i++) {
 		snprintf(name, sizeof(name), "entry-with-a-long-name-%04d", i);
 		assert_int_equal(
@@ -464,7 +456,7 @@ static void build_image(struct fz_state *st, struct fz_image *im,
 		char name[64];
 
 		assert_true(t->fs->csum);
-		dl = mkdir_in(t->fs, SFS_ROOT_INO, "links");
+		dl = sfs_test_mkdir(t->fs, SFS_ROOT_INO, "links");
 		f = mkfile_len(t->fs, dl, "target", 10, 6);
 		for (unsigned i = 0; i < 4000; i++) {
 			snprintf(name, sizeof(name),

@@ -59,23 +59,6 @@ static struct sfs_tfs *tfs_dx(uint32_t bs, uint64_t size, uint32_t ratio,
 	return t;
 }
 
-static sfs_ino_t mkfile(struct sfs_fs *fs, sfs_ino_t dir, const char *name)
-{
-	struct sfs_attr a;
-
-	assert_int_equal(
-	    sfs_mknod(fs, dir, name, SFS_S_IFREG | 0644, 0, 0, 0, &a), 0);
-	return a.ino;
-}
-
-static sfs_ino_t mkdir_(struct sfs_fs *fs, sfs_ino_t dir, const char *name)
-{
-	struct sfs_attr a;
-
-	assert_int_equal(sfs_mkdir(fs, dir, name, 0755, 0, 0, &a), 0);
-	return a.ino;
-}
-
 static void name_of(char *buf, size_t n, unsigned i)
 {
 	snprintf(buf, n, "f%06u-htree", i);
@@ -239,7 +222,7 @@ static uint64_t fill_two_levels(struct sfs_fs *fs, sfs_ino_t d, unsigned n,
 
 	for (unsigned i = 0; i < n; i++) {
 		name_of(name, sizeof(name), i);
-		mkfile(fs, d, name);
+		sfs_test_mknod(fs, d, name);
 		alive[i] = true;
 	}
 	assert_true(dir_indexed(fs, d, &levels));
@@ -266,7 +249,7 @@ static void test_htree_twenty_thousand(void **state)
 	sfs_ino_t d;
 
 	(void)state;
-	d = mkdir_(t->fs, SFS_ROOT_INO, "big");
+	d = sfs_test_mkdir(t->fs, SFS_ROOT_INO, "big");
 	/* every name found, each lookup reading only its path */
 	max_blocks = fill_two_levels(t->fs, d, N, alive);
 	print_message(
@@ -443,7 +426,7 @@ static void test_htree_hundred_thousand_mke2fs(void **state)
 	    sfs_test_mke2fs(t->img, 2048 * MiB, 4096, "ext4", NULL), 0);
 	t->fs = sfs_test_open(t->img, "");
 	assert_true(t->fs->csum);
-	d = mkdir_(t->fs, SFS_ROOT_INO, "big");
+	d = sfs_test_mkdir(t->fs, SFS_ROOT_INO, "big");
 	max_blocks = fill_two_levels(t->fs, d, N, alive);
 	assert_int_equal(sfs_getattr(t->fs, d, &a), 0);
 	dir_size = a.size / 4096;
@@ -569,11 +552,11 @@ static void test_htree_convert_from_linear(void **state)
 		struct rd *r = rd_new(7);
 		char name[64];
 		unsigned first = 0;
-		sfs_ino_t d = mkdir_(t->fs, SFS_ROOT_INO, "d");
+		sfs_ino_t d = sfs_test_mkdir(t->fs, SFS_ROOT_INO, "d");
 
 		for (unsigned i = 0; i < N; i++) {
 			name_of(name, sizeof(name), i);
-			mkfile(t->fs, d, name);
+			sfs_test_mknod(t->fs, d, name);
 			alive[i] = true;
 			if (!first && dir_indexed(t->fs, d, NULL))
 				first = i + 1;
@@ -620,12 +603,12 @@ static void test_htree_readdir_stable_while_growing(void **state)
 	char name[64];
 	uint64_t cookie = 0;
 	unsigned added = N;
-	sfs_ino_t d = mkdir_(t->fs, SFS_ROOT_INO, "g");
+	sfs_ino_t d = sfs_test_mkdir(t->fs, SFS_ROOT_INO, "g");
 
 	(void)state;
 	for (unsigned i = 0; i < N; i++) {
 		name_of(name, sizeof(name), i);
-		mkfile(t->fs, d, name);
+		sfs_test_mknod(t->fs, d, name);
 	}
 	for (;;) {
 		r->reported = 0;
@@ -636,10 +619,10 @@ static void test_htree_readdir_stable_while_growing(void **state)
 		/* grow (splits move names between leaves) and shrink */
 		for (unsigned k = 0; k < 5 && added < N + M; k++, added++) {
 			name_of(name, sizeof(name), added);
-			mkfile(t->fs, d, name);
+			sfs_test_mknod(t->fs, d, name);
 		}
 		name_of(name, sizeof(name), N + M + added);
-		mkfile(t->fs, d, name);
+		sfs_test_mknod(t->fs, d, name);
 		assert_int_equal(sfs_unlink(t->fs, d, name), 0);
 	}
 	assert_false(r->dup);
@@ -674,12 +657,12 @@ static void test_htree_knob_off(void **state)
 	struct sfs_tfs *t = tfs_dx(1024, 32 * MiB, 4096, "");
 	bool alive[N + 10] = {false};
 	char name[64];
-	sfs_ino_t d = mkdir_(t->fs, SFS_ROOT_INO, "k");
+	sfs_ino_t d = sfs_test_mkdir(t->fs, SFS_ROOT_INO, "k");
 
 	(void)state;
 	for (unsigned i = 0; i < N; i++) {
 		name_of(name, sizeof(name), i);
-		mkfile(t->fs, d, name);
+		sfs_test_mknod(t->fs, d, name);
 		alive[i] = true;
 	}
 	assert_true(dir_indexed(t->fs, d, NULL));
@@ -691,7 +674,7 @@ static void test_htree_knob_off(void **state)
 	assert_true(dir_indexed(t->fs, d, NULL)); /* a remove keeps it */
 	for (unsigned i = N; i < N + 10; i++) {
 		name_of(name, sizeof(name), i);
-		mkfile(t->fs, d, name);
+		sfs_test_mknod(t->fs, d, name);
 		alive[i] = true;
 	}
 	assert_false(dir_indexed(t->fs, d, NULL));
@@ -699,7 +682,7 @@ static void test_htree_knob_off(void **state)
 	sfs_tfs_assert_clean(t);
 	t->fs = sfs_test_open(t->img, "dir_index=1");
 	names_match(t->fs, d, alive, N + 10);
-	mkfile(t->fs, d, "after");
+	sfs_test_mknod(t->fs, d, "after");
 	assert_false(dir_indexed(t->fs, d, NULL));
 	sfs_tfs_assert_clean(t);
 	sfs_tfs_free(t);
@@ -741,7 +724,7 @@ static void test_htree_corrupt_index_eio(void **state)
 	char name[64], *pristine;
 	sfs_blk_t root, node;
 	unsigned levels = 0;
-	sfs_ino_t d = mkdir_(t->fs, SFS_ROOT_INO, "c"), other;
+	sfs_ino_t d = sfs_test_mkdir(t->fs, SFS_ROOT_INO, "c"), other;
 	uint8_t blk[1024];
 	gsize len;
 	int fd;
@@ -749,10 +732,10 @@ static void test_htree_corrupt_index_eio(void **state)
 	(void)state;
 	for (unsigned i = 0; i < N; i++) {
 		name_of(name, sizeof(name), i);
-		mkfile(t->fs, d, name);
+		sfs_test_mknod(t->fs, d, name);
 	}
-	other = mkdir_(t->fs, SFS_ROOT_INO, "other");
-	mkfile(t->fs, other, "x");
+	other = sfs_test_mkdir(t->fs, SFS_ROOT_INO, "other");
+	sfs_test_mknod(t->fs, other, "x");
 	assert_true(dir_indexed(t->fs, d, &levels));
 	assert_int_equal(levels, 2);
 	root = dir_pblk(t->fs, d, 0);
@@ -838,14 +821,14 @@ static void test_htree_continued_hash(void **state)
 	unsigned hver, levels = 0;
 	struct sfs_attr a;
 	int fd;
-	sfs_ino_t d = mkdir_(t->fs, SFS_ROOT_INO, "c");
+	sfs_ino_t d = sfs_test_mkdir(t->fs, SFS_ROOT_INO, "c");
 
 	(void)state;
 	for (unsigned i = 0; i < N + 500; i++) {
 		alive[i] = i < N;
 		if (i < N) {
 			name_of(name, sizeof(name), i);
-			mkfile(t->fs, d, name);
+			sfs_test_mknod(t->fs, d, name);
 		}
 	}
 	assert_true(dir_indexed(t->fs, d, &levels));
@@ -915,7 +898,7 @@ static void test_htree_continued_hash(void **state)
 	names_match(t->fs, d, alive, N + 500);
 	for (unsigned i = N; i < N + 500; i++) {
 		name_of(name, sizeof(name), i);
-		mkfile(t->fs, d, name);
+		sfs_test_mknod(t->fs, d, name);
 		alive[i] = true;
 	}
 	assert_int_equal(sfs_unlink(t->fs, d, xname), 0);
@@ -1063,7 +1046,7 @@ static void test_htree_real_collisions(void **state)
 	GPtrArray *live = g_ptr_array_new_with_free_func(g_free);
 	struct rd *r;
 	char name[16];
-	sfs_ino_t d = mkdir_(t->fs, SFS_ROOT_INO, "coll");
+	sfs_ino_t d = sfs_test_mkdir(t->fs, SFS_ROOT_INO, "coll");
 	sfs_blk_t proot;
 
 	(void)state;
@@ -1108,7 +1091,7 @@ static void test_htree_real_collisions(void **state)
 		for (guint i = 0; i < pairs->len; i++) {
 			coll_name(name, sizeof(name),
 				  g_array_index(pairs, uint32_t, order[i]));
-			mkfile(t->fs, d, name);
+			sfs_test_mknod(t->fs, d, name);
 			g_ptr_array_add(live, g_strdup(name));
 		}
 		g_free(order);
@@ -1188,12 +1171,12 @@ static void test_htree_read_faults(void **state)
 	bool alive[N + ADD];
 	unsigned hit = 0;
 	char name[64];
-	sfs_ino_t d = mkdir_(t->fs, SFS_ROOT_INO, "f");
+	sfs_ino_t d = sfs_test_mkdir(t->fs, SFS_ROOT_INO, "f");
 
 	(void)state;
 	for (unsigned i = 0; i < N; i++) {
 		name_of(name, sizeof(name), i);
-		mkfile(t->fs, d, name);
+		sfs_test_mknod(t->fs, d, name);
 	}
 	sfs_tfs_assert_clean(t);
 	for (uint64_t nth = 1;; nth++) {

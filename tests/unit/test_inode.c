@@ -17,53 +17,14 @@
 #include "fs_priv.h"
 #include "testsupport.h"
 
-struct ctx {
-	char *dir;
-	char *img;
-	struct sfs_fs *fs;
-};
-
-static int setup_bs(void **state, uint32_t bs, uint64_t size)
-{
-	struct ctx *c = g_new0(struct ctx, 1);
-
-	c->dir = sfs_test_tmpdir();
-	c->img = g_build_filename(c->dir, "inode.img", NULL);
-	assert_int_equal(sfs_test_mkimage(c->img, size, bs), 0);
-	c->fs = sfs_test_open(c->img, "");
-	*state = c;
-	return 0;
-}
-
 static int setup4k(void **state)
 {
-	return setup_bs(state, 4096, 64 << 20);
+	return sfs_tfs_setup(state, 4096, 64 << 20, "");
 }
 
 static int setup1k(void **state)
 {
-	return setup_bs(state, 1024, 64 << 20);
-}
-
-static int teardown(void **state)
-{
-	struct ctx *c = *state;
-
-	char *out = NULL;
-	bool clean;
-
-	if (c->fs)
-		assert_int_equal(sfs_fs_close(c->fs), 0);
-	clean = sfs_test_fsck_clean(c->img, &out);
-	if (!clean)
-		print_error("e2fsck -fn %s:\n%s\n", c->img, out ? out : "");
-	g_free(out);
-	assert_true(clean);
-	sfs_test_rmtree(c->dir);
-	g_free(c->img);
-	g_free(c->dir);
-	g_free(c);
-	return 0;
+	return sfs_tfs_setup(state, 1024, 64 << 20, "");
 }
 
 static sfs_ino_t mkfile(struct sfs_fs *fs, const char *name)
@@ -94,7 +55,7 @@ static void fill(uint8_t *buf, size_t len, unsigned seed)
 /* Writes of every alignment read back exactly; holes read as zeros. */
 static void test_inode_rw_alignments(void **state)
 {
-	struct ctx *c = *state;
+	struct sfs_tfs *c = *state;
 	sfs_ino_t ino = mkfile(c->fs, "f");
 	const size_t span = 300000;
 	uint8_t *ref = g_malloc0(span), *buf = g_malloc0(span);
@@ -123,7 +84,7 @@ static void test_inode_rw_alignments(void **state)
 /* A sparse file: far writes allocate only what they touch. */
 static void test_inode_sparse_64g(void **state)
 {
-	struct ctx *c = *state;
+	struct sfs_tfs *c = *state;
 	sfs_ino_t ino = mkfile(c->fs, "sparse");
 	uint8_t buf[8192], z[8192] = {0};
 	uint64_t far = 64ULL << 30;
@@ -158,7 +119,7 @@ static void test_inode_sparse_64g(void **state)
 /* Past the block map's reach: -EFBIG, nothing written. */
 static void test_inode_efbig(void **state)
 {
-	struct ctx *c = *state;
+	struct sfs_tfs *c = *state;
 	sfs_ino_t ino = mkfile(c->fs, "big");
 	uint64_t max = c->fs->map->max_bytes(c->fs->bs);
 	struct sfs_attr in = {.size = max + 1}, a;
@@ -177,7 +138,7 @@ static void test_inode_efbig(void **state)
 /* Shrinking zeroes the tail: growing again shows zeros, not old bytes. */
 static void test_inode_truncate_zero_fill(void **state)
 {
-	struct ctx *c = *state;
+	struct sfs_tfs *c = *state;
 	sfs_ino_t ino = mkfile(c->fs, "t");
 	uint8_t buf[20000], out[20000];
 	struct sfs_attr in = {0}, a;
@@ -206,7 +167,7 @@ static void test_inode_truncate_zero_fill(void **state)
  * return at its commit. */
 static void test_inode_iblocks_exact(void **state)
 {
-	struct ctx *c = *state;
+	struct sfs_tfs *c = *state;
 	sfs_ino_t ino = mkfile(c->fs, "ib");
 	struct sfs_statfs s0, s1;
 	uint8_t *buf = g_malloc(1024 * 400);
@@ -239,7 +200,7 @@ static void test_inode_iblocks_exact(void **state)
 /* Sequential writes on an empty fs land contiguously, IND before data. */
 static void test_inode_sequential_layout(void **state)
 {
-	struct ctx *c = *state;
+	struct sfs_tfs *c = *state;
 	sfs_ino_t ino = mkfile(c->fs, "seq");
 	uint8_t *buf = g_malloc0(1024 * 300);
 	struct sfs_inode *ip;
@@ -267,7 +228,7 @@ static void test_inode_sequential_layout(void **state)
 /* Filling the device: ENOSPC with a short write; space comes back. */
 static void test_inode_enospc_short_write(void **state)
 {
-	struct ctx *c = *state;
+	struct sfs_tfs *c = *state;
 	sfs_ino_t ino = mkfile(c->fs, "fill");
 	const size_t chunk = 1 << 20;
 	uint8_t *buf = g_malloc(chunk);
@@ -309,7 +270,7 @@ static void test_inode_enospc_short_write(void **state)
 /* setattr of mode, owner and times; ctime moves. */
 static void test_inode_setattr_fields(void **state)
 {
-	struct ctx *c = *state;
+	struct sfs_tfs *c = *state;
 	sfs_ino_t ino = mkfile(c->fs, "attr");
 	struct sfs_attr in = {0}, a;
 
@@ -350,7 +311,7 @@ static void test_inode_setattr_fields(void **state)
 /* O_TRUNC truncates; an unlinked open file lives until release. */
 static void test_inode_open_trunc_and_orphan(void **state)
 {
-	struct ctx *c = *state;
+	struct sfs_tfs *c = *state;
 	sfs_ino_t ino = mkfile(c->fs, "o");
 	uint8_t buf[10000];
 	struct sfs_statfs s0, s1;
@@ -385,20 +346,20 @@ static void test_inode_open_trunc_and_orphan(void **state)
 /* An unlinked file still open at unmount is freed by the unmount. */
 static void test_inode_orphan_freed_at_close(void **state)
 {
-	struct ctx *c = *state;
+	struct sfs_tfs *c = *state;
 	sfs_ino_t ino = mkfile(c->fs, "orphan");
 	uint8_t buf[5000] = {1};
 
 	wr(c->fs, ino, 0, buf, sizeof(buf));
 	assert_int_equal(sfs_open(c->fs, ino, O_RDONLY), 0);
 	assert_int_equal(sfs_unlink(c->fs, SFS_ROOT_INO, "orphan"), 0);
-	/* teardown closes with the file still open and runs e2fsck */
+	/* sfs_tfs_teardown closes with the file still open and runs e2fsck */
 }
 
 /* Write and read through the maximum block-map depth at 1 KiB blocks. */
 static void test_inode_tind_1k(void **state)
 {
-	struct ctx *c = *state;
+	struct sfs_tfs *c = *state;
 	sfs_ino_t ino = mkfile(c->fs, "deep");
 	uint64_t a = 256;
 	uint64_t tind_start = (12 + a + a * a) * 1024ULL;
@@ -424,7 +385,7 @@ static void test_inode_tind_1k(void **state)
  * in the cache.  The writer's pid colours where a new file starts. */
 static void test_inode_direct_and_colour(void **state)
 {
-	struct ctx *c = *state;
+	struct sfs_tfs *c = *state;
 	struct sfs_ioctx direct = {.flags = SFS_IOCTX_DIRECT, .pid = 3};
 	struct sfs_ioctx buffered = {.pid = 5};
 	sfs_ino_t a = mkfile(c->fs, "direct"), b = mkfile(c->fs, "buffered");
@@ -470,7 +431,7 @@ static void test_inode_direct_and_colour(void **state)
  */
 static void test_inode_direct_read(void **state)
 {
-	struct ctx *c = *state;
+	struct sfs_tfs *c = *state;
 	struct sfs_ioctx direct = {.flags = SFS_IOCTX_DIRECT, .pid = 3};
 	sfs_ino_t ino = mkfile(c->fs, "f");
 	struct sfs_bdev_counters b0, b1, b2, b3;
@@ -524,32 +485,32 @@ int main(void)
 	    "group's bitmaps and inode tables)",
 	    NULL};
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test_setup_teardown(test_inode_direct_read,
-						setup4k, teardown),
-		cmocka_unit_test_setup_teardown(test_inode_rw_alignments,
-						setup4k, teardown),
-		cmocka_unit_test_setup_teardown(test_inode_sparse_64g, setup4k,
-						teardown),
-		cmocka_unit_test_setup_teardown(test_inode_efbig, setup4k,
-						teardown),
-		cmocka_unit_test_setup_teardown(test_inode_truncate_zero_fill,
-						setup4k, teardown),
-		cmocka_unit_test_setup_teardown(test_inode_iblocks_exact,
-						setup1k, teardown),
-		cmocka_unit_test_setup_teardown(test_inode_sequential_layout,
-						setup1k, teardown),
-		cmocka_unit_test_setup_teardown(test_inode_enospc_short_write,
-						setup4k, teardown),
-		cmocka_unit_test_setup_teardown(test_inode_setattr_fields,
-						setup4k, teardown),
-		cmocka_unit_test_setup_teardown(
-			test_inode_open_trunc_and_orphan, setup4k, teardown),
-		cmocka_unit_test_setup_teardown(
-			test_inode_orphan_freed_at_close, setup4k, teardown),
-		cmocka_unit_test_setup_teardown(test_inode_tind_1k, setup1k,
-						teardown),
-		cmocka_unit_test_setup_teardown(test_inode_direct_and_colour,
-						setup1k, teardown),
+	    cmocka_unit_test_setup_teardown(test_inode_direct_read, setup4k,
+					    sfs_tfs_teardown),
+	    cmocka_unit_test_setup_teardown(test_inode_rw_alignments, setup4k,
+					    sfs_tfs_teardown),
+	    cmocka_unit_test_setup_teardown(test_inode_sparse_64g, setup4k,
+					    sfs_tfs_teardown),
+	    cmocka_unit_test_setup_teardown(test_inode_efbig, setup4k,
+					    sfs_tfs_teardown),
+	    cmocka_unit_test_setup_teardown(test_inode_truncate_zero_fill,
+					    setup4k, sfs_tfs_teardown),
+	    cmocka_unit_test_setup_teardown(test_inode_iblocks_exact, setup1k,
+					    sfs_tfs_teardown),
+	    cmocka_unit_test_setup_teardown(test_inode_sequential_layout,
+					    setup1k, sfs_tfs_teardown),
+	    cmocka_unit_test_setup_teardown(test_inode_enospc_short_write,
+					    setup4k, sfs_tfs_teardown),
+	    cmocka_unit_test_setup_teardown(test_inode_setattr_fields, setup4k,
+					    sfs_tfs_teardown),
+	    cmocka_unit_test_setup_teardown(test_inode_open_trunc_and_orphan,
+					    setup4k, sfs_tfs_teardown),
+	    cmocka_unit_test_setup_teardown(test_inode_orphan_freed_at_close,
+					    setup4k, sfs_tfs_teardown),
+	    cmocka_unit_test_setup_teardown(test_inode_tind_1k, setup1k,
+					    sfs_tfs_teardown),
+	    cmocka_unit_test_setup_teardown(test_inode_direct_and_colour,
+					    setup1k, sfs_tfs_teardown),
 	};
 	size_t n = G_N_ELEMENTS(tests);
 	struct CMUnitTest *run = sfs_test_select(tests, &n, only_simfs);

@@ -51,21 +51,6 @@ struct jt {
 	char *dir; /* private temp dir for this group */
 };
 
-static char *tool_path(const char *name)
-{
-	static const char *const dirs[] = {"/usr/sbin", "/sbin", "/usr/bin"};
-	char *p = g_find_program_in_path(name);
-
-	for (size_t i = 0; !p && i < G_N_ELEMENTS(dirs); i++) {
-		char *c = g_build_filename(dirs[i], name, NULL);
-		if (g_file_test(c, G_FILE_TEST_IS_EXECUTABLE))
-			p = c;
-		else
-			g_free(c);
-	}
-	return p;
-}
-
 /* Run tool with NULL-terminated args; exit status, output (stdout then
  * stderr) in *out if non-NULL.  -1 if it could not be started. */
 static int run_tool(char **out, const char *tool, ...)
@@ -76,7 +61,7 @@ static int run_tool(char **out, const char *tool, ...)
 	gint status = -1;
 	va_list ap;
 
-	g_ptr_array_add(argv, tool_path(tool));
+	g_ptr_array_add(argv, sfs_test_which(tool));
 	va_start(ap, tool);
 	while ((a = va_arg(ap, const char *)))
 		g_ptr_array_add(argv, g_strdup(a));
@@ -114,7 +99,7 @@ static int group_setup(void **state)
 	struct jt *t = g_new0(struct jt, 1);
 
 	for (size_t i = 0; i < G_N_ELEMENTS(tools); i++) {
-		char *p = tool_path(tools[i]);
+		char *p = sfs_test_which(tools[i]);
 		if (!p) {
 			fprintf(stderr,
 				"# %s not found: e2fsprogs tests "

@@ -116,16 +116,6 @@ static const struct sfs_dsuper *super_of(const uint8_t *bytes)
 	return (const struct sfs_dsuper *)(bytes + SFS_SUPER_OFFSET);
 }
 
-static sfs_ino_t mkfile(struct sfs_fs *fs, sfs_ino_t dir, const char *name)
-{
-	struct sfs_attr a;
-
-	assert_int_equal(sfs_mknod(fs, dir, name, SFS_S_IFREG | 0644, 0, 0, 0,
-				   &a),
-			 0);
-	return a.ino;
-}
-
 static void wr(struct sfs_fs *fs, sfs_ino_t ino, uint64_t off, size_t len,
 	       int byte)
 {
@@ -213,7 +203,7 @@ static void test_journal_modes_clean_unmount(void **state)
 		for (int i = 0; i < 60; i++) {
 			char name[16];
 			snprintf(name, sizeof(name), "f%d", i);
-			sfs_ino_t ino = mkfile(fs, a.ino, name);
+			sfs_ino_t ino = sfs_test_mknod(fs, a.ino, name);
 			wr(fs, ino, 0, 3000 + i * 100, 'a' + i % 26);
 			if (i % 3 == 0)
 				assert_int_equal(sfs_unlink(fs, a.ino, name),
@@ -239,7 +229,7 @@ static void test_journal_ordered_data_before_commit(void **state)
 		struct sfs_bdev *ram;
 		struct sfs_fs *fs = open_ram(c, modes[m], NULL, bytes, &ram,
 					     true);
-		sfs_ino_t ino = mkfile(fs, SFS_ROOT_INO, "f");
+		sfs_ino_t ino = sfs_test_mknod(fs, SFS_ROOT_INO, "f");
 		struct sfs_attr a;
 		size_t n;
 
@@ -303,14 +293,14 @@ static void test_journal_crash_recovery(void **state)
 		struct sfs_fs *fs = open_ram(c, modes[m], NULL, bytes, NULL,
 					     true);
 		struct sfs_attr a;
-		sfs_ino_t keep = mkfile(fs, SFS_ROOT_INO, "keep");
+		sfs_ino_t keep = sfs_test_mknod(fs, SFS_ROOT_INO, "keep");
 		wr(fs, keep, 0, 10000, 'k');
 		assert_int_equal(sfs_mkdir(fs, SFS_ROOT_INO, "dir", 0755, 0, 0,
 					   &a),
 				 0);
 		assert_int_equal(sfs_fsync(fs, keep, false), 0);
 		/* not committed: */
-		sfs_ino_t lost = mkfile(fs, SFS_ROOT_INO, "lost");
+		sfs_ino_t lost = sfs_test_mknod(fs, SFS_ROOT_INO, "lost");
 		wr(fs, lost, 0, 5000, 'l');
 		assert_int_equal(sfs_unlink(fs, SFS_ROOT_INO, "keep") , 0);
 		sfs_fs_abort(fs); /* power cut: nothing more is written */
@@ -342,7 +332,7 @@ static void test_journal_data_written_twice(void **state)
 		struct sfs_bdev *ram;
 		struct sfs_fs *fs = open_ram(c, modes[m], NULL, bytes, &ram,
 					     true);
-		sfs_ino_t ino = mkfile(fs, SFS_ROOT_INO, "big");
+		sfs_ino_t ino = sfs_test_mknod(fs, SFS_ROOT_INO, "big");
 		for (int i = 0; i < 16; i++)
 			wr(fs, ino, (uint64_t)i * 65536, 65536, 'a' + i);
 		assert_int_equal(sfs_fsync(fs, ino, false), 0);
@@ -372,7 +362,7 @@ static void test_journal_chattr_j(void **state)
 	struct ctx *c = *state;
 	uint8_t *bytes = g_malloc(IMG_BYTES);
 	struct sfs_fs *fs = open_ram(c, "ordered", NULL, bytes, NULL, true);
-	sfs_ino_t ino = mkfile(fs, SFS_ROOT_INO, "j");
+	sfs_ino_t ino = sfs_test_mknod(fs, SFS_ROOT_INO, "j");
 	uint64_t ordered, logged, passes;
 	uint32_t fl;
 
@@ -414,10 +404,10 @@ static void test_journal_commit_reasons(void **state)
 	struct sfs_fs *fs = open_ram(c, "ordered", NULL, bytes, NULL, true);
 	char name[32];
 
-	mkfile(fs, SFS_ROOT_INO, "a");
+	sfs_test_mknod(fs, SFS_ROOT_INO, "a");
 	assert_int_equal(sfs_clock_advance(sfs_fs_clock(fs), 6 * SFS_NS_PER_S),
 			 0);
-	mkfile(fs, SFS_ROOT_INO, "b"); /* the next operation commits */
+	sfs_test_mknod(fs, SFS_ROOT_INO, "b"); /* the next operation commits */
 	assert_int_equal(stat_u64(fs, "journal", "commits.interval"), 1);
 	/* a 1024-block log allows 256-block transactions: fill one */
 	struct sfs_attr d;
@@ -425,7 +415,7 @@ static void test_journal_commit_reasons(void **state)
 			 0);
 	for (int i = 0; i < 1500; i++) {
 		snprintf(name, sizeof(name), "some-longer-file-name-%05d", i);
-		sfs_ino_t ino = mkfile(fs, d.ino, name);
+		sfs_ino_t ino = sfs_test_mknod(fs, d.ino, name);
 		wr(fs, ino, 0, 100, 'z');
 	}
 	assert_true(stat_u64(fs, "journal", "commits.full") >= 1);
@@ -442,7 +432,7 @@ static void test_journal_commit_reasons(void **state)
 				 0);
 		for (int i = 0; i < 300; i++) {
 			snprintf(name, sizeof(name), "t%d", i);
-			mkfile(fs, d.ino, name);
+			sfs_test_mknod(fs, d.ino, name);
 		}
 		assert_int_equal(sfs_clock_advance(sfs_fs_clock(fs),
 						   6 * SFS_NS_PER_S),
@@ -481,7 +471,7 @@ static void test_journal_revoke_protects_reuse(void **state)
 	for (int i = 0; i < 40; i++) {
 		memset(name, 'n', 200);
 		snprintf(name + 200, 16, "%d", i);
-		mkfile(fs, d.ino, name);
+		sfs_test_mknod(fs, d.ino, name);
 	}
 	assert_int_equal(sfs_fs_sync(fs), 0);
 	/* remove it all: its blocks are freed and revoked */
@@ -494,7 +484,7 @@ static void test_journal_revoke_protects_reuse(void **state)
 	assert_int_equal(sfs_fs_sync(fs), 0);
 	assert_true(stat_u64(fs, "journal", "revoke_records") > 0);
 	/* new data lands in the freed blocks */
-	sfs_ino_t f = mkfile(fs, SFS_ROOT_INO, "data");
+	sfs_ino_t f = sfs_test_mknod(fs, SFS_ROOT_INO, "data");
 	wr(fs, f, 0, 200 * 1024, 'D');
 	assert_int_equal(sfs_fsync(fs, f, false), 0);
 	sfs_fs_abort(fs);
@@ -532,7 +522,7 @@ static void test_journal_external_device(void **state)
 	g_strlcpy(cfg.journal_dev, jnl, sizeof(cfg.journal_dev));
 	assert_int_equal(sfs_bdev_open_file(img, 0, 0, &bd), 0);
 	assert_int_equal(sfs_fs_open(bd, &cfg, &fs, &err), 0);
-	sfs_ino_t ino = mkfile(fs, SFS_ROOT_INO, "kept");
+	sfs_ino_t ino = sfs_test_mknod(fs, SFS_ROOT_INO, "kept");
 	wr(fs, ino, 0, 9000, 'e');
 	assert_int_equal(sfs_fsync(fs, ino, false), 0);
 	sfs_fs_abort(fs); /* crash with the transaction in the log */
@@ -586,11 +576,11 @@ static void test_journal_runtime_knobs(void **state)
 	assert_int_equal(pol.dirty_ratio, 30);
 	assert_int_equal(pol.dirty_background_ratio, 10); /* vm=2.6 */
 	/* the new interval is in force: 1.5 s later the next op commits */
-	mkfile(fs, SFS_ROOT_INO, "a");
+	sfs_test_mknod(fs, SFS_ROOT_INO, "a");
 	assert_int_equal(sfs_clock_advance(sfs_fs_clock(fs),
 					   1500 * SFS_NS_PER_MS),
 			 0);
-	mkfile(fs, SFS_ROOT_INO, "b");
+	sfs_test_mknod(fs, SFS_ROOT_INO, "b");
 	assert_int_equal(stat_u64(fs, "journal", "commits.interval"), 1);
 	/* a value out of range or a mount-time knob: refused (ERANGE,
 	 * EPERM), nothing changes */
@@ -702,7 +692,7 @@ static void test_journal_contract(void **state)
 		for (int k = 0; k < 40; k++) {
 			char name[16];
 			snprintf(name, sizeof(name), "f%d", k);
-			ino = mkfile(fs, a.ino, name);
+			ino = sfs_test_mknod(fs, a.ino, name);
 			wr(fs, ino, 0, 2000 + k * 300, 'a' + k % 26);
 			if (k % 4 == 0)
 				assert_int_equal(sfs_unlink(fs, a.ino, name),
@@ -715,10 +705,10 @@ static void test_journal_contract(void **state)
 
 		/* a power cut after an fsync */
 		fs = open_ram(c, o->name, NULL, bytes, NULL, true);
-		ino = mkfile(fs, SFS_ROOT_INO, "synced");
+		ino = sfs_test_mknod(fs, SFS_ROOT_INO, "synced");
 		wr(fs, ino, 0, 20000, 's');
 		assert_int_equal(sfs_fsync(fs, ino, false), 0);
-		wr(fs, mkfile(fs, SFS_ROOT_INO, "later"), 0, 3000, 'l');
+		wr(fs, sfs_test_mknod(fs, SFS_ROOT_INO, "later"), 0, 3000, 'l');
 		sfs_fs_abort(fs);
 		if (!pr->journaled)
 			continue; /* e2fsck's repair is all there is */
@@ -768,7 +758,7 @@ static void test_journal_async_commit(void **state)
 		struct sfs_bdev *ram;
 		struct sfs_fs *fs =
 		    open_ram(c, modes[m], NULL, bytes, &ram, true);
-		sfs_ino_t ino = mkfile(fs, SFS_ROOT_INO, "f");
+		sfs_ino_t ino = sfs_test_mknod(fs, SFS_ROOT_INO, "f");
 		const struct sfs_io_req *log;
 		long commit, first = -1;
 		size_t n;
@@ -817,7 +807,7 @@ static void test_journal_async_commit(void **state)
 	jsb_of(bytes, &js);
 	assert_true(js.feature_incompat & SFS_JBD2_INCOMPAT_ASYNC_COMMIT);
 	struct sfs_fs *fs = open_ram(c, "ordered", NULL, bytes, NULL, false);
-	wr(fs, mkfile(fs, SFS_ROOT_INO, "g"), 0, 5000, 'g');
+	wr(fs, sfs_test_mknod(fs, SFS_ROOT_INO, "g"), 0, 5000, 'g');
 	assert_int_equal(sfs_fs_close(fs), 0);
 	jsb_of(bytes, &js);
 	assert_false(js.feature_compat & SFS_JBD2_COMPAT_CHECKSUM);
@@ -890,9 +880,9 @@ static void test_journal_orphan_list(void **state)
 	sfs_ino_t f, g, h;
 
 	assert_int_equal(sfs_statfs(fs, &st0), 0);
-	f = mkfile(fs, SFS_ROOT_INO, "f");
-	g = mkfile(fs, SFS_ROOT_INO, "g");
-	h = mkfile(fs, SFS_ROOT_INO, "h");
+	f = sfs_test_mknod(fs, SFS_ROOT_INO, "f");
+	g = sfs_test_mknod(fs, SFS_ROOT_INO, "g");
+	h = sfs_test_mknod(fs, SFS_ROOT_INO, "h");
 	wr(fs, f, 0, 20000, 'f');
 	wr(fs, g, 0, 5000, 'g');
 	wr(fs, h, 0, 3000, 'h');
@@ -927,7 +917,7 @@ static void test_journal_orphan_list(void **state)
 	check_clean(c, bytes, "after the orphans were freed");
 
 	fs = open_ram(c, "none", NULL, bytes, NULL, true);
-	f = mkfile(fs, SFS_ROOT_INO, "f");
+	f = sfs_test_mknod(fs, SFS_ROOT_INO, "f");
 	assert_int_equal(sfs_open(fs, f, O_RDWR), 0);
 	assert_int_equal(sfs_unlink(fs, SFS_ROOT_INO, "f"), 0);
 	assert_int_equal(fs->sb.s_last_orphan, 0);
@@ -1000,14 +990,14 @@ static void test_journal_dirsync_waits(void **state)
 	    sfs_set_flags(fs, a.ino, flags | SFS_DIRSYNC_FL, false), 0);
 	/* no commit in flight: the create commits at once */
 	c0 = stat_u64(fs, "journal", "commits.fsync");
-	mkfile(fs, a.ino, "x");
+	sfs_test_mknod(fs, a.ino, "x");
 	assert_int_equal(stat_u64(fs, "journal", "commits.fsync"), c0 + 1);
 	/* one in flight: the create returns after it, with its own commit */
 	sfs_lock(fs);
 	fs->commits_in_flight++;
 	sfs_unlock(fs);
 	GThread *t = g_thread_new("commit", dirsync_end_commit, &f);
-	mkfile(fs, a.ino, "y");
+	sfs_test_mknod(fs, a.ino, "y");
 	sfs_lock(fs);
 	ended = f.ended;
 	sfs_unlock(fs);
@@ -1015,7 +1005,7 @@ static void test_journal_dirsync_waits(void **state)
 	assert_true(ended);
 	assert_int_equal(stat_u64(fs, "journal", "commits.fsync"), c0 + 2);
 	/* a plain directory's create commits nothing */
-	mkfile(fs, SFS_ROOT_INO, "z");
+	sfs_test_mknod(fs, SFS_ROOT_INO, "z");
 	assert_int_equal(stat_u64(fs, "journal", "commits.fsync"), c0 + 2);
 	assert_int_equal(sfs_fs_close(fs), 0);
 	check_clean(c, bytes, "dirsync");

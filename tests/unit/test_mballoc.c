@@ -24,50 +24,16 @@
 #include "models/alloc/mballoc.h"
 #include "testsupport.h"
 
-struct tfs {
-	char *dir;
-	char *img;
-	struct sfs_fs *fs;
-};
-
-static void tfs_open(struct tfs *t, uint64_t size, uint32_t bs,
-		     const char *opts)
+static struct sfs_tfs *tfs_open(uint64_t size, uint32_t bs, const char *opts)
 {
-	t->dir = sfs_test_tmpdir();
-	t->img = g_build_filename(t->dir, "mb.img", NULL);
+	struct sfs_tfs *t = sfs_tfs_alloc();
+
 	assert_int_equal(sfs_test_mkimage(t->img, size, bs), 0);
 	if (strstr(opts, "data=")) /* a journaled image */
 		sfs_test_add_journal(t->img, 1024);
 	t->fs = sfs_test_open(t->img, opts);
 	assert_non_null(t->fs);
-}
-
-static void tfs_close(struct tfs *t)
-{
-	char *out = NULL;
-	bool clean;
-
-	assert_int_equal(sfs_fs_close(t->fs), 0);
-	clean = sfs_test_fsck_clean(t->img, &out);
-	if (!clean)
-		print_error("e2fsck:\n%s\n", out ? out : "");
-	g_free(out);
-	assert_true(clean);
-	sfs_test_rmtree(t->dir);
-	g_free(t->img);
-	g_free(t->dir);
-	memset(t, 0, sizeof(*t));
-}
-
-static sfs_ino_t mkfile(struct sfs_fs *fs, const char *name)
-{
-	struct sfs_attr a;
-
-	assert_int_equal(
-	    sfs_mknod(fs, SFS_ROOT_INO, name, SFS_S_IFREG | 0644, 0, 0, 0, &a),
-	    0);
-	assert_int_equal(sfs_open(fs, a.ino, O_RDWR), 0);
-	return a.ino;
+	return t;
 }
 
 static int put_block(struct sfs_fs *fs, sfs_ino_t ino, uint32_t lblk)
@@ -191,7 +157,7 @@ static void check_ownership(struct sfs_fs *fs, const uint8_t *base,
 static void random_run(uint32_t bs, uint64_t size, uint32_t seed,
 		       const char *opts)
 {
-	struct tfs t;
+	struct sfs_tfs *t;
 	GRand *r = g_rand_new_with_seed(seed);
 	sfs_ino_t ino[NFILES];
 	bool open[NFILES];
@@ -199,32 +165,32 @@ static void random_run(uint32_t bs, uint64_t size, uint32_t seed,
 	struct sfs_mballoc_counters c;
 	uint8_t *base;
 
-	tfs_open(&t, size, bs, opts);
+	t = tfs_open(size, bs, opts);
 	for (int f = 0; f < NFILES; f++) {
 		char name[16];
 		snprintf(name, sizeof(name), "f%d", f);
-		ino[f] = mkfile(t.fs, name);
+		ino[f] = sfs_test_mkfile(t->fs, SFS_ROOT_INO, name);
 		open[f] = true;
 	}
-	assert_int_equal(sfs_fs_sync(t.fs), 0);
-	base = snapshot(t.fs);
+	assert_int_equal(sfs_fs_sync(t->fs), 0);
+	base = snapshot(t->fs);
 	for (int step = 0; step < 600; step++) {
 		int f = g_rand_int_range(r, 0, NFILES);
 		int op = g_rand_int_range(r, 0, 10);
 
 		if (!open[f]) {
-			assert_int_equal(sfs_open(t.fs, ino[f], O_RDWR), 0);
+			assert_int_equal(sfs_open(t->fs, ino[f], O_RDWR), 0);
 			open[f] = true;
 		}
 		if (op < 6) { /* append a few blocks */
 			uint32_t n = (uint32_t)g_rand_int_range(r, 1, 40);
 			for (uint32_t k = 0; k < n; k++)
 				assert_int_equal(
-				    put_block(t.fs, ino[f], len[f]++), 0);
+				    put_block(t->fs, ino[f], len[f]++), 0);
 		} else if (op < 7 && len[f]) { /* overwrite / fill a hole */
 			uint32_t l =
 			    (uint32_t)g_rand_int_range(r, 0, (gint32)len[f]);
-			assert_int_equal(put_block(t.fs, ino[f], l), 0);
+			assert_int_equal(put_block(t->fs, ino[f], l), 0);
 		} else if (op < 9) { /* truncate */
 			struct sfs_attr in = {0}, out;
 			in.size = (uint64_t)g_rand_int_range(
@@ -233,19 +199,19 @@ static void random_run(uint32_t bs, uint64_t size, uint32_t seed,
 			if (g_rand_boolean(r) && in.size)
 				in.size -= bs / 3;
 			assert_int_equal(
-			    sfs_setattr(t.fs, ino[f], &in, SFS_SET_SIZE, &out),
+			    sfs_setattr(t->fs, ino[f], &in, SFS_SET_SIZE, &out),
 			    0);
 			len[f] = (uint32_t)((in.size + bs - 1) / bs);
 		} else { /* close: its PA goes back */
-			assert_int_equal(sfs_release(t.fs, ino[f]), 0);
+			assert_int_equal(sfs_release(t->fs, ino[f]), 0);
 			open[f] = false;
 		}
 		if (step % 50 == 49) {
-			check_mb(t.fs, &c);
-			check_ownership(t.fs, base, ino, false);
+			check_mb(t->fs, &c);
+			check_ownership(t->fs, base, ino, false);
 		}
 	}
-	check_mb(t.fs, &c);
+	check_mb(t->fs, &c);
 	print_message(
 	    "# %s bs %u: builds %" PRIu64 " pa_inode %" PRIu64 " pa_lg %" PRIu64
 	    " regular %" PRIu64 " goal %" PRIu64 " cr0-3 %" PRIu64 "/%" PRIu64
@@ -257,17 +223,18 @@ static void random_run(uint32_t bs, uint64_t size, uint32_t seed,
 	assert_true(c.allocs_pa_inode > 0 && c.allocs_pa_lg > 0);
 	for (int f = 0; f < NFILES; f++)
 		if (open[f])
-			assert_int_equal(sfs_release(t.fs, ino[f]), 0);
+			assert_int_equal(sfs_release(t->fs, ino[f]), 0);
 	/* journaled: frees reach the bitmaps at commit */
-	assert_int_equal(sfs_fs_sync(t.fs), 0);
-	check_mb(t.fs, &c);
+	assert_int_equal(sfs_fs_sync(t->fs), 0);
+	check_mb(t->fs, &c);
 	/* all inode PAs are gone; at most the shared LG PA remains, and no
 	 * PA block is ever set on disk: bitmaps = base + files exactly */
 	assert_true(c.pas_live <= 1);
-	check_ownership(t.fs, base, ino, true);
+	check_ownership(t->fs, base, ino, true);
 	g_free(base);
 	g_rand_free(r);
-	tfs_close(&t);
+	sfs_tfs_assert_clean(t);
+	sfs_tfs_free(t);
 }
 
 static void test_mballoc_random_1k(void **state)
@@ -295,26 +262,27 @@ static void test_mballoc_random_journaled(void **state)
 static void interleave(const char *opts, uint32_t nblk, uint32_t *ea,
 		       uint32_t *eb)
 {
-	struct tfs t;
+	struct sfs_tfs *t;
 	sfs_ino_t a, b;
 
-	tfs_open(&t, 64 << 20, 1024, opts);
-	a = mkfile(t.fs, "a");
-	b = mkfile(t.fs, "b");
+	t = tfs_open(64 << 20, 1024, opts);
+	a = sfs_test_mkfile(t->fs, SFS_ROOT_INO, "a");
+	b = sfs_test_mkfile(t->fs, SFS_ROOT_INO, "b");
 	for (uint32_t l = 0; l < nblk; l++) {
-		assert_int_equal(put_block(t.fs, a, l), 0);
-		assert_int_equal(put_block(t.fs, b, l), 0);
+		assert_int_equal(put_block(t->fs, a, l), 0);
+		assert_int_equal(put_block(t->fs, b, l), 0);
 	}
-	*ea = data_extents(t.fs, a);
-	*eb = data_extents(t.fs, b);
-	assert_int_equal(sfs_release(t.fs, a), 0);
-	assert_int_equal(sfs_release(t.fs, b), 0);
+	*ea = data_extents(t->fs, a);
+	*eb = data_extents(t->fs, b);
+	assert_int_equal(sfs_release(t->fs, a), 0);
+	assert_int_equal(sfs_release(t->fs, b), 0);
 	if (strstr(opts, "mballoc")) {
 		struct sfs_mballoc_counters c;
-		check_mb(t.fs, &c);
+		check_mb(t->fs, &c);
 		assert_true(c.pas_live <= 1); /* only the LG PA */
 	}
-	tfs_close(&t);
+	sfs_tfs_assert_clean(t);
+	sfs_tfs_free(t);
 }
 
 static void test_mballoc_interleaved_few_extents(void **state)
@@ -335,23 +303,23 @@ static void test_mballoc_interleaved_few_extents(void **state)
 /* Small files written one after another are packed by the LG PA. */
 static void test_mballoc_small_files_packed(void **state)
 {
-	struct tfs t;
+	struct sfs_tfs *t;
 	GArray *all = g_array_new(FALSE, FALSE, sizeof(sfs_blk_t));
 	uint32_t runs = 1;
 
 	(void)state;
-	tfs_open(&t, 32 << 20, 1024, "alloc=mballoc");
+	t = tfs_open(32 << 20, 1024, "alloc=mballoc");
 	for (int f = 0; f < 60; f++) {
 		char name[16];
 		snprintf(name, sizeof(name), "s%d", f);
-		sfs_ino_t ino = mkfile(t.fs, name);
+		sfs_ino_t ino = sfs_test_mkfile(t->fs, SFS_ROOT_INO, name);
 		for (uint32_t l = 0; l < 3; l++)
-			assert_int_equal(put_block(t.fs, ino, l), 0);
-		assert_int_equal(sfs_release(t.fs, ino), 0);
+			assert_int_equal(put_block(t->fs, ino, l), 0);
+		assert_int_equal(sfs_release(t->fs, ino), 0);
 		struct walk w = {all, 0};
-		sfs_lock(t.fs);
-		walk_locked(t.fs, ino, &w);
-		sfs_unlock(t.fs);
+		sfs_lock(t->fs);
+		walk_locked(t->fs, ino, &w);
+		sfs_unlock(t->fs);
 		assert_int_equal(w.data_extents, 1);
 	}
 	for (guint i = 1; i < all->len; i++)
@@ -361,54 +329,56 @@ static void test_mballoc_small_files_packed(void **state)
 	/* 180 blocks, one 512-block LG PA: one run in creation order */
 	assert_int_equal(runs, 1);
 	g_array_free(all, TRUE);
-	tfs_close(&t);
+	sfs_tfs_assert_clean(t);
+	sfs_tfs_free(t);
 }
 
 /* Fill through files: -ENOSPC only when no block is left, PAs included. */
 static void test_mballoc_enospc_edge(void **state)
 {
-	struct tfs t;
+	struct sfs_tfs *t;
 	struct sfs_mballoc_counters c;
 	sfs_ino_t a, b;
 	uint32_t l;
 	int rc = 0;
 
 	(void)state;
-	tfs_open(&t, 16 << 20, 1024, "alloc=mballoc");
-	a = mkfile(t.fs, "a");
-	b = mkfile(t.fs, "b");
+	t = tfs_open(16 << 20, 1024, "alloc=mballoc");
+	a = sfs_test_mkfile(t->fs, SFS_ROOT_INO, "a");
+	b = sfs_test_mkfile(t->fs, SFS_ROOT_INO, "b");
 	/* b keeps an inode PA (its normalised tail) and stays open */
 	for (l = 0; l < 40; l++)
-		assert_int_equal(put_block(t.fs, b, l), 0);
-	check_mb(t.fs, &c);
+		assert_int_equal(put_block(t->fs, b, l), 0);
+	check_mb(t->fs, &c);
 	assert_true(c.pa_blocks_live > 0);
 	for (l = 0;; l++) {
-		rc = put_block(t.fs, a, l);
+		rc = put_block(t->fs, a, l);
 		if (rc)
 			break;
 	}
 	assert_int_equal(rc, -ENOSPC);
-	sfs_lock(t.fs);
-	assert_int_equal(sfs_free_blocks(t.fs), 0);
-	sfs_unlock(t.fs);
-	check_mb(t.fs, &c);
+	sfs_lock(t->fs);
+	assert_int_equal(sfs_free_blocks(t->fs), 0);
+	sfs_unlock(t->fs);
+	check_mb(t->fs, &c);
 	assert_true(c.discard_all >= 1);
 	assert_int_equal(c.pa_blocks_live, 0);
-	assert_int_equal(sfs_release(t.fs, a), 0);
-	assert_int_equal(sfs_release(t.fs, b), 0);
-	assert_int_equal(sfs_unlink(t.fs, SFS_ROOT_INO, "a"), 0);
+	assert_int_equal(sfs_release(t->fs, a), 0);
+	assert_int_equal(sfs_release(t->fs, b), 0);
+	assert_int_equal(sfs_unlink(t->fs, SFS_ROOT_INO, "a"), 0);
 	/* space again: a new file gets blocks */
-	sfs_ino_t n = mkfile(t.fs, "n");
-	assert_int_equal(put_block(t.fs, n, 0), 0);
-	assert_int_equal(sfs_release(t.fs, n), 0);
-	check_mb(t.fs, &c);
-	tfs_close(&t);
+	sfs_ino_t n = sfs_test_mkfile(t->fs, SFS_ROOT_INO, "n");
+	assert_int_equal(put_block(t->fs, n, 0), 0);
+	assert_int_equal(sfs_release(t->fs, n), 0);
+	check_mb(t->fs, &c);
+	sfs_tfs_assert_clean(t);
+	sfs_tfs_free(t);
 }
 
 /* Defaults and the setter. */
 static void test_mballoc_params(void **state)
 {
-	struct tfs t;
+	struct sfs_tfs *t;
 	struct sfs_mballoc_params p;
 
 	(void)state;
@@ -418,18 +388,20 @@ static void test_mballoc_params(void **state)
 	assert_int_equal(p.order2_req, 2);
 	assert_int_equal(p.stream_req, 16);
 	assert_int_equal(p.group_prealloc, 512);
-	tfs_open(&t, 16 << 20, 1024, "alloc=mballoc");
-	sfs_lock(t.fs);
-	assert_int_equal(sfs_mballoc_set_params(t.fs->alloc, &p), 0);
+	t = tfs_open(16 << 20, 1024, "alloc=mballoc");
+	sfs_lock(t->fs);
+	assert_int_equal(sfs_mballoc_set_params(t->fs->alloc, &p), 0);
 	p.min_to_scan = 500;
-	assert_int_equal(sfs_mballoc_set_params(t.fs->alloc, &p), -EINVAL);
-	sfs_unlock(t.fs);
-	tfs_close(&t);
-	tfs_open(&t, 16 << 20, 1024, "alloc=extent");
-	sfs_lock(t.fs);
-	assert_int_equal(sfs_mballoc_check(t.fs->alloc, NULL), -EINVAL);
-	sfs_unlock(t.fs);
-	tfs_close(&t);
+	assert_int_equal(sfs_mballoc_set_params(t->fs->alloc, &p), -EINVAL);
+	sfs_unlock(t->fs);
+	sfs_tfs_assert_clean(t);
+	sfs_tfs_free(t);
+	t = tfs_open(16 << 20, 1024, "alloc=extent");
+	sfs_lock(t->fs);
+	assert_int_equal(sfs_mballoc_check(t->fs->alloc, NULL), -EINVAL);
+	sfs_unlock(t->fs);
+	sfs_tfs_assert_clean(t);
+	sfs_tfs_free(t);
 }
 
 int main(void)

@@ -25,25 +25,12 @@
 #include <string.h>
 
 #include <glib.h>
-#include <glib/gstdio.h>
 
+#include "testsupport.h"
 #include "workload.h"
 
 #define US 1000ULL
 #define MS 1000000ULL
-
-static struct sfs_workload *mk(const char *spec)
-{
-	struct sfs_workload *w = NULL;
-	char *err = NULL;
-	int rc = sfs_workload_new(spec, &w, &err);
-
-	if (rc)
-		print_error("%s: %s\n", spec, err ? err : "?");
-	assert_int_equal(rc, 0);
-	g_free(err);
-	return w;
-}
 
 /* The service time of one op: step, more for data and later clients. */
 static sfs_ns_t svc(const struct sfs_wop *op, unsigned c, sfs_ns_t step)
@@ -83,13 +70,8 @@ static void pull(struct sfs_workload *w, sfs_ns_t step,
 				c = i;
 		if (c < n) {
 			struct sfs_wop op;
-			char *err = NULL;
-			int rc = sfs_workload_next(w, c, clk[c], &op, &err);
 
-			if (rc < 0)
-				print_error("next: %s\n", err ? err : "?");
-			assert_true(rc >= 0);
-			if (rc == 0) {
+			if (sfs_test_next(w, c, clk[c], &op) == 0) {
 				done[c] = true;
 				live--;
 				continue;
@@ -147,7 +129,7 @@ static void run(struct out *o, const char *spec, sfs_ns_t step)
 	size_t len = 0;
 	FILE *f;
 
-	o->w = mk(spec);
+	o->w = sfs_test_workload(spec);
 	pull(o->w, step, &o->res);
 	f = open_memstream(&o->report, &len);
 	assert_non_null(f);
@@ -249,28 +231,6 @@ static void assert_keys_unique(const struct out *o)
 	g_hash_table_destroy(seen);
 }
 
-static char *tmp_file(const char *name, const char *text)
-{
-	char *dir = g_dir_make_tmp("test_metrics-XXXXXX", NULL);
-	char *path;
-
-	assert_non_null(dir);
-	path = g_build_filename(dir, name, NULL);
-	assert_true(g_file_set_contents(path, text, -1, NULL));
-	g_free(dir);
-	return path;
-}
-
-static void rm_tmp(char *path)
-{
-	char *dir = g_path_get_dirname(path);
-
-	g_unlink(path);
-	g_rmdir(dir);
-	g_free(dir);
-	g_free(path);
-}
-
 /* ---- one case per workload ---- */
 
 static void test_metrics_dbench_throughput(void **state)
@@ -282,7 +242,7 @@ static void test_metrics_dbench_throughput(void **state)
 	    "ReadX 101 0 32768 32768 NT_STATUS_OK\n"
 	    "Close 101 NT_STATUS_OK\n"
 	    "Unlink \"\\clients\\client1\\f.txt\" 0x0 NT_STATUS_OK\n";
-	char *lf = tmp_file("load.txt", load);
+	char *lf = sfs_test_tmp_file("load.txt", load);
 	char *spec = g_strconcat(
 	    "dbench,clients=3,time=2,warmup=0.5,loadfile=", lf, NULL);
 	struct out o;
@@ -295,7 +255,7 @@ static void test_metrics_dbench_throughput(void **state)
 	assert_keys_unique(&o);
 	out_free(&o);
 	g_free(spec);
-	rm_tmp(lf);
+	sfs_test_rm_tmp_file(lf);
 }
 
 static void test_metrics_dd_rates(void **state)
@@ -593,7 +553,7 @@ static void test_metrics_trace_counts(void **state)
 	    "9000 10 write fd=3 off=0 len=100 done=100 rc=0 dur=900\n"
 	    "20000 11 stat path=\"d/f\" rc=0 dur=100\n"
 	    "3001000 10 close fd=3 rc=0 dur=100\n";
-	char *tf = tmp_file("t.trace", trace);
+	char *tf = sfs_test_tmp_file("t.trace", trace);
 	char *spec = g_strconcat("trace,file=", tf, NULL);
 	struct out o;
 	unsigned n, clients, recorded;
@@ -617,7 +577,7 @@ static void test_metrics_trace_counts(void **state)
 	assert_non_null(strstr(o.report, "every result as recorded"));
 	out_free(&o);
 	g_free(spec);
-	rm_tmp(tf);
+	sfs_test_rm_tmp_file(tf);
 }
 
 int main(void)

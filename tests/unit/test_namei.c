@@ -35,23 +35,6 @@ static struct sfs_tfs *tfs_new(uint32_t bs)
 
 /* Close, fsck, open again. */
 
-static sfs_ino_t mkfile(struct sfs_fs *fs, sfs_ino_t dir, const char *name)
-{
-	struct sfs_attr a;
-
-	assert_int_equal(
-	    sfs_mknod(fs, dir, name, SFS_S_IFREG | 0644, 0, 0, 0, &a), 0);
-	return a.ino;
-}
-
-static sfs_ino_t mkdir_(struct sfs_fs *fs, sfs_ino_t dir, const char *name)
-{
-	struct sfs_attr a;
-
-	assert_int_equal(sfs_mkdir(fs, dir, name, 0755, 0, 0, &a), 0);
-	return a.ino;
-}
-
 static struct sfs_attr getattr_(struct sfs_fs *fs, sfs_ino_t ino)
 {
 	struct sfs_attr a;
@@ -142,7 +125,7 @@ static void test_namei_lookup(void **state)
 	assert_int_equal(sfs_lookup(t->fs, ROOT, "..", &a), 0);
 	assert_int_equal(a.ino, ROOT);
 	assert_int_equal(sfs_lookup(t->fs, ROOT, "nothing", &a), -ENOENT);
-	f = mkfile(t->fs, ROOT, "file");
+	f = sfs_test_mknod(t->fs, ROOT, "file");
 	assert_int_equal(sfs_lookup(t->fs, f, "x", &a), -ENOTDIR);
 	assert_int_equal(sfs_lookup(t->fs, 999999, "x", &a), -ESTALE);
 	assert_int_equal(sfs_lookup(t->fs, ROOT, "", &a), -EINVAL);
@@ -163,7 +146,7 @@ static void test_namei_name_lengths(void **state)
 	n255[255] = '\0';
 	memset(n256, 'b', 256);
 	n256[256] = '\0';
-	f = mkfile(t->fs, ROOT, n255);
+	f = sfs_test_mknod(t->fs, ROOT, n255);
 	assert_int_equal(ino_of(t->fs, ROOT, n255), f);
 	assert_int_equal(ftype_of(t->fs, ROOT, n255), SFS_FT_REG);
 	assert_int_equal(
@@ -187,8 +170,8 @@ static void test_namei_name_lengths(void **state)
 	assert_int_equal(sfs_mkdir(t->fs, ROOT, "..", 0755, 0, 0, &a), -EEXIST);
 	/* a 255-byte directory name, with a 255-byte name inside */
 	memset(n255, 'd', 255);
-	d = mkdir_(t->fs, ROOT, n255);
-	mkfile(t->fs, d, n255);
+	d = sfs_test_mkdir(t->fs, ROOT, n255);
+	sfs_test_mknod(t->fs, d, n255);
 	assert_int_equal(sfs_mknod(t->fs, d, n255, SFS_S_IFREG, 0, 0, 0, &a),
 			 -EEXIST);
 	sfs_tfs_cycle(t);
@@ -276,15 +259,15 @@ static void test_namei_mkdir_rmdir_links(void **state)
 	(void)state;
 	root_links = nlink_of(t->fs, ROOT);
 	assert_int_equal(sfs_statfs(t->fs, &st0), 0);
-	a = mkdir_(t->fs, ROOT, "a");
+	a = sfs_test_mkdir(t->fs, ROOT, "a");
 	assert_int_equal(nlink_of(t->fs, ROOT), root_links + 1);
 	assert_int_equal(nlink_of(t->fs, a), 2);
 	assert_int_equal(getattr_(t->fs, a).size, 1024);
-	b = mkdir_(t->fs, a, "b");
+	b = sfs_test_mkdir(t->fs, a, "b");
 	assert_int_equal(nlink_of(t->fs, a), 3);
 	assert_int_equal(ino_of(t->fs, b, ".."), a);
 	assert_int_equal(ino_of(t->fs, b, "."), b);
-	f = mkfile(t->fs, a, "f");
+	f = sfs_test_mknod(t->fs, a, "f");
 	assert_int_equal(nlink_of(t->fs, a), 3);
 	assert_int_equal(ftype_of(t->fs, a, "b"), SFS_FT_DIR);
 	assert_int_equal(sfs_mkdir(t->fs, a, "b", 0755, 0, 0, &at), -EEXIST);
@@ -321,10 +304,10 @@ static void test_namei_many_subdirs(void **state)
 	sfs_ino_t d;
 
 	(void)state;
-	d = mkdir_(t->fs, ROOT, "top");
+	d = sfs_test_mkdir(t->fs, ROOT, "top");
 	for (unsigned i = 0; i < 150; i++) {
 		snprintf(name, sizeof(name), "sub%03u", i);
-		mkdir_(t->fs, d, name);
+		sfs_test_mkdir(t->fs, d, name);
 	}
 	assert_int_equal(nlink_of(t->fs, d), 152);
 	sfs_tfs_cycle(t);
@@ -419,9 +402,9 @@ static void test_namei_hard_links(void **state)
 	struct sfs_inode *ip;
 
 	(void)state;
-	f = mkfile(t->fs, ROOT, "f");
+	f = sfs_test_mknod(t->fs, ROOT, "f");
 	write_str(t->fs, f, "payload");
-	d = mkdir_(t->fs, ROOT, "d");
+	d = sfs_test_mkdir(t->fs, ROOT, "d");
 	assert_int_equal(sfs_link(t->fs, f, d, "g", &a), 0);
 	assert_int_equal(a.ino, f);
 	assert_int_equal(a.nlink, 2);
@@ -449,7 +432,7 @@ static void test_namei_hard_links(void **state)
 	sfs_unlock(t->fs);
 
 	/* a directory's link cap: -EMLINK for mkdir in it */
-	d2 = mkdir_(t->fs, ROOT, "full");
+	d2 = sfs_test_mkdir(t->fs, ROOT, "full");
 	sfs_lock(t->fs);
 	assert_int_equal(sfs_iget(t->fs, d2, &ip), 0);
 	sfs_i_set_nlink(ip, SFS_LINK_MAX);
@@ -475,7 +458,7 @@ static void test_namei_unlink_open_file(void **state)
 
 	(void)state;
 	assert_int_equal(sfs_statfs(t->fs, &st0), 0);
-	f = mkfile(t->fs, ROOT, "f");
+	f = sfs_test_mknod(t->fs, ROOT, "f");
 	write_str(t->fs, f, "still here");
 	assert_int_equal(sfs_open(t->fs, f, O_RDWR), 0);
 	assert_int_equal(sfs_unlink(t->fs, ROOT, "f"), 0);
@@ -513,10 +496,11 @@ static void test_namei_kernel_lookups_hold_unlinked(void **state)
 
 	(void)state;
 	sfs_fs_count_lookups(t->fs);
-	old = mkfile(t->fs, ROOT, "name"); /* one reference: the create */
+	old =
+	    sfs_test_mknod(t->fs, ROOT, "name"); /* one reference: the create */
 	write_str(t->fs, old, "old");
 	assert_int_equal(sfs_lookup(t->fs, ROOT, "name", &a), 0); /* two */
-	tmp = mkfile(t->fs, ROOT, "tmp");
+	tmp = sfs_test_mknod(t->fs, ROOT, "tmp");
 	write_str(t->fs, tmp, "new");
 	assert_int_equal(sfs_rename(t->fs, ROOT, "tmp", ROOT, "name", 0), 0);
 	assert_int_equal(ino_of(t->fs, ROOT, "name"), tmp);
@@ -527,7 +511,7 @@ static void test_namei_kernel_lookups_hold_unlinked(void **state)
 	assert_content(t->fs, old, "old");
 	assert_int_equal(sfs_release(t->fs, old), 0);
 	assert_int_equal(sfs_link(t->fs, old, ROOT, "back", &a), -ENOENT);
-	c = mkfile(t->fs, ROOT, "c");
+	c = sfs_test_mknod(t->fs, ROOT, "c");
 	assert_int_not_equal(c, old);
 
 	sfs_forget(t->fs, old, 1);
@@ -538,7 +522,7 @@ static void test_namei_kernel_lookups_hold_unlinked(void **state)
 
 	/* statfs frees what only a late forget would have */
 	assert_int_equal(sfs_statfs(t->fs, &st0), 0);
-	x = mkfile(t->fs, ROOT, "x");
+	x = sfs_test_mknod(t->fs, ROOT, "x");
 	write_str(t->fs, x, "some bytes");
 	assert_int_equal(sfs_unlink(t->fs, ROOT, "x"), 0);
 	assert_int_equal(nlink_of(t->fs, x), 0);
@@ -551,7 +535,7 @@ static void test_namei_kernel_lookups_hold_unlinked(void **state)
 	sfs_forget(t->fs, x, 1); /* the forget that comes late */
 
 	/* as does a failed allocation, through sfs_reclaim_unlinked */
-	y = mkfile(t->fs, ROOT, "y");
+	y = sfs_test_mknod(t->fs, ROOT, "y");
 	assert_int_equal(sfs_unlink(t->fs, ROOT, "y"), 0);
 	assert_int_equal(sfs_reclaim_unlinked(t->fs), 1);
 	assert_int_equal(sfs_reclaim_unlinked(t->fs), 0);
@@ -559,7 +543,7 @@ static void test_namei_kernel_lookups_hold_unlinked(void **state)
 
 	/* y's number goes to a new file; the kernel's late forget of the old
 	 * y must not count against the new one, which it also holds */
-	y2 = mkfile(t->fs, ROOT, "y2");
+	y2 = sfs_test_mknod(t->fs, ROOT, "y2");
 	assert_int_equal(y2, y);
 	sfs_forget(t->fs, y, 1); /* the old y's */
 	assert_int_equal(sfs_unlink(t->fs, ROOT, "y2"), 0);
@@ -568,7 +552,7 @@ static void test_namei_kernel_lookups_hold_unlinked(void **state)
 	assert_int_equal(sfs_getattr(t->fs, y2, &a), -ESTALE);
 
 	/* one still held at unmount is freed there: e2fsck sees no orphan */
-	mkfile(t->fs, ROOT, "z");
+	sfs_test_mknod(t->fs, ROOT, "z");
 	assert_int_equal(sfs_unlink(t->fs, ROOT, "z"), 0);
 	sfs_tfs_assert_clean(t);
 	sfs_tfs_free(t);
@@ -583,11 +567,11 @@ static void test_namei_rename_replace(void **state)
 	struct sfs_attr at;
 
 	(void)state;
-	a = mkdir_(t->fs, ROOT, "a");
-	b = mkdir_(t->fs, ROOT, "b");
+	a = sfs_test_mkdir(t->fs, ROOT, "a");
+	b = sfs_test_mkdir(t->fs, ROOT, "b");
 	root_links = nlink_of(t->fs, ROOT);
-	f = mkfile(t->fs, a, "f");
-	g = mkfile(t->fs, a, "g");
+	f = sfs_test_mknod(t->fs, a, "f");
+	g = sfs_test_mknod(t->fs, a, "g");
 	write_str(t->fs, f, "F");
 
 	/* same directory, new name */
@@ -600,7 +584,7 @@ static void test_namei_rename_replace(void **state)
 	assert_int_equal(sfs_getattr(t->fs, g, &at), -ESTALE);
 	assert_content(t->fs, f, "F");
 	/* over a file that has another link: it loses one */
-	h = mkfile(t->fs, b, "h");
+	h = sfs_test_mknod(t->fs, b, "h");
 	assert_int_equal(sfs_link(t->fs, h, b, "h2", NULL), 0);
 	assert_int_equal(sfs_rename(t->fs, a, "g", b, "h", 0), 0);
 	assert_int_equal(ino_of(t->fs, b, "h"), f);
@@ -610,8 +594,8 @@ static void test_namei_rename_replace(void **state)
 	sfs_tfs_cycle(t);
 
 	/* a directory to another parent: ".." and both link counts */
-	x = mkdir_(t->fs, a, "x");
-	mkfile(t->fs, x, "inside");
+	x = sfs_test_mkdir(t->fs, a, "x");
+	sfs_test_mknod(t->fs, x, "inside");
 	assert_int_equal(nlink_of(t->fs, a), 3);
 	assert_int_equal(sfs_rename(t->fs, a, "x", b, "x", 0), 0);
 	assert_int_equal(nlink_of(t->fs, a), 2);
@@ -619,7 +603,7 @@ static void test_namei_rename_replace(void **state)
 	assert_int_equal(ino_of(t->fs, x, ".."), b);
 	assert_int_equal(ftype_of(t->fs, b, "x"), SFS_FT_DIR);
 	/* a directory over an empty directory elsewhere */
-	e = mkdir_(t->fs, a, "empty");
+	e = sfs_test_mkdir(t->fs, a, "empty");
 	assert_int_equal(sfs_rename(t->fs, b, "x", a, "empty", 0), 0);
 	assert_int_equal(sfs_getattr(t->fs, e, &at), -ESTALE);
 	assert_int_equal(ino_of(t->fs, a, "empty"), x);
@@ -627,7 +611,7 @@ static void test_namei_rename_replace(void **state)
 	assert_int_equal(nlink_of(t->fs, a), 3);
 	assert_int_equal(nlink_of(t->fs, b), 2);
 	/* a directory over an empty directory in the same parent */
-	y = mkdir_(t->fs, a, "y");
+	y = sfs_test_mkdir(t->fs, a, "y");
 	assert_int_equal(nlink_of(t->fs, a), 4);
 	assert_int_equal(sfs_rename(t->fs, a, "y", a, "empty", 0), -ENOTEMPTY);
 	assert_int_equal(sfs_unlink(t->fs, x, "inside"), 0);
@@ -650,12 +634,12 @@ static void test_namei_rename_errors(void **state)
 	struct sfs_attr at;
 
 	(void)state;
-	a = mkdir_(t->fs, ROOT, "a");
-	b = mkdir_(t->fs, a, "b");
-	c = mkdir_(t->fs, b, "c");
-	f = mkfile(t->fs, ROOT, "f");
-	full = mkdir_(t->fs, ROOT, "full");
-	mkfile(t->fs, full, "x");
+	a = sfs_test_mkdir(t->fs, ROOT, "a");
+	b = sfs_test_mkdir(t->fs, a, "b");
+	c = sfs_test_mkdir(t->fs, b, "c");
+	f = sfs_test_mknod(t->fs, ROOT, "f");
+	full = sfs_test_mkdir(t->fs, ROOT, "full");
+	sfs_test_mknod(t->fs, full, "x");
 	lf = ino_of(t->fs, ROOT, "lost+found");
 
 	assert_int_equal(sfs_rename(t->fs, ROOT, "nope", ROOT, "x", 0),
@@ -681,7 +665,7 @@ static void test_namei_rename_errors(void **state)
 	/* the root's lost+found stays */
 	assert_int_equal(sfs_rename(t->fs, ROOT, "lost+found", a, "lf", 0),
 			 -EPERM);
-	mkdir_(t->fs, ROOT, "emptydir");
+	sfs_test_mkdir(t->fs, ROOT, "emptydir");
 	assert_int_equal(
 	    sfs_rename(t->fs, ROOT, "emptydir", ROOT, "lost+found", 0), -EPERM);
 	assert_int_equal(ino_of(t->fs, ROOT, "lost+found"), lf);
@@ -715,8 +699,8 @@ static void test_namei_rename_noop_and_noreplace(void **state)
 	sfs_ino_t f, g;
 
 	(void)state;
-	f = mkfile(t->fs, ROOT, "f");
-	g = mkfile(t->fs, ROOT, "g");
+	f = sfs_test_mknod(t->fs, ROOT, "f");
+	g = sfs_test_mknod(t->fs, ROOT, "g");
 	assert_int_equal(sfs_link(t->fs, f, ROOT, "f2", NULL), 0);
 	/* same name, same directory: nothing happens */
 	assert_int_equal(sfs_rename(t->fs, ROOT, "f", ROOT, "f", 0), 0);
@@ -745,12 +729,12 @@ static void test_namei_rename_exchange(void **state)
 	sfs_ino_t a, b, f, g, d, sub;
 
 	(void)state;
-	a = mkdir_(t->fs, ROOT, "a");
-	b = mkdir_(t->fs, ROOT, "b");
-	f = mkfile(t->fs, a, "f");
-	g = mkfile(t->fs, b, "g");
-	d = mkdir_(t->fs, b, "d");
-	sub = mkdir_(t->fs, d, "sub");
+	a = sfs_test_mkdir(t->fs, ROOT, "a");
+	b = sfs_test_mkdir(t->fs, ROOT, "b");
+	f = sfs_test_mknod(t->fs, a, "f");
+	g = sfs_test_mknod(t->fs, b, "g");
+	d = sfs_test_mkdir(t->fs, b, "d");
+	sub = sfs_test_mkdir(t->fs, d, "sub");
 
 	/* two files in different directories */
 	assert_int_equal(sfs_rename(t->fs, a, "f", b, "g", SFS_RENAME_EXCHANGE),
@@ -770,7 +754,7 @@ static void test_namei_rename_exchange(void **state)
 	assert_int_equal(nlink_of(t->fs, a), 3);
 	assert_int_equal(nlink_of(t->fs, b), 2);
 	/* two directories in one parent */
-	mkdir_(t->fs, a, "e");
+	sfs_test_mkdir(t->fs, a, "e");
 	assert_int_equal(sfs_rename(t->fs, a, "f", a, "e", SFS_RENAME_EXCHANGE),
 			 0);
 	assert_int_equal(ino_of(t->fs, a, "e"), d);
@@ -780,7 +764,7 @@ static void test_namei_rename_exchange(void **state)
 	assert_int_equal(
 	    sfs_rename(t->fs, a, "e", b, "none", SFS_RENAME_EXCHANGE), -ENOENT);
 	assert_int_equal(sfs_rename(t->fs, ROOT, "a", sub, "x", 0), -EINVAL);
-	mkfile(t->fs, sub, "leaf");
+	sfs_test_mknod(t->fs, sub, "leaf");
 	assert_int_equal(
 	    sfs_rename(t->fs, ROOT, "a", sub, "leaf", SFS_RENAME_EXCHANGE),
 	    -EINVAL);
@@ -788,7 +772,7 @@ static void test_namei_rename_exchange(void **state)
 	    sfs_rename(t->fs, d, "sub", ROOT, "a", SFS_RENAME_EXCHANGE),
 	    -EINVAL);
 	/* a directory with a file of the root, both ways round */
-	mkfile(t->fs, ROOT, "rootfile");
+	sfs_test_mknod(t->fs, ROOT, "rootfile");
 	assert_int_equal(
 	    sfs_rename(t->fs, d, "sub", ROOT, "rootfile", SFS_RENAME_EXCHANGE),
 	    0);
@@ -807,14 +791,14 @@ static void test_namei_times(void **state)
 	sfs_ino_t d, f;
 
 	(void)state;
-	d = mkdir_(t->fs, ROOT, "d");
-	f = mkfile(t->fs, d, "f");
+	d = sfs_test_mkdir(t->fs, ROOT, "d");
+	f = sfs_test_mknod(t->fs, d, "f");
 	in.mtime.tv_sec = 1000;
 	in.atime.tv_sec = 1000;
 	assert_int_equal(
 	    sfs_setattr(t->fs, d, &in, SFS_SET_MTIME | SFS_SET_ATIME, &a), 0);
 	assert_int_equal(a.mtime.tv_sec, 1000);
-	mkfile(t->fs, d, "g");
+	sfs_test_mknod(t->fs, d, "g");
 	a = getattr_(t->fs, d);
 	assert_true(a.mtime.tv_sec > 1000);
 	assert_int_equal(sfs_setattr(t->fs, d, &in, SFS_SET_MTIME, &a), 0);
@@ -859,7 +843,7 @@ static sfs_ino_t fill_fs(struct sfs_fs *fs)
 	sfs_ino_t f;
 	int rc;
 
-	f = mkfile(fs, ROOT, "filler");
+	f = sfs_test_mknod(fs, ROOT, "filler");
 	for (size_t len = sizeof(chunk); len >= 1024; len /= 2) {
 		do {
 			done = 0;
@@ -896,7 +880,7 @@ static void test_namei_enospc(void **state)
 	assert_int_equal(st1.blocks_free, st0.blocks_free);
 	/* what needs no block still works */
 	assert_int_equal(sfs_symlink(t->fs, ROOT, "fast", "x", 0, 0, &a), 0);
-	mkfile(t->fs, ROOT, "empty");
+	sfs_test_mknod(t->fs, ROOT, "empty");
 	sfs_tfs_assert_clean(t);
 	sfs_tfs_free(t);
 }
@@ -908,7 +892,7 @@ static void test_namei_readonly(void **state)
 	sfs_ino_t f;
 
 	(void)state;
-	f = mkfile(t->fs, ROOT, "f");
+	f = sfs_test_mknod(t->fs, ROOT, "f");
 	sfs_tfs_close(t);
 	t->fs = sfs_test_open(t->img, "ro");
 	assert_int_equal(sfs_lookup(t->fs, ROOT, "f", &a), 0);

@@ -23,12 +23,6 @@
 #include "stats.h"
 #include "testsupport.h"
 
-struct tfs {
-	char *dir;
-	char *img;
-	struct sfs_fs *fs;
-};
-
 /* cfg's value of an allocator knob, as text. */
 static void assert_knob(const struct sfs_config *cfg, const char *key,
 			const char *want)
@@ -40,40 +34,13 @@ static void assert_knob(const struct sfs_config *cfg, const char *key,
 	g_free(v);
 }
 
-static void tfs_open(struct tfs *t, uint64_t size, uint32_t bs,
-		     const char *opts)
+static struct sfs_tfs *tfs_open(uint64_t size, uint32_t bs, const char *opts)
 {
-	t->dir = sfs_test_tmpdir();
-	t->img = g_build_filename(t->dir, "rsv.img", NULL);
+	struct sfs_tfs *t = sfs_tfs_alloc();
+
 	assert_int_equal(sfs_test_mkimage(t->img, size, bs), 0);
 	t->fs = sfs_test_open(t->img, opts);
-}
-
-static void tfs_close(struct tfs *t)
-{
-	char *out = NULL;
-	bool clean;
-
-	assert_int_equal(sfs_fs_close(t->fs), 0);
-	clean = sfs_test_fsck_clean(t->img, &out);
-	if (!clean)
-		print_error("e2fsck:\n%s\n", out ? out : "");
-	g_free(out);
-	assert_true(clean);
-	sfs_test_rmtree(t->dir);
-	g_free(t->img);
-	g_free(t->dir);
-	memset(t, 0, sizeof(*t));
-}
-
-static sfs_ino_t mkfile(struct sfs_fs *fs, sfs_ino_t dir, const char *name)
-{
-	struct sfs_attr a;
-
-	assert_int_equal(
-	    sfs_mknod(fs, dir, name, SFS_S_IFREG | 0644, 0, 0, 0, &a), 0);
-	assert_int_equal(sfs_open(fs, a.ino, O_RDWR), 0);
-	return a.ino;
+	return t;
 }
 
 /* Append one block to ino; the write's return code. */
@@ -157,39 +124,40 @@ static void write_alternately(struct sfs_fs *fs, sfs_ino_t a, sfs_ino_t b,
 
 static void test_reservation_blockmap_interleaves(void **state)
 {
-	struct tfs t;
+	struct sfs_tfs *t;
 	sfs_ino_t a, b;
 	GArray *ra, *rb;
 
 	(void)state;
-	tfs_open(&t, 64 << 20, 4096, "alloc=blockmap");
-	a = mkfile(t.fs, SFS_ROOT_INO, "a");
-	b = mkfile(t.fs, SFS_ROOT_INO, "b");
-	write_alternately(t.fs, a, b, NBLK);
-	ra = file_runs(t.fs, a);
-	rb = file_runs(t.fs, b);
+	t = tfs_open(64 << 20, 4096, "alloc=blockmap");
+	a = sfs_test_mkfile(t->fs, SFS_ROOT_INO, "a");
+	b = sfs_test_mkfile(t->fs, SFS_ROOT_INO, "b");
+	write_alternately(t->fs, a, b, NBLK);
+	ra = file_runs(t->fs, a);
+	rb = file_runs(t->fs, b);
 	assert_true(ra->len > NBLK / 2);
 	assert_true(rb->len > NBLK / 2);
 	g_array_free(ra, TRUE);
 	g_array_free(rb, TRUE);
-	assert_int_equal(sfs_release(t.fs, a), 0);
-	assert_int_equal(sfs_release(t.fs, b), 0);
-	tfs_close(&t);
+	assert_int_equal(sfs_release(t->fs, a), 0);
+	assert_int_equal(sfs_release(t->fs, b), 0);
+	sfs_tfs_assert_clean(t);
+	sfs_tfs_free(t);
 }
 
 static void test_reservation_runs_double(void **state)
 {
-	struct tfs t;
+	struct sfs_tfs *t;
 	struct sfs_rsv_counters c;
 	sfs_ino_t ino[2];
 
 	(void)state;
-	tfs_open(&t, 64 << 20, 4096, "alloc=reservation");
-	ino[0] = mkfile(t.fs, SFS_ROOT_INO, "a");
-	ino[1] = mkfile(t.fs, SFS_ROOT_INO, "b");
-	write_alternately(t.fs, ino[0], ino[1], NBLK);
+	t = tfs_open(64 << 20, 4096, "alloc=reservation");
+	ino[0] = sfs_test_mkfile(t->fs, SFS_ROOT_INO, "a");
+	ino[1] = sfs_test_mkfile(t->fs, SFS_ROOT_INO, "b");
+	write_alternately(t->fs, ino[0], ino[1], NBLK);
 	for (int f = 0; f < 2; f++) {
-		GArray *r = file_runs(t.fs, ino[f]);
+		GArray *r = file_runs(t->fs, ino[f]);
 		uint32_t want = 8;
 
 		assert_int_equal(r->len, 5);
@@ -197,88 +165,91 @@ static void test_reservation_runs_double(void **state)
 			assert_int_equal(g_array_index(r, uint32_t, i), want);
 		g_array_free(r, TRUE);
 	}
-	check_windows(t.fs, &c);
+	check_windows(t->fs, &c);
 	assert_int_equal(c.windows_live, 2);
 	assert_int_equal(c.windows_made, 10);
 	assert_int_equal(c.windows_grown, 8);
 	assert_int_equal(c.allocs_fallback, 0);
 
 	/* the last close drops the window */
-	assert_int_equal(sfs_release(t.fs, ino[0]), 0);
-	check_windows(t.fs, &c);
+	assert_int_equal(sfs_release(t->fs, ino[0]), 0);
+	check_windows(t->fs, &c);
 	assert_int_equal(c.windows_live, 1);
 	assert_int_equal(c.windows_dropped, 1);
-	assert_int_equal(sfs_release(t.fs, ino[1]), 0);
-	check_windows(t.fs, &c);
+	assert_int_equal(sfs_release(t->fs, ino[1]), 0);
+	check_windows(t->fs, &c);
 	assert_int_equal(c.windows_live, 0);
 	assert_int_equal(c.windows_dropped, 2);
-	tfs_close(&t);
+	sfs_tfs_assert_clean(t);
+	sfs_tfs_free(t);
 }
 
 /* Four writers, a small multi-group image filled to the last block:
  * windows never overlap, and every free block is handed out. */
 static void test_reservation_fill_no_false_enospc(void **state)
 {
-	struct tfs t;
+	struct sfs_tfs *t;
 	struct sfs_rsv_counters c;
 	sfs_ino_t ino[4];
 	uint32_t l = 0;
 	int rc = 0;
 
 	(void)state;
-	tfs_open(&t, 16 << 20, 1024, "alloc=reservation,reservation_max=64");
-	assert_true(t.fs->groups > 1);
+	t = tfs_open(16 << 20, 1024, "alloc=reservation,reservation_max=64");
+	assert_true(t->fs->groups > 1);
 	for (int f = 0; f < 4; f++) {
 		char name[8];
 
 		g_snprintf(name, sizeof(name), "f%d", f);
-		ino[f] = mkfile(t.fs, SFS_ROOT_INO, name);
+		ino[f] = sfs_test_mkfile(t->fs, SFS_ROOT_INO, name);
 	}
 	for (; rc == 0; l++) {
 		for (int f = 0; f < 4 && rc == 0; f++)
-			rc = put_block(t.fs, ino[f], l);
+			rc = put_block(t->fs, ino[f], l);
 		if (l % 64 == 0)
-			check_windows(t.fs, NULL);
+			check_windows(t->fs, NULL);
 	}
 	assert_int_equal(rc, -ENOSPC);
-	sfs_lock(t.fs);
-	assert_int_equal(sfs_free_blocks(t.fs), 0);
-	sfs_unlock(t.fs);
-	check_windows(t.fs, &c);
+	sfs_lock(t->fs);
+	assert_int_equal(sfs_free_blocks(t->fs), 0);
+	sfs_unlock(t->fs);
+	check_windows(t->fs, &c);
 	assert_true(c.windows_made > 4);
 	for (int f = 0; f < 4; f++)
-		assert_int_equal(sfs_release(t.fs, ino[f]), 0);
-	check_windows(t.fs, &c);
+		assert_int_equal(sfs_release(t->fs, ino[f]), 0);
+	check_windows(t->fs, &c);
 	assert_int_equal(c.windows_live, 0);
-	tfs_close(&t);
+	sfs_tfs_assert_clean(t);
+	sfs_tfs_free(t);
 }
 
 /* Truncate drops the window; directories never get one. */
 static void test_reservation_truncate_and_dirs(void **state)
 {
-	struct tfs t;
+	struct sfs_tfs *t;
 	struct sfs_rsv_counters c;
 	struct sfs_attr at, in = {0};
 	sfs_ino_t a;
 
 	(void)state;
-	tfs_open(&t, 64 << 20, 4096, "alloc=reservation");
-	a = mkfile(t.fs, SFS_ROOT_INO, "a");
+	t = tfs_open(64 << 20, 4096, "alloc=reservation");
+	a = sfs_test_mkfile(t->fs, SFS_ROOT_INO, "a");
 	for (uint32_t l = 0; l < 4; l++)
-		assert_int_equal(put_block(t.fs, a, l), 0);
-	check_windows(t.fs, &c);
+		assert_int_equal(put_block(t->fs, a, l), 0);
+	check_windows(t->fs, &c);
 	assert_int_equal(c.windows_live, 1);
 	in.size = 0;
-	assert_int_equal(sfs_setattr(t.fs, a, &in, SFS_SET_SIZE, &at), 0);
-	check_windows(t.fs, &c);
+	assert_int_equal(sfs_setattr(t->fs, a, &in, SFS_SET_SIZE, &at), 0);
+	check_windows(t->fs, &c);
 	assert_int_equal(c.windows_live, 0);
-	assert_int_equal(sfs_mkdir(t.fs, SFS_ROOT_INO, "d", 0755, 0, 0, &at),
+	assert_int_equal(sfs_mkdir(t->fs, SFS_ROOT_INO, "d", 0755, 0, 0, &at),
 			 0);
-	check_windows(t.fs, &c);
+	check_windows(t->fs, &c);
 	assert_int_equal(c.windows_live, 0);
 	assert_true(c.allocs_unreserved >= 1);
-	assert_int_equal(sfs_release(t.fs, a), 0);
-	tfs_close(&t);
+	assert_int_equal(sfs_release(t->fs, a), 0);
+	sfs_tfs_assert_clean(t);
+	sfs_tfs_free(t);
 }
 
 static uint32_t ino_group(struct sfs_fs *fs, sfs_ino_t ino)
@@ -291,12 +262,12 @@ static void place_dirs(const char *opts, uint32_t *top_groups,
 		       uint32_t *parent_group, uint32_t *sub_in_parent,
 		       uint32_t *sub_groups)
 {
-	struct tfs t;
+	struct sfs_tfs *t;
 	struct sfs_attr top[8], sub;
 	bool seen[64] = {false}, sseen[64] = {false};
 
-	tfs_open(&t, 64 << 20, 1024, opts);
-	assert_true(t.fs->groups >= 8 && t.fs->groups <= 64);
+	t = tfs_open(64 << 20, 1024, opts);
+	assert_true(t->fs->groups >= 8 && t->fs->groups <= 64);
 	*top_groups = 0;
 	for (int i = 0; i < 8; i++) {
 		char name[8];
@@ -304,13 +275,13 @@ static void place_dirs(const char *opts, uint32_t *top_groups,
 
 		g_snprintf(name, sizeof(name), "t%d", i);
 		assert_int_equal(
-		    sfs_mkdir(t.fs, SFS_ROOT_INO, name, 0755, 0, 0, &top[i]),
+		    sfs_mkdir(t->fs, SFS_ROOT_INO, name, 0755, 0, 0, &top[i]),
 		    0);
-		g = ino_group(t.fs, top[i].ino);
+		g = ino_group(t->fs, top[i].ino);
 		*top_groups += !seen[g];
 		seen[g] = true;
 	}
-	*parent_group = ino_group(t.fs, top[0].ino);
+	*parent_group = ino_group(t->fs, top[0].ino);
 	*sub_in_parent = 0;
 	*sub_groups = 0;
 	for (int i = 0; i < 8; i++) {
@@ -319,13 +290,14 @@ static void place_dirs(const char *opts, uint32_t *top_groups,
 
 		g_snprintf(name, sizeof(name), "s%d", i);
 		assert_int_equal(
-		    sfs_mkdir(t.fs, top[0].ino, name, 0755, 0, 0, &sub), 0);
-		g = ino_group(t.fs, sub.ino);
+		    sfs_mkdir(t->fs, top[0].ino, name, 0755, 0, 0, &sub), 0);
+		g = ino_group(t->fs, sub.ino);
 		*sub_in_parent += g == *parent_group;
 		*sub_groups += !sseen[g];
 		sseen[g] = true;
 	}
-	tfs_close(&t);
+	sfs_tfs_assert_clean(t);
+	sfs_tfs_free(t);
 }
 
 static void test_reservation_orlov_vs_oldalloc(void **state)
@@ -375,19 +347,20 @@ static void set_atime(struct sfs_fs *fs, sfs_ino_t ino, int64_t delta)
 static void atime_case(const char *opts, uint64_t fresh, uint64_t future,
 		       uint64_t old)
 {
-	struct tfs t;
+	struct sfs_tfs *t;
 	sfs_ino_t a;
 
-	tfs_open(&t, 16 << 20, 4096, opts);
-	a = mkfile(t.fs, SFS_ROOT_INO, "a");
-	assert_int_equal(put_block(t.fs, a, 0), 0);
-	assert_int_equal(read_once(t.fs, a), fresh); /* atime <= mtime */
-	set_atime(t.fs, a, 3600);		     /* newer than m/ctime */
-	assert_int_equal(read_once(t.fs, a), future);
-	set_atime(t.fs, a, -2 * 86400); /* two days old */
-	assert_int_equal(read_once(t.fs, a), old);
-	assert_int_equal(sfs_release(t.fs, a), 0);
-	tfs_close(&t);
+	t = tfs_open(16 << 20, 4096, opts);
+	a = sfs_test_mkfile(t->fs, SFS_ROOT_INO, "a");
+	assert_int_equal(put_block(t->fs, a, 0), 0);
+	assert_int_equal(read_once(t->fs, a), fresh); /* atime <= mtime */
+	set_atime(t->fs, a, 3600);		      /* newer than m/ctime */
+	assert_int_equal(read_once(t->fs, a), future);
+	set_atime(t->fs, a, -2 * 86400); /* two days old */
+	assert_int_equal(read_once(t->fs, a), old);
+	assert_int_equal(sfs_release(t->fs, a), 0);
+	sfs_tfs_assert_clean(t);
+	sfs_tfs_free(t);
 }
 
 static void test_reservation_atime_policies(void **state)
@@ -403,28 +376,30 @@ static void test_reservation_atime_policies(void **state)
 
 static void test_reservation_nouser_xattr(void **state)
 {
-	struct tfs t;
+	struct sfs_tfs *t;
 	size_t len = 99;
 	sfs_ino_t a;
 
 	(void)state;
-	tfs_open(&t, 16 << 20, 4096, "nouser_xattr");
-	a = mkfile(t.fs, SFS_ROOT_INO, "a");
-	assert_int_equal(sfs_setxattr(t.fs, a, "user.x", "v", 1, 0),
+	t = tfs_open(16 << 20, 4096, "nouser_xattr");
+	a = sfs_test_mkfile(t->fs, SFS_ROOT_INO, "a");
+	assert_int_equal(sfs_setxattr(t->fs, a, "user.x", "v", 1, 0),
 			 -EOPNOTSUPP);
-	assert_int_equal(sfs_getxattr(t.fs, a, "user.x", NULL, 0, &len),
+	assert_int_equal(sfs_getxattr(t->fs, a, "user.x", NULL, 0, &len),
 			 -EOPNOTSUPP);
-	assert_int_equal(sfs_removexattr(t.fs, a, "user.x"), -EOPNOTSUPP);
-	assert_int_equal(sfs_listxattr(t.fs, a, NULL, 0, &len), 0);
+	assert_int_equal(sfs_removexattr(t->fs, a, "user.x"), -EOPNOTSUPP);
+	assert_int_equal(sfs_listxattr(t->fs, a, NULL, 0, &len), 0);
 	assert_int_equal(len, 0);
-	assert_int_equal(sfs_release(t.fs, a), 0);
-	tfs_close(&t);
+	assert_int_equal(sfs_release(t->fs, a), 0);
+	sfs_tfs_assert_clean(t);
+	sfs_tfs_free(t);
 
-	tfs_open(&t, 16 << 20, 4096, "user_xattr");
-	a = mkfile(t.fs, SFS_ROOT_INO, "a");
-	assert_int_equal(sfs_setxattr(t.fs, a, "user.x", "v", 1, 0), 0);
-	assert_int_equal(sfs_release(t.fs, a), 0);
-	tfs_close(&t);
+	t = tfs_open(16 << 20, 4096, "user_xattr");
+	a = sfs_test_mkfile(t->fs, SFS_ROOT_INO, "a");
+	assert_int_equal(sfs_setxattr(t->fs, a, "user.x", "v", 1, 0), 0);
+	assert_int_equal(sfs_release(t->fs, a), 0);
+	sfs_tfs_assert_clean(t);
+	sfs_tfs_free(t);
 }
 
 static void test_reservation_presets(void **state)
@@ -517,20 +492,21 @@ static void test_reservation_presets(void **state)
 /* A preset mounts: ext2 on a plain image, with the alloc stats section. */
 static void test_reservation_stats_section(void **state)
 {
-	struct tfs t;
+	struct sfs_tfs *t;
 	sfs_ino_t a;
 	char *json;
 
 	(void)state;
-	tfs_open(&t, 16 << 20, 4096, "preset=ext2,alloc=reservation");
-	a = mkfile(t.fs, SFS_ROOT_INO, "a");
-	assert_int_equal(put_block(t.fs, a, 0), 0);
-	json = sfs_stats_to_json(t.fs->stats, false);
+	t = tfs_open(16 << 20, 4096, "preset=ext2,alloc=reservation");
+	a = sfs_test_mkfile(t->fs, SFS_ROOT_INO, "a");
+	assert_int_equal(put_block(t->fs, a, 0), 0);
+	json = sfs_stats_to_json(t->fs->stats, false);
 	assert_non_null(strstr(json, "\"windows_made\""));
 	assert_non_null(strstr(json, "\"atime_updates\""));
 	g_free(json);
-	assert_int_equal(sfs_release(t.fs, a), 0);
-	tfs_close(&t);
+	assert_int_equal(sfs_release(t->fs, a), 0);
+	sfs_tfs_assert_clean(t);
+	sfs_tfs_free(t);
 }
 
 int main(void)

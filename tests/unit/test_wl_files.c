@@ -29,6 +29,7 @@
 
 #include <glib.h>
 
+#include "testsupport.h"
 #include "workload.h"
 
 #define OP_NS 1000ULL
@@ -164,13 +165,10 @@ static uint64_t mix_str(uint64_t h, const char *s)
  */
 static struct sfs_workload *drive(const char *spec, struct tally *t)
 {
-	struct sfs_workload *w = NULL;
+	struct sfs_workload *w = sfs_test_workload(spec);
 	char *err = NULL;
-	int rc = sfs_workload_new(spec, &w, &err);
+	int rc;
 
-	if (rc)
-		print_error("%s: %s\n", spec, err ? err : "?");
-	assert_int_equal(rc, 0);
 	memset(t, 0, sizeof(*t));
 	t->hash = 0xcbf29ce484222325ULL;
 

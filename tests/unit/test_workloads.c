@@ -29,6 +29,7 @@
 #include <glib.h>
 #include <glib/gstdio.h>
 
+#include "testsupport.h"
 #include "workload.h"
 
 #define KiB 1024ULL
@@ -61,19 +62,6 @@ static void top_clear(gpointer p)
 	g_free(t->phase);
 	if (t->data)
 		g_bytes_unref(t->data);
-}
-
-static struct sfs_workload *mk(const char *spec)
-{
-	struct sfs_workload *w = NULL;
-	char *err = NULL;
-	int rc = sfs_workload_new(spec, &w, &err);
-
-	if (rc)
-		print_error("%s: %s\n", spec, err ? err : "?");
-	assert_int_equal(rc, 0);
-	g_free(err);
-	return w;
 }
 
 /* The one-line error of a spec that must be refused. */
@@ -127,12 +115,8 @@ static struct pulled *pull(struct sfs_workload *w)
 			if (done[c] || waiting[c])
 				continue;
 			struct sfs_wop op;
-			char *err = NULL;
-			int rc = sfs_workload_next(w, c, now, &op, &err);
-			if (rc < 0)
-				print_error("next: %s\n", err ? err : "?");
-			assert_true(rc >= 0);
-			if (rc == 0) {
+
+			if (sfs_test_next(w, c, now, &op) == 0) {
 				done[c] = true;
 				live--;
 				continue;
@@ -255,7 +239,8 @@ static void test_workloads_bad_specs(void **state)
 static void test_workloads_dd_writes_then_fsync(void **state)
 {
 	(void)state;
-	struct sfs_workload *w = mk("dd,size=8M,bs=1M,fsync,file=out/x");
+	struct sfs_workload *w =
+	    sfs_test_workload("dd,size=8M,bs=1M,fsync,file=out/x");
 	struct pulled *p = pull(w);
 
 	assert_int_equal(p->clients, 1);
@@ -291,8 +276,8 @@ static void test_workloads_dd_writes_then_fsync(void **state)
 static void test_workloads_dd_sync_direct_read_partial(void **state)
 {
 	(void)state;
-	struct sfs_workload *w =
-	    mk("dd,size=2560,bs=1024,direct,sync,read,fdatasync");
+	struct sfs_workload *w = sfs_test_workload(
+	    "dd,size=2560,bs=1024,direct,sync,read,fdatasync");
 	struct pulled *p = pull(w);
 	static const enum sfs_wop_type want[] = {
 	    SFS_WOP_OPEN,  SFS_WOP_WRITE, SFS_WOP_WRITE, SFS_WOP_WRITE,
@@ -344,9 +329,9 @@ static const char *const iz_order[] = {
 static void test_workloads_iozone_throughput_phases(void **state)
 {
 	(void)state;
-	struct sfs_workload *w =
-	    mk("iozone,threads=8,size=16M,record=256K,direct,fsync,"
-	       "tests=write:rewrite:read:reread:randread:randwrite");
+	struct sfs_workload *w = sfs_test_workload(
+	    "iozone,threads=8,size=16M,record=256K,direct,fsync,"
+	    "tests=write:rewrite:read:reread:randread:randwrite");
 	struct pulled *p = pull(w);
 	const unsigned nrec = 64;
 
@@ -438,7 +423,7 @@ static void test_workloads_iozone_throughput_phases(void **state)
 /* Offsets of client 0's randread, as one string. */
 static char *iz_randread_offsets(const char *spec)
 {
-	struct sfs_workload *w = mk(spec);
+	struct sfs_workload *w = sfs_test_workload(spec);
 	struct pulled *p = pull(w);
 	GString *s = g_string_new(NULL);
 	const char *cur = "";
@@ -473,9 +458,9 @@ static void test_workloads_iozone_seeded_and_other_tests(void **state)
 
 	/* backward and stride reads: each record once; keep: no unlink;
 	 * without fsync no fsync; one client by default */
-	struct sfs_workload *w =
-	    mk("iozone,size=100K,record=4K,tests=write:bkwdread:strideread,"
-	       "keep");
+	struct sfs_workload *w = sfs_test_workload(
+	    "iozone,size=100K,record=4K,tests=write:bkwdread:strideread,"
+	    "keep");
 	struct pulled *p = pull(w);
 	assert_int_equal(p->clients, 1);
 	assert_int_equal(count(p, 0, SFS_WOP_UNLINK, NULL), 0);
@@ -524,8 +509,8 @@ static void test_workloads_iozone_refuses(void **state)
 static void test_workloads_tiobench_phases_and_counts(void **state)
 {
 	(void)state;
-	struct sfs_workload *w =
-	    mk("tiobench,threads=4,size=1M,block=4K,random=100,direct");
+	struct sfs_workload *w = sfs_test_workload(
+	    "tiobench,threads=4,size=1M,block=4K,random=100,direct");
 	struct pulled *p = pull(w);
 	static const char *const order[] = {"write", "randwrite", "read",
 					    "randread", "cleanup"};
@@ -579,7 +564,8 @@ static void test_workloads_tiobench_phases_and_counts(void **state)
 static void test_workloads_tiobench_no_random_and_refuses(void **state)
 {
 	(void)state;
-	struct sfs_workload *w = mk("tiobench,threads=2,size=64K,random=0");
+	struct sfs_workload *w =
+	    sfs_test_workload("tiobench,threads=2,size=64K,random=0");
 	struct pulled *p = pull(w);
 
 	for (unsigned c = 0; c < 2; c++) {
@@ -732,7 +718,7 @@ static void untar_real_checks(const char *fmt)
 	struct tree t;
 	tree_make(&t, fmt);
 	char *spec = g_strdup_printf("untar,file=%s,sync", t.tar);
-	struct sfs_workload *w = mk(spec);
+	struct sfs_workload *w = sfs_test_workload(spec);
 	struct pulled *p = pull(w);
 
 	assert_int_equal(p->clients, 1);
@@ -872,7 +858,7 @@ static void test_workloads_untar_malformed(void **state)
 	char zero[1024] = {0};
 	assert_true(g_file_set_contents(bad, zero, sizeof(zero), NULL));
 	spec = g_strdup_printf("untar,file=%s", bad);
-	struct sfs_workload *w = mk(spec);
+	struct sfs_workload *w = sfs_test_workload(spec);
 	struct pulled *p = pull(w);
 	assert_int_equal(p->ops[0]->len, 0);
 	pulled_free(p);
@@ -895,7 +881,7 @@ static void test_workloads_untar_repeated_member_replaced(void **state)
 	assert_int_equal(run(cmd), 0);
 	g_free(cmd);
 	char *spec = g_strdup_printf("untar,file=%s", t.tar);
-	struct sfs_workload *w = mk(spec);
+	struct sfs_workload *w = sfs_test_workload(spec);
 	struct pulled *p = pull(w);
 	int opened = -1, unlinked = -1, reopened = -1;
 
@@ -974,7 +960,7 @@ static void test_workloads_untar_damaged_never_crashes(void **state)
 
 static char *untar_sig(const char *spec, struct pulled **keep)
 {
-	struct sfs_workload *w = mk(spec);
+	struct sfs_workload *w = sfs_test_workload(spec);
 	struct pulled *p = pull(w);
 	GChecksum *ck = g_checksum_new(G_CHECKSUM_SHA256);
 
@@ -1051,7 +1037,7 @@ static void test_workloads_untar_kernel_shape(void **state)
 {
 	(void)state;
 	/* the default tree: linux-2.6.11's counts and size shape */
-	struct sfs_workload *w = mk("untar");
+	struct sfs_workload *w = sfs_test_workload("untar");
 	struct pulled *p = pull(w);
 	GArray *sizes = g_array_new(FALSE, FALSE, sizeof(uint64_t));
 	uint64_t cur = 0, total = 0;

@@ -40,15 +40,6 @@ static struct sfs_tfs *tfs_new(uint32_t bs)
 	return t;
 }
 
-static sfs_ino_t mkfile(struct sfs_fs *fs, sfs_ino_t dir, const char *name)
-{
-	struct sfs_attr a;
-
-	assert_int_equal(
-	    sfs_mknod(fs, dir, name, SFS_S_IFREG | 0644, 0, 0, 0, &a), 0);
-	return a.ino;
-}
-
 static void setx(struct sfs_fs *fs, sfs_ino_t ino, const char *name,
 		 const char *value)
 {
@@ -128,7 +119,7 @@ static void test_xattr_set_get_list_remove(void **state)
 	sfs_ino_t f, d;
 
 	(void)state;
-	f = mkfile(t->fs, ROOT, "f");
+	f = sfs_test_mknod(t->fs, ROOT, "f");
 	assert_list(t->fs, f, "");
 	setx(t->fs, f, "user.a", "hello");
 	assert_xattr(t->fs, f, "user.a", "hello");
@@ -161,7 +152,7 @@ static void test_xattr_flags(void **state)
 	sfs_ino_t f;
 
 	(void)state;
-	f = mkfile(t->fs, ROOT, "f");
+	f = sfs_test_mknod(t->fs, ROOT, "f");
 	assert_int_equal(
 	    sfs_setxattr(t->fs, f, "user.k", "v1", 2, SFS_XATTR_REPLACE),
 	    -ENODATA);
@@ -189,7 +180,7 @@ static void test_xattr_erange_and_names(void **state)
 	sfs_ino_t f;
 
 	(void)state;
-	f = mkfile(t->fs, ROOT, "f");
+	f = sfs_test_mknod(t->fs, ROOT, "f");
 	setx(t->fs, f, "user.v", "0123456789");
 	assert_int_equal(sfs_getxattr(t->fs, f, "user.v", buf, 4, &len),
 			 -ERANGE);
@@ -240,7 +231,7 @@ static void test_xattr_empty_value(void **state)
 	sfs_ino_t f;
 
 	(void)state;
-	f = mkfile(t->fs, ROOT, "f");
+	f = sfs_test_mknod(t->fs, ROOT, "f");
 	assert_int_equal(sfs_setxattr(t->fs, f, "user.empty", NULL, 0, 0), 0);
 	assert_int_equal(
 	    sfs_getxattr(t->fs, f, "user.empty", buf, sizeof(buf), &len), 0);
@@ -267,7 +258,7 @@ static void test_xattr_full_block(void **state)
 	int rc;
 
 	(void)state;
-	f = mkfile(t->fs, ROOT, "f");
+	f = sfs_test_mknod(t->fs, ROOT, "f");
 	memset(value, 'v', 40);
 	value[40] = '\0';
 	for (;;) {
@@ -312,7 +303,7 @@ static void test_xattr_last_remove_frees_block(void **state)
 	sfs_ino_t f;
 
 	(void)state;
-	f = mkfile(t->fs, ROOT, "f");
+	f = sfs_test_mknod(t->fs, ROOT, "f");
 	free0 = free_blocks(t->fs);
 	setx(t->fs, f, "user.a", "1");
 	setx(t->fs, f, "user.b", "2");
@@ -338,7 +329,7 @@ static void test_xattr_drop_with_inode(void **state)
 
 	(void)state;
 	free0 = free_blocks(t->fs);
-	f = mkfile(t->fs, ROOT, "f");
+	f = sfs_test_mknod(t->fs, ROOT, "f");
 	setx(t->fs, f, "user.a", "payload");
 	assert_int_equal(sfs_mkdir(t->fs, ROOT, "d", 0755, 0, 0, &a), 0);
 	d = a.ino;
@@ -387,9 +378,9 @@ static void test_xattr_shared_block_copy_on_write(void **state)
 	sfs_ino_t f1, f2, f3;
 
 	(void)state;
-	f1 = mkfile(t->fs, ROOT, "f1");
-	f2 = mkfile(t->fs, ROOT, "f2");
-	f3 = mkfile(t->fs, ROOT, "f3");
+	f1 = sfs_test_mknod(t->fs, ROOT, "f1");
+	f2 = sfs_test_mknod(t->fs, ROOT, "f2");
+	f3 = sfs_test_mknod(t->fs, ROOT, "f3");
 	setx(t->fs, f1, "user.shared", "same");
 	share_block(t->fs, f1, f2);
 	share_block(t->fs, f1, f3);
@@ -429,8 +420,8 @@ static void test_xattr_no_free_block(void **state)
 	int rc;
 
 	(void)state;
-	f = mkfile(t->fs, ROOT, "filler");
-	g = mkfile(t->fs, ROOT, "g");
+	f = sfs_test_mknod(t->fs, ROOT, "filler");
+	g = sfs_test_mknod(t->fs, ROOT, "g");
 	setx(t->fs, f, "user.has", "block");
 	for (size_t len = sizeof(chunk); len >= 1024; len /= 2) {
 		do {
@@ -457,7 +448,7 @@ static void test_xattr_readonly(void **state)
 	sfs_ino_t f;
 
 	(void)state;
-	f = mkfile(t->fs, ROOT, "f");
+	f = sfs_test_mknod(t->fs, ROOT, "f");
 	setx(t->fs, f, "user.a", "1");
 	sfs_tfs_close(t);
 	t->fs = sfs_test_open(t->img, "ro");
@@ -482,8 +473,8 @@ static void test_xattr_corrupt_block_eio(void **state)
 	int want;
 
 	(void)state;
-	f = mkfile(t->fs, ROOT, "f");
-	g = mkfile(t->fs, ROOT, "g");
+	f = sfs_test_mknod(t->fs, ROOT, "f");
+	g = sfs_test_mknod(t->fs, ROOT, "g");
 	setx(t->fs, f, "user.a", "1");
 	setx(t->fs, g, "user.g", "fine");
 	sfs_lock(t->fs);
@@ -712,7 +703,7 @@ static void test_xattr_128_byte_inodes(void **state)
 		skip();
 	}
 	t->fs = sfs_test_open(t->img, "");
-	f = mkfile(t->fs, ROOT, "f");
+	f = sfs_test_mknod(t->fs, ROOT, "f");
 	setx(t->fs, f, "user.a", "on a small inode");
 	setx(t->fs, ROOT, "user.r", "root");
 	sfs_tfs_cycle(t);
