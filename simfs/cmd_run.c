@@ -7,12 +7,12 @@
  * Without IMAGE (or with --fresh) a fresh image is made first: mkfs with a
  * fixed seed and time stamp, and a journal when the options ask for a
  * journaled system, so the same command gives the same image and the same
- * output on every machine.  The image has simfs mkfs's defaults (ext2, 4
- * KiB blocks, 256-byte inodes, no optional feature) unless --mkfs gives
+ * output on every machine.  The image has simfs mkfs's defaults (ext2,
+ * 4 KiB blocks, 256-byte inodes, no optional feature) unless --mkfs gives
  * simfs mkfs's own option words (mkfs_cli.h), or "preset" for the on-disk
- * features of the preset's era (struct sfs_config_preset.mkfs).  The image left
- * behind is a real one (e2fsck clean, mountable); a temporary one is removed at
- * the end.
+ * features of the preset's era (struct sfs_config_preset.mkfs).  The
+ * image left behind is a real one (e2fsck clean, mountable); a temporary
+ * one is removed at the end.
  *
  * Output (stdout): the benchmark's own report, the run's table per phase
  * (MB/s, ops/s, latency percentiles, modelled CPU and disk time), the
