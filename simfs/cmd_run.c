@@ -7,8 +7,12 @@
  * Without IMAGE (or with --fresh) a fresh image is made first: mkfs with a
  * fixed seed and time stamp, and a journal when the options ask for a
  * journaled system, so the same command gives the same image and the same
- * output on every machine.  The image left behind is a real one (e2fsck
- * clean, mountable); a temporary one is removed at the end.
+ * output on every machine.  The image has simfs mkfs's defaults (ext2,
+ * 4 KiB blocks, 256-byte inodes, no optional feature) unless --mkfs gives
+ * simfs mkfs's own option words (mkfs_cli.h), or "preset" for the on-disk
+ * features of the preset's era (struct sfs_config_preset.mkfs).  The
+ * image left behind is a real one (e2fsck clean, mountable); a temporary
+ * one is removed at the end.
  *
  * Output (stdout): the benchmark's own report, the run's table per phase
  * (MB/s, ops/s, latency percentiles, modelled CPU and disk time), the
@@ -32,6 +36,7 @@
 #include "cpumodel.h"
 #include "fs.h"
 #include "mkfs.h"
+#include "mkfs_cli.h"
 #include "models/journal/jbd2.h"
 #include "pathrun.h"
 #include "run.h"
@@ -74,6 +79,14 @@ static void run_usage(FILE *out)
 	    "                        (default: mke2fs's for the size)\n"
 	    "      --fresh           format IMAGE even if it holds a "
 	    "filesystem\n"
+	    "      --mkfs 'OPTIONS'  format a fresh image with these simfs "
+	    "mkfs options\n"
+	    "                        (-t, -O [^]feature,..., -b, -I, -i, "
+	    "-G, -J size=...)\n"
+	    "      --mkfs preset     ... with the on-disk features of the "
+	    "preset's era\n"
+	    "                        (simfs mount --list-presets shows "
+	    "them)\n"
 	    "      --seed N          seed of the bytes written (default 1)\n"
 	    "      --path DIR        issue the workload as system calls in "
 	    "DIR instead\n"
@@ -100,10 +113,32 @@ static bool cfg_journaled(const struct sfs_config *cfg)
 	return cfg->journal[0] && strcmp(cfg->journal, "none") != 0;
 }
 
-/* Format path (created or truncated to size) with a fixed seed and time,
- * and a journal when journaled.  0, or -errno with *err. */
+/*
+ * The simfs mkfs options of a fresh image: --mkfs's words over a fixed
+ * seed and time stamp.  0, or -EINVAL with *err naming the word refused.
+ */
+static int run_mkfs_words(struct sfs_mkfs_cli *cli, const char *words,
+			  const struct sfs_config *cfg, uint64_t size,
+			  char **err)
+{
+	char *why = NULL;
+
+	sfs_mkfs_cli_init(cli);
+	cli->p.seed = 1;
+	cli->p.time = RUN_MKFS_TIME;
+	if (!words ||
+	    sfs_mkfs_cli_parse_for(cli, words, cfg->preset, size, &why) == 0)
+		return 0;
+	*err = g_strdup_printf("--mkfs: %s", why);
+	g_free(why);
+	return -EINVAL;
+}
+
+/* Format path (created or truncated to size) as cli asks, with a journal
+ * when journaled or cli asks for one.  0, or -errno with *err. */
 static int make_image(const char *path, uint64_t size, bool journaled,
-		      uint64_t journal_bytes, char **err)
+		      uint64_t journal_bytes, const struct sfs_mkfs_cli *cli,
+		      char **err)
 {
 	struct sfs_mkfs_params p;
 	struct sfs_bdev *bd;
@@ -120,11 +155,20 @@ static int make_image(const char *path, uint64_t size, bool journaled,
 				       g_strerror(-rc));
 		return rc;
 	}
-	sfs_mkfs_defaults(&p);
-	p.seed = 1;
-	p.time = RUN_MKFS_TIME;
-	rc = sfs_mkfs(bd, &p, err);
+	rc = sfs_mkfs_cli_resolve(cli, size, &p, err);
+	if (cli->journal_bytes)
+		journal_bytes = cli->journal_bytes;
 	if (rc == 0 && journaled) {
+		/* mount options that journal: an image with group descriptor
+		 * checksums gets its journal from mkfs (sfs_mkfs_makes_journal) */
+		p.has_journal = true;
+		if (journal_bytes)
+			p.journal_blocks = (uint32_t)MAX(
+			    1, MIN(journal_bytes / p.block_size, UINT32_MAX));
+	}
+	if (rc == 0)
+		rc = sfs_mkfs(bd, &p, err);
+	if (rc == 0 && p.has_journal && !sfs_mkfs_makes_journal(&p)) {
 		uint32_t blocks = (uint32_t)(journal_bytes / p.block_size);
 		rc = sfs_jbd2_add_internal(bd, blocks, SFS_JBD2_PLACE_MIDDLE,
 					   err);
@@ -239,6 +283,7 @@ int sfs_cmd_run(int argc, char **argv)
 	    {"size", required_argument, NULL, 'S'},
 	    {"journal-size", required_argument, NULL, 'J'},
 	    {"fresh", no_argument, NULL, 'F'},
+	    {"mkfs", required_argument, NULL, 'M'},
 	    {"seed", required_argument, NULL, 's'},
 	    {"path", required_argument, NULL, 'p'},
 	    {"quiet", no_argument, NULL, 'q'},
@@ -249,7 +294,8 @@ int sfs_cmd_run(int argc, char **argv)
 	};
 	GString *opts = g_string_new("device=hdd-2009");
 	char *spec = NULL, *path = NULL, *err = NULL, *tmpdir = NULL;
-	char *results = NULL;
+	char *results = NULL, *mkfs_words = NULL;
+	struct sfs_mkfs_cli mkfs_cli = {0};
 	const char *image = NULL;
 	uint64_t size = RUN_DEFAULT_SIZE, jsize = 0, seed = 1;
 	bool fresh = false, quiet = false;
@@ -291,6 +337,10 @@ int sfs_cmd_run(int argc, char **argv)
 			break;
 		case 'F':
 			fresh = true;
+			break;
+		case 'M':
+			g_free(mkfs_words);
+			mkfs_words = g_strdup(optarg);
 			break;
 		case 's': {
 			char *end;
@@ -378,6 +428,10 @@ int sfs_cmd_run(int argc, char **argv)
 			"(--trace FILE)");
 		goto usage;
 	}
+	if (run_mkfs_words(&mkfs_cli, mkfs_words, &cfg, size, &err)) {
+		sfs_err("run", "%s", err);
+		goto usage;
+	}
 	if (sfs_parse_only()) {
 		status = 0;
 		goto out;
@@ -392,7 +446,8 @@ int sfs_cmd_run(int argc, char **argv)
 	char *img =
 	    image ? g_strdup(image) : g_build_filename(tmpdir, "run.img", NULL);
 	if (!image || fresh || !has_fs(img)) {
-		rc = make_image(img, size, cfg_journaled(&cfg), jsize, &err);
+		rc = make_image(img, size, cfg_journaled(&cfg), jsize,
+				&mkfs_cli, &err);
 		if (rc) {
 			sfs_err("run", "%s", err ? err : g_strerror(-rc));
 			g_free(img);
@@ -474,6 +529,8 @@ out:
 	g_free(spec);
 	g_free(path);
 	g_free(results);
+	g_free(mkfs_words);
+	sfs_mkfs_cli_clear(&mkfs_cli);
 	g_free(err);
 	return status;
 }

@@ -198,52 +198,69 @@ static void cfg_atime_list(GString *out)
  * left to the user, since the published comparisons ran every filesystem
  * on one kernel.
  */
+/*
+ * The on-disk features each preset's era formatted with (simfs run --mkfs
+ * preset; the sources are in doc/user-guide.md's preset table):
+ *   MKFS_OLD   mke2fs before e2fsprogs 1.39 (2006), which had no
+ *              mke2fs.conf: sparse_super and filetype, 128-byte inodes
+ *              (large_file and ext_attr, which simfs mkfs always sets,
+ *              came with the kernel's first large file or xattr)
+ *   MKFS_1_41  e2fsprogs 1.41's built-in profile (2008, misc/
+ *              default_profile.c): sparse_super, filetype, resize_inode,
+ *              dir_index, ext_attr and 256-byte inodes for every type
+ *   MKFS_EXT4  1.41's ext4 type: has_journal, extent, huge_file, flex_bg,
+ *              uninit_bg, dir_nlink, extra_isize
+ */
+#define MKFS_OLD "-I 128"
+#define MKFS_1_41 "-I 256 -O resize_inode,dir_index"
+#define MKFS_EXT4 "extent,huge_file,flex_bg,uninit_bg,dir_nlink,extra_isize"
+
 static const struct sfs_config_preset cfg_presets[] = {
     {"ext2", "data=none,alloc=blockmap,nodelalloc,dirs=orlov,sched=elevator",
      "classic ext2: no journal, block-by-block bitmap search, Orlov "
      "directories",
-     false, NULL},
+     false, NULL, MKFS_OLD},
     {"ext2rs",
      "data=none,alloc=reservation,reservation_window=8,"
      "reservation_max=1027,nodelalloc,dirs=orlov,sched=cfq",
      "ext2 with ext3's reservation windows, as Linux has it since "
      "2.6.24 (the 2009 iozone comparison's ext2)",
-     false, NULL},
+     false, NULL, MKFS_1_41},
     {"ext3", "data=ordered,alloc=blockmap,nodelalloc,dirs=orlov,sched=elevator",
      "classic ext3 (2.4, 2.6 before ~2.6.10): ordered journal, ext2's "
      "block-by-block placement",
-     true, NULL},
+     true, NULL, MKFS_OLD " -O has_journal"},
     {"ext3-writeback",
      "data=writeback,alloc=blockmap,nodelalloc,"
      "dirs=orlov,sched=elevator",
-     "classic ext3, data=writeback", true, NULL},
+     "classic ext3, data=writeback", true, NULL, MKFS_OLD " -O has_journal"},
     {"ext3-journal",
      "data=journal,alloc=blockmap,nodelalloc,dirs=orlov,sched=elevator",
-     "classic ext3, data=journal", true, NULL},
+     "classic ext3, data=journal", true, NULL, MKFS_OLD " -O has_journal"},
     {"ext3rs",
      "data=writeback,alloc=reservation,reservation_window=8,"
      "reservation_max=1027,nodelalloc,dirs=orlov,sched=cfq",
      "ext3 with reservation windows mounted data=writeback, as the "
      "2005 comparison that named ext3rs ran it (Cao et al., OLS 2005)",
-     true, NULL},
+     true, NULL, MKFS_OLD " -O has_journal"},
     {"ext3rs-ordered",
      "data=ordered,alloc=reservation,reservation_window=8,"
      "reservation_max=1027,nodelalloc,dirs=orlov,sched=cfq",
      "ext3 with reservation windows, ordered journal: Linux's default "
      "since ~2.6.10 (8 blocks, max 1027; the 2009 iozone comparison's "
      "ext3)",
-     true, NULL},
+     true, NULL, MKFS_1_41 ",has_journal"},
     {"ext3i", "data=ordered,alloc=mballoc,delalloc,dirs=orlov,sched=cfq",
      "ext3 journal with extents + mballoc + delayed allocation (early "
      "ext4dev)",
-     true, "mballoc"},
+     true, "mballoc", MKFS_1_41 ",has_journal,extent"},
     {"ext4", "data=ordered,alloc=mballoc,delalloc,dirs=orlov,sched=cfq",
      "ext4: extents + mballoc + delayed allocation, ordered journal", true,
-     "mballoc"},
+     "mballoc", MKFS_1_41 ",has_journal," MKFS_EXT4},
     {"ext4-nojournal", "data=none,alloc=mballoc,delalloc,dirs=orlov,sched=cfq",
      "ext4's allocator and delayed allocation without a journal "
      "(-O ^has_journal)",
-     false, "mballoc"},
+     false, "mballoc", MKFS_1_41 "," MKFS_EXT4},
 };
 
 const struct sfs_config_preset *sfs_config_preset_nth(unsigned i)
@@ -276,6 +293,10 @@ void sfs_config_list_presets(FILE *out)
 			p->needs_alloc && !sfs_alloc_find(p->needs_alloc)
 			    ? p->needs_alloc
 			    : "");
+		fprintf(out,
+			"  %-15s its era's mkfs (simfs run --mkfs preset): "
+			"%s\n",
+			"", p->mkfs);
 	}
 }
 

@@ -82,6 +82,8 @@ struct sfs_config_preset {
 	const char *help;
 	bool journaled;          /* needs an image with a journal */
 	const char *needs_alloc; /* allocator that must be registered, or NULL */
+	const char *mkfs;	 /* simfs mkfs words for the on-disk features
+				    of its era (simfs run --mkfs preset) */
 };
 
 /* Iterate the presets: i = 0, 1, ... until NULL. */

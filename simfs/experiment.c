@@ -25,6 +25,7 @@
 
 #include "config.h"
 #include "experiment.h"
+#include "mkfs_cli.h"
 #include "workload.h"
 
 #define XP_MAX_NAME 64
@@ -406,8 +407,8 @@ static int xp_global(struct xp_load *ld, const struct xp_sect *s,
 		     GString *gopts)
 {
 	static const char *const keys[] = {
-	    "name", "title",   "size",	 "journal_size", "device",
-	    "cpu",  "options", "repeat", "seed",	 NULL};
+	    "name",    "title",	 "size", "journal_size", "device", "cpu",
+	    "options", "repeat", "seed", "mkfs",	 NULL};
 	struct sfs_experiment *x = ld->x;
 	uint64_t n;
 	int rc;
@@ -440,6 +441,7 @@ static int xp_global(struct xp_load *ld, const struct xp_sect *s,
 	rc = xp_size(ld, s, "journal_size", &x->journal_size);
 	if (rc)
 		return rc;
+	x->mkfs = xp_get(ld, s, "mkfs"); /* checked per system */
 	n = 1;
 	rc = xp_uint(ld, s, "repeat", 1, XP_MAX_REPEAT, &n);
 	if (rc)
@@ -468,11 +470,39 @@ static int xp_global(struct xp_load *ld, const struct xp_sect *s,
 	return 0;
 }
 
+/*
+ * Check sys's mkfs words as simfs run --mkfs will read them on its image
+ * ("preset": its preset's era), line: where they come from.
+ */
+static int xp_check_mkfs(struct xp_load *ld, unsigned line,
+			 const struct xp_sect *s,
+			 const struct sfs_xp_system *sys)
+{
+	struct sfs_mkfs_cli cli;
+	struct sfs_config cfg;
+	uint64_t bytes = 0;
+	char *why = NULL;
+	int rc;
+
+	sfs_config_defaults(&cfg);
+	if (sfs_config_parse(&cfg, sys->options, NULL, &why))
+		g_clear_pointer(&why, g_free); /* refused above already */
+	sfs_parse_size(sys->size ? sys->size : ld->x->size, &bytes);
+	sfs_mkfs_cli_init(&cli);
+	rc = sfs_mkfs_cli_parse_for(&cli, sys->mkfs, cfg.preset, bytes, &why);
+	sfs_mkfs_cli_clear(&cli);
+	if (rc) {
+		rc = xp_fail(ld, line, "mkfs of [%s]: %s", s->group, why);
+		g_free(why);
+	}
+	return rc;
+}
+
 static int xp_system(struct xp_load *ld, const struct xp_sect *s,
 		     const char *gopts, struct sfs_xp_system *sys)
 {
 	static const char *const keys[] = {"options", "journal_size", "size",
-					   NULL};
+					   "mkfs", NULL};
 	GString *o = g_string_new(gopts);
 	char *v, *why = NULL;
 	int rc;
@@ -497,8 +527,13 @@ static int xp_system(struct xp_load *ld, const struct xp_sect *s,
 		g_free(why);
 		goto out;
 	}
+	sys->mkfs = xp_get(ld, s, "mkfs");
+	if (!sys->mkfs && ld->x->mkfs)
+		sys->mkfs = g_strdup(ld->x->mkfs);
 out:
 	sys->options = g_string_free(o, FALSE);
+	if (rc == 0 && sys->mkfs)
+		rc = xp_check_mkfs(ld, xp_line(s, "mkfs"), s, sys);
 	return rc;
 }
 
@@ -921,6 +956,10 @@ char **sfs_xp_cell_argv(const struct sfs_experiment *x,
 		g_ptr_array_add(a, g_strdup("--journal-size"));
 		g_ptr_array_add(a, g_strdup(cell->journal_size));
 	}
+	if (cell->sys->mkfs) {
+		g_ptr_array_add(a, g_strdup("--mkfs"));
+		g_ptr_array_add(a, g_strdup(cell->sys->mkfs));
+	}
 	g_ptr_array_add(a, g_strdup("--seed"));
 	g_ptr_array_add(a, g_strdup_printf("%" G_GUINT64_FORMAT, cell->seed));
 	g_ptr_array_add(a, g_strdup("-w"));
@@ -1113,5 +1152,6 @@ void sfs_experiment_free(struct sfs_experiment *x)
 	g_free(x->title);
 	g_free(x->size);
 	g_free(x->journal_size);
+	g_free(x->mkfs);
 	g_free(x);
 }

@@ -17,6 +17,7 @@
  *   [system ext3-32M]            ; one configuration: a column or a line
  *   options = preset=ext3
  *   journal_size = 32M           ; simfs run --journal-size
+ *   mkfs = -O dir_index          ; simfs run --mkfs ("preset": the era's)
  *
  *   [workload dbench]
  *   spec = dbench,time=60        ; simfs run -w SPEC
@@ -49,7 +50,7 @@ struct sfs_xp_system {
 	char *options;	    /* -o text: global knobs, then the system's */
 	char *journal_size; /* --journal-size, or NULL */
 	char *size;	    /* --size, or NULL: the experiment's */
-	char *mkfs;	    /* reserved: more simfs run options, or NULL */
+	char *mkfs;	    /* --mkfs: its own, else [global]'s, or NULL */
 	unsigned line;	    /* of its section header */
 };
 
@@ -110,6 +111,7 @@ struct sfs_experiment {
 			       without [global] name; title: or NULL */
 	char *size;	    /* default image size of the cells ("1G") */
 	char *journal_size; /* default --journal-size, or NULL */
+	char *mkfs;	    /* default --mkfs, or NULL */
 	unsigned repeat;
 	uint64_t seed;
 	unsigned nsystems, nworkloads, ntables, ncells;

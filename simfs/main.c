@@ -73,6 +73,7 @@
 #include "crash.h"
 #include "manpage.h"
 #include "mkfs.h"
+#include "mkfs_cli.h"
 #include "models/journal/jbd2.h"
 #include "plot.h"
 #include "sched.h"
@@ -108,24 +109,6 @@ static int sfs_opt_error(const char *cmd, char **argv, int c)
 		sfs_err(cmd, "unknown option '%s' (see simfs %s --help)", arg,
 			cmd);
 	return SFS_EXIT_USAGE;
-}
-
-/* Strict decimal unsigned integer; -EINVAL on junk or overflow. */
-static int sfs_parse_u64(const char *text, uint64_t *out)
-{
-	uint64_t v = 0;
-
-	if (!text || !g_ascii_isdigit(*text))
-		return -EINVAL;
-	for (; *text; text++) {
-		if (!g_ascii_isdigit(*text))
-			return -EINVAL;
-		if (v > (UINT64_MAX - (uint64_t)(*text - '0')) / 10)
-			return -EINVAL;
-		v = v * 10 + (uint64_t)(*text - '0');
-	}
-	*out = v;
-	return 0;
 }
 
 /* ================================================================ mkfs */
@@ -266,332 +249,6 @@ static void sfs_mkfs_failed(int rc, char *err)
 	g_free(err);
 }
 
-/*
- * simfs mkfs's options, as a table: each row is one option (its letter
- * and/or long name, the name of its argument, its help text and the
- * function that applies it), and both the getopt loop of cmd_mkfs and the
- * --help text (hence simfs-mkfs(1) and the bash completion, manpage.c)
- * are made from it.  A row with no setter only adds a help entry to the
- * option above it (-J's two forms).
- */
-struct mkfs_cli {
-	struct sfs_mkfs_params p; /* label, seed, reserved blocks */
-	const char *type;	  /* -t; NULL: simfs's own defaults */
-	uint32_t block_size;	  /* -b, -i, -I; 0: the type's default */
-	uint32_t inode_ratio;
-	uint32_t inode_size;
-	int log_flex;		/* -G as log2; -1: not given */
-	char *features;		/* every -O list, in order; NULL: none */
-	bool journal;		/* -j, -J, a journaled --preset */
-	uint64_t journal_bytes; /* -J size=: 0 = mke2fs's default size */
-	char *journal_path;	/* -J device=: an external journal */
-	bool journal_mid;	/* -j, -J, --preset: the contiguous journal
-				   in the middle groups */
-	bool force;		/* -F */
-	bool help;		/* -h */
-};
-
-/* Apply one option's argument: 0, or SFS_EXIT_USAGE after the message. */
-typedef int (*mkfs_opt_set)(struct mkfs_cli *c, const char *arg);
-
-struct mkfs_opt {
-	char key;	  /* short option letter; 0: long only */
-	const char *name; /* long name (without "--"); NULL: short only */
-	const char *arg;  /* the argument's name in the help; NULL: none */
-	const char *help; /* help text; '\n' starts a continuation line */
-	mkfs_opt_set set; /* NULL: a further help entry of the row above */
-};
-
-#define MKFS_HELP_COL 22 /* help text column */
-
-static int mkfs_opt_block_size(struct mkfs_cli *c, const char *arg)
-{
-	uint64_t v;
-
-	if (sfs_parse_size(arg, &v) < 0 ||
-	    (v != 1024 && v != 2048 && v != 4096)) {
-		sfs_err("mkfs", "bad block size '%s' (1024, 2048 or 4096)",
-			arg);
-		return SFS_EXIT_USAGE;
-	}
-	c->block_size = (uint32_t)v;
-	return 0;
-}
-
-static int mkfs_opt_inode_ratio(struct mkfs_cli *c, const char *arg)
-{
-	uint64_t v;
-
-	if (sfs_parse_size(arg, &v) < 0 || v < 1024 || v > (64u << 20)) {
-		sfs_err("mkfs", "bad bytes-per-inode '%s' (1024 to 64M)", arg);
-		return SFS_EXIT_USAGE;
-	}
-	c->inode_ratio = (uint32_t)v;
-	return 0;
-}
-
-static int mkfs_opt_inode_size(struct mkfs_cli *c, const char *arg)
-{
-	uint64_t v;
-
-	if (sfs_parse_u64(arg, &v) < 0 || (v != 128 && v != 256)) {
-		sfs_err("mkfs", "bad inode size '%s' (128 or 256)", arg);
-		return SFS_EXIT_USAGE;
-	}
-	c->inode_size = (uint32_t)v;
-	return 0;
-}
-
-static int mkfs_opt_flex_size(struct mkfs_cli *c, const char *arg)
-{
-	uint64_t v;
-
-	if (sfs_parse_u64(arg, &v) < 0 || v < 1 || v > (1u << 20) ||
-	    (v & (v - 1))) {
-		sfs_err("mkfs",
-			"bad flex_bg size '%s' (a power of 2, 1 to 1048576)",
-			arg);
-		return SFS_EXIT_USAGE;
-	}
-	c->log_flex = 0;
-	while ((1ull << c->log_flex) < v)
-		c->log_flex++;
-	return 0;
-}
-
-static int mkfs_opt_reserved(struct mkfs_cli *c, const char *arg)
-{
-	uint64_t v;
-
-	if (sfs_parse_u64(arg, &v) < 0 || v > 50) {
-		sfs_err("mkfs", "bad reserved percentage '%s' (0 to 50)", arg);
-		return SFS_EXIT_USAGE;
-	}
-	c->p.reserved_pct = (uint32_t)v;
-	return 0;
-}
-
-static int mkfs_opt_label(struct mkfs_cli *c, const char *arg)
-{
-	if (strlen(arg) > 16) {
-		sfs_err("mkfs", "label '%s' is longer than 16 bytes", arg);
-		return SFS_EXIT_USAGE;
-	}
-	g_strlcpy(c->p.label, arg, sizeof(c->p.label));
-	return 0;
-}
-
-static int mkfs_opt_type(struct mkfs_cli *c, const char *arg)
-{
-	struct sfs_mkfs_params scratch = c->p;
-	char *err = NULL;
-
-	if (sfs_mkfs_set_type(&scratch, arg, 0, &err)) {
-		sfs_mkfs_failed(-EINVAL, err);
-		return SFS_EXIT_USAGE;
-	}
-	c->type = arg;
-	return 0;
-}
-
-static int mkfs_opt_features(struct mkfs_cli *c, const char *arg)
-{
-	char *all = c->features ? g_strconcat(c->features, ",", arg, NULL)
-				: g_strdup(arg);
-
-	g_free(c->features);
-	c->features = all;
-	return 0;
-}
-
-static int mkfs_opt_seed(struct mkfs_cli *c, const char *arg)
-{
-	uint64_t v;
-
-	if (sfs_parse_u64(arg, &v) < 0) {
-		sfs_err("mkfs", "bad seed '%s' (a decimal number)", arg);
-		return SFS_EXIT_USAGE;
-	}
-	c->p.seed = v;
-	return 0;
-}
-
-static int mkfs_opt_journal(struct mkfs_cli *c, const char *arg)
-{
-	c->journal = true;
-	c->journal_mid = true;
-	return 0;
-}
-
-static int mkfs_opt_journal_opts(struct mkfs_cli *c, const char *arg)
-{
-	gchar **kv = g_strsplit(arg, ",", -1);
-	bool ok = kv[0] != NULL;
-
-	for (int i = 0; kv[i] && ok; i++) {
-		if (g_str_has_prefix(kv[i], "size="))
-			ok =
-			    sfs_parse_size(kv[i] + 5, &c->journal_bytes) == 0 &&
-			    c->journal_bytes > 0;
-		else if (g_str_has_prefix(kv[i], "device=") && kv[i][7]) {
-			g_free(c->journal_path);
-			c->journal_path = g_strdup(kv[i] + 7);
-		} else
-			ok = false;
-	}
-	g_strfreev(kv);
-	if (!ok) {
-		sfs_err("mkfs",
-			"bad journal option '%s' (expected size=SIZE and/or "
-			"device=FILE)",
-			arg);
-		return SFS_EXIT_USAGE;
-	}
-	return mkfs_opt_journal(c, NULL);
-}
-
-static int mkfs_opt_force(struct mkfs_cli *c, const char *arg)
-{
-	c->force = true;
-	return 0;
-}
-
-static int mkfs_opt_preset(struct mkfs_cli *c, const char *arg)
-{
-	const struct sfs_config_preset *preset = sfs_config_preset_find(arg);
-
-	if (!preset) {
-		sfs_err("mkfs",
-			"unknown preset '%s' (simfs mount --list-presets)",
-			arg);
-		return SFS_EXIT_USAGE;
-	}
-	if (preset->journaled)
-		mkfs_opt_journal(c, NULL);
-	return 0;
-}
-
-static int mkfs_opt_help(struct mkfs_cli *c, const char *arg)
-{
-	c->help = true;
-	return 0;
-}
-
-static const struct mkfs_opt mkfs_opts[] = {
-    {'b', NULL, "BLOCKSIZE", "1024, 2048 or 4096 (default 4096)",
-     mkfs_opt_block_size},
-    {'i', NULL, "BYTES_PER_INODE",
-     "one inode per this many bytes (default "
-     "16384)",
-     mkfs_opt_inode_ratio},
-    {'I', NULL, "INODE_SIZE", "128 or 256 bytes (default 256)",
-     mkfs_opt_inode_size},
-    {'m', NULL, "RESERVED_PCT", "blocks reserved for root, % (default 5)",
-     mkfs_opt_reserved},
-    {'L', NULL, "LABEL", "volume label, at most 16 bytes", mkfs_opt_label},
-    {'t', NULL, "TYPE",
-     "ext2, ext3 or ext4 with mke2fs.conf's defaults for the\n"
-     "type and size (features; small, below 512M: 1K blocks,\n"
-     "-i 4096); without -t: ext2, 4K blocks, the features -O\n"
-     "names; -b, -i, -I, -O apply on top, -O in order",
-     mkfs_opt_type},
-    {'G', NULL, "GROUPS",
-     "groups per flex group with flex_bg: a power of 2\n"
-     "(default 16)",
-     mkfs_opt_flex_size},
-    {'O', NULL, "[^]dir_index",
-     "htree directories on (off by default); also\n"
-     "[^]has_journal, [^]resize_inode, [^]extent,\n"
-     "[^]flex_bg, [^]64bit, [^]huge_file, [^]dir_nlink,\n"
-     "[^]extra_isize, [^]metadata_csum, [^]uninit_bg\n"
-     "(mke2fs spellings, comma-separated); the other ext4\n"
-     "layouts (meta_bg, bigalloc, ...) are refused",
-     mkfs_opt_features},
-    {0, "seed", "N", "derive UUID and hash seed from N (default: random)",
-     mkfs_opt_seed},
-    {'j', NULL, NULL,
-     "add an internal journal (ext3): its size from mke2fs's\n"
-     "table for the filesystem's size",
-     mkfs_opt_journal},
-    {'J', NULL, "size=SIZE",
-     "the same with a journal of SIZE (at least 1024 blocks)",
-     mkfs_opt_journal_opts},
-    {'J', NULL, "device=FILE[,size=SIZE]",
-     "an external journal on FILE (created with SIZE,\n"
-     "default 32M, if missing); mount with -o journal_dev=FILE",
-     NULL},
-    {'F', NULL, NULL, "overwrite an existing ext2/3/4 filesystem",
-     mkfs_opt_force},
-    {0, "preset", "NAME",
-     "the image a mount preset needs (-j for the journaled\n"
-     "ones; simfs mount --list-presets)",
-     mkfs_opt_preset},
-    {'h', "help", NULL, "this help", mkfs_opt_help},
-};
-
-/*
- * The parameters the options ask for on a filesystem of size_bytes (0:
- * not known yet), in mke2fs's order whatever the command line's: -t
- * TYPE's defaults for that size, then -b, -i, -I, then the -O lists, then
- * -j/-J/--preset's journal.  0, or -EINVAL with a message in *err.
- */
-static int mkfs_resolve(const struct mkfs_cli *c, uint64_t size_bytes,
-			struct sfs_mkfs_params *p, char **err)
-{
-	*p = c->p;
-	if (c->type && sfs_mkfs_set_type(p, c->type, size_bytes, err))
-		return -EINVAL;
-	if (c->block_size)
-		p->block_size = c->block_size;
-	if (c->inode_ratio)
-		p->inode_ratio = c->inode_ratio;
-	if (c->inode_size)
-		p->inode_size = c->inode_size;
-	if (c->features && sfs_mkfs_parse_features(p, c->features, err))
-		return -EINVAL;
-	if (c->journal)
-		p->has_journal = true;
-	p->journal_external = c->journal_path != NULL;
-	if (c->journal_bytes && p->block_size)
-		p->journal_blocks = (uint32_t)MAX(
-		    1, MIN(c->journal_bytes / p->block_size, UINT32_MAX));
-	if (c->log_flex >= 0) {
-		if (!p->flex_bg) {
-			*err = g_strdup("mkfs: -G needs the flex_bg feature "
-					"(-O flex_bg or -t ext4)");
-			return -EINVAL;
-		}
-		p->log_groups_per_flex = (uint32_t)c->log_flex;
-	}
-	return sfs_mkfs_check_features(p, err);
-}
-
-/* One help entry: "  TERM  text", the text from column MKFS_HELP_COL. */
-static void sfs_mkfs_usage_entry(FILE *out, const struct mkfs_opt *o)
-{
-	GString *term = g_string_new(NULL);
-	gchar **lines = g_strsplit(o->help, "\n", -1);
-
-	if (o->key && o->name)
-		g_string_printf(term, "-%c, --%s", o->key, o->name);
-	else if (o->key)
-		g_string_printf(term, "-%c", o->key);
-	else
-		g_string_printf(term, "    --%s", o->name);
-	if (o->arg)
-		g_string_append_printf(term, " %s", o->arg);
-	if (term->len + 2 + 2 > MKFS_HELP_COL)
-		fprintf(out, "  %s\n%*s%s\n", term->str, MKFS_HELP_COL, "",
-			lines[0]);
-	else
-		fprintf(out, "  %-*s%s\n", MKFS_HELP_COL - 2, term->str,
-			lines[0]);
-	for (int i = 1; lines[i]; i++)
-		fprintf(out, "%*s%s\n", MKFS_HELP_COL, "", lines[i]);
-	g_strfreev(lines);
-	g_string_free(term, TRUE);
-}
-
 static void sfs_mkfs_usage(FILE *out)
 {
 	fputs("usage: simfs mkfs [options] IMAGE [SIZE]\n"
@@ -606,57 +263,12 @@ static void sfs_mkfs_usage(FILE *out)
 	      "\n"
 	      "options:\n",
 	      out);
-	for (size_t i = 0; i < G_N_ELEMENTS(mkfs_opts); i++)
-		sfs_mkfs_usage_entry(out, &mkfs_opts[i]);
-}
-
-/*
- * The getopt_long arguments made from mkfs_opts: the short-option string
- * (g_free it) and the long options (g_free it); a long-only option's val
- * is 256 + its row.
- */
-static char *sfs_mkfs_getopt_spec(struct option **longopts_out)
-{
-	GString *s = g_string_new(":");
-	struct option *lo = g_new0(struct option, G_N_ELEMENTS(mkfs_opts) + 1);
-	size_t n = 0;
-
-	for (size_t i = 0; i < G_N_ELEMENTS(mkfs_opts); i++) {
-		const struct mkfs_opt *o = &mkfs_opts[i];
-
-		if (!o->set)
-			continue;
-		if (o->key) {
-			g_string_append_c(s, o->key);
-			if (o->arg)
-				g_string_append_c(s, ':');
-		}
-		if (o->name) {
-			lo[n].name = o->name;
-			lo[n].has_arg =
-			    o->arg ? required_argument : no_argument;
-			lo[n].val = o->key ? o->key : 256 + (int)i;
-			n++;
-		}
-	}
-	*longopts_out = lo;
-	return g_string_free(s, FALSE);
-}
-
-/* The row that getopt_long's return value c names, or NULL. */
-static const struct mkfs_opt *sfs_mkfs_opt_find(int c)
-{
-	if (c >= 256 && c < 256 + (int)G_N_ELEMENTS(mkfs_opts))
-		return &mkfs_opts[c - 256];
-	for (size_t i = 0; i < G_N_ELEMENTS(mkfs_opts); i++)
-		if (mkfs_opts[i].set && mkfs_opts[i].key == c)
-			return &mkfs_opts[i];
-	return NULL;
+	sfs_mkfs_cli_usage(out);
 }
 
 static int cmd_mkfs(int argc, char **argv)
 {
-	struct mkfs_cli cli = {.log_flex = -1};
+	struct sfs_mkfs_cli cli;
 	g_autofree char *features = NULL;
 	struct sfs_mkfs_params p;
 	struct sfs_bdev *bd = NULL;
@@ -668,32 +280,22 @@ static int cmd_mkfs(int argc, char **argv)
 	char *journal_path;	/* -J device=: an external journal */
 	bool journal_mid;	/* -j, -J, --preset: the contiguous
 				   journal in the middle groups */
-	struct option *longopts;
-	char *shortopts;
 	char *err = NULL;
 	struct stat st;
-	int c, rc = 0;
+	int rc = 0;
 
-	sfs_mkfs_defaults(&cli.p);
-	shortopts = sfs_mkfs_getopt_spec(&longopts);
-	opterr = 0;
-	optind = 0;
-	while (rc == 0 && !cli.help &&
-	       (c = getopt_long(argc, argv, shortopts, longopts, NULL)) != -1) {
-		const struct mkfs_opt *o = sfs_mkfs_opt_find(c);
-
-		if (o)
-			rc = o->set(&cli, optarg);
-		else
-			rc = sfs_opt_error("mkfs", argv, c);
+	sfs_mkfs_cli_init(&cli);
+	if (sfs_mkfs_cli_parse(&cli, argc, argv, &err)) {
+		sfs_mkfs_failed(-EINVAL, err);
+		err = NULL;
+		rc = SFS_EXIT_USAGE;
 	}
-	g_free(shortopts);
-	g_free(longopts);
 	if (rc == 0 && !cli.help) {
 		have_size = argc - optind == 2 &&
 			    sfs_parse_size(argv[optind + 1], &size) == 0 &&
 			    size > 0;
-		if (mkfs_resolve(&cli, have_size ? size : 0, &p, &err)) {
+		if (sfs_mkfs_cli_resolve(&cli, have_size ? size : 0, &p,
+					 &err)) {
 			sfs_mkfs_failed(-EINVAL, err);
 			rc = SFS_EXIT_USAGE;
 		}
@@ -828,8 +430,8 @@ static int cmd_mkfs(int argc, char **argv)
 	{
 		uint64_t keep = p.size_bytes;
 
-		rc = mkfs_resolve(&cli, keep ? keep : sfs_bdev_size_bytes(bd),
-				  &p, &err);
+		rc = sfs_mkfs_cli_resolve(
+		    &cli, keep ? keep : sfs_bdev_size_bytes(bd), &p, &err);
 		p.size_bytes = keep;
 	}
 	if (rc == 0)

@@ -41,6 +41,9 @@ usage_case "too many arguments" -w dd a.img b.img
 printf '%s\n' 'NTCreateX "\\clients\\client1" 0x1 0x2 16385 NT_STATUS_OK' \
 	'BogusOp 1 2' >"$dir/bad.txt"
 usage_case "bad.txt:2" --loadfile "$dir/bad.txt"
+usage_case "unknown feature: 'nosuch'" -w dd --mkfs '-O dir_index,nosuch'
+usage_case "bad inode size '100'" -w dd --mkfs '-I 100'
+usage_case "'preset' needs a preset=" -w dd --mkfs preset
 
 # the same command twice: the same output and the same stats, byte for byte
 for k in 1 2; do
@@ -65,6 +68,28 @@ check "dbench 16 clients: Throughput line" grep -q "^Throughput .* 16 clients" "
 check "dbench 16 clients: same output twice" cmp -s "$dir/db1.out" "$dir/db2.out"
 check "dbench 16 clients: same stats JSON twice" cmp -s "$dir/d1.json" "$dir/d2.json"
 check "dbench 16 clients: image e2fsck-clean" fsck_clean "$dir/db1.img"
+
+# --mkfs: the fresh image has the features asked for, the preset's era's
+# with "preset"; without it, none of them
+features() { dumpe2fs -h "$1" 2>/dev/null | sed -n 's/^Filesystem features: *//p'; }
+isize() { dumpe2fs -h "$1" 2>/dev/null | awk '/^Inode size:/ {print $3}'; }
+"$SIMFS" run -q -o preset=ext2 --size 256M --mkfs '-O dir_index,flex_bg -I 128' \
+	-w dd,size=4M "$dir/mk1.img" >"$dir/mk1.out" 2>&1
+check "--mkfs words: dir_index and flex_bg ($(features "$dir/mk1.img"))" \
+	bash -c '[[ " $1 " == *" dir_index "* && " $1 " == *" flex_bg "* ]]' _ \
+	"$(features "$dir/mk1.img")"
+check "--mkfs words: 128-byte inodes" test "$(isize "$dir/mk1.img")" = 128
+check "--mkfs words: image e2fsck-clean" fsck_clean "$dir/mk1.img"
+"$SIMFS" run -q -o preset=ext4 --size 256M --mkfs preset \
+	-w dd,size=4M "$dir/mk2.img" >"$dir/mk2.out" 2>&1
+f=$(features "$dir/mk2.img")
+check "--mkfs preset, ext4: the 2009 features ($f)" \
+	bash -c 'for x in has_journal resize_inode dir_index extent flex_bg huge_file dir_nlink extra_isize; do [[ " $1 " == *" $x "* ]] || exit 1; done' _ "$f"
+check "--mkfs preset: image e2fsck-clean" fsck_clean "$dir/mk2.img"
+"$SIMFS" run -q -o preset=ext2 --size 256M -w dd,size=4M "$dir/mk3.img" \
+	>"$dir/mk3.out" 2>&1
+check "no --mkfs: no dir_index ($(features "$dir/mk3.img"))" \
+	bash -c '[[ " $1 " != *" dir_index "* ]]' _ "$(features "$dir/mk3.img")"
 
 # a workload that does not fit: exit 1, the error as dd gives it, clean
 "$SIMFS" run -q -o device=ideal --size 32M -w dd,size=100M "$dir/full.img" \

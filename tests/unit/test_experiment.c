@@ -362,6 +362,17 @@ static const struct {
      "bad plot 'pie'"},
     {"[system a]\n[workload dd]\n[table t]\nmetric = mb_s\ncolour = red\n", 5,
      "unknown key 'colour' in [table t]"},
+    {"[system a]\nmkfs = -O dir_index,bogus\n[workload dd]\n", 2,
+     "mkfs of [system a]: unknown feature: 'bogus'"},
+    {"[system a]\nmkfs = -b 3000\n[workload dd]\n", 2,
+     "mkfs of [system a]: bad block size '3000'"},
+    {"[system a]\nmkfs = image.img\n[workload dd]\n", 2,
+     "'image.img' is not a simfs mkfs option"},
+    {"[system a]\nmkfs = -F\n[workload dd]\n", 2, "-F: only for"},
+    {"[system a]\nmkfs = preset\n[workload dd]\n", 2,
+     "'preset' needs a preset="},
+    {"[global]\nmkfs = -G 4\n[system a]\n[workload dd]\n", 3,
+     "mkfs of [system a]: -G needs the flex_bg feature"},
     {"[system a]\n", 0, "no [workload NAME] section"},
     {"[workload dd]\n", 0, "no [system NAME] section"},
     {"[system a]\n[workload dd]\nspec = dd\xff\n", 3, "not UTF-8"},
@@ -397,6 +408,46 @@ static void test_experiment_bad_files(void **state)
 	}
 }
 
+/*
+ * mkfs = in [global] is every system's, one in [system X] its own; both
+ * become simfs run --mkfs WORDS, "preset" unchanged (simfs run reads it
+ * against the system's preset).
+ */
+static void test_experiment_mkfs(void **state)
+{
+	struct sfs_experiment *x =
+	    xpt_good(*state, "[global]\nmkfs = preset\n"
+			     "[system old]\noptions = preset=ext3\n"
+			     "[system htree]\noptions = preset=ext3\n"
+			     "mkfs = -I 128 -O has_journal,dir_index\n"
+			     "[workload dd]\n");
+	static const char *const a[] = {"-q",
+					"--results",
+					"cells/old.dd.r0/results.csv",
+					"-o",
+					"preset=ext3,stats=cells/old.dd.r0/"
+					"stats.json",
+					"--size",
+					"1G",
+					"--mkfs",
+					"preset",
+					"--seed",
+					"1",
+					"-w",
+					"dd",
+					NULL};
+
+	assert_int_equal(x->ncells, 2);
+	assert_string_equal(x->systems[0].mkfs, "preset");
+	assert_string_equal(x->systems[1].mkfs,
+			    "-I 128 -O has_journal,dir_index");
+	xpt_argv_is(x->cells[0].argv, a);
+	assert_string_equal(x->cells[1].argv[7], "--mkfs");
+	assert_string_equal(x->cells[1].argv[8],
+			    "-I 128 -O has_journal,dir_index");
+	sfs_experiment_free(x);
+}
+
 static void test_experiment_missing_file(void **state)
 {
 	struct xpt *t = *state;
@@ -423,6 +474,8 @@ int main(void)
 					    xpt_setup, xpt_teardown),
 	    cmocka_unit_test_setup_teardown(test_experiment_bad_files,
 					    xpt_setup, xpt_teardown),
+	    cmocka_unit_test_setup_teardown(test_experiment_mkfs, xpt_setup,
+					    xpt_teardown),
 	    cmocka_unit_test_setup_teardown(test_experiment_missing_file,
 					    xpt_setup, xpt_teardown),
 	};
