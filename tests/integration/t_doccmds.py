@@ -18,7 +18,8 @@
    once with each optional part, each alternative of an `a|b` choice.
    Every option a command line uses must also be in `simfs CMD --help`.
 2. `bench/...` and `tests/...` scripts named in those lines exist, are
-   executable and take the options shown (their getopts string).
+   executable and take the options shown (their getopts string, or
+   the letters they hand bench/lib.sh's parse_opts).
 3. `simfs mount --help`'s -o knobs and the option table of
    doc/user-guide.md section 3 name the same knobs; so do `simfs mkfs
    --help` and the section 2 table.
@@ -407,8 +408,14 @@ def check_script(where, words):
         fail(f"{where}: {' '.join(words)}", f"{words[0]} is not an "
              "executable file of the repository")
         return
-    m = re.search(r"getopts\s+[\"']?([\w:]+)", path.read_text())
+    text = path.read_text()
+    m = re.search(r"getopts\s+[\"']?([\w:]+)", text)
     letters = set(m.group(1).replace(":", "")) if m else set()
+    # bench/lib.sh's parse_opts: `parse_opts L=VAR [L=VAR=VALUE]... --`
+    # (each L an option letter; -h always)
+    m = re.search(r"^\s*parse_opts\s+(.*?)\s+--", text, re.M)
+    if m:
+        letters |= {spec[0] for spec in m.group(1).split()} | {"h"}
     bad = [w for w in words[1:] if re.match(r"-[A-Za-z]", w)
            and w[1] not in letters]
     if bad:

@@ -86,7 +86,7 @@ static void test_words_bad(void **state)
 	    {"-F", "-F: only for simfs mkfs itself"},
 	    {"-J device=j.img", "-J device=: only for simfs mkfs itself"},
 	    {"-O 'unclosed", "mkfs options"},
-	    {"-O metadata_csum", "metadata_csum"},
+	    {"-O meta_bg", "meta_bg"},
 	    {"preset", "'preset' needs a preset="},
 	};
 
