@@ -37,10 +37,6 @@
 
 #include "workload.h"
 
-#define IZ_MAX_THREADS 1024u
-#define IZ_MAX_RECORD (16ull << 20) /* iozone's MAXBUFFERSIZE */
-#define IZ_MAX_SIZE (1ull << 50)
-#define IZ_SECTOR 512u
 #define IZ_STRIDE 17u /* iozone -j default: 17 records */
 
 enum iz_test {
@@ -270,34 +266,10 @@ static int iz_init(const struct sfs_wl_value *v, void **st_out, char **err)
 	int rc;
 
 	*st_out = NULL;
-	if (threads < 1 || threads > IZ_MAX_THREADS) {
-		*err = g_strdup_printf("threads must be 1..%u (got %s)",
-				       IZ_MAX_THREADS, v[P_THREADS].s);
-		return -EINVAL;
-	}
-	if (size == 0 || size > IZ_MAX_SIZE) {
-		*err = g_strdup_printf("size must be 1 byte .. 1P (got %s)",
-				       v[P_SIZE].s);
-		return -EINVAL;
-	}
-	if (rec == 0 || rec > IZ_MAX_RECORD || rec > size) {
-		*err = g_strdup_printf("record must be 1 byte .. min(16M, "
-				       "size) (got record=%s size=%s)",
-				       v[P_RECORD].s, v[P_SIZE].s);
-		return -EINVAL;
-	}
-	if (size % rec) {
-		*err = g_strdup_printf("size=%s is not a whole number of "
-				       "records of %s",
-				       v[P_SIZE].s, v[P_RECORD].s);
-		return -EINVAL;
-	}
-	if (v[P_DIRECT].u && rec % IZ_SECTOR) {
-		*err = g_strdup_printf("direct needs record in whole %u-byte "
-				       "sectors (got %s)",
-				       IZ_SECTOR, v[P_RECORD].s);
-		return -EINVAL;
-	}
+	rc = sfs_wl_check_thread_files(&v[P_THREADS], &v[P_SIZE], &v[P_RECORD],
+				       "record", v[P_DIRECT].u, err);
+	if (rc)
+		return rc;
 	st = g_new0(struct iz_state, 1);
 	rc = iz_parse_tests(st, v[P_TESTS].s, err);
 	if (rc) {
@@ -536,11 +508,7 @@ static void iz_report(void *vst, const struct sfs_wl_result *r, FILE *out)
 				    (double)(ph->end_ns - ph->start_ns));
 	}
 	fprintf(out, "\n\niozone test complete.\n");
-	if (r->mismatches)
-		fprintf(out,
-			"iozone: %" PRIu64 " operations failed; the first: "
-			"%s\n",
-			r->mismatches, r->first_error_what);
+	sfs_wl_report_failures(out, "iozone", r);
 }
 
 /*

@@ -32,11 +32,7 @@
 
 #include "workload.h"
 
-#define TB_MAX_THREADS 1024u
-#define TB_MAX_SIZE (1ull << 50)
-#define TB_MAX_BLOCK (16ull << 20)
 #define TB_MAX_RANDOM (1ull << 32)
-#define TB_SECTOR 512u
 #define TB_MB (1024.0 * 1024.0) /* tiotest's megabyte */
 
 enum tb_phase { TB_WRITE = 0, TB_RWRITE, TB_READ, TB_RREAD, TB_NPHASES };
@@ -141,36 +137,13 @@ static int tb_init(const struct sfs_wl_value *v, void **st_out, char **err)
 	struct tb_state *st;
 	uint64_t threads = v[P_THREADS].u, size = v[P_SIZE].u,
 		 block = v[P_BLOCK].u;
+	int rc;
 
 	*st_out = NULL;
-	if (threads < 1 || threads > TB_MAX_THREADS) {
-		*err = g_strdup_printf("threads must be 1..%u (got %s)",
-				       TB_MAX_THREADS, v[P_THREADS].s);
-		return -EINVAL;
-	}
-	if (size == 0 || size > TB_MAX_SIZE) {
-		*err = g_strdup_printf("size must be 1 byte .. 1P (got %s)",
-				       v[P_SIZE].s);
-		return -EINVAL;
-	}
-	if (block == 0 || block > TB_MAX_BLOCK || block > size) {
-		*err = g_strdup_printf("block must be 1 byte .. min(16M, size) "
-				       "(got block=%s size=%s)",
-				       v[P_BLOCK].s, v[P_SIZE].s);
-		return -EINVAL;
-	}
-	if (size % block) {
-		*err = g_strdup_printf("size=%s is not a whole number of "
-				       "blocks of %s",
-				       v[P_SIZE].s, v[P_BLOCK].s);
-		return -EINVAL;
-	}
-	if (v[P_DIRECT].u && block % TB_SECTOR) {
-		*err = g_strdup_printf("direct needs block in whole %u-byte "
-				       "sectors (got %s)",
-				       TB_SECTOR, v[P_BLOCK].s);
-		return -EINVAL;
-	}
+	rc = sfs_wl_check_thread_files(&v[P_THREADS], &v[P_SIZE], &v[P_BLOCK],
+				       "block", v[P_DIRECT].u, err);
+	if (rc)
+		return rc;
 	if (v[P_RANDOM].u > TB_MAX_RANDOM) {
 		*err = g_strdup_printf("random must be 0..%llu (got %s)",
 				       (unsigned long long)TB_MAX_RANDOM,
@@ -389,11 +362,7 @@ static void tb_report(void *vst, const struct sfs_wl_result *r, FILE *out)
 			100.0 * (double)o10 / (double)ios,
 			cpu > 0 ? rate / (cpu / 100.0) : 0.0);
 	}
-	if (r->mismatches)
-		fprintf(out,
-			"tiobench: %" PRIu64 " operations failed; the "
-			"first: %s\n",
-			r->mismatches, r->first_error_what);
+	sfs_wl_report_failures(out, "tiobench", r);
 }
 
 /*
