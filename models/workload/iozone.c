@@ -407,6 +407,44 @@ static void iz_size_arg(char *buf, size_t len, uint64_t bytes)
 		snprintf(buf, len, "%.3fk", (double)bytes / 1024.0);
 }
 
+/* The throughput figures of one test over the children that finished it. */
+struct iz_sum {
+	unsigned seen;	   /* children that started and ended it */
+	double children;   /* sum of their kB/s: "Children see" */
+	double parent;	   /* all kB over first start to last end */
+	double minr, maxr; /* slowest and fastest child, kB/s */
+	double minx;	   /* fewest kB a child moved */
+};
+
+/* iozone's figures of test ti (index into st->tests); a child's time is
+ * at least iozone's time_res, 1 us. */
+static struct iz_sum iz_sum_test(const struct iz_state *st, unsigned ti)
+{
+	struct iz_sum m = {0};
+	sfs_ns_t first = UINT64_MAX, last = 0;
+	double total_kb = 0;
+
+	for (unsigned c = 0; c < st->threads; c++) {
+		const struct iz_span *sp = &st->span[c * st->ntests + ti];
+		if (!sp->started || !sp->ended)
+			continue;
+		double kb = (double)sp->bytes / 1024.0;
+		double secs = (double)(sp->end_ns - sp->start_ns) / 1e9;
+		double rate = kb / MAX(secs, 1e-6); /* time_res */
+		m.children += rate;
+		total_kb += kb;
+		m.minr = m.seen ? MIN(m.minr, rate) : rate;
+		m.maxr = m.seen ? MAX(m.maxr, rate) : rate;
+		m.minx = m.seen ? MIN(m.minx, kb) : kb;
+		first = MIN(first, sp->start_ns);
+		last = MAX(last, sp->end_ns);
+		m.seen++;
+	}
+	if (m.seen)
+		m.parent = total_kb / MAX((double)(last - first) / 1e9, 1e-6);
+	return m;
+}
+
 static void iz_report(void *vst, const struct sfs_wl_result *r, FILE *out)
 {
 	struct iz_state *st = vst;
@@ -447,55 +485,34 @@ static void iz_report(void *vst, const struct sfs_wl_result *r, FILE *out)
 
 	for (unsigned i = 0; i < st->ntests; i++) {
 		enum iz_test t = st->tests[i];
-		double children = 0, minr = 0, maxr = 0, minx = 0, total_kb = 0;
-		sfs_ns_t first = UINT64_MAX, last = 0;
-		unsigned seen = 0;
+		struct iz_sum m = iz_sum_test(st, i);
 
-		for (unsigned c = 0; c < st->threads; c++) {
-			const struct iz_span *sp =
-			    &st->span[c * st->ntests + i];
-			if (!sp->started || !sp->ended)
-				continue;
-			double kb = (double)sp->bytes / 1024.0;
-			double secs = (double)(sp->end_ns - sp->start_ns) / 1e9;
-			double rate = kb / MAX(secs, 1e-6); /* time_res */
-			children += rate;
-			total_kb += kb;
-			minr = seen ? MIN(minr, rate) : rate;
-			maxr = seen ? MAX(maxr, rate) : rate;
-			minx = seen ? MIN(minx, kb) : kb;
-			first = MIN(first, sp->start_ns);
-			last = MAX(last, sp->end_ns);
-			seen++;
-		}
 		fprintf(out, "\n");
-		if (!seen) {
+		if (!m.seen) {
 			fprintf(out, "\t%s: not run\n", iz_tests[t].name);
 			continue;
 		}
-		double psecs = (double)(last - first) / 1e9;
 		fprintf(out,
 			"\tChildren see throughput for %2u %s \t= %10.2f "
 			"kB/sec\n",
-			st->threads, iz_tests[t].what, children);
+			st->threads, iz_tests[t].what, m.children);
 		fprintf(out,
 			"\tParent sees throughput for %2u %s \t= %10.2f "
 			"kB/sec\n",
-			st->threads, iz_tests[t].what,
-			total_kb / MAX(psecs, 1e-6));
+			st->threads, iz_tests[t].what, m.parent);
 		fprintf(out,
 			"\tMin throughput per process \t\t\t= %10.2f "
 			"kB/sec \n",
-			minr);
+			m.minr);
 		fprintf(out,
 			"\tMax throughput per process \t\t\t= %10.2f "
 			"kB/sec\n",
-			maxr);
+			m.maxr);
 		fprintf(out,
 			"\tAvg throughput per process \t\t\t= %10.2f "
 			"kB/sec\n",
-			children / seen);
-		fprintf(out, "\tMin xfer \t\t\t\t\t= %10.2f kB\n", minx);
+			m.children / m.seen);
+		fprintf(out, "\tMin xfer \t\t\t\t\t= %10.2f kB\n", m.minx);
 		const struct sfs_wl_phase *ph =
 		    sfs_wl_result_phase(r, iz_tests[t].name);
 		if (ph && ph->end_ns > ph->start_ns)
@@ -525,31 +542,15 @@ static void iz_metrics(void *vst, const struct sfs_wl_result *r,
 	(void)r;
 	for (unsigned i = 0; i < st->ntests; i++) {
 		enum iz_test t = st->tests[i];
-		double children = 0, total_kb = 0;
-		sfs_ns_t first = UINT64_MAX, last = 0;
-		unsigned seen = 0;
+		struct iz_sum m = iz_sum_test(st, i);
 
-		for (unsigned c = 0; c < st->threads; c++) {
-			const struct iz_span *sp =
-			    &st->span[c * st->ntests + i];
-			if (!sp->started || !sp->ended)
-				continue;
-			double kb = (double)sp->bytes / 1024.0;
-			double secs = (double)(sp->end_ns - sp->start_ns) / 1e9;
-			children += kb / MAX(secs, 1e-6);
-			total_kb += kb;
-			first = MIN(first, sp->start_ns);
-			last = MAX(last, sp->end_ns);
-			seen++;
-		}
-		if (!seen)
+		if (!m.seen)
 			continue;
-		double psecs = (double)(last - first) / 1e9;
-		emit(ctx, iz_tests[t].name, "children_kb_s", children, "kB/s");
-		emit(ctx, iz_tests[t].name, "children_mb_s", children / 1024.0,
-		     "MB/s");
-		emit(ctx, iz_tests[t].name, "parent_kb_s",
-		     total_kb / MAX(psecs, 1e-6), "kB/s");
+		emit(ctx, iz_tests[t].name, "children_kb_s", m.children,
+		     "kB/s");
+		emit(ctx, iz_tests[t].name, "children_mb_s",
+		     m.children / 1024.0, "MB/s");
+		emit(ctx, iz_tests[t].name, "parent_kb_s", m.parent, "kB/s");
 	}
 }
 

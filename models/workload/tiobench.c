@@ -291,6 +291,53 @@ static int tb_next(void *vst, unsigned c, sfs_ns_t now, struct sfs_wop *out,
 	}
 }
 
+/* What the threads' spans of one phase add up to. */
+struct tb_sum {
+	uint64_t ios;		  /* requests timed */
+	uint64_t over2s, over10s; /* of them, slower than 2 s and 10 s */
+	double lat_sum;		  /* ns, all requests */
+	sfs_ns_t lat_max;
+	sfs_ns_t ns; /* the threads' span, the phase's own if that is empty */
+};
+
+/* Phase p's sums over the threads; ios 0 when it did not run (ph, its
+ * result phase, NULL). */
+static struct tb_sum tb_sum_phase(const struct tb_state *st, unsigned p,
+				  const struct sfs_wl_phase *ph)
+{
+	struct tb_sum m = {0};
+	sfs_ns_t first = UINT64_MAX, last = 0;
+
+	for (unsigned c = 0; c < st->threads; c++) {
+		const struct tb_span *sp = &st->span[c * TB_NPHASES + p];
+		if (!sp->started)
+			continue;
+		first = MIN(first, sp->start_ns);
+		last = MAX(last, sp->end_ns);
+		m.ios += sp->ios;
+		m.over2s += sp->over2s;
+		m.over10s += sp->over10s;
+		m.lat_sum += (double)sp->lat_sum_ns;
+		m.lat_max = MAX(m.lat_max, sp->lat_max_ns);
+	}
+	if (!ph) {
+		m.ios = 0;
+		return m;
+	}
+	m.ns = last > first ? last - first : ph->end_ns - ph->start_ns;
+	return m;
+}
+
+/* tiotest's Rate of phase p over ns: its bytes in MB/s (0 for no time). */
+static double tb_rate(unsigned p, const struct sfs_wl_phase *ph, sfs_ns_t ns)
+{
+	double secs = (double)ns / 1e9;
+	double bytes =
+	    (double)(tb_phases[p].writes ? ph->bytes_written : ph->bytes_read);
+
+	return secs > 0 ? bytes / TB_MB / secs : 0;
+}
+
 static void tb_report(void *vst, const struct sfs_wl_result *r, FILE *out)
 {
 	struct tb_state *st = vst;
@@ -309,9 +356,7 @@ static void tb_report(void *vst, const struct sfs_wl_result *r, FILE *out)
 		enum tb_phase p = tb_table_order[i];
 		const struct sfs_wl_phase *ph =
 		    sfs_wl_result_phase(r, tb_phases[p].name);
-		sfs_ns_t first = UINT64_MAX, last = 0, lat_max = 0;
-		uint64_t ios = 0, o2 = 0, o10 = 0;
-		double lat_sum = 0;
+		struct tb_sum m = tb_sum_phase(st, p, ph);
 
 		fprintf(out, "\n%s\n", tb_phases[p].title);
 		fprintf(out,
@@ -327,39 +372,22 @@ static void tb_report(void *vst, const struct sfs_wl_result *r, FILE *out)
 		    "---------------------------- ------ ----- ---  "
 		    "------ ------ --------- -----------  -------- -------- "
 		    "-----\n");
-		for (unsigned c = 0; c < st->threads; c++) {
-			const struct tb_span *sp =
-			    &st->span[c * TB_NPHASES + p];
-			if (!sp->started)
-				continue;
-			first = MIN(first, sp->start_ns);
-			last = MAX(last, sp->end_ns);
-			ios += sp->ios;
-			o2 += sp->over2s;
-			o10 += sp->over10s;
-			lat_sum += (double)sp->lat_sum_ns;
-			lat_max = MAX(lat_max, sp->lat_max_ns);
-		}
-		if (!ph || !ios) {
+		if (!m.ios) {
 			fprintf(out, "%-28s (not run)\n", "simfs");
 			continue;
 		}
-		/* the threads' span; the phase's own if that is empty */
-		sfs_ns_t ns =
-		    last > first ? last - first : ph->end_ns - ph->start_ns;
-		double secs = (double)ns / 1e9;
-		double bytes = (double)(tb_phases[p].writes ? ph->bytes_written
-							    : ph->bytes_read);
-		double rate = secs > 0 ? bytes / TB_MB / secs : 0;
+		double secs = (double)m.ns / 1e9;
+		double rate = tb_rate(p, ph, m.ns);
 		double cpu =
 		    secs > 0 ? 100.0 * (double)ph->cpu_ns / 1e9 / secs : 0;
 		fprintf(out,
 			"%-28s %6" PRIu64 " %5" PRIu64 " %3u %7.2f %5.2f%% "
 			"%9.3f %11.2f  %8.5f %8.5f %5.0f\n",
 			"simfs", total_mb, st->block_bytes, st->threads, rate,
-			cpu, lat_sum / (double)ios / 1e6, (double)lat_max / 1e6,
-			100.0 * (double)o2 / (double)ios,
-			100.0 * (double)o10 / (double)ios,
+			cpu, m.lat_sum / (double)m.ios / 1e6,
+			(double)m.lat_max / 1e6,
+			100.0 * (double)m.over2s / (double)m.ios,
+			100.0 * (double)m.over10s / (double)m.ios,
 			cpu > 0 ? rate / (cpu / 100.0) : 0.0);
 	}
 	sfs_wl_report_failures(out, "tiobench", r);
@@ -381,31 +409,14 @@ static void tb_metrics(void *vst, const struct sfs_wl_result *r,
 		enum tb_phase p = tb_table_order[i];
 		const struct sfs_wl_phase *ph =
 		    sfs_wl_result_phase(r, tb_phases[p].name);
-		sfs_ns_t first = UINT64_MAX, last = 0;
-		uint64_t ios = 0;
-		double lat_sum = 0;
+		struct tb_sum m = tb_sum_phase(st, p, ph);
 
-		for (unsigned c = 0; c < st->threads; c++) {
-			const struct tb_span *sp =
-			    &st->span[c * TB_NPHASES + p];
-			if (!sp->started)
-				continue;
-			first = MIN(first, sp->start_ns);
-			last = MAX(last, sp->end_ns);
-			ios += sp->ios;
-			lat_sum += (double)sp->lat_sum_ns;
-		}
-		if (!ph || !ios)
+		if (!m.ios)
 			continue;
-		sfs_ns_t ns =
-		    last > first ? last - first : ph->end_ns - ph->start_ns;
-		double secs = (double)ns / 1e9;
-		double bytes = (double)(tb_phases[p].writes ? ph->bytes_written
-							    : ph->bytes_read);
-		emit(ctx, tb_phases[p].name, "rate_mb_s",
-		     secs > 0 ? bytes / TB_MB / secs : 0, "MB/s");
+		emit(ctx, tb_phases[p].name, "rate_mb_s", tb_rate(p, ph, m.ns),
+		     "MB/s");
 		emit(ctx, tb_phases[p].name, "avg_latency_ms",
-		     lat_sum / (double)ios / 1e6, "ms");
+		     m.lat_sum / (double)m.ios / 1e6, "ms");
 	}
 }
 
