@@ -871,8 +871,11 @@ static int db_expand(struct db_state *st, struct db_client *c,
 		p->expect = SFS_WOP_ANY;
 		break;
 	case DB_RMDIR:
+	case DB_UNLINK:
 		db_resolve(c, path, def->resolve, def->resolve, SFS_WOP_ANY);
-		p = db_push(c, SFS_WOP_RMDIR, def->label, path);
+		p = db_push(c,
+			    l->op == DB_RMDIR ? SFS_WOP_RMDIR : SFS_WOP_UNLINK,
+			    def->label, path);
 		p->expect = expect;
 		if (l->status == DB_ST_OK)
 			db_live_remove(c, path);
@@ -908,13 +911,6 @@ static int db_expand(struct db_state *st, struct db_client *c,
 			p->fd = (int)l->arg[0];
 			p->expect = SFS_WOP_ANY;
 		}
-		break;
-	case DB_UNLINK:
-		db_resolve(c, path, def->resolve, def->resolve, SFS_WOP_ANY);
-		p = db_push(c, SFS_WOP_UNLINK, def->label, path);
-		p->expect = expect;
-		if (l->status == DB_ST_OK)
-			db_live_remove(c, path);
 		break;
 	case DB_FIND_FIRST:
 		db_findfirst(c, l, path, expect);
