@@ -25,6 +25,7 @@
 #include <glib.h>
 
 #include "devmodel.h"
+#include "testsupport.h"
 
 #define KiB 1024ULL
 #define MiB (1024ULL * 1024)
@@ -36,11 +37,8 @@ static struct sfs_devmodel *mk(const char *spec)
 	char *err = NULL;
 	int rc = sfs_devmodel_new(spec, &m, &err);
 
-	if (rc)
-		print_error("%s: %s\n", spec, err ? err : "?");
-	assert_int_equal(rc, 0);
+	sfs_test_spec_ok(spec, rc, err);
 	assert_non_null(m);
-	g_free(err);
 	return m;
 }
 
