@@ -529,13 +529,16 @@ void sfs_wl_rng_seed(struct sfs_wl_rng *r, uint64_t seed)
 	r->s = seed;
 }
 
-uint64_t sfs_wl_rng_next(struct sfs_wl_rng *r)
+uint64_t sfs_wl_mix(uint64_t z)
 {
-	uint64_t z = (r->s += 0x9e3779b97f4a7c15ULL);
-
 	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
 	z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
 	return z ^ (z >> 31);
+}
+
+uint64_t sfs_wl_rng_next(struct sfs_wl_rng *r)
+{
+	return sfs_wl_mix(r->s += 0x9e3779b97f4a7c15ULL);
 }
 
 uint64_t sfs_wl_rng_below(struct sfs_wl_rng *r, uint64_t n)

@@ -287,7 +287,7 @@ int sfs_wl_check_thread_files(const struct sfs_wl_value *threads,
 const char *sfs_wop_name(enum sfs_wop_type t);
 
 /*
- * Deterministic pseudo-random numbers for generators (xorshift-style,
+ * Deterministic pseudo-random numbers for generators (SplitMix64,
  * seeded): the same seed gives the same sequence on every machine.
  */
 struct sfs_wl_rng {
@@ -297,5 +297,9 @@ void sfs_wl_rng_seed(struct sfs_wl_rng *r, uint64_t seed);
 uint64_t sfs_wl_rng_next(struct sfs_wl_rng *r);
 /* Uniform in [0, n) (n > 0). */
 uint64_t sfs_wl_rng_below(struct sfs_wl_rng *r, uint64_t n);
+/* The generator's output function (SplitMix64's finalizer): a bijection
+ * of 64-bit words that scatters nearby inputs, for keys and hashes drawn
+ * from a seed (iozone's record permutation). */
+uint64_t sfs_wl_mix(uint64_t z);
 
 #endif /* SFS_WORKLOAD_H */

@@ -139,13 +139,6 @@ static const struct sfs_wl_param iz_params[] = {
 
 /* ---- the random permutation of records ---- */
 
-static uint64_t iz_mix(uint64_t z)
-{
-	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-	z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-	return z ^ (z >> 31);
-}
-
 /* One pass of a 4-round Feistel network over 2 * half bits. */
 static uint64_t iz_feistel(uint64_t x, unsigned half, uint64_t key)
 {
@@ -153,7 +146,7 @@ static uint64_t iz_feistel(uint64_t x, unsigned half, uint64_t key)
 	uint64_t l = x >> half, r = x & mask;
 
 	for (unsigned i = 0; i < 4; i++) {
-		uint64_t f = iz_mix(r ^ key ^ ((uint64_t)i << 56)) & mask;
+		uint64_t f = sfs_wl_mix(r ^ key ^ ((uint64_t)i << 56)) & mask;
 		uint64_t t = l ^ f;
 		l = r;
 		r = t;
@@ -195,8 +188,8 @@ static uint64_t iz_record(const struct iz_state *st, enum iz_test t, unsigned c,
 	case IZ_RANDREAD:
 	case IZ_RANDWRITE:
 		return iz_perm(k, n, st->feistel_half,
-			       iz_mix(st->seed * 0x100000001b3ULL + t) ^
-				   iz_mix(c + 1));
+			       sfs_wl_mix(st->seed * 0x100000001b3ULL + t) ^
+				   sfs_wl_mix(c + 1));
 	default:
 		return k;
 	}
