@@ -211,9 +211,29 @@ static int bd_hook_before(struct sfs_bdev *bd, const struct sfs_io_req *req)
 	return rc;
 }
 
-/* Count the request and tell the hook how it ended; returns rc. */
-static int bd_finish(struct sfs_bdev *bd, const struct sfs_io_req *req, int rc)
+/*
+ * Every request goes through bd_begin and bd_end around the backend's
+ * call.  bd_begin asks the hook first (its -errno refuses the request)
+ * and, when it may go on, makes req->cat the category sfs_bdev_req_cat
+ * reports to the backend; *prev keeps the one before, for nesting.
+ */
+static int bd_begin(struct sfs_bdev *bd, const struct sfs_io_req *req,
+		    enum sfs_io_cat *prev)
 {
+	int rc = bd_hook_before(bd, req);
+
+	*prev = bd->cur_cat;
+	if (!rc)
+		bd->cur_cat = req->cat;
+	return rc;
+}
+
+/* Restore the category, count the request and tell the hook how it
+ * ended; returns rc. */
+static int bd_end(struct sfs_bdev *bd, const struct sfs_io_req *req,
+		  enum sfs_io_cat prev, int rc)
+{
+	bd->cur_cat = prev;
 	bd_account(bd, req, rc);
 	if (bd->hook)
 		bd->hook(bd->hook_arg, req, true, rc);
@@ -231,14 +251,10 @@ int sfs_bdev_read(struct sfs_bdev *bd, enum sfs_io_cat cat, uint64_t off,
 	rc = bd_check(bd, cat, off, len, buf, true);
 	if (rc)
 		return rc;
-	rc = bd_hook_before(bd, &req);
-	if (!rc) {
-		prev = bd->cur_cat;
-		bd->cur_cat = cat;
+	rc = bd_begin(bd, &req, &prev);
+	if (!rc)
 		rc = bd->ops->read(bd, off, buf, len);
-		bd->cur_cat = prev;
-	}
-	return bd_finish(bd, &req, rc);
+	return bd_end(bd, &req, prev, rc);
 }
 
 /* Gather iov[0..iovcnt) (len bytes) into one buffer for ops->write. */
@@ -276,11 +292,9 @@ static int bd_write_req(struct sfs_bdev *bd, enum sfs_io_cat cat, uint64_t off,
 	rc = bd_check(bd, cat, off, len, iov ? (const void *)iov : buf, true);
 	if (rc)
 		return rc;
-	rc = bd_hook_before(bd, &req);
+	rc = bd_begin(bd, &req, &prev);
 	if (!rc) {
 		bd->known_zero = false;
-		prev = bd->cur_cat;
-		bd->cur_cat = cat;
 		if (!iov)
 			rc = bd->ops->write(bd, off, buf, len);
 		else if (iovcnt == 1)
@@ -289,9 +303,8 @@ static int bd_write_req(struct sfs_bdev *bd, enum sfs_io_cat cat, uint64_t off,
 			rc = bd->ops->writev(bd, off, iov, iovcnt, len);
 		else
 			rc = bd_gather_write(bd, off, iov, iovcnt, len);
-		bd->cur_cat = prev;
 	}
-	return bd_finish(bd, &req, rc);
+	return bd_end(bd, &req, prev, rc);
 }
 
 /* Write len bytes from buf at off: 0, -EINVAL (range) or -EIO. */
@@ -326,14 +339,10 @@ int sfs_bdev_flush(struct sfs_bdev *bd)
 	enum sfs_io_cat prev;
 	int rc;
 
-	rc = bd_hook_before(bd, &req);
-	if (!rc && bd->ops->flush) {
-		prev = bd->cur_cat;
-		bd->cur_cat = SFS_IO_OTHER;
+	rc = bd_begin(bd, &req, &prev);
+	if (!rc && bd->ops->flush)
 		rc = bd->ops->flush(bd);
-		bd->cur_cat = prev;
-	}
-	return bd_finish(bd, &req, rc);
+	return bd_end(bd, &req, prev, rc);
 }
 
 /* Zero [off, off+len) with plain writes through ops->write. */
@@ -371,10 +380,8 @@ int sfs_bdev_zero(struct sfs_bdev *bd, enum sfs_io_cat cat, uint64_t off,
 	rc = bd_check(bd, cat, off, len, NULL, false);
 	if (rc)
 		return rc;
-	rc = bd_hook_before(bd, &req);
+	rc = bd_begin(bd, &req, &prev);
 	if (!rc) {
-		prev = bd->cur_cat;
-		bd->cur_cat = cat;
 		rc = -EOPNOTSUPP;
 		if (bd->ops->zero)
 			rc = bd->ops->zero(bd, off, len);
@@ -382,9 +389,8 @@ int sfs_bdev_zero(struct sfs_bdev *bd, enum sfs_io_cat cat, uint64_t off,
 			bd->known_zero = false;
 			rc = bd_zero_by_writes(bd, off, len);
 		}
-		bd->cur_cat = prev;
 	}
-	return bd_finish(bd, &req, rc);
+	return bd_end(bd, &req, prev, rc);
 }
 
 int sfs_bdev_reserve(struct sfs_bdev *bd, uint64_t off, uint64_t len)

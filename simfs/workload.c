@@ -473,18 +473,72 @@ void sfs_wl_result_print(const struct sfs_wl_result *r, FILE *out)
 
 /* ---- the generator: splitmix64, seeded ---- */
 
+unsigned sfs_wl_one_client(void *st)
+{
+	(void)st;
+	return 1;
+}
+
+void sfs_wl_report_failures(FILE *out, const char *tool,
+			    const struct sfs_wl_result *r)
+{
+	if (r->mismatches)
+		fprintf(out,
+			"%s: %" PRIu64 " operations failed; the first: %s\n",
+			tool, r->mismatches, r->first_error_what);
+}
+
+int sfs_wl_check_thread_files(const struct sfs_wl_value *threads,
+			      const struct sfs_wl_value *size,
+			      const struct sfs_wl_value *rec,
+			      const char *rec_name, bool direct, char **err)
+{
+	if (threads->u < 1 || threads->u > SFS_WL_MAX_THREADS) {
+		*err = g_strdup_printf("threads must be 1..%u (got %s)",
+				       SFS_WL_MAX_THREADS, threads->s);
+		return -EINVAL;
+	}
+	if (size->u == 0 || size->u > SFS_WL_MAX_FILE) {
+		*err = g_strdup_printf("size must be 1 byte .. 1P (got %s)",
+				       size->s);
+		return -EINVAL;
+	}
+	if (rec->u == 0 || rec->u > SFS_WL_MAX_RECORD || rec->u > size->u) {
+		*err = g_strdup_printf("%s must be 1 byte .. min(16M, size) "
+				       "(got %s=%s size=%s)",
+				       rec_name, rec_name, rec->s, size->s);
+		return -EINVAL;
+	}
+	if (size->u % rec->u) {
+		*err = g_strdup_printf("size=%s is not a whole number of %ss "
+				       "of %s",
+				       size->s, rec_name, rec->s);
+		return -EINVAL;
+	}
+	if (direct && rec->u % SFS_WL_SECTOR) {
+		*err = g_strdup_printf("direct needs %s in whole %u-byte "
+				       "sectors (got %s)",
+				       rec_name, SFS_WL_SECTOR, rec->s);
+		return -EINVAL;
+	}
+	return 0;
+}
+
 void sfs_wl_rng_seed(struct sfs_wl_rng *r, uint64_t seed)
 {
 	r->s = seed;
 }
 
-uint64_t sfs_wl_rng_next(struct sfs_wl_rng *r)
+uint64_t sfs_wl_mix(uint64_t z)
 {
-	uint64_t z = (r->s += 0x9e3779b97f4a7c15ULL);
-
 	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
 	z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
 	return z ^ (z >> 31);
+}
+
+uint64_t sfs_wl_rng_next(struct sfs_wl_rng *r)
+{
+	return sfs_wl_mix(r->s += 0x9e3779b97f4a7c15ULL);
 }
 
 uint64_t sfs_wl_rng_below(struct sfs_wl_rng *r, uint64_t n)

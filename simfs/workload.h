@@ -250,11 +250,44 @@ void sfs_workload_write_metrics(struct sfs_workload *w,
 void sfs_wl_metric_row(FILE *out, const char *workload, const char *phase,
 		       const char *metric, double value, const char *unit);
 
+/* ---- helpers the workloads share ---- */
+
+/* The clients hook of a single-process benchmark (dd, tar, PostMark,
+ * compilebench): always one client. */
+unsigned sfs_wl_one_client(void *st);
+
+/*
+ * The line a report ends with when ops failed: "TOOL: N operations
+ * failed; the first: WHAT" (nothing when none did).  tool is the name the
+ * real benchmark prints its errors under ("tar" for untar).
+ */
+void sfs_wl_report_failures(FILE *out, const char *tool,
+			    const struct sfs_wl_result *r);
+
+/* Bounds of the thread-per-file workloads (iozone, tiobench). */
+#define SFS_WL_MAX_THREADS 1024u
+#define SFS_WL_MAX_FILE (1ull << 50)	/* 1P: bounds size / record */
+#define SFS_WL_MAX_RECORD (16ull << 20) /* iozone's MAXBUFFERSIZE */
+#define SFS_WL_SECTOR 512u		/* the O_DIRECT alignment demanded */
+
+/*
+ * The checks of a workload whose threads each work on a file of `size`
+ * bytes in reads and writes of `rec` bytes (iozone's record, tiobench's
+ * block; rec_name is the parameter's name): threads 1..SFS_WL_MAX_THREADS,
+ * size 1 byte..SFS_WL_MAX_FILE, rec 1 byte..min(SFS_WL_MAX_RECORD, size)
+ * dividing size, and with direct rec in whole SFS_WL_SECTOR sectors.
+ * 0, or -EINVAL with a one-line message naming the value in *err.
+ */
+int sfs_wl_check_thread_files(const struct sfs_wl_value *threads,
+			      const struct sfs_wl_value *size,
+			      const struct sfs_wl_value *rec,
+			      const char *rec_name, bool direct, char **err);
+
 /* The name of an op type ("write"). */
 const char *sfs_wop_name(enum sfs_wop_type t);
 
 /*
- * Deterministic pseudo-random numbers for generators (xorshift-style,
+ * Deterministic pseudo-random numbers for generators (SplitMix64,
  * seeded): the same seed gives the same sequence on every machine.
  */
 struct sfs_wl_rng {
@@ -264,5 +297,9 @@ void sfs_wl_rng_seed(struct sfs_wl_rng *r, uint64_t seed);
 uint64_t sfs_wl_rng_next(struct sfs_wl_rng *r);
 /* Uniform in [0, n) (n > 0). */
 uint64_t sfs_wl_rng_below(struct sfs_wl_rng *r, uint64_t n);
+/* The generator's output function (SplitMix64's finalizer): a bijection
+ * of 64-bit words that scatters nearby inputs, for keys and hashes drawn
+ * from a seed (iozone's record permutation). */
+uint64_t sfs_wl_mix(uint64_t z);
 
 #endif /* SFS_WORKLOAD_H */

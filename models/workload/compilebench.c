@@ -486,12 +486,6 @@ static int cb_init(const struct sfs_wl_value *v, void **st_out, char **err)
 	return 0;
 }
 
-static unsigned cb_clients(void *st)
-{
-	(void)st;
-	return 1;
-}
-
 static void cb_tree_name(const struct cb_state *s, unsigned t, char *buf,
 			 size_t sz)
 {
@@ -892,7 +886,7 @@ const struct sfs_workload_ops sfs_wl_compilebench_ops = {
 	   "to 1 MiB per call; no delete/stat of compiled trees.",
     .params = cb_params,
     .init = cb_init,
-    .clients = cb_clients,
+    .clients = sfs_wl_one_client,
     .next = cb_next,
     .report = cb_report,
     .metrics = cb_metrics,

@@ -146,18 +146,9 @@ enum db_role {
 
 /* One queued operation; owns its strings. */
 struct db_pend {
-	enum sfs_wop_type type;
-	int fd;
-	char *path;
-	char *path2;
-	uint64_t off;	       /* bytes */
-	uint64_t len;	       /* bytes */
-	uint32_t flags;	       /* open(2) flags */
-	uint32_t mode;	       /* permission bits */
-	sfs_ns_t think_ns;     /* before the op */
-	int expect;	       /* 0, -errno or SFS_WOP_ANY */
-	const char *label;     /* static */
-	const char *phase;     /* static, or NULL */
+	struct sfs_wop op;     /* as handed out: path and path2 this
+				  pend's own (g_strdup), label and phase
+				  static */
 	enum db_role role;     /* for done() */
 	const char *aux_label; /* RESOLVE: the label of the parent scan */
 	bool added;	       /* CREATE: the live set got path from it */
@@ -507,8 +498,8 @@ out:
 
 static void db_pend_clear(struct db_pend *p)
 {
-	g_free(p->path);
-	g_free(p->path2);
+	g_free((char *)p->op.path);
+	g_free((char *)p->op.path2);
 	memset(p, 0, sizeof(*p));
 }
 
@@ -524,9 +515,9 @@ static void db_handle_free(gpointer p)
 static struct db_pend *db_push(struct db_client *c, enum sfs_wop_type t,
 			       const char *label, const char *path)
 {
-	struct db_pend p = {.type = t, .label = label};
+	struct db_pend p = {.op = {.type = t, .label = label}};
 
-	p.path = g_strdup(path);
+	p.op.path = g_strdup(path);
 	g_array_append_val(c->pend, p);
 	return &g_array_index(c->pend, struct db_pend, c->pend->len - 1);
 }
@@ -535,9 +526,9 @@ static struct db_pend *db_push(struct db_client *c, enum sfs_wop_type t,
 static struct db_pend *db_push_front(struct db_client *c, enum sfs_wop_type t,
 				     const char *label, const char *path)
 {
-	struct db_pend p = {.type = t, .label = label};
+	struct db_pend p = {.op = {.type = t, .label = label}};
 
-	p.path = g_strdup(path);
+	p.op.path = g_strdup(path);
 	if (c->pend_head > 0) {
 		c->pend_head--;
 		g_array_index(c->pend, struct db_pend, c->pend_head) = p;
@@ -683,7 +674,7 @@ static void db_deltree(struct db_client *c, const char *top, const char *label)
 	bool known = db_kind_of(c, top) == DB_DIR;
 	struct db_pend *p = db_push(c, SFS_WOP_READDIR, label, top);
 
-	p->expect = known ? 0 : SFS_WOP_ANY;
+	p->op.expect = known ? 0 : SFS_WOP_ANY;
 	if (!known) /* dbench's opendir fails: nothing more */
 		goto out;
 	for (guint i = 0; i < a->len; i++) {
@@ -724,7 +715,7 @@ static struct db_pend *db_resolve(struct db_client *c, const char *path,
 {
 	struct db_pend *p = db_push(c, SFS_WOP_STAT, label, path);
 
-	p->expect = expect;
+	p->op.expect = expect;
 	p->role = DB_ROLE_RESOLVE;
 	p->aux_label = aux;
 	return p;
@@ -763,8 +754,8 @@ static void db_ntcreatex(struct db_state *st, struct db_client *c,
 	if (dir) {
 		/* "not strictly correct, but close enough" (dbench) */
 		p = db_push(c, SFS_WOP_MKDIR, "NTCreateX/mkdir", path);
-		p->mode = 0700;
-		p->expect = SFS_WOP_ANY;
+		p->op.mode = 0700;
+		p->op.expect = SFS_WOP_ANY;
 		p->added = db_live_add(c, path, DB_DIR);
 		p->role = DB_ROLE_CREATE;
 		flags = O_RDONLY | O_DIRECTORY;
@@ -773,10 +764,10 @@ static void db_ntcreatex(struct db_state *st, struct db_client *c,
 		flags = O_RDONLY | O_DIRECTORY;
 	}
 	p = db_push(c, SFS_WOP_OPEN, db_ops[DB_NTCREATEX].label, path);
-	p->fd = (int)fnum;
-	p->flags = flags;
-	p->mode = 0600;
-	p->expect = expect;
+	p->op.fd = (int)fnum;
+	p->op.flags = flags;
+	p->op.mode = 0600;
+	p->op.expect = expect;
 	if (l->status != DB_ST_OK) {
 		p->role = DB_ROLE_OPEN_FAIL;
 		return;
@@ -805,10 +796,11 @@ static void db_findfirst(struct db_client *c, const struct db_line *l,
 	char *dir = db_parent(path);
 	struct db_pend *p = db_push(c, SFS_WOP_READDIR, name, dir);
 	/* "no such file" is an empty match in an existing directory */
-	p->expect = l->status == DB_ST_PATH_NOT_FOUND ? -ENOENT
-		    : l->status == DB_ST_OK || l->status == DB_ST_NO_SUCH_FILE
-			? 0
-			: SFS_WOP_ANY;
+	p->op.expect =
+	    l->status == DB_ST_PATH_NOT_FOUND ? -ENOENT
+	    : l->status == DB_ST_OK || l->status == DB_ST_NO_SUCH_FILE
+		? 0
+		: SFS_WOP_ANY;
 	g_free(dir);
 }
 
@@ -852,13 +844,13 @@ static int db_expand(struct db_state *st, struct db_client *c,
 	case DB_FLUSH:
 		p = db_push(c, st->flush ? SFS_WOP_FSYNC : SFS_WOP_THINK,
 			    def->label, NULL);
-		p->fd = (int)l->arg[0];
-		p->expect = st->flush ? expect : SFS_WOP_ANY;
+		p->op.fd = (int)l->arg[0];
+		p->op.expect = st->flush ? expect : SFS_WOP_ANY;
 		break;
 	case DB_CLOSE:
 		p = db_push(c, SFS_WOP_CLOSE, def->label, NULL);
-		p->fd = (int)l->arg[0];
-		p->expect = expect;
+		p->op.fd = (int)l->arg[0];
+		p->op.expect = expect;
 		g_hash_table_remove(c->handles, GUINT_TO_POINTER(l->arg[0]));
 		break;
 	case DB_LOCKX:
@@ -866,22 +858,25 @@ static int db_expand(struct db_state *st, struct db_client *c,
 	case DB_SLEEP:
 		/* byte-range locks: nothing for a single-host engine */
 		p = db_push(c, SFS_WOP_THINK, def->label, NULL);
-		p->think_ns =
+		p->op.think_ns =
 		    l->op == DB_SLEEP ? (sfs_ns_t)l->arg[0] * 1000 : 0;
-		p->expect = SFS_WOP_ANY;
+		p->op.expect = SFS_WOP_ANY;
 		break;
 	case DB_RMDIR:
+	case DB_UNLINK:
 		db_resolve(c, path, def->resolve, def->resolve, SFS_WOP_ANY);
-		p = db_push(c, SFS_WOP_RMDIR, def->label, path);
-		p->expect = expect;
+		p = db_push(c,
+			    l->op == DB_RMDIR ? SFS_WOP_RMDIR : SFS_WOP_UNLINK,
+			    def->label, path);
+		p->op.expect = expect;
 		if (l->status == DB_ST_OK)
 			db_live_remove(c, path);
 		break;
 	case DB_MKDIR:
 		db_resolve(c, path, def->resolve, def->resolve, SFS_WOP_ANY);
 		p = db_push(c, SFS_WOP_MKDIR, def->label, path);
-		p->mode = 0777;
-		p->expect = SFS_WOP_ANY; /* dbench ignores it; "clients" is
+		p->op.mode = 0777;
+		p->op.expect = SFS_WOP_ANY; /* dbench ignores it; "clients" is
 					    shared by every client */
 		p->added = db_live_add(c, path, DB_DIR);
 		p->role = DB_ROLE_CREATE;
@@ -890,8 +885,8 @@ static int db_expand(struct db_state *st, struct db_client *c,
 		db_resolve(c, path, def->resolve, def->resolve, SFS_WOP_ANY);
 		db_resolve(c, path2, def->resolve, def->resolve, SFS_WOP_ANY);
 		p = db_push(c, SFS_WOP_RENAME, def->label, path);
-		p->path2 = g_strdup(path2);
-		p->expect = expect;
+		p->op.path2 = g_strdup(path2);
+		p->op.expect = expect;
 		if (l->status == DB_ST_OK)
 			db_live_rename(c, path, path2);
 		break;
@@ -899,22 +894,15 @@ static int db_expand(struct db_state *st, struct db_client *c,
 	case DB_WRITEX:
 		p = db_push(c, l->op == DB_READX ? SFS_WOP_READ : SFS_WOP_WRITE,
 			    def->label, NULL);
-		p->fd = (int)l->arg[0];
-		p->off = l->arg[1];
-		p->len = l->arg[2];
-		p->expect = expect;
+		p->op.fd = (int)l->arg[0];
+		p->op.off = l->arg[1];
+		p->op.len = l->arg[2];
+		p->op.expect = expect;
 		if (l->op == DB_WRITEX && st->fsync) {
 			p = db_push(c, SFS_WOP_FSYNC, "WriteX/fsync", NULL);
-			p->fd = (int)l->arg[0];
-			p->expect = SFS_WOP_ANY;
+			p->op.fd = (int)l->arg[0];
+			p->op.expect = SFS_WOP_ANY;
 		}
-		break;
-	case DB_UNLINK:
-		db_resolve(c, path, def->resolve, def->resolve, SFS_WOP_ANY);
-		p = db_push(c, SFS_WOP_UNLINK, def->label, path);
-		p->expect = expect;
-		if (l->status == DB_ST_OK)
-			db_live_remove(c, path);
 		break;
 	case DB_FIND_FIRST:
 		db_findfirst(c, l, path, expect);
@@ -923,14 +911,14 @@ static int db_expand(struct db_state *st, struct db_client *c,
 	case DB_QFILEINFO:
 		/* fstat (and utime for SET_...): a stat of the name */
 		p = db_push(c, SFS_WOP_STAT, def->label, h->path);
-		p->expect = expect;
+		p->op.expect = expect;
 		break;
 	case DB_QPATHINFO:
 		db_resolve(c, path, def->label, def->resolve, expect);
 		break;
 	case DB_QFSINFO:
 		p = db_push(c, SFS_WOP_STATFS, def->label, NULL);
-		p->expect = expect;
+		p->op.expect = expect;
 		break;
 	case DB_NTCREATEX:
 		db_ntcreatex(st, c, l, path, expect);
@@ -973,10 +961,10 @@ static int db_refill(struct db_state *st, struct db_client *c, sfs_ns_t now,
 		char *top = g_strdup_printf("clients/%s", c->cname);
 		db_deltree(c, top, "Deltree");
 		g_free(top);
-		db_push(c, SFS_WOP_RMDIR, "Rmdir", "clients")->expect =
+		db_push(c, SFS_WOP_RMDIR, "Rmdir", "clients")->op.expect =
 		    SFS_WOP_ANY;
 		c->phase = DB_PH_CLEANUP;
-		g_array_index(c->pend, struct db_pend, first).phase =
+		g_array_index(c->pend, struct db_pend, first).op.phase =
 		    db_phase_name(DB_PH_CLEANUP);
 		return 1;
 	}
@@ -989,11 +977,11 @@ static int db_refill(struct db_state *st, struct db_client *c, sfs_ns_t now,
 		return rc;
 	struct db_pend *p = &g_array_index(c->pend, struct db_pend, first);
 	if (want != c->phase)
-		p->phase = db_phase_name(want);
+		p->op.phase = db_phase_name(want);
 	c->phase = want;
 	/* dbench sleeps until the line's time since the pass began */
 	if (l->t_ns && c->loop_start_ns + l->t_ns > now)
-		p->think_ns += c->loop_start_ns + l->t_ns - now;
+		p->op.think_ns += c->loop_start_ns + l->t_ns - now;
 	if (want == DB_PH_RUN)
 		c->run_lines[l->op]++;
 	if (++c->next_line == st->nlines) {
@@ -1127,20 +1115,7 @@ static int db_next(void *vst, unsigned ci, sfs_ns_t now, struct sfs_wop *out,
 	db_pend_clear(&c->cur);
 	c->cur = *p;
 	memset(p, 0, sizeof(*p));
-	p = &c->cur;
-	memset(out, 0, sizeof(*out));
-	out->type = p->type;
-	out->fd = p->fd;
-	out->path = p->path;
-	out->path2 = p->path2;
-	out->off = p->off;
-	out->len = p->len;
-	out->flags = p->flags;
-	out->mode = p->mode;
-	out->think_ns = p->think_ns;
-	out->expect = p->expect;
-	out->label = p->label;
-	out->phase = p->phase;
+	*out = c->cur.op; /* its strings stay c->cur's until the next call */
 	return 1;
 }
 
@@ -1154,24 +1129,24 @@ static void db_done(void *vst, unsigned ci, const struct sfs_wop *op, int rc)
 	(void)op;
 	switch (cur->role) {
 	case DB_ROLE_RESOLVE:
-		if (rc >= 0 || !st->resolve || !cur->path)
+		if (rc >= 0 || !st->resolve || !cur->op.path)
 			break;
 		/* dbench reads the parent looking for the name in any case */
-		dir = db_parent(cur->path);
+		dir = db_parent(cur->op.path);
 		p = db_push_front(c, SFS_WOP_READDIR, cur->aux_label, dir);
-		p->expect = SFS_WOP_ANY;
+		p->op.expect = SFS_WOP_ANY;
 		g_free(dir);
 		break;
 	case DB_ROLE_OPEN_FAIL:
 		if (rc < 0)
 			break;
 		p = db_push_front(c, SFS_WOP_CLOSE, "NTCreateX/close", NULL);
-		p->fd = cur->fd;
-		p->expect = SFS_WOP_ANY;
+		p->op.fd = cur->op.fd;
+		p->op.expect = SFS_WOP_ANY;
 		break;
 	case DB_ROLE_CREATE:
 		if (rc < 0 && cur->added)
-			g_hash_table_remove(c->live, cur->path);
+			g_hash_table_remove(c->live, cur->op.path);
 		break;
 	default:
 		break;

@@ -151,12 +151,6 @@ static int dd_init(const struct sfs_wl_value *v, void **st_out, char **err)
 	return 0;
 }
 
-static unsigned dd_clients(void *st)
-{
-	(void)st;
-	return 1;
-}
-
 /* Whether step s produces an op with these options. */
 static bool dd_step_on(const struct dd_state *st, enum dd_step s)
 {
@@ -323,10 +317,7 @@ static void dd_report(void *vst, const struct sfs_wl_result *r, FILE *out)
 	}
 	if (!w && !rd)
 		fprintf(out, "dd: no phase ran\n");
-	if (r->mismatches)
-		fprintf(out,
-			"dd: %" PRIu64 " operations failed; the first: %s\n",
-			r->mismatches, r->first_error_what);
+	sfs_wl_report_failures(out, "dd", r);
 }
 
 /*
@@ -384,7 +375,7 @@ const struct sfs_workload_ops sfs_wl_dd_ops = {
 	   "partial record.",
     .params = dd_params,
     .init = dd_init,
-    .clients = dd_clients,
+    .clients = sfs_wl_one_client,
     .next = dd_next,
     .report = dd_report,
     .metrics = dd_metrics,

@@ -507,6 +507,42 @@ static int fsm_next(void *st, unsigned t, sfs_ns_t now, struct sfs_wop *out,
 	return 0;
 }
 
+/*
+ * Iteration l's row of the report (its phase is called name): *fps the
+ * files/sec summed over threads from each thread's loop time, *app_us the
+ * time spent making directories; when a thread kept no accounting of its
+ * own, the phase's files over its time and no overhead.  false: the
+ * iteration neither ran nor was accounted, and has no row.
+ */
+static bool fsm_iteration(const struct fsm_state *s,
+			  const struct sfs_wl_result *r, unsigned l,
+			  const char *name, double *fps, uint64_t *app_us)
+{
+	bool all = true;
+
+	*fps = 0;
+	*app_us = 0;
+	for (unsigned t = 0; t < s->threads; t++) {
+		const struct fsm_acct *a = &s->c[t].acct[l];
+		if (!a->seen || a->loop_end_ns <= a->loop_start_ns) {
+			all = false;
+			continue;
+		}
+		*fps += (double)s->files /
+			((double)(a->loop_end_ns - a->loop_start_ns) / 1e9);
+		*app_us += a->mkdir_ns / 1000;
+	}
+	if (all)
+		return true;
+	const struct sfs_wl_phase *ph = sfs_wl_result_phase(r, name);
+	*fps = 0;
+	*app_us = 0;
+	if (ph && ph->end_ns > ph->start_ns)
+		*fps = (double)(s->files * s->threads) /
+		       ((double)(ph->end_ns - ph->start_ns) / 1e9);
+	return ph != NULL;
+}
+
 static void fsm_report(void *st, const struct sfs_wl_result *r, FILE *out)
 {
 	struct fsm_state *s = st;
@@ -556,33 +592,12 @@ static void fsm_report(void *st, const struct sfs_wl_result *r, FILE *out)
 	fprintf(out, "%6s %12s %12s %12s %16s\n", "FSUse%", "Count", "Size",
 		"Files/sec", "App Overhead");
 	for (unsigned l = 0; l < s->loops; l++) {
-		double fps = 0;
-		uint64_t app_us = 0;
-		bool all = true;
+		double fps;
+		uint64_t app_us;
 		char name[32];
 
-		for (unsigned t = 0; t < s->threads; t++) {
-			const struct fsm_acct *a = &s->c[t].acct[l];
-			if (!a->seen || a->loop_end_ns <= a->loop_start_ns) {
-				all = false;
-				continue;
-			}
-			fps +=
-			    (double)s->files /
-			    ((double)(a->loop_end_ns - a->loop_start_ns) / 1e9);
-			app_us += a->mkdir_ns / 1000;
-		}
 		g_snprintf(name, sizeof(name), "iteration %u", l + 1);
-		const struct sfs_wl_phase *ph = sfs_wl_result_phase(r, name);
-		if (!all) { /* no accounting of our own: the phase's time */
-			fps = 0;
-			app_us = 0;
-			if (ph && ph->end_ns > ph->start_ns)
-				fps =
-				    (double)(s->files * s->threads) /
-				    ((double)(ph->end_ns - ph->start_ns) / 1e9);
-		}
-		if (!ph && !all)
+		if (!fsm_iteration(s, r, l, name, &fps, &app_us))
 			continue;
 		written += s->files * s->threads;
 		fprintf(out,
@@ -594,9 +609,8 @@ static void fsm_report(void *st, const struct sfs_wl_result *r, FILE *out)
 
 /*
  * fsm_report's Files/sec per iteration as a metric: phase "iteration N",
- * files_s (summed over threads from each thread's loop time; the phase's
- * files over its time when a thread kept no accounting).  An iteration
- * the report leaves out gives no row.
+ * files_s (fsm_iteration's figure).  An iteration the report leaves out
+ * gives no row.
  */
 static void fsm_metrics(void *st, const struct sfs_wl_result *r,
 			sfs_wl_emit_fn *emit, void *ctx)
@@ -604,32 +618,13 @@ static void fsm_metrics(void *st, const struct sfs_wl_result *r,
 	struct fsm_state *s = st;
 
 	for (unsigned l = 0; l < s->loops; l++) {
-		double fps = 0;
-		bool all = true;
+		double fps;
+		uint64_t app_us;
 		char name[32];
 
-		for (unsigned t = 0; t < s->threads; t++) {
-			const struct fsm_acct *a = &s->c[t].acct[l];
-			if (!a->seen || a->loop_end_ns <= a->loop_start_ns) {
-				all = false;
-				continue;
-			}
-			fps +=
-			    (double)s->files /
-			    ((double)(a->loop_end_ns - a->loop_start_ns) / 1e9);
-		}
 		g_snprintf(name, sizeof(name), "iteration %u", l + 1);
-		const struct sfs_wl_phase *ph = sfs_wl_result_phase(r, name);
-		if (!all) {
-			fps = 0;
-			if (ph && ph->end_ns > ph->start_ns)
-				fps =
-				    (double)(s->files * s->threads) /
-				    ((double)(ph->end_ns - ph->start_ns) / 1e9);
-		}
-		if (!ph && !all)
-			continue;
-		emit(ctx, name, "files_s", fps, "files/s");
+		if (fsm_iteration(s, r, l, name, &fps, &app_us))
+			emit(ctx, name, "files_s", fps, "files/s");
 	}
 }
 

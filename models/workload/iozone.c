@@ -37,10 +37,6 @@
 
 #include "workload.h"
 
-#define IZ_MAX_THREADS 1024u
-#define IZ_MAX_RECORD (16ull << 20) /* iozone's MAXBUFFERSIZE */
-#define IZ_MAX_SIZE (1ull << 50)
-#define IZ_SECTOR 512u
 #define IZ_STRIDE 17u /* iozone -j default: 17 records */
 
 enum iz_test {
@@ -143,13 +139,6 @@ static const struct sfs_wl_param iz_params[] = {
 
 /* ---- the random permutation of records ---- */
 
-static uint64_t iz_mix(uint64_t z)
-{
-	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-	z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-	return z ^ (z >> 31);
-}
-
 /* One pass of a 4-round Feistel network over 2 * half bits. */
 static uint64_t iz_feistel(uint64_t x, unsigned half, uint64_t key)
 {
@@ -157,7 +146,7 @@ static uint64_t iz_feistel(uint64_t x, unsigned half, uint64_t key)
 	uint64_t l = x >> half, r = x & mask;
 
 	for (unsigned i = 0; i < 4; i++) {
-		uint64_t f = iz_mix(r ^ key ^ ((uint64_t)i << 56)) & mask;
+		uint64_t f = sfs_wl_mix(r ^ key ^ ((uint64_t)i << 56)) & mask;
 		uint64_t t = l ^ f;
 		l = r;
 		r = t;
@@ -199,8 +188,8 @@ static uint64_t iz_record(const struct iz_state *st, enum iz_test t, unsigned c,
 	case IZ_RANDREAD:
 	case IZ_RANDWRITE:
 		return iz_perm(k, n, st->feistel_half,
-			       iz_mix(st->seed * 0x100000001b3ULL + t) ^
-				   iz_mix(c + 1));
+			       sfs_wl_mix(st->seed * 0x100000001b3ULL + t) ^
+				   sfs_wl_mix(c + 1));
 	default:
 		return k;
 	}
@@ -270,34 +259,10 @@ static int iz_init(const struct sfs_wl_value *v, void **st_out, char **err)
 	int rc;
 
 	*st_out = NULL;
-	if (threads < 1 || threads > IZ_MAX_THREADS) {
-		*err = g_strdup_printf("threads must be 1..%u (got %s)",
-				       IZ_MAX_THREADS, v[P_THREADS].s);
-		return -EINVAL;
-	}
-	if (size == 0 || size > IZ_MAX_SIZE) {
-		*err = g_strdup_printf("size must be 1 byte .. 1P (got %s)",
-				       v[P_SIZE].s);
-		return -EINVAL;
-	}
-	if (rec == 0 || rec > IZ_MAX_RECORD || rec > size) {
-		*err = g_strdup_printf("record must be 1 byte .. min(16M, "
-				       "size) (got record=%s size=%s)",
-				       v[P_RECORD].s, v[P_SIZE].s);
-		return -EINVAL;
-	}
-	if (size % rec) {
-		*err = g_strdup_printf("size=%s is not a whole number of "
-				       "records of %s",
-				       v[P_SIZE].s, v[P_RECORD].s);
-		return -EINVAL;
-	}
-	if (v[P_DIRECT].u && rec % IZ_SECTOR) {
-		*err = g_strdup_printf("direct needs record in whole %u-byte "
-				       "sectors (got %s)",
-				       IZ_SECTOR, v[P_RECORD].s);
-		return -EINVAL;
-	}
+	rc = sfs_wl_check_thread_files(&v[P_THREADS], &v[P_SIZE], &v[P_RECORD],
+				       "record", v[P_DIRECT].u, err);
+	if (rc)
+		return rc;
 	st = g_new0(struct iz_state, 1);
 	rc = iz_parse_tests(st, v[P_TESTS].s, err);
 	if (rc) {
@@ -435,6 +400,44 @@ static void iz_size_arg(char *buf, size_t len, uint64_t bytes)
 		snprintf(buf, len, "%.3fk", (double)bytes / 1024.0);
 }
 
+/* The throughput figures of one test over the children that finished it. */
+struct iz_sum {
+	unsigned seen;	   /* children that started and ended it */
+	double children;   /* sum of their kB/s: "Children see" */
+	double parent;	   /* all kB over first start to last end */
+	double minr, maxr; /* slowest and fastest child, kB/s */
+	double minx;	   /* fewest kB a child moved */
+};
+
+/* iozone's figures of test ti (index into st->tests); a child's time is
+ * at least iozone's time_res, 1 us. */
+static struct iz_sum iz_sum_test(const struct iz_state *st, unsigned ti)
+{
+	struct iz_sum m = {0};
+	sfs_ns_t first = UINT64_MAX, last = 0;
+	double total_kb = 0;
+
+	for (unsigned c = 0; c < st->threads; c++) {
+		const struct iz_span *sp = &st->span[c * st->ntests + ti];
+		if (!sp->started || !sp->ended)
+			continue;
+		double kb = (double)sp->bytes / 1024.0;
+		double secs = (double)(sp->end_ns - sp->start_ns) / 1e9;
+		double rate = kb / MAX(secs, 1e-6); /* time_res */
+		m.children += rate;
+		total_kb += kb;
+		m.minr = m.seen ? MIN(m.minr, rate) : rate;
+		m.maxr = m.seen ? MAX(m.maxr, rate) : rate;
+		m.minx = m.seen ? MIN(m.minx, kb) : kb;
+		first = MIN(first, sp->start_ns);
+		last = MAX(last, sp->end_ns);
+		m.seen++;
+	}
+	if (m.seen)
+		m.parent = total_kb / MAX((double)(last - first) / 1e9, 1e-6);
+	return m;
+}
+
 static void iz_report(void *vst, const struct sfs_wl_result *r, FILE *out)
 {
 	struct iz_state *st = vst;
@@ -475,55 +478,34 @@ static void iz_report(void *vst, const struct sfs_wl_result *r, FILE *out)
 
 	for (unsigned i = 0; i < st->ntests; i++) {
 		enum iz_test t = st->tests[i];
-		double children = 0, minr = 0, maxr = 0, minx = 0, total_kb = 0;
-		sfs_ns_t first = UINT64_MAX, last = 0;
-		unsigned seen = 0;
+		struct iz_sum m = iz_sum_test(st, i);
 
-		for (unsigned c = 0; c < st->threads; c++) {
-			const struct iz_span *sp =
-			    &st->span[c * st->ntests + i];
-			if (!sp->started || !sp->ended)
-				continue;
-			double kb = (double)sp->bytes / 1024.0;
-			double secs = (double)(sp->end_ns - sp->start_ns) / 1e9;
-			double rate = kb / MAX(secs, 1e-6); /* time_res */
-			children += rate;
-			total_kb += kb;
-			minr = seen ? MIN(minr, rate) : rate;
-			maxr = seen ? MAX(maxr, rate) : rate;
-			minx = seen ? MIN(minx, kb) : kb;
-			first = MIN(first, sp->start_ns);
-			last = MAX(last, sp->end_ns);
-			seen++;
-		}
 		fprintf(out, "\n");
-		if (!seen) {
+		if (!m.seen) {
 			fprintf(out, "\t%s: not run\n", iz_tests[t].name);
 			continue;
 		}
-		double psecs = (double)(last - first) / 1e9;
 		fprintf(out,
 			"\tChildren see throughput for %2u %s \t= %10.2f "
 			"kB/sec\n",
-			st->threads, iz_tests[t].what, children);
+			st->threads, iz_tests[t].what, m.children);
 		fprintf(out,
 			"\tParent sees throughput for %2u %s \t= %10.2f "
 			"kB/sec\n",
-			st->threads, iz_tests[t].what,
-			total_kb / MAX(psecs, 1e-6));
+			st->threads, iz_tests[t].what, m.parent);
 		fprintf(out,
 			"\tMin throughput per process \t\t\t= %10.2f "
 			"kB/sec \n",
-			minr);
+			m.minr);
 		fprintf(out,
 			"\tMax throughput per process \t\t\t= %10.2f "
 			"kB/sec\n",
-			maxr);
+			m.maxr);
 		fprintf(out,
 			"\tAvg throughput per process \t\t\t= %10.2f "
 			"kB/sec\n",
-			children / seen);
-		fprintf(out, "\tMin xfer \t\t\t\t\t= %10.2f kB\n", minx);
+			m.children / m.seen);
+		fprintf(out, "\tMin xfer \t\t\t\t\t= %10.2f kB\n", m.minx);
 		const struct sfs_wl_phase *ph =
 		    sfs_wl_result_phase(r, iz_tests[t].name);
 		if (ph && ph->end_ns > ph->start_ns)
@@ -536,11 +518,7 @@ static void iz_report(void *vst, const struct sfs_wl_result *r, FILE *out)
 				    (double)(ph->end_ns - ph->start_ns));
 	}
 	fprintf(out, "\n\niozone test complete.\n");
-	if (r->mismatches)
-		fprintf(out,
-			"iozone: %" PRIu64 " operations failed; the first: "
-			"%s\n",
-			r->mismatches, r->first_error_what);
+	sfs_wl_report_failures(out, "iozone", r);
 }
 
 /*
@@ -557,31 +535,15 @@ static void iz_metrics(void *vst, const struct sfs_wl_result *r,
 	(void)r;
 	for (unsigned i = 0; i < st->ntests; i++) {
 		enum iz_test t = st->tests[i];
-		double children = 0, total_kb = 0;
-		sfs_ns_t first = UINT64_MAX, last = 0;
-		unsigned seen = 0;
+		struct iz_sum m = iz_sum_test(st, i);
 
-		for (unsigned c = 0; c < st->threads; c++) {
-			const struct iz_span *sp =
-			    &st->span[c * st->ntests + i];
-			if (!sp->started || !sp->ended)
-				continue;
-			double kb = (double)sp->bytes / 1024.0;
-			double secs = (double)(sp->end_ns - sp->start_ns) / 1e9;
-			children += kb / MAX(secs, 1e-6);
-			total_kb += kb;
-			first = MIN(first, sp->start_ns);
-			last = MAX(last, sp->end_ns);
-			seen++;
-		}
-		if (!seen)
+		if (!m.seen)
 			continue;
-		double psecs = (double)(last - first) / 1e9;
-		emit(ctx, iz_tests[t].name, "children_kb_s", children, "kB/s");
-		emit(ctx, iz_tests[t].name, "children_mb_s", children / 1024.0,
-		     "MB/s");
-		emit(ctx, iz_tests[t].name, "parent_kb_s",
-		     total_kb / MAX(psecs, 1e-6), "kB/s");
+		emit(ctx, iz_tests[t].name, "children_kb_s", m.children,
+		     "kB/s");
+		emit(ctx, iz_tests[t].name, "children_mb_s",
+		     m.children / 1024.0, "MB/s");
+		emit(ctx, iz_tests[t].name, "parent_kb_s", m.parent, "kB/s");
 	}
 }
 

@@ -300,12 +300,6 @@ static int pm_init(const struct sfs_wl_value *v, void **st_out, char **err)
 	return 0;
 }
 
-static unsigned pm_clients(void *st)
-{
-	(void)st;
-	return 1;
-}
-
 static void pm_file_path(const struct pm_act *a, const struct pm_state *s,
 			 char *buf, size_t sz)
 {
@@ -547,7 +541,7 @@ const struct sfs_workload_ops sfs_wl_postmark_ops = {
 	   "hires for decimals); one location only.",
     .params = pm_params,
     .init = pm_init,
-    .clients = pm_clients,
+    .clients = sfs_wl_one_client,
     .next = pm_next,
     .report = pm_report,
     .metrics = pm_metrics,

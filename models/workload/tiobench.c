@@ -32,11 +32,7 @@
 
 #include "workload.h"
 
-#define TB_MAX_THREADS 1024u
-#define TB_MAX_SIZE (1ull << 50)
-#define TB_MAX_BLOCK (16ull << 20)
 #define TB_MAX_RANDOM (1ull << 32)
-#define TB_SECTOR 512u
 #define TB_MB (1024.0 * 1024.0) /* tiotest's megabyte */
 
 enum tb_phase { TB_WRITE = 0, TB_RWRITE, TB_READ, TB_RREAD, TB_NPHASES };
@@ -141,36 +137,13 @@ static int tb_init(const struct sfs_wl_value *v, void **st_out, char **err)
 	struct tb_state *st;
 	uint64_t threads = v[P_THREADS].u, size = v[P_SIZE].u,
 		 block = v[P_BLOCK].u;
+	int rc;
 
 	*st_out = NULL;
-	if (threads < 1 || threads > TB_MAX_THREADS) {
-		*err = g_strdup_printf("threads must be 1..%u (got %s)",
-				       TB_MAX_THREADS, v[P_THREADS].s);
-		return -EINVAL;
-	}
-	if (size == 0 || size > TB_MAX_SIZE) {
-		*err = g_strdup_printf("size must be 1 byte .. 1P (got %s)",
-				       v[P_SIZE].s);
-		return -EINVAL;
-	}
-	if (block == 0 || block > TB_MAX_BLOCK || block > size) {
-		*err = g_strdup_printf("block must be 1 byte .. min(16M, size) "
-				       "(got block=%s size=%s)",
-				       v[P_BLOCK].s, v[P_SIZE].s);
-		return -EINVAL;
-	}
-	if (size % block) {
-		*err = g_strdup_printf("size=%s is not a whole number of "
-				       "blocks of %s",
-				       v[P_SIZE].s, v[P_BLOCK].s);
-		return -EINVAL;
-	}
-	if (v[P_DIRECT].u && block % TB_SECTOR) {
-		*err = g_strdup_printf("direct needs block in whole %u-byte "
-				       "sectors (got %s)",
-				       TB_SECTOR, v[P_BLOCK].s);
-		return -EINVAL;
-	}
+	rc = sfs_wl_check_thread_files(&v[P_THREADS], &v[P_SIZE], &v[P_BLOCK],
+				       "block", v[P_DIRECT].u, err);
+	if (rc)
+		return rc;
 	if (v[P_RANDOM].u > TB_MAX_RANDOM) {
 		*err = g_strdup_printf("random must be 0..%llu (got %s)",
 				       (unsigned long long)TB_MAX_RANDOM,
@@ -318,6 +291,53 @@ static int tb_next(void *vst, unsigned c, sfs_ns_t now, struct sfs_wop *out,
 	}
 }
 
+/* What the threads' spans of one phase add up to. */
+struct tb_sum {
+	uint64_t ios;		  /* requests timed */
+	uint64_t over2s, over10s; /* of them, slower than 2 s and 10 s */
+	double lat_sum;		  /* ns, all requests */
+	sfs_ns_t lat_max;
+	sfs_ns_t ns; /* the threads' span, the phase's own if that is empty */
+};
+
+/* Phase p's sums over the threads; ios 0 when it did not run (ph, its
+ * result phase, NULL). */
+static struct tb_sum tb_sum_phase(const struct tb_state *st, unsigned p,
+				  const struct sfs_wl_phase *ph)
+{
+	struct tb_sum m = {0};
+	sfs_ns_t first = UINT64_MAX, last = 0;
+
+	for (unsigned c = 0; c < st->threads; c++) {
+		const struct tb_span *sp = &st->span[c * TB_NPHASES + p];
+		if (!sp->started)
+			continue;
+		first = MIN(first, sp->start_ns);
+		last = MAX(last, sp->end_ns);
+		m.ios += sp->ios;
+		m.over2s += sp->over2s;
+		m.over10s += sp->over10s;
+		m.lat_sum += (double)sp->lat_sum_ns;
+		m.lat_max = MAX(m.lat_max, sp->lat_max_ns);
+	}
+	if (!ph) {
+		m.ios = 0;
+		return m;
+	}
+	m.ns = last > first ? last - first : ph->end_ns - ph->start_ns;
+	return m;
+}
+
+/* tiotest's Rate of phase p over ns: its bytes in MB/s (0 for no time). */
+static double tb_rate(unsigned p, const struct sfs_wl_phase *ph, sfs_ns_t ns)
+{
+	double secs = (double)ns / 1e9;
+	double bytes =
+	    (double)(tb_phases[p].writes ? ph->bytes_written : ph->bytes_read);
+
+	return secs > 0 ? bytes / TB_MB / secs : 0;
+}
+
 static void tb_report(void *vst, const struct sfs_wl_result *r, FILE *out)
 {
 	struct tb_state *st = vst;
@@ -336,9 +356,7 @@ static void tb_report(void *vst, const struct sfs_wl_result *r, FILE *out)
 		enum tb_phase p = tb_table_order[i];
 		const struct sfs_wl_phase *ph =
 		    sfs_wl_result_phase(r, tb_phases[p].name);
-		sfs_ns_t first = UINT64_MAX, last = 0, lat_max = 0;
-		uint64_t ios = 0, o2 = 0, o10 = 0;
-		double lat_sum = 0;
+		struct tb_sum m = tb_sum_phase(st, p, ph);
 
 		fprintf(out, "\n%s\n", tb_phases[p].title);
 		fprintf(out,
@@ -354,46 +372,25 @@ static void tb_report(void *vst, const struct sfs_wl_result *r, FILE *out)
 		    "---------------------------- ------ ----- ---  "
 		    "------ ------ --------- -----------  -------- -------- "
 		    "-----\n");
-		for (unsigned c = 0; c < st->threads; c++) {
-			const struct tb_span *sp =
-			    &st->span[c * TB_NPHASES + p];
-			if (!sp->started)
-				continue;
-			first = MIN(first, sp->start_ns);
-			last = MAX(last, sp->end_ns);
-			ios += sp->ios;
-			o2 += sp->over2s;
-			o10 += sp->over10s;
-			lat_sum += (double)sp->lat_sum_ns;
-			lat_max = MAX(lat_max, sp->lat_max_ns);
-		}
-		if (!ph || !ios) {
+		if (!m.ios) {
 			fprintf(out, "%-28s (not run)\n", "simfs");
 			continue;
 		}
-		/* the threads' span; the phase's own if that is empty */
-		sfs_ns_t ns =
-		    last > first ? last - first : ph->end_ns - ph->start_ns;
-		double secs = (double)ns / 1e9;
-		double bytes = (double)(tb_phases[p].writes ? ph->bytes_written
-							    : ph->bytes_read);
-		double rate = secs > 0 ? bytes / TB_MB / secs : 0;
+		double secs = (double)m.ns / 1e9;
+		double rate = tb_rate(p, ph, m.ns);
 		double cpu =
 		    secs > 0 ? 100.0 * (double)ph->cpu_ns / 1e9 / secs : 0;
 		fprintf(out,
 			"%-28s %6" PRIu64 " %5" PRIu64 " %3u %7.2f %5.2f%% "
 			"%9.3f %11.2f  %8.5f %8.5f %5.0f\n",
 			"simfs", total_mb, st->block_bytes, st->threads, rate,
-			cpu, lat_sum / (double)ios / 1e6, (double)lat_max / 1e6,
-			100.0 * (double)o2 / (double)ios,
-			100.0 * (double)o10 / (double)ios,
+			cpu, m.lat_sum / (double)m.ios / 1e6,
+			(double)m.lat_max / 1e6,
+			100.0 * (double)m.over2s / (double)m.ios,
+			100.0 * (double)m.over10s / (double)m.ios,
 			cpu > 0 ? rate / (cpu / 100.0) : 0.0);
 	}
-	if (r->mismatches)
-		fprintf(out,
-			"tiobench: %" PRIu64 " operations failed; the "
-			"first: %s\n",
-			r->mismatches, r->first_error_what);
+	sfs_wl_report_failures(out, "tiobench", r);
 }
 
 /*
@@ -412,31 +409,14 @@ static void tb_metrics(void *vst, const struct sfs_wl_result *r,
 		enum tb_phase p = tb_table_order[i];
 		const struct sfs_wl_phase *ph =
 		    sfs_wl_result_phase(r, tb_phases[p].name);
-		sfs_ns_t first = UINT64_MAX, last = 0;
-		uint64_t ios = 0;
-		double lat_sum = 0;
+		struct tb_sum m = tb_sum_phase(st, p, ph);
 
-		for (unsigned c = 0; c < st->threads; c++) {
-			const struct tb_span *sp =
-			    &st->span[c * TB_NPHASES + p];
-			if (!sp->started)
-				continue;
-			first = MIN(first, sp->start_ns);
-			last = MAX(last, sp->end_ns);
-			ios += sp->ios;
-			lat_sum += (double)sp->lat_sum_ns;
-		}
-		if (!ph || !ios)
+		if (!m.ios)
 			continue;
-		sfs_ns_t ns =
-		    last > first ? last - first : ph->end_ns - ph->start_ns;
-		double secs = (double)ns / 1e9;
-		double bytes = (double)(tb_phases[p].writes ? ph->bytes_written
-							    : ph->bytes_read);
-		emit(ctx, tb_phases[p].name, "rate_mb_s",
-		     secs > 0 ? bytes / TB_MB / secs : 0, "MB/s");
+		emit(ctx, tb_phases[p].name, "rate_mb_s", tb_rate(p, ph, m.ns),
+		     "MB/s");
 		emit(ctx, tb_phases[p].name, "avg_latency_ms",
-		     lat_sum / (double)ios / 1e6, "ms");
+		     m.lat_sum / (double)m.ios / 1e6, "ms");
 	}
 }
 

@@ -732,12 +732,6 @@ fail:
 	return rc;
 }
 
-static unsigned ut_clients(void *st)
-{
-	(void)st;
-	return 1;
-}
-
 /* ---- extraction ---- */
 
 /* The shortest prefix directory of path not made yet, into st->pbuf;
@@ -914,10 +908,7 @@ static void ut_report(void *vst, const struct sfs_wl_result *r, FILE *out)
 			ut_time(out, "real", s->end_ns - t->start_ns);
 		}
 	}
-	if (r->mismatches)
-		fprintf(out,
-			"tar: %" PRIu64 " operations failed; the first: %s\n",
-			r->mismatches, r->first_error_what);
+	sfs_wl_report_failures(out, "tar", r);
 }
 
 /*
@@ -976,7 +967,7 @@ const struct sfs_workload_ops sfs_wl_untar_ops = {
 	   "system under test.",
     .params = ut_params,
     .init = ut_init,
-    .clients = ut_clients,
+    .clients = sfs_wl_one_client,
     .next = ut_next,
     .report = ut_report,
     .metrics = ut_metrics,

@@ -526,16 +526,21 @@ void sfs_test_rm_tmp_file(char *path)
 	g_free(path);
 }
 
+void sfs_test_spec_ok(const char *spec, int rc, char *err)
+{
+	if (rc)
+		print_error("%s: %s\n", spec, err ? err : "?");
+	assert_int_equal(rc, 0);
+	g_free(err);
+}
+
 struct sfs_workload *sfs_test_workload(const char *spec)
 {
 	struct sfs_workload *w = NULL;
 	char *err = NULL;
 	int rc = sfs_workload_new(spec, &w, &err);
 
-	if (rc)
-		print_error("%s: %s\n", spec, err ? err : "?");
-	assert_int_equal(rc, 0);
-	g_free(err);
+	sfs_test_spec_ok(spec, rc, err);
 	return w;
 }
 

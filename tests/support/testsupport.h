@@ -110,6 +110,10 @@ void sfs_test_fill(struct sfs_fs *fs, sfs_ino_t ino, uint64_t off, size_t n,
  * (remove both and free it with sfs_test_rm_tmp_file). */
 char *sfs_test_tmp_file(const char *name, const char *text);
 void sfs_test_rm_tmp_file(char *path);
+/* The end of a constructor call new(spec, &obj, &err) a test expects to
+ * succeed (sfs_workload_new, sfs_devmodel_new, sfs_cpumodel_new...): fails
+ * the test, printing spec and the message, unless rc is 0; frees err. */
+void sfs_test_spec_ok(const char *spec, int rc, char *err);
 /* The workload of spec (sfs_workload_new); fails the test, printing the
  * message, if spec is refused. */
 struct sfs_workload;

@@ -72,11 +72,8 @@ static struct sfs_cpumodel *mk(const char *spec)
 	char *err = NULL;
 	int rc = sfs_cpumodel_new(spec, &m, &err);
 
-	if (rc)
-		print_error("%s: %s\n", spec, err ? err : "?");
-	assert_int_equal(rc, 0);
+	sfs_test_spec_ok(spec, rc, err);
 	assert_non_null(m);
-	g_free(err);
 	return m;
 }
 

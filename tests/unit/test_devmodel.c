@@ -25,6 +25,7 @@
 #include <glib.h>
 
 #include "devmodel.h"
+#include "testsupport.h"
 
 #define KiB 1024ULL
 #define MiB (1024ULL * 1024)
@@ -36,11 +37,8 @@ static struct sfs_devmodel *mk(const char *spec)
 	char *err = NULL;
 	int rc = sfs_devmodel_new(spec, &m, &err);
 
-	if (rc)
-		print_error("%s: %s\n", spec, err ? err : "?");
-	assert_int_equal(rc, 0);
+	sfs_test_spec_ok(spec, rc, err);
 	assert_non_null(m);
-	g_free(err);
 	return m;
 }
 
@@ -175,6 +173,22 @@ static void test_devmodel_list_shows_knobs_and_presets(void **state)
 
 /* ---- contract: every model and preset ---- */
 
+/* A read, write or flush of whole 4 KiB blocks within 4 GiB, from rnd. */
+static struct sfs_io_req random_req(GRand *rnd)
+{
+	struct sfs_io_req r = {
+	    .op = (enum sfs_io_op)g_rand_int_range(rnd, 0, 3),
+	    .cat = SFS_IO_DATA,
+	};
+
+	if (r.op != SFS_IO_FLUSH) {
+		r.off_bytes =
+		    (uint64_t)g_rand_int_range(rnd, 0, 1 << 20) * 4096;
+		r.len_bytes = (uint64_t)g_rand_int_range(rnd, 1, 65) * 4096;
+	}
+	return r;
+}
+
 static void contract_one(const char *spec)
 {
 	struct sfs_devmodel *a = mk(spec), *b = mk(spec);
@@ -193,17 +207,8 @@ static void contract_one(const char *spec)
 		assert_int_equal(sfs_devmodel_cost(a, &bad[i], 0, &c), -EINVAL);
 	/* a seeded mix of requests, the same on both instances */
 	for (int i = 0; i < 400; i++) {
-		struct sfs_io_req r = {
-		    .op = (enum sfs_io_op)g_rand_int_range(rnd, 0, 3),
-		    .cat = SFS_IO_DATA,
-		};
+		struct sfs_io_req r = random_req(rnd);
 
-		if (r.op != SFS_IO_FLUSH) {
-			r.off_bytes =
-			    (uint64_t)g_rand_int_range(rnd, 0, 1 << 20) * 4096;
-			r.len_bytes =
-			    (uint64_t)g_rand_int_range(rnd, 1, 65) * 4096;
-		}
 		assert_int_equal(sfs_devmodel_cost(a, &r, now, &c), 0);
 		assert_int_equal(sfs_devmodel_cost(b, &r, now, &d), 0);
 		assert_memory_equal(&c, &d, sizeof(c));
@@ -223,17 +228,8 @@ static void contract_one(const char *spec)
 	g_rand_set_seed(rnd, 7);
 	now = 0;
 	for (int i = 0; i < 400; i++) {
-		struct sfs_io_req r = {
-		    .op = (enum sfs_io_op)g_rand_int_range(rnd, 0, 3),
-		    .cat = SFS_IO_DATA,
-		};
+		struct sfs_io_req r = random_req(rnd);
 
-		if (r.op != SFS_IO_FLUSH) {
-			r.off_bytes =
-			    (uint64_t)g_rand_int_range(rnd, 0, 1 << 20) * 4096;
-			r.len_bytes =
-			    (uint64_t)g_rand_int_range(rnd, 1, 65) * 4096;
-		}
 		assert_int_equal(sfs_devmodel_cost(a, &r, now, &c), 0);
 		assert_memory_equal(
 		    &c, &g_array_index(first, struct sfs_dev_cost, i),

@@ -22,6 +22,7 @@
 #include <glib.h>
 
 #include "sched.h"
+#include "testsupport.h"
 
 #define KiB 1024ULL
 #define MS 1000000ULL
@@ -32,10 +33,7 @@ static struct sfs_sched *mk(const char *spec)
 	char *err = NULL;
 	int rc = sfs_sched_new(spec, &s, &err);
 
-	if (rc)
-		print_error("%s: %s\n", spec, err ? err : "?");
-	assert_int_equal(rc, 0);
-	g_free(err);
+	sfs_test_spec_ok(spec, rc, err);
 	return s;
 }
 
