@@ -93,7 +93,9 @@ struct sfs_statfs {
  * sfs_fs_close, or on failure).  Refuses, with a one-line reason in *err
  * (g_free it), a device that is not ext2/3/4, a revision or feature outside
  * the subset (naming the feature), or geometry that does not add up.
- * -EINVAL for a bad image, -EIO for a device error.
+ * -EINVAL for a bad image, -EIO for a device error.  The device stack the
+ * engine builds over bd, the clock and the stats come from cfg (device=,
+ * sched=, clock=, stats=, iolog=): see config.h.
  */
 int sfs_fs_open(struct sfs_bdev *bd, const struct sfs_config *cfg,
 		struct sfs_fs **out, char **err);
@@ -110,11 +112,7 @@ int sfs_fs_cache_policy(const struct sfs_config *cfg,
  * the device holds is what a crash would leave.  Closes the device. */
 void sfs_fs_abort(struct sfs_fs *fs);
 
-/*
- * Write all dirty state to the device and flush it (sync(2)).
- * The device stack the engine builds over bd, the clock and the stats come
- * from cfg (device=, sched=, clock=, stats=, iolog=): see config.h.
- */
+/* Write all dirty state to the device and flush it (sync(2)). */
 int sfs_fs_sync(struct sfs_fs *fs);
 
 uint32_t sfs_fs_block_size(const struct sfs_fs *fs);

@@ -9,7 +9,8 @@
  *                per group, group count, first data block, blocks count,
  *                addresses per block, inode size; sfs_flex_size
  *   groups       sfs_group_desc (a descriptor, read-only), sfs_blk_group,
- *                sfs_group_first, sfs_group_nblocks, sfs_block_bitmap
+ *                sfs_group_first, sfs_group_nblocks, sfs_block_bitmap,
+ *                sfs_group_bad (a group whose bitmap is bad: skip it)
  *   blocks       sfs_blocks_mark_used / _free / _release, and placement
  *                through sfs_alloc_blocks (a mapping model asking for room)
  *   buffers      the cache (sfs_fs_cache and cache.h's sfs_cache_*),
@@ -25,7 +26,7 @@
  *   errors       sfs_fs_error (enter the sticky error state), sfs_fs_failed
  *
  * The engine fills struct sfs_geom once at mount, after checking the
- * superblock (fs.c, check_geometry); it does not change afterwards.  The
+ * superblock (mount.c, check_geometry); it does not change afterwards.  The
  * accessors live in model.c.  Every function here expects fs->lock held,
  * as all of fs_priv.h does.
  */

@@ -1903,9 +1903,9 @@ static void test_jbd2_garbage_log_never_crashes(void **state)
 }
 
 /*
- * The engine path: sfs_jlog_open_fs maps inode 8 through fs->map->walk
- * and replays through fs->cache.  fs.c does not accept has_journal images
- * yet, so the bit is hidden from sfs_fs_open and shown again in memory.
+ * The engine path: sfs_jlog_open_fs maps inode 8 through the map's walk
+ * and replays through fs->cache.  The bit is hidden from sfs_fs_open (so
+ * the mount does not recover the log itself) and shown again in memory.
  */
 static void test_jbd2_open_fs_engine(void **state)
 {
