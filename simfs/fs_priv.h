@@ -103,31 +103,37 @@ struct sfs_da_counters {
 };
 
 struct sfs_fs {
-	/* first: sfs_geom (model.h) casts; filled by check_geometry (fs.c)
-	 * from the fields below of the same name */
-	struct sfs_geom geom;
+	/* The geometry, first (model.h's sfs_geom casts fs to it), set once
+	 * by check_geometry (mount.c).  One storage, two names: the engine
+	 * reads the fields directly (fs->bs), a model through sfs_geom(fs);
+	 * the anonymous struct repeats struct sfs_geom member for member. */
+	union {
+		struct sfs_geom geom;
+		struct {
+			uint32_t bs;		   /* block size, bytes */
+			uint32_t bs_log;	   /* log2(bs) */
+			uint32_t bpg;		   /* blocks per group */
+			uint32_t ipg;		   /* inodes per group */
+			uint32_t groups;
+			uint32_t first_data_block;
+			uint32_t blocks_count;
+			uint32_t addr_per_block; /* bs / 4 */
+			uint32_t inode_size;	 /* 128 or 256 */
+		};
+	};
 	sfs_mutex lock;
 	struct sfs_config cfg;
 	struct sfs_bdev *bd;
 	struct sfs_cache *cache;
 	char *err_msg;          /* last mount error (sfs_fs_open) */
 
-	/* geometry, from the superblock */
+	/* the rest of the geometry, and the superblock */
 	struct sfs_dsuper sb;   /* in-memory copy of the primary superblock */
 	uint16_t mount_state;   /* s_state found at mount, restored at close */
 	bool sb_dirty;
-	uint32_t bs;            /* block size, bytes */
-	uint32_t bs_log;        /* log2(bs) */
-	uint32_t first_data_block;
-	uint32_t blocks_count;
-	uint32_t bpg;           /* blocks per group */
-	uint32_t ipg;           /* inodes per group */
-	uint32_t groups;
-	uint32_t inode_size;    /* 128 or 256 */
 	uint32_t itb;           /* inode table blocks per group */
 	uint32_t desc_blocks;   /* GDT blocks */
 	uint32_t reserved_gdt;  /* s_reserved_gdt_blocks (resize_inode images) */
-	uint32_t addr_per_block; /* bs / 4 */
 
 	uint32_t desc_size;     /* bytes per group descriptor (32, or
 				   s_desc_size with 64bit) */
@@ -226,8 +232,11 @@ struct sfs_fs {
 	uint32_t host_room_age;   /* delalloc: new blocks before a new look */
 };
 G_STATIC_ASSERT(G_STRUCT_OFFSET(struct sfs_fs, geom) == 0);
-/* Copy the geometry fields into fs->geom, once they are checked (mount). */
-void sfs_geom_fill(struct sfs_fs *fs);
+/* the two names of the geometry are the same bytes */
+G_STATIC_ASSERT(G_STRUCT_OFFSET(struct sfs_fs, inode_size) ==
+		G_STRUCT_OFFSET(struct sfs_fs, geom.inode_size));
+G_STATIC_ASSERT(G_STRUCT_OFFSET(struct sfs_fs, blocks_count) ==
+		G_STRUCT_OFFSET(struct sfs_fs, geom.blocks_count));
 
 /* ---- locking ---- */
 static inline void sfs_lock(struct sfs_fs *fs) { sfs_mutex_lock(&fs->lock); }

@@ -946,9 +946,9 @@ static int cmd_mount(int argc, char **argv)
 	}
 
 	/* One malloc arena for the daemon's threads (doc/cache.md 9): the
-	 * engine runs one call at a time under its lock, so more arenas
-	 * buy no concurrency, only memory each keeps of what it freed.
-	 * Set before any thread starts. */
+	 * engine's work, where nearly all allocation happens, runs under
+	 * its one lock, so more arenas buy little concurrency, only memory
+	 * each keeps of what it freed.  Set before any thread starts. */
 	mallopt(M_ARENA_MAX, 1);
 	sfs_config_defaults(&cfg);
 	/* a mount runs on real time; the user may still ask otherwise */

@@ -2,7 +2,7 @@
  * model.c - the seam between the engine and its models, both ways.
  *
  * Inward, what model.h lets a placement, mapping or journal model read of
- * the engine without seeing struct sfs_fs: the geometry copy, the group
+ * the engine without seeing struct sfs_fs: the group
  * descriptors, the cache, the superblock, the CPU counters.
  *
  * Outward, the doors the engine calls the mapping and placement models
@@ -16,21 +16,6 @@
 #include "fs_priv.h"
 
 /* ---- what models see (model.h) ---- */
-
-void sfs_geom_fill(struct sfs_fs *fs)
-{
-	fs->geom = (struct sfs_geom){
-	    .bs = fs->bs,
-	    .bs_log = fs->bs_log,
-	    .bpg = fs->bpg,
-	    .ipg = fs->ipg,
-	    .groups = fs->groups,
-	    .first_data_block = fs->first_data_block,
-	    .blocks_count = fs->blocks_count,
-	    .addr_per_block = fs->addr_per_block,
-	    .inode_size = fs->inode_size,
-	};
-}
 
 struct sfs_cpu_ctr *sfs_cpu_ctr(struct sfs_fs *fs)
 {

@@ -327,7 +327,6 @@ static int check_geometry(struct sfs_fs *fs, uint64_t dev_bytes, char **err)
 	fs->desc_blocks =
 	    (uint32_t)(((uint64_t)fs->groups * fs->desc_size + fs->bs - 1) /
 		       fs->bs);
-	sfs_geom_fill(fs);
 	return 0;
 }
 
